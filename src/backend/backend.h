@@ -1,0 +1,143 @@
+/*
+ * backend.h - the op interface the forward pass is written against.
+ *
+ * A backend owns memory (activations, decode state) and implements the ops
+ * below; the CPU backend is the reference, other backends must agree with it.
+ * Activation pointers are backend memory, row-major, FP32 unless stated.
+ * Every op computes each output row from its own inputs only, in an order
+ * that does not depend on the batch: a token's result never depends on what
+ * else is in the step (batch invariance is a contract, not an accident).
+ */
+#ifndef DSV4_BACKEND_BACKEND_H
+#define DSV4_BACKEND_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/state.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+typedef struct dsv4_backend dsv4_backend;
+
+/* Hyper-connection mixing parameters of one site (attention or FFN half). */
+typedef struct {
+    int hc;              /* streams */
+    int dim;             /* D */
+    int sinkhorn_iters;
+    float hc_eps, norm_eps;
+    const float *fn;     /* [(2+hc)*hc, hc*D] */
+    const float *base;   /* [(2+hc)*hc] */
+    const float *scale;  /* [3] */
+} dsv4_hc_params;
+
+/* One compressor (main or indexer) of one layer. */
+typedef struct {
+    int layer;
+    bool indexer;        /* rows go to indexer keys */
+    int ratio, coff, d;  /* coff = 2 for overlapping windows */
+    int rope_dim;
+    const float *ape;    /* [ratio, coff*d] */
+    const float *norm;   /* [d] */
+    const float *freqs;  /* [rope_dim/2] */
+    float norm_eps;
+    bool reference;      /* BF16 rounding + FP8 (main) or Hadamard+FP4 (indexer) simulation of rows */
+} dsv4_compress_params;
+
+typedef struct {
+    int layer;
+    int ratio;
+    int n_heads, head_dim; /* indexer heads */
+    int topk;
+    float scale;          /* index_head_dim^-0.5 * n_heads^-0.5 */
+} dsv4_indexer_params;
+
+typedef struct {
+    int layer;
+    dsv4_attn_kind kind;
+    int ratio;
+    int n_heads, head_dim;
+    int window;
+    int topk;             /* CSA: stride of the idx array */
+    float scale;          /* head_dim^-0.5 */
+    const float *sinks;   /* [n_heads] */
+    bool reference;       /* probabilities rounded to BF16 before P.V */
+} dsv4_attn_params;
+
+typedef struct {
+    int n_experts, k, dim, inter;
+    float swiglu_limit;   /* <= 0: no clamp */
+    const dsv4_w *w1, *w3, *w2; /* [n_experts] */
+    bool reference;       /* bf16(weight * activation) before the down projection */
+} dsv4_moe_params;
+
+struct dsv4_backend {
+    const char *name;
+    void *impl;
+    void (*destroy)(dsv4_backend *be);
+
+    /* memory: zeroed on allocation */
+    void *(*alloc)(dsv4_backend *be, size_t bytes);
+    void (*free)(dsv4_backend *be, void *p);
+    void (*upload)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
+    void (*download)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
+
+    /* out[n, D] = emb[tok[i]] */
+    void (*embed)(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
+    /* y[i, :out] = W[out, in] . x[i, :in] for i < n; x rows ldx apart, y rows ldy apart */
+    void (*linear)(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+    /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
+    void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
+                    float *y);
+    /* interleaved RoPE on the last rope_dim dims of each head; angle pos[t]*freqs[i]; inverse rotates by -angle */
+    void (*rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
+                 const int64_t *pos, const float *freqs, bool inverse);
+    void (*round_bf16)(dsv4_backend *be, float *x, size_t n);
+    /* FP8SIM64 on x[r][0, nope) for each row r (rows ld apart) */
+    void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
+    /* Hadamard + FP4SIM32 on each dim-wide row */
+    void (*idx_sim)(dsv4_backend *be, float *x, int rows, int dim);
+    /* y[i] = a[i] + b[i] */
+    void (*add)(dsv4_backend *be, const float *a, const float *b, size_t n, float *y);
+
+    /* hc_pre: X [n, hc, D] -> u [n, D], post [n, hc], comb [n, hc, hc] */
+    void (*hc_pre)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
+                   float *comb);
+    /* X[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * X[t, j] */
+    void (*hc_post)(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
+                    float *X);
+    /* final collapse: u[t] = sum_i (sigmoid(m_i * scale + base_i) + eps) X[t, i] */
+    void (*hc_head)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
+
+    /* Stream a[n, coff*d], g[n, coff*d] (before ape) through the compressor
+     * state of every segment, writing each completed row to the pages. */
+    void (*compress)(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
+                     const float *a, const float *g);
+    /* q [n, nI, dI] (roped, simulated), w [n, nI] -> idx [n, topk] ascending, cnt [n] */
+    void (*indexer_topk)(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                         const float *q, const float *w, int32_t *idx, int32_t *cnt);
+    /* Sparse attention with sinks over window rows (ring + this step's kv [n, hd])
+     * and compressed rows (CSA: idx/cnt; HCA: all visible). out [n, H, hd]. */
+    void (*attn)(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                 const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out);
+    /* Write this step's kv rows into the window rings (after attention). */
+    void (*kv_store)(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
+                     const float *kv_new);
+
+    /* Router: logits [n, E] -> idx [n, k], weights [n, k] (renormalised, scaled). */
+    void (*moe_route)(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
+                      const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
+                      float *wts);
+    /* Routed experts: out[t] = sum over the token's experts (ascending id) of
+     * w2_e . (wts * swiglu(w1_e x, w3_e x)) */
+    void (*moe_experts)(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                        const float *wts, float *out);
+    /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim) */
+    void (*swiglu)(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m);
+};
+
+/* The CPU backend; n_threads <= 0 uses every core. */
+dsv4_backend *dsv4_backend_cpu_create(int n_threads);
+
+#endif

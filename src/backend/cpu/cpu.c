@@ -1,0 +1,785 @@
+/*
+ * cpu.c - the CPU backend: the reference implementation of every op in
+ * backend.h, threaded over a pool and written so the compiler vectorises the
+ * inner loops (16 independent FP32 lanes per dot product).
+ *
+ * Determinism: each output element is produced by exactly one call with a
+ * fixed summation order, so results are identical for any thread count and
+ * any batch composition. Scratch memory for the data-dependent ops is taken
+ * per call for now; the token loop's allocation budget is a later concern of
+ * the GPU backend.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "core/pool.h"
+#include "model/quant.h"
+
+typedef struct {
+    dsv4_pool *pool;
+} cpu_impl;
+
+static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->pool; }
+
+#define LANES 16
+
+/* ==== dot products ===================================================== */
+
+static inline float reduce_lanes(const float *acc)
+{
+    float s8[8];
+    for (int l = 0; l < 8; l++) s8[l] = acc[l] + acc[l + 8];
+    float s4[4];
+    for (int l = 0; l < 4; l++) s4[l] = s8[l] + s8[l + 4];
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+float dsv4_cpu_dot_f32(const float *x, const float *w, int n)
+{
+    float acc[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * w[i + l];
+    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * w[i];
+    return reduce_lanes(acc);
+}
+
+static float dot_bf16(const float *x, const uint16_t *w, int n)
+{
+    float acc[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * dsv4_bits_f32((uint32_t)w[i + l] << 16);
+    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * dsv4_bf16_to_f32(w[i]);
+    return reduce_lanes(acc);
+}
+
+static float dot_f16(const float *x, const uint16_t *w, int n)
+{
+    float acc[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * dsv4_f16_to_f32(w[i + l]);
+    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * dsv4_f16_to_f32(w[i]);
+    return reduce_lanes(acc);
+}
+
+static inline float dot_w(const dsv4_w *w, int64_t row, const float *x)
+{
+    int n = (int)w->ne[1];
+    switch (w->dtype) {
+    case DSV4_DT_F32: return dsv4_cpu_dot_f32(x, (const float *)w->host + row * n, n);
+    case DSV4_DT_BF16: return dot_bf16(x, (const uint16_t *)w->host + row * n, n);
+    case DSV4_DT_F16: return dot_f16(x, (const uint16_t *)w->host + row * n, n);
+    default: abort(); /* weights.c admits only these */
+    }
+}
+
+/* ==== memory =========================================================== */
+
+static void *cpu_alloc(dsv4_backend *be, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
+static void cpu_free(dsv4_backend *be, void *p) { free(p); }
+static void cpu_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+
+/* ==== embedding, linear, norms ========================================== */
+
+static void cpu_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
+{
+    int64_t D = emb->ne[1];
+    for (int t = 0; t < n; t++) {
+        float *o = out + (size_t)t * D;
+        const char *row = (const char *)emb->host + (size_t)tok[t] * D * dsv4_dtype_size(emb->dtype);
+        for (int64_t i = 0; i < D; i++) {
+            switch (emb->dtype) {
+            case DSV4_DT_F32: memcpy(&o[i], row + 4 * i, 4); break;
+            case DSV4_DT_BF16: o[i] = dsv4_bf16_to_f32(((const uint16_t *)row)[i]); break;
+            default: o[i] = dsv4_f16_to_f32(((const uint16_t *)row)[i]); break;
+            }
+        }
+    }
+}
+
+typedef struct {
+    const dsv4_w *w;
+    const float *x;
+    int ldx, n, ldy;
+    float *y;
+    int rows_per_task;
+} linear_ctx;
+
+/* One task: a block of output rows for every token, so the block of weight
+ * rows is read from memory once and reused from cache across tokens. */
+static void linear_task(void *vctx, int64_t task)
+{
+    linear_ctx *c = vctx;
+    int64_t r0 = task * c->rows_per_task, r1 = r0 + c->rows_per_task;
+    if (r1 > c->w->ne[0]) r1 = c->w->ne[0];
+    for (int t = 0; t < c->n; t++) {
+        const float *x = c->x + (size_t)t * c->ldx;
+        float *y = c->y + (size_t)t * c->ldy;
+        for (int64_t r = r0; r < r1; r++) y[r] = dot_w(c->w, r, x);
+    }
+}
+
+static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    if (n <= 0) return;
+    linear_ctx c = {.w = w, .x = x, .ldx = ldx, .n = n, .y = y, .ldy = ldy};
+    /* ~32 KiB of weights per task keeps a block in L1/L2 while tokens stream. */
+    int64_t row_bytes = w->ne[1] * (int64_t)dsv4_dtype_size(w->dtype);
+    int64_t rpt = row_bytes > 0 ? 32768 / row_bytes : 64;
+    if (rpt < 1) rpt = 1;
+    if (rpt > 64) rpt = 64;
+    c.rows_per_task = (int)rpt;
+    dsv4_pool_for(pool_of(be), (w->ne[0] + rpt - 1) / rpt, linear_task, &c);
+}
+
+static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
+                        float *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ld;
+        float *yr = y + (size_t)r * ld;
+        float ss = dsv4_cpu_dot_f32(xr, xr, dim);
+        float k = 1.0f / sqrtf(ss / (float)dim + eps);
+        if (w)
+            for (int i = 0; i < dim; i++) yr[i] = w[i] * (xr[i] * k);
+        else
+            for (int i = 0; i < dim; i++) yr[i] = xr[i] * k;
+    }
+}
+
+static void cpu_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
+                     const int64_t *pos, const float *freqs, bool inverse)
+{
+    int half = rope_dim / 2;
+    float cs[half > 0 ? half : 1], sn[half > 0 ? half : 1];
+    for (int t = 0; t < n_tok; t++) {
+        for (int i = 0; i < half; i++) {
+            /* The reference forms the angle as an FP32 product. */
+            float ang = (float)pos[t] * freqs[i];
+            cs[i] = (float)cos((double)ang);
+            sn[i] = (float)sin((double)ang);
+            if (inverse) sn[i] = -sn[i];
+        }
+        for (int h = 0; h < n_heads; h++) {
+            float *v = x + (size_t)t * ld_tok + (size_t)h * head_dim + (head_dim - rope_dim);
+            for (int i = 0; i < half; i++) {
+                float a = v[2 * i], b = v[2 * i + 1];
+                v[2 * i] = a * cs[i] - b * sn[i];
+                v[2 * i + 1] = a * sn[i] + b * cs[i];
+            }
+        }
+    }
+}
+
+static void cpu_round_bf16(dsv4_backend *be, float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = dsv4_round_bf16(x[i]);
+}
+
+static void cpu_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
+{
+    for (int r = 0; r < rows; r++) dsv4_fp8sim(x + (size_t)r * ld, nope, 64);
+}
+
+static void cpu_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
+{
+    for (int r = 0; r < rows; r++) {
+        dsv4_hadamard(x + (size_t)r * dim, dim);
+        dsv4_fp4sim(x + (size_t)r * dim, dim, 32);
+    }
+}
+
+static void cpu_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static void cpu_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+{
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i], ui = u[i];
+        if (limit > 0) {
+            gi = fminf(gi, limit);
+            ui = fminf(fmaxf(ui, -limit), limit);
+        }
+        m[i] = gi / (1.0f + expf(-gi)) * ui;
+    }
+}
+
+/* ==== hyper-connections ================================================= */
+
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+void dsv4_cpu_hc_split(const float *m, const float *scale, const float *base, int hc, int iters, float eps,
+                       float *pre, float *post, float *comb)
+{
+    for (int i = 0; i < hc; i++) {
+        pre[i] = sigmoidf(m[i] * scale[0] + base[i]) + eps;
+        post[i] = 2.0f * sigmoidf(m[hc + i] * scale[1] + base[hc + i]);
+    }
+    for (int j = 0; j < hc; j++) {
+        float *row = comb + j * hc, mx = -INFINITY, s = 0;
+        for (int k = 0; k < hc; k++) {
+            row[k] = m[2 * hc + j * hc + k] * scale[2] + base[2 * hc + j * hc + k];
+            mx = fmaxf(mx, row[k]);
+        }
+        for (int k = 0; k < hc; k++) s += (row[k] = expf(row[k] - mx));
+        for (int k = 0; k < hc; k++) row[k] = row[k] / s + eps;
+    }
+    /* column normalise, then (iters - 1) x (row, column) */
+    for (int it = 0; it < iters; it++) {
+        if (it > 0)
+            for (int j = 0; j < hc; j++) {
+                float s = 0;
+                for (int k = 0; k < hc; k++) s += comb[j * hc + k];
+                for (int k = 0; k < hc; k++) comb[j * hc + k] /= s + eps;
+            }
+        for (int k = 0; k < hc; k++) {
+            float s = 0;
+            for (int j = 0; j < hc; j++) s += comb[j * hc + k];
+            for (int j = 0; j < hc; j++) comb[j * hc + k] /= s + eps;
+        }
+    }
+}
+
+typedef struct {
+    const dsv4_hc_params *p;
+    const float *X;
+    float *u, *post, *comb;
+    bool head;
+} hc_ctx;
+
+static void hc_task(void *vctx, int64_t t)
+{
+    hc_ctx *c = vctx;
+    const dsv4_hc_params *p = c->p;
+    int hc = p->hc, D = p->dim, n_mix = c->head ? hc : (2 + hc) * hc;
+    const float *x = c->X + (size_t)t * hc * D;
+    float ss = dsv4_cpu_dot_f32(x, x, hc * D);
+    float rho = 1.0f / sqrtf(ss / (float)(hc * D) + p->norm_eps);
+    float m[n_mix], pre[hc];
+    for (int i = 0; i < n_mix; i++) m[i] = dsv4_cpu_dot_f32(p->fn + (size_t)i * hc * D, x, hc * D) * rho;
+    if (c->head) {
+        for (int i = 0; i < hc; i++) pre[i] = sigmoidf(m[i] * p->scale[0] + p->base[i]) + p->hc_eps;
+    } else {
+        dsv4_cpu_hc_split(m, p->scale, p->base, hc, p->sinkhorn_iters, p->hc_eps, pre, c->post + (size_t)t * hc,
+                          c->comb + (size_t)t * hc * hc);
+    }
+    float *u = c->u + (size_t)t * D;
+    for (int d = 0; d < D; d++) {
+        float s = 0;
+        for (int i = 0; i < hc; i++) s += pre[i] * x[(size_t)i * D + d];
+        u[d] = s;
+    }
+}
+
+static void cpu_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
+                       float *comb)
+{
+    hc_ctx c = {.p = p, .X = X, .u = u, .post = post, .comb = comb, .head = false};
+    dsv4_pool_for(pool_of(be), n, hc_task, &c);
+}
+
+static void cpu_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
+{
+    hc_ctx c = {.p = p, .X = X, .u = u, .head = true};
+    dsv4_pool_for(pool_of(be), n, hc_task, &c);
+}
+
+static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb,
+                        int n, float *X)
+{
+    for (int t = 0; t < n; t++) {
+        float *x = X + (size_t)t * hc * dim;
+        const float *pt = post + (size_t)t * hc, *ct = comb + (size_t)t * hc * hc, *ot = o + (size_t)t * dim;
+        float old[hc];
+        for (int d = 0; d < dim; d++) {
+            for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
+            for (int k = 0; k < hc; k++) {
+                float s = pt[k] * ot[d];
+                for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
+                x[(size_t)k * dim + d] = s;
+            }
+        }
+    }
+}
+
+/* ==== compressor ======================================================== */
+
+/* Pool one window into out[d] from the state rows; MODEL.md §3.6.1. */
+static void compress_pool(const dsv4_compress_params *p, const float *kvs, const float *scs, float *out)
+{
+    int r = p->ratio, d = p->d, w = p->coff * d;
+    for (int i = 0; i < d; i++) {
+        float mx = -INFINITY;
+        if (p->coff == 2) {
+            /* previous window through channels [0, d), current through [d, 2d) */
+            for (int j = 0; j < r; j++) mx = fmaxf(mx, scs[(size_t)j * w + i]);
+            for (int j = 0; j < r; j++) mx = fmaxf(mx, scs[(size_t)(r + j) * w + d + i]);
+            float den = 0, num = 0;
+            for (int j = 0; j < r; j++) {
+                float s = scs[(size_t)j * w + i];
+                if (s == -INFINITY) continue;
+                float e = expf(s - mx);
+                den += e;
+                num += e * kvs[(size_t)j * w + i];
+            }
+            for (int j = 0; j < r; j++) {
+                float e = expf(scs[(size_t)(r + j) * w + d + i] - mx);
+                den += e;
+                num += e * kvs[(size_t)(r + j) * w + d + i];
+            }
+            out[i] = num / den;
+        } else {
+            for (int j = 0; j < r; j++) mx = fmaxf(mx, scs[(size_t)j * w + i]);
+            float den = 0, num = 0;
+            for (int j = 0; j < r; j++) {
+                float e = expf(scs[(size_t)j * w + i] - mx);
+                den += e;
+                num += e * kvs[(size_t)j * w + i];
+            }
+            out[i] = num / den;
+        }
+    }
+}
+
+/* Norm, RoPE at the window's first position, simulation; writes the row. */
+static void compress_finish(const dsv4_compress_params *p, float *row, int64_t c)
+{
+    int d = p->d;
+    if (p->reference)
+        for (int i = 0; i < d; i++) row[i] = dsv4_round_bf16(row[i]);
+    float ss = dsv4_cpu_dot_f32(row, row, d);
+    float k = 1.0f / sqrtf(ss / (float)d + p->norm_eps);
+    for (int i = 0; i < d; i++) row[i] = p->norm[i] * (row[i] * k);
+    if (p->reference)
+        for (int i = 0; i < d; i++) row[i] = dsv4_round_bf16(row[i]);
+    int64_t pos = c * p->ratio;
+    float *v = row + d - p->rope_dim;
+    for (int i = 0; i < p->rope_dim / 2; i++) {
+        float ang = (float)pos * p->freqs[i];
+        float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+        float a = v[2 * i], b = v[2 * i + 1];
+        v[2 * i] = a * cs - b * sn;
+        v[2 * i + 1] = a * sn + b * cs;
+    }
+    if (p->reference) {
+        for (int i = 0; i < d; i++) row[i] = dsv4_round_bf16(row[i]);
+        if (p->indexer) {
+            dsv4_hadamard(row, d);
+            dsv4_fp4sim(row, d, 32);
+        } else {
+            dsv4_fp8sim(row, d - p->rope_dim, 64);
+        }
+    }
+}
+
+typedef struct {
+    const dsv4_compress_params *p;
+    const dsv4_plan *plan;
+    dsv4_kv *kv;
+    const float *a, *g;
+} compress_ctx;
+
+static void compress_seg(void *vctx, int64_t si)
+{
+    compress_ctx *c = vctx;
+    const dsv4_compress_params *p = c->p;
+    const dsv4_seg *s = &c->plan->segs[si];
+    const dsv4_layer_state *ls = &c->kv->layer[p->layer];
+    int r = p->ratio, w = p->coff * p->d;
+    float *slot = c->kv->slots + (size_t)s->slot * c->kv->slot_floats;
+    float *kvs = slot + (p->indexer ? ls->idx_kv : ls->cmp_kv);
+    float *scs = slot + (p->indexer ? ls->idx_score : ls->cmp_score);
+    int base = p->coff == 2 ? r : 0; /* rows of the current window */
+    for (int i = 0; i < s->n; i++) {
+        int64_t pos = s->pos0 + i;
+        int j = (int)(pos % r);
+        const float *a = c->a + (size_t)(s->t0 + i) * w, *g = c->g + (size_t)(s->t0 + i) * w;
+        float *kr = kvs + (size_t)(base + j) * w, *sr = scs + (size_t)(base + j) * w;
+        for (int q = 0; q < w; q++) {
+            kr[q] = a[q];
+            sr[q] = g[q] + p->ape[(size_t)j * w + q];
+        }
+        if (j != r - 1) continue;
+        int64_t crow = pos / r;
+        float *row = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, crow, r, p->indexer, p->d);
+        compress_pool(p, kvs, scs, row);
+        compress_finish(p, row, crow);
+        if (p->coff == 2) {
+            /* the current window becomes the previous one */
+            memcpy(kvs, kvs + (size_t)r * w, (size_t)r * w * sizeof(float));
+            memcpy(scs, scs + (size_t)r * w, (size_t)r * w * sizeof(float));
+        }
+    }
+}
+
+static void cpu_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
+                         const float *a, const float *g)
+{
+    compress_ctx c = {.p = p, .plan = plan, .kv = kv, .a = a, .g = g};
+    dsv4_pool_for(pool_of(be), plan->n_seg, compress_seg, &c);
+}
+
+/* ==== indexer =========================================================== */
+
+static int topk_cmp_desc(const void *a, const void *b)
+{
+    const float *x = a, *y = b; /* pairs (score, index) stored as floats: index exact below 2^24 */
+    if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : (x[1] > y[1]);
+}
+
+static int idx_cmp_asc(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int dsv4_cpu_topk(const float *score, int n, int k, int32_t *idx)
+{
+    if (k > n) k = n;
+    if (k <= 0) return 0;
+    if (k == n) {
+        for (int i = 0; i < n; i++) idx[i] = i;
+        return n;
+    }
+    float *pairs = malloc((size_t)n * 2 * sizeof(float));
+    for (int i = 0; i < n; i++) {
+        pairs[2 * i] = score[i];
+        pairs[2 * i + 1] = (float)i;
+    }
+    qsort(pairs, (size_t)n, 2 * sizeof(float), topk_cmp_desc);
+    for (int i = 0; i < k; i++) idx[i] = (int32_t)pairs[2 * i + 1];
+    free(pairs);
+    qsort(idx, (size_t)k, sizeof(int32_t), idx_cmp_asc);
+    return k;
+}
+
+typedef struct {
+    const dsv4_indexer_params *p;
+    const dsv4_plan *plan;
+    const dsv4_kv *kv;
+    const float *q, *w;
+    int32_t *idx, *cnt;
+} indexer_ctx;
+
+static void indexer_tok(void *vctx, int64_t t)
+{
+    indexer_ctx *c = vctx;
+    const dsv4_indexer_params *p = c->p;
+    const dsv4_seg *s = &c->plan->segs[c->plan->tok_seg[t]];
+    int64_t N = (c->plan->pos[t] + 1) / p->ratio;
+    int nh = p->n_heads, hd = p->head_dim;
+    float *score = malloc((size_t)(N > 0 ? N : 1) * sizeof(float));
+    const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
+    for (int64_t r = 0; r < N; r++) {
+        const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
+        float sc = 0;
+        for (int h = 0; h < nh; h++) {
+            float dq = dsv4_cpu_dot_f32(q + (size_t)h * hd, key, hd);
+            if (dq > 0) sc += w[h] * p->scale * dq;
+        }
+        score[r] = sc;
+    }
+    c->cnt[t] = dsv4_cpu_topk(score, (int)N, p->topk, c->idx + (size_t)t * p->topk);
+    free(score);
+}
+
+static void cpu_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan,
+                             const dsv4_kv *kv, const float *q, const float *w, int32_t *idx, int32_t *cnt)
+{
+    indexer_ctx c = {.p = p, .plan = plan, .kv = kv, .q = q, .w = w, .idx = idx, .cnt = cnt};
+    dsv4_pool_for(pool_of(be), plan->n_tok, indexer_tok, &c);
+}
+
+/* ==== sparse attention ================================================== */
+
+typedef struct {
+    const dsv4_attn_params *p;
+    const dsv4_plan *plan;
+    const float *q;
+    float *out;
+    const float **rows; /* [n_tok][max_rows] */
+    int *n_rows;        /* [n_tok] */
+    int max_rows;
+} attn_ctx;
+
+/* Visible rows of token t in canonical order: window positions ascending,
+ * then compressed rows ascending. */
+static int attn_rows(const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *kv_new,
+                     const int32_t *idx, const int32_t *cnt, int t, const float **rows)
+{
+    const dsv4_seg *s = &plan->segs[plan->tok_seg[t]];
+    int64_t pos = plan->pos[t];
+    int hd = p->head_dim, n = 0;
+    int64_t lo = pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+    const float *ring = kv->slots + (size_t)s->slot * kv->slot_floats + kv->layer[p->layer].win;
+    for (int64_t q = lo; q <= pos; q++) {
+        if (q >= s->pos0) rows[n++] = kv_new + (size_t)(s->t0 + (q - s->pos0)) * hd;
+        else rows[n++] = ring + (size_t)(q % p->window) * hd;
+    }
+    if (p->kind == DSV4_ATTN_CSA) {
+        for (int i = 0; i < cnt[t]; i++)
+            rows[n++] = dsv4_kv_cmp_row(kv, p->layer, s->slot, idx[(size_t)t * p->topk + i], p->ratio, false, hd);
+    } else if (p->kind == DSV4_ATTN_HCA) {
+        int64_t N = (pos + 1) / p->ratio;
+        for (int64_t c = 0; c < N; c++) rows[n++] = dsv4_kv_cmp_row(kv, p->layer, s->slot, c, p->ratio, false, hd);
+    }
+    return n;
+}
+
+static void attn_task(void *vctx, int64_t task)
+{
+    attn_ctx *c = vctx;
+    const dsv4_attn_params *p = c->p;
+    int H = p->n_heads, hd = p->head_dim;
+    int t = (int)(task / H), h = (int)(task % H);
+    int nr = c->n_rows[t];
+    const float **rows = c->rows + (size_t)t * c->max_rows;
+    const float *q = c->q + ((size_t)t * H + h) * hd;
+    float *o = c->out + ((size_t)t * H + h) * hd;
+    float sbuf[1024];
+    float *sc = nr <= 1024 ? sbuf : malloc((size_t)nr * sizeof(float));
+    float sink = p->sinks[h], mx = sink;
+    for (int j = 0; j < nr; j++) {
+        sc[j] = dsv4_cpu_dot_f32(q, rows[j], hd) * p->scale;
+        mx = fmaxf(mx, sc[j]);
+    }
+    float den = expf(sink - mx);
+    for (int j = 0; j < nr; j++) den += (sc[j] = expf(sc[j] - mx));
+    for (int i = 0; i < hd; i++) o[i] = 0;
+    for (int j = 0; j < nr; j++) {
+        float pj = sc[j] / den;
+        if (p->reference) pj = dsv4_round_bf16(pj);
+        const float *r = rows[j];
+        for (int i = 0; i < hd; i++) o[i] += pj * r[i];
+    }
+    if (sc != sbuf) free(sc);
+}
+
+static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                     const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
+{
+    int max_rows = p->window;
+    if (p->kind == DSV4_ATTN_CSA) max_rows += p->topk;
+    if (p->kind == DSV4_ATTN_HCA) {
+        int64_t mx = 0;
+        for (int t = 0; t < plan->n_tok; t++) mx = plan->pos[t] > mx ? plan->pos[t] : mx;
+        max_rows += (int)((mx + 1) / p->ratio);
+    }
+    attn_ctx c = {.p = p, .plan = plan, .q = q, .out = out, .max_rows = max_rows};
+    c.rows = malloc((size_t)plan->n_tok * max_rows * sizeof(*c.rows));
+    c.n_rows = malloc((size_t)plan->n_tok * sizeof(int));
+    for (int t = 0; t < plan->n_tok; t++)
+        c.n_rows[t] = attn_rows(p, plan, kv, kv_new, idx, cnt, t, c.rows + (size_t)t * max_rows);
+    dsv4_pool_for(pool_of(be), (int64_t)plan->n_tok * p->n_heads, attn_task, &c);
+    free(c.rows);
+    free(c.n_rows);
+}
+
+static void cpu_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
+                         const float *kv_new)
+{
+    for (int si = 0; si < plan->n_seg; si++) {
+        const dsv4_seg *s = &plan->segs[si];
+        float *ring = kv->slots + (size_t)s->slot * kv->slot_floats + kv->layer[layer].win;
+        int first = s->n > window ? s->n - window : 0;
+        for (int i = first; i < s->n; i++)
+            memcpy(ring + (size_t)((s->pos0 + i) % window) * head_dim, kv_new + (size_t)(s->t0 + i) * head_dim,
+                   (size_t)head_dim * sizeof(float));
+    }
+}
+
+/* ==== MoE =============================================================== */
+
+static inline float sqrt_softplus(float x)
+{
+    /* torch's softplus switches to the identity above 20 */
+    float sp = x > 20.0f ? x : log1pf(expf(x));
+    return sqrtf(sp);
+}
+
+static void cpu_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
+                          const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale,
+                          int32_t *idx, float *wts)
+{
+    float s[n_experts], sel[n_experts];
+    for (int t = 0; t < n; t++) {
+        const float *lg = logits + (size_t)t * n_experts;
+        int32_t *it = idx + (size_t)t * k;
+        float *wt = wts + (size_t)t * k;
+        for (int e = 0; e < n_experts; e++) s[e] = sqrt_softplus(lg[e]);
+        if (tid2eid && tid2eid->name) {
+            for (int i = 0; i < k; i++) {
+                size_t o = (size_t)tokens[t] * k + i;
+                it[i] = tid2eid->dtype == DSV4_DT_I64 ? (int32_t)((const int64_t *)tid2eid->host)[o]
+                                                       : ((const int32_t *)tid2eid->host)[o];
+            }
+        } else {
+            for (int e = 0; e < n_experts; e++) sel[e] = s[e] + (bias ? bias[e] : 0.0f);
+            dsv4_cpu_topk(sel, n_experts, k, it);
+        }
+        float sum = 0;
+        for (int i = 0; i < k; i++) sum += (wt[i] = s[it[i]]);
+        for (int i = 0; i < k; i++) {
+            if (renorm) wt[i] /= sum + 1e-20f;
+            wt[i] *= route_scale;
+        }
+    }
+}
+
+typedef struct {
+    const dsv4_moe_params *p;
+    const float *x;
+    const int32_t *idx;
+    const float *wts;
+    int n;
+    float *ybuf; /* [n*k, D] */
+} moe_ctx;
+
+static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
+{
+    const dsv4_moe_params *p = c->p;
+    int k = p->k, D = p->dim, I = p->inter, n = c->n;
+    int *list = malloc((size_t)n * k * sizeof(int));
+    float *xs = malloc((size_t)n * k * D * sizeof(float));
+    float *g = malloc((size_t)n * k * I * sizeof(float));
+    float *u = malloc((size_t)n * k * I * sizeof(float));
+    float *y = malloc((size_t)n * k * D * sizeof(float));
+    for (int e = 0; e < p->n_experts; e++) {
+        int m = 0;
+        for (int a = 0; a < n * k; a++)
+            if (c->idx[a] == e) list[m++] = a;
+        if (!m) continue;
+        for (int i = 0; i < m; i++) memcpy(xs + (size_t)i * D, c->x + (size_t)(list[i] / k) * D, D * sizeof(float));
+        cpu_linear(be, &p->w1[e], xs, D, m, g, I);
+        cpu_linear(be, &p->w3[e], xs, D, m, u, I);
+        cpu_swiglu(be, g, u, (size_t)m * I, p->swiglu_limit, g);
+        for (int i = 0; i < m; i++) {
+            float wv = c->wts[list[i]];
+            float *gi = g + (size_t)i * I;
+            for (int q = 0; q < I; q++) {
+                gi[q] *= wv;
+                if (p->reference) gi[q] = dsv4_round_bf16(gi[q]);
+            }
+        }
+        cpu_linear(be, &p->w2[e], g, I, m, y, D);
+        for (int i = 0; i < m; i++) memcpy(c->ybuf + (size_t)list[i] * D, y + (size_t)i * D, D * sizeof(float));
+    }
+    free(list);
+    free(xs);
+    free(g);
+    free(u);
+    free(y);
+}
+
+static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                            const float *wts, float *out)
+{
+    int k = p->k, D = p->dim;
+    moe_ctx c = {.p = p, .x = x, .idx = idx, .wts = wts, .n = n};
+    c.ybuf = malloc((size_t)n * k * D * sizeof(float));
+    moe_experts_run(be, &c);
+    /* Sum each token's expert outputs in ascending expert id: a fixed order. */
+    for (int t = 0; t < n; t++) {
+        int order[k];
+        for (int i = 0; i < k; i++) order[i] = i;
+        for (int i = 1; i < k; i++)
+            for (int j = i; j > 0 && idx[t * k + order[j]] < idx[t * k + order[j - 1]]; j--) {
+                int tmp = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = tmp;
+            }
+        float *o = out + (size_t)t * D;
+        for (int d = 0; d < D; d++) o[d] = 0;
+        for (int i = 0; i < k; i++) {
+            const float *yi = c.ybuf + ((size_t)t * k + order[i]) * D;
+            for (int d = 0; d < D; d++) o[d] += yi[d];
+        }
+    }
+    free(c.ybuf);
+}
+
+/* ==== RoPE tables ======================================================= */
+
+void dsv4_rope_freqs(double theta, int rope_dim, int yarn, double factor, double orig_max_pos, double beta_fast,
+                     double beta_slow, float *freqs)
+{
+    int half = rope_dim / 2;
+    double low = 0, high = 0;
+    if (yarn) {
+        double lo = rope_dim * log(orig_max_pos / (beta_fast * 2 * M_PI)) / (2 * log(theta));
+        double hi = rope_dim * log(orig_max_pos / (beta_slow * 2 * M_PI)) / (2 * log(theta));
+        low = floor(lo) > 0 ? floor(lo) : 0;
+        high = ceil(hi) < rope_dim - 1 ? ceil(hi) : rope_dim - 1;
+        if (low == high) high += 0.001;
+    }
+    for (int i = 0; i < half; i++) {
+        /* FP32 as the reference: base ** (2i/dim) in float, then its inverse */
+        float pf = powf((float)theta, (float)(2 * i) / (float)rope_dim);
+        float f = 1.0f / pf;
+        if (yarn) {
+            float ramp = (float)((i - low) / (high - low));
+            ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+            float interp = 1.0f / ((float)factor * pf);
+            float extra = 1.0f - ramp; /* extrapolation weight */
+            f = interp * (1.0f - extra) + f * extra;
+        }
+        freqs[i] = f;
+    }
+}
+
+/* ==== construction ====================================================== */
+
+static void cpu_destroy(dsv4_backend *be)
+{
+    if (!be) return;
+    cpu_impl *im = be->impl;
+    if (im) dsv4_pool_destroy(im->pool);
+    free(im);
+    free(be);
+}
+
+dsv4_backend *dsv4_backend_cpu_create(int n_threads)
+{
+    dsv4_backend *be = calloc(1, sizeof(*be));
+    cpu_impl *im = calloc(1, sizeof(*im));
+    if (!be || !im) {
+        free(be);
+        free(im);
+        return NULL;
+    }
+    im->pool = dsv4_pool_create(n_threads);
+    be->name = "cpu";
+    be->impl = im;
+    be->destroy = cpu_destroy;
+    be->alloc = cpu_alloc;
+    be->free = cpu_free;
+    be->upload = cpu_copy;
+    be->download = cpu_copy;
+    be->embed = cpu_embed;
+    be->linear = cpu_linear;
+    be->rmsnorm = cpu_rmsnorm;
+    be->rope = cpu_rope;
+    be->round_bf16 = cpu_round_bf16;
+    be->kv_sim = cpu_kv_sim;
+    be->idx_sim = cpu_idx_sim;
+    be->add = cpu_add;
+    be->hc_pre = cpu_hc_pre;
+    be->hc_post = cpu_hc_post;
+    be->hc_head = cpu_hc_head;
+    be->compress = cpu_compress;
+    be->indexer_topk = cpu_indexer_topk;
+    be->attn = cpu_attn;
+    be->kv_store = cpu_kv_store;
+    be->moe_route = cpu_moe_route;
+    be->moe_experts = cpu_moe_experts;
+    be->swiglu = cpu_swiglu;
+    return be;
+}

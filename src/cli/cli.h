@@ -1,0 +1,23 @@
+/*
+ * cli.h - shared helpers of the dsv4 subcommands.
+ */
+#ifndef DSV4_CLI_H
+#define DSV4_CLI_H
+
+#include <stdint.h>
+
+#include "dsv4.h"
+
+#define DSV4_DEFAULT_MODEL "models/tiny"
+
+int cmd_logits(int argc, char **argv);
+
+/* Parse "5,17,3" or "@FILE" (a file holding such a list) into a malloc'ed array. */
+int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errlen);
+/* Parse --numerics / --backend values; -1 when unknown. */
+int cli_numerics(const char *s);
+int cli_backend(const char *s);
+/* Print "dsv4 <cmd>: <msg>" to stderr and return 1 (the exit code). */
+int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * main.c - the dsv4 command line: dispatches to one subcommand per file.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dsv4 <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  logits    run the model over token ids and write T x V float32 logits\n"
+            "\n"
+            "`dsv4 <command> --help` describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
+    fprintf(stderr, "dsv4: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}
+
+int cli_fail(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dsv4 %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int cli_numerics(const char *s)
+{
+    if (!strcmp(s, "reference")) return DSV4_NUMERICS_REFERENCE;
+    if (!strcmp(s, "plain")) return DSV4_NUMERICS_PLAIN;
+    return -1;
+}
+
+int cli_backend(const char *s)
+{
+    if (!strcmp(s, "auto")) return DSV4_BACKEND_AUTO;
+    if (!strcmp(s, "cpu")) return DSV4_BACKEND_CPU;
+    if (!strcmp(s, "cuda")) return DSV4_BACKEND_CUDA;
+    return -1;
+}
+
+int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errlen)
+{
+    char *text = NULL;
+    if (arg[0] == '@') {
+        FILE *f = fopen(arg + 1, "rb");
+        if (!f) {
+            snprintf(err, errlen, "%s: cannot open", arg + 1);
+            return -1;
+        }
+        size_t cap = 4096, len = 0;
+        text = malloc(cap);
+        size_t r;
+        while ((r = fread(text + len, 1, cap - len - 1, f)) > 0) {
+            len += r;
+            if (len + 1 >= cap) text = realloc(text, cap *= 2);
+        }
+        fclose(f);
+        text[len] = 0;
+    } else {
+        text = strdup(arg);
+    }
+    int cap = 256, cnt = 0;
+    int32_t *out = malloc((size_t)cap * sizeof(int32_t));
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+        if (!*p) break;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 0x7fffffff) {
+            snprintf(err, errlen, "token ids: expected a non-negative integer at '%.16s'", p);
+            free(text);
+            free(out);
+            return -1;
+        }
+        if (cnt == cap) out = realloc(out, (size_t)(cap *= 2) * sizeof(int32_t));
+        out[cnt++] = (int32_t)v;
+        p = end;
+        while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+        if (*p == ',') p++;
+        else if (*p) {
+            snprintf(err, errlen, "token ids: unexpected '%c' (expected a comma)", *p);
+            free(text);
+            free(out);
+            return -1;
+        }
+    }
+    free(text);
+    if (cnt == 0) {
+        free(out);
+        snprintf(err, errlen, "token ids: the list is empty");
+        return -1;
+    }
+    *ids = out;
+    *n = cnt;
+    return 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * status.c - names of dsv4_status values, for messages and logs.
+ *
+ * The sentence in a caller's `err` buffer says what went wrong; this short name
+ * says which kind of failure it was ("format error: model-00002...: ...").
+ */
+#include "dsv4.h"
+
+const char *dsv4_status_str(dsv4_status st)
+{
+    switch (st) {
+    case DSV4_OK:
+        return "ok";
+    case DSV4_ERR_INVALID:
+        return "invalid argument";
+    case DSV4_ERR_IO:
+        return "I/O error";
+    case DSV4_ERR_FORMAT:
+        return "format error";
+    case DSV4_ERR_UNSUPPORTED:
+        return "unsupported";
+    case DSV4_ERR_NOMEM:
+        return "out of memory";
+    case DSV4_ERR_STATE:
+        return "invalid state";
+    }
+    return "unknown status";
+}

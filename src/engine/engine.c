@@ -1,0 +1,437 @@
+/*
+ * engine.c - engine lifetime, the sequence state pool and the batch step.
+ *
+ * dsv4_engine_open loads config and checkpoint, binds the weights, creates the
+ * backend and sizes every buffer once: the state slots, the page pool and the
+ * activation scratch for the largest step. dsv4_step validates a batch,
+ * reserves the pages it needs (all or nothing, before any state changes) and
+ * runs the forward pass in sub-steps of at most max_batch_tokens tokens;
+ * because prefill in chunks equals prefill in one piece, splitting is exact.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "engine/engine.h"
+
+void dsv4_engine_opts_default(dsv4_engine_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->backend = DSV4_BACKEND_AUTO;
+    o->numerics = DSV4_NUMERICS_REFERENCE;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int64_t lcm64(int64_t a, int64_t b)
+{
+    int64_t x = a, y = b;
+    while (y) {
+        int64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return a / x * b;
+}
+
+/* ---- state layout ------------------------------------------------------ */
+
+static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_t pool_tokens, char *err,
+                           size_t errlen)
+{
+    const dsv4_config *c = &e->cfg;
+    dsv4_kv *kv = &e->kv;
+    int64_t P = 256;
+    for (int l = 0; l < c->n_layers; l++)
+        if (c->layer_ratio[l] > 0) P = lcm64(P, c->layer_ratio[l]);
+    if (P > (1 << 20)) {
+        snprintf(err, errlen, "compress ratios need a page of %lld tokens; refusing", (long long)P);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    kv->max_seqs = max_seqs;
+    kv->max_ctx = max_ctx;
+    kv->page_tokens = (int)P;
+    kv->max_pages_per_seq = (int)((max_ctx + P - 1) / P);
+    kv->n_pages = (pool_tokens + P - 1) / P;
+    kv->layer = calloc((size_t)c->n_layers, sizeof(dsv4_layer_state));
+    if (!kv->layer) return DSV4_ERR_NOMEM;
+    size_t so = 0, po = 0;
+    const int hd = c->head_dim, dI = c->index_head_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        dsv4_layer_state *ls = &kv->layer[l];
+        int r = c->layer_ratio[l];
+        ls->win = so;
+        so += (size_t)c->window * hd;
+        if (c->layer_kind[l] == DSV4_ATTN_CSA) {
+            ls->cmp_rows = 2 * r;
+            ls->cmp_kv = so;
+            so += (size_t)2 * r * 2 * hd;
+            ls->cmp_score = so;
+            so += (size_t)2 * r * 2 * hd;
+            ls->idx_kv = so;
+            so += (size_t)2 * r * 2 * dI;
+            ls->idx_score = so;
+            so += (size_t)2 * r * 2 * dI;
+            ls->pg_cmp = po;
+            po += (size_t)(P / r) * hd;
+            ls->pg_idx = po;
+            po += (size_t)(P / r) * dI;
+        } else if (c->layer_kind[l] == DSV4_ATTN_HCA) {
+            ls->cmp_rows = r;
+            ls->cmp_kv = so;
+            so += (size_t)r * hd;
+            ls->cmp_score = so;
+            so += (size_t)r * hd;
+            ls->pg_cmp = po;
+            po += (size_t)(P / r) * hd;
+        }
+    }
+    kv->slot_floats = so;
+    kv->page_floats = po > 0 ? po : 1;
+    kv->slots = e->be->alloc(e->be, (size_t)max_seqs * so * sizeof(float));
+    kv->pages = e->be->alloc(e->be, (size_t)kv->n_pages * kv->page_floats * sizeof(float));
+    kv->live = calloc((size_t)max_seqs, sizeof(bool));
+    kv->len = calloc((size_t)max_seqs, sizeof(int64_t));
+    kv->n_seq_pages = calloc((size_t)max_seqs, sizeof(int));
+    kv->page_table = calloc((size_t)max_seqs * kv->max_pages_per_seq, sizeof(int32_t));
+    kv->free_list = calloc((size_t)kv->n_pages, sizeof(int32_t));
+    if (!kv->slots || !kv->pages || !kv->live || !kv->len || !kv->n_seq_pages || !kv->page_table ||
+        !kv->free_list) {
+        snprintf(err, errlen, "out of memory sizing the state pool (%d sequences, %lld pages of %d tokens)",
+                 max_seqs, (long long)kv->n_pages, kv->page_tokens);
+        return DSV4_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < kv->n_pages; i++) kv->free_list[i] = (int32_t)(kv->n_pages - 1 - i);
+    kv->n_free = kv->n_pages;
+    return DSV4_OK;
+}
+
+static void kv_destroy(dsv4_engine *e)
+{
+    dsv4_kv *kv = &e->kv;
+    if (e->be) {
+        if (kv->slots) e->be->free(e->be, kv->slots);
+        if (kv->pages) e->be->free(e->be, kv->pages);
+    }
+    free(kv->layer);
+    free(kv->live);
+    free(kv->len);
+    free(kv->n_seq_pages);
+    free(kv->page_table);
+    free(kv->free_list);
+    memset(kv, 0, sizeof(*kv));
+}
+
+/* ---- scratch ------------------------------------------------------------ */
+
+static dsv4_status scratch_init(dsv4_engine *e, int T)
+{
+    const dsv4_config *c = &e->cfg;
+    dsv4_backend *be = e->be;
+    dsv4_scratch *s = &e->s;
+    const size_t D = (size_t)c->dim, hc = (size_t)c->hc_mult, H = (size_t)c->n_heads, hd = (size_t)c->head_dim;
+    const size_t nI = (size_t)c->index_n_heads, dI = (size_t)c->index_head_dim;
+    s->max_tok = T;
+    s->logit_rows = (int)((64u << 20) / ((size_t)c->vocab_size * sizeof(float)));
+    if (s->logit_rows < 1) s->logit_rows = 1;
+    if (s->logit_rows > T) s->logit_rows = T;
+#define A(ptr, n) ((ptr) = be->alloc(be, (size_t)(n) * sizeof(*(ptr))), (ptr) != NULL)
+    bool ok = A(s->X, T * hc * D) && A(s->u, T * D) && A(s->h, T * D) && A(s->post, T * hc) &&
+              A(s->comb, T * hc * hc) && A(s->qa, T * (size_t)c->q_lora_rank) && A(s->q, T * H * hd) &&
+              A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * (hd > dI ? hd : dI)) &&
+              A(s->cg, T * 2 * (hd > dI ? hd : dI)) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
+              A(s->idx, T * (size_t)c->index_topk) && A(s->cnt, T) &&
+              A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) && A(s->y, T * D) && A(s->y2, T * D) &&
+              A(s->rl, T * (size_t)c->n_routed_experts) && A(s->eidx, T * (size_t)c->n_experts_per_tok) &&
+              A(s->ewts, T * (size_t)c->n_experts_per_tok) && A(s->sg, T * (size_t)c->moe_inter_dim) &&
+              A(s->su, T * (size_t)c->moe_inter_dim) && A(s->logits, (size_t)s->logit_rows * c->vocab_size);
+#undef A
+    s->tokens = calloc((size_t)T, sizeof(int32_t));
+    s->pos = calloc((size_t)T, sizeof(int64_t));
+    s->tok_seg = calloc((size_t)T, sizeof(int32_t));
+    s->out_ptr = calloc((size_t)T, sizeof(void *));
+    return ok && s->tokens && s->pos && s->tok_seg && s->out_ptr ? DSV4_OK : DSV4_ERR_NOMEM;
+}
+
+static void scratch_destroy(dsv4_engine *e)
+{
+    dsv4_scratch *s = &e->s;
+    if (e->be) {
+        void *bufs[] = {s->X, s->u, s->h, s->post, s->comb, s->qa, s->q, s->o, s->kv, s->ca, s->cg, s->qi, s->wi,
+                        s->idx, s->cnt, s->z, s->y, s->y2, s->rl, s->eidx, s->ewts, s->sg, s->su, s->logits};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            if (bufs[i]) e->be->free(e->be, bufs[i]);
+    }
+    free(s->tokens);
+    free(s->pos);
+    free(s->tok_seg);
+    free(s->out_ptr);
+    memset(s, 0, sizeof(*s));
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!o || !o->model_dir) {
+        snprintf(err, errlen, "no model directory given");
+        return DSV4_ERR_INVALID;
+    }
+    dsv4_engine *e = calloc(1, sizeof(*e));
+    if (!e) return DSV4_ERR_NOMEM;
+    dsv4_status st;
+    double t0 = now_s(), t1;
+    e->numerics = o->numerics;
+    if ((st = dsv4_config_load(o->model_dir, &e->cfg, err, errlen)) != DSV4_OK) goto fail;
+    if (o->numerics == DSV4_NUMERICS_REFERENCE) {
+        int dI = e->cfg.index_head_dim;
+        if (dsv4_config_count_kind(&e->cfg, DSV4_ATTN_CSA) > 0 && (dI & (dI - 1)) != 0) {
+            snprintf(err, errlen, "index_head_dim = %d: reference numerics need a power of two for the Hadamard "
+                     "transform (use --numerics plain)", dI);
+            st = DSV4_ERR_UNSUPPORTED;
+            goto fail;
+        }
+    }
+    if ((st = dsv4_st_open(o->model_dir, &e->st, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = dsv4_weights_bind(&e->cfg, e->st, &e->w, err, errlen)) != DSV4_OK) goto fail;
+    t1 = now_s();
+    if (o->verbose)
+        fprintf(stderr, "dsv4: checkpoint %s: %d layers, %.1f MiB of weights bound in %.3f s\n", o->model_dir,
+                e->cfg.n_layers, (double)e->w.bytes / (1 << 20), t1 - t0);
+
+    if (o->backend == DSV4_BACKEND_CUDA) {
+        snprintf(err, errlen, "--backend cuda: this build has no CUDA backend yet; use --backend cpu");
+        st = DSV4_ERR_UNSUPPORTED;
+        goto fail;
+    }
+    e->be = dsv4_backend_cpu_create(o->n_threads);
+    if (!e->be) {
+        st = DSV4_ERR_NOMEM;
+        goto fail;
+    }
+
+    const dsv4_config *c = &e->cfg;
+    int half = c->rope_dim / 2;
+    e->freqs_main = e->be->alloc(e->be, (size_t)half * sizeof(float));
+    e->freqs_compress = e->be->alloc(e->be, (size_t)half * sizeof(float));
+    float *tmp = malloc((size_t)half * sizeof(float));
+    if (!e->freqs_main || !e->freqs_compress || !tmp) {
+        free(tmp);
+        st = DSV4_ERR_NOMEM;
+        goto fail;
+    }
+    const dsv4_rope_cfg *rm = &c->rope_main, *rc = &c->rope_compress;
+    dsv4_rope_freqs(rm->theta, c->rope_dim, rm->yarn, rm->factor, rm->orig_max_pos, rm->beta_fast, rm->beta_slow, tmp);
+    e->be->upload(e->be, e->freqs_main, tmp, (size_t)half * sizeof(float));
+    dsv4_rope_freqs(rc->theta, c->rope_dim, rc->yarn, rc->factor, rc->orig_max_pos, rc->beta_fast, rc->beta_slow, tmp);
+    e->be->upload(e->be, e->freqs_compress, tmp, (size_t)half * sizeof(float));
+    free(tmp);
+
+    int max_seqs = o->max_seqs > 0 ? o->max_seqs : 16;
+    int64_t max_ctx = o->max_ctx > 0 ? o->max_ctx : 4096;
+    if (max_ctx > c->max_position_embeddings) max_ctx = c->max_position_embeddings;
+    int64_t pool_tokens = o->pool_tokens > 0 ? o->pool_tokens : max_ctx * max_seqs / 2;
+    if (pool_tokens < max_ctx) pool_tokens = max_ctx;
+    e->max_batch_tokens = o->max_batch_tokens > 0 ? o->max_batch_tokens : 2048;
+    if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = scratch_init(e, (int)e->max_batch_tokens)) != DSV4_OK) {
+        snprintf(err, errlen, "out of memory allocating activations for %lld tokens per step",
+                 (long long)e->max_batch_tokens);
+        goto fail;
+    }
+    if (o->verbose)
+        fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens, "
+                "ready in %.3f s\n", e->be->name, e->numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference",
+                max_seqs, (long long)max_ctx, (long long)e->kv.n_pages, e->kv.page_tokens, now_s() - t0);
+    *out = e;
+    return DSV4_OK;
+fail:
+    dsv4_engine_close(e);
+    return st;
+}
+
+void dsv4_engine_close(dsv4_engine *e)
+{
+    if (!e) return;
+    scratch_destroy(e);
+    kv_destroy(e);
+    if (e->be) {
+        if (e->freqs_main) e->be->free(e->be, e->freqs_main);
+        if (e->freqs_compress) e->be->free(e->be, e->freqs_compress);
+        e->be->destroy(e->be);
+    }
+    dsv4_weights_free(&e->w);
+    dsv4_st_close(e->st);
+    free(e);
+}
+
+void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info)
+{
+    info->vocab_size = e->cfg.vocab_size;
+    info->n_layers = e->cfg.n_layers;
+    info->hidden = e->cfg.dim;
+    info->max_ctx = e->kv.max_ctx;
+    info->max_seqs = e->kv.max_seqs;
+    info->bos_id = e->cfg.bos_token_id;
+    info->eos_id = e->cfg.eos_token_id;
+    info->backend = e->be->name;
+}
+
+/* ---- sequences ---------------------------------------------------------- */
+
+static void seq_reset_state(dsv4_engine *e, int slot)
+{
+    /* kv rows 0 and scores -inf: an empty previous window weighs nothing. */
+    const dsv4_config *c = &e->cfg;
+    dsv4_kv *kv = &e->kv;
+    float *base = kv->slots + (size_t)slot * kv->slot_floats;
+    float *tmp = calloc(kv->slot_floats, sizeof(float));
+    for (int l = 0; l < c->n_layers; l++) {
+        const dsv4_layer_state *ls = &kv->layer[l];
+        size_t w = c->layer_kind[l] == DSV4_ATTN_CSA ? 2 * (size_t)c->head_dim : (size_t)c->head_dim;
+        if (c->layer_kind[l] == DSV4_ATTN_SLIDING) continue;
+        for (size_t i = 0; i < (size_t)ls->cmp_rows * w; i++) tmp[ls->cmp_score + i] = -INFINITY;
+        if (c->layer_kind[l] == DSV4_ATTN_CSA)
+            for (size_t i = 0; i < (size_t)ls->cmp_rows * 2 * c->index_head_dim; i++) tmp[ls->idx_score + i] = -INFINITY;
+    }
+    e->be->upload(e->be, base, tmp, kv->slot_floats * sizeof(float));
+    free(tmp);
+}
+
+dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen)
+{
+    for (int s = 0; s < e->kv.max_seqs; s++)
+        if (!e->kv.live[s]) {
+            seq_reset_state(e, s);
+            e->kv.live[s] = true;
+            e->kv.len[s] = 0;
+            e->kv.n_seq_pages[s] = 0;
+            *seq = s;
+            return DSV4_OK;
+        }
+    snprintf(err, errlen, "all %d sequence slots are in use", e->kv.max_seqs);
+    return DSV4_ERR_NOMEM;
+}
+
+void dsv4_seq_free(dsv4_engine *e, int seq)
+{
+    dsv4_kv *kv = &e->kv;
+    if (seq < 0 || seq >= kv->max_seqs || !kv->live[seq]) return;
+    for (int i = 0; i < kv->n_seq_pages[seq]; i++)
+        kv->free_list[kv->n_free++] = kv->page_table[(size_t)seq * kv->max_pages_per_seq + i];
+    kv->n_seq_pages[seq] = 0;
+    kv->live[seq] = false;
+}
+
+int64_t dsv4_seq_len(const dsv4_engine *e, int seq)
+{
+    if (seq < 0 || seq >= e->kv.max_seqs || !e->kv.live[seq]) return -1;
+    return e->kv.len[seq];
+}
+
+int64_t dsv4_pages_free(const dsv4_engine *e) { return e->kv.n_free; }
+int64_t dsv4_pages_total(const dsv4_engine *e) { return e->kv.n_pages; }
+int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }
+
+/* ---- the batch step ----------------------------------------------------- */
+
+dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    const int V = e->cfg.vocab_size;
+    int64_t need_pages = 0;
+    for (int i = 0; i < n_en; i++) {
+        int s = en[i].seq;
+        if (s < 0 || s >= kv->max_seqs || !kv->live[s]) {
+            snprintf(err, errlen, "batch entry %d: sequence %d does not exist", i, s);
+            return DSV4_ERR_INVALID;
+        }
+        for (int j = 0; j < i; j++)
+            if (en[j].seq == s) {
+                snprintf(err, errlen, "batch entry %d: sequence %d appears twice in one step", i, s);
+                return DSV4_ERR_INVALID;
+            }
+        if (en[i].n_tokens < 1 || !en[i].tokens) {
+            snprintf(err, errlen, "batch entry %d: no tokens", i);
+            return DSV4_ERR_INVALID;
+        }
+        for (int t = 0; t < en[i].n_tokens; t++)
+            if (en[i].tokens[t] < 0 || en[i].tokens[t] >= V) {
+                snprintf(err, errlen, "batch entry %d: token %d = %d is outside the vocabulary (0..%d)", i, t,
+                         en[i].tokens[t], V - 1);
+                return DSV4_ERR_INVALID;
+            }
+        int64_t end = kv->len[s] + en[i].n_tokens;
+        if (end > kv->max_ctx) {
+            snprintf(err, errlen, "sequence %d would reach %lld tokens, over the context limit of %lld", s,
+                     (long long)end, (long long)kv->max_ctx);
+            return DSV4_ERR_INVALID;
+        }
+        need_pages += (end + kv->page_tokens - 1) / kv->page_tokens - kv->n_seq_pages[s];
+    }
+    if (need_pages > kv->n_free) {
+        snprintf(err, errlen, "the state pool is full: the step needs %lld more pages, %lld are free",
+                 (long long)need_pages, (long long)kv->n_free);
+        return DSV4_ERR_NOMEM;
+    }
+    for (int i = 0; i < n_en; i++) {
+        int s = en[i].seq;
+        int64_t want = (kv->len[s] + en[i].n_tokens + kv->page_tokens - 1) / kv->page_tokens;
+        while (kv->n_seq_pages[s] < want)
+            kv->page_table[(size_t)s * kv->max_pages_per_seq + kv->n_seq_pages[s]++] = kv->free_list[--kv->n_free];
+    }
+
+    /* Sub-steps of at most max_batch_tokens tokens; each entry contributes a
+     * contiguous run of its remaining tokens. */
+    dsv4_scratch *sc = &e->s;
+    dsv4_seg segs[n_en > 0 ? n_en : 1];
+    int done[n_en > 0 ? n_en : 1];
+    memset(done, 0, sizeof done);
+    for (;;) {
+        int T = 0, n_seg = 0;
+        float **outp = (float **)sc->out_ptr;
+        for (int i = 0; i < n_en && T < sc->max_tok; i++) {
+            int rem = en[i].n_tokens - done[i];
+            if (rem <= 0) continue;
+            int take = rem < sc->max_tok - T ? rem : sc->max_tok - T;
+            dsv4_seg *sg = &segs[n_seg];
+            sg->slot = en[i].seq;
+            sg->pos0 = kv->len[en[i].seq];
+            sg->n = take;
+            sg->t0 = T;
+            for (int k = 0; k < take; k++) {
+                int ti = done[i] + k;
+                sc->tokens[T + k] = en[i].tokens[ti];
+                sc->pos[T + k] = sg->pos0 + k;
+                sc->tok_seg[T + k] = n_seg;
+                float *dst = NULL;
+                if (en[i].logits) {
+                    if (en[i].all_logits) dst = en[i].logits + (size_t)ti * V;
+                    else if (ti == en[i].n_tokens - 1) dst = en[i].logits;
+                }
+                outp[T + k] = dst;
+            }
+            T += take;
+            n_seg++;
+        }
+        if (T == 0) break;
+        dsv4_plan plan = {.n_tok = T, .n_seg = n_seg, .segs = segs, .tokens = sc->tokens, .pos = sc->pos,
+                          .tok_seg = sc->tok_seg};
+        dsv4_forward(e, &plan, (float *const *)outp);
+        for (int si = 0, i = 0; si < n_seg; si++) {
+            while (en[i].seq != segs[si].slot) i++;
+            kv->len[segs[si].slot] += segs[si].n;
+            done[i] += segs[si].n;
+        }
+    }
+    return DSV4_OK;
+}

@@ -1,0 +1,61 @@
+/*
+ * engine.h - the engine's internals shared by engine.c and forward.c.
+ */
+#ifndef DSV4_ENGINE_ENGINE_H
+#define DSV4_ENGINE_ENGINE_H
+
+#include "backend/backend.h"
+#include "dsv4.h"
+#include "engine/state.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+
+/* Activation scratch for one step of up to max_tok tokens (backend memory). */
+typedef struct {
+    int max_tok;
+    float *X;       /* [T, hc, D] residual streams */
+    float *u;       /* [T, D] collapsed input */
+    float *h;       /* [T, D] normed input */
+    float *post;    /* [T, hc] */
+    float *comb;    /* [T, hc, hc] */
+    float *qa;      /* [T, q_lora] */
+    float *q;       /* [T, H*hd] queries, then attention output */
+    float *o;       /* [T, H*hd] */
+    float *kv;      /* [T, hd] */
+    float *ca, *cg; /* [T, 2*hd] compressor inputs */
+    float *qi;      /* [T, nI*dI] */
+    float *wi;      /* [T, nI] */
+    int32_t *idx;   /* [T, topk] */
+    int32_t *cnt;   /* [T] */
+    float *z;       /* [T, G*o_lora] */
+    float *y;       /* [T, D] block output */
+    float *y2;      /* [T, D] */
+    float *rl;      /* [T, E] router logits */
+    int32_t *eidx;  /* [T, k] */
+    float *ewts;    /* [T, k] */
+    float *sg, *su; /* [T, inter] shared expert */
+    float *logits;  /* [logit_rows, V] */
+    int logit_rows;
+    void **out_ptr; /* [T] host */
+    int32_t *tokens; int64_t *pos; int32_t *tok_seg; /* plan arrays [T] */
+} dsv4_scratch;
+
+struct dsv4_engine {
+    dsv4_config cfg;
+    dsv4_numerics numerics;
+    dsv4_st *st;
+    dsv4_weights w;
+    dsv4_backend *be;
+    dsv4_kv kv;
+    dsv4_scratch s;
+    float *freqs_main;      /* [rope_dim/2] */
+    float *freqs_compress;  /* [rope_dim/2] */
+    int64_t max_batch_tokens;
+};
+
+/* Run the forward pass over `plan`; the logits of token t are written to the
+ * host buffer out[t] ([V] floats) when out[t] is not NULL. */
+void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * forward.c - the DeepSeek-V4 forward pass, written once against backend.h.
+ *
+ * Reads top to bottom like MODEL.md §3: embedding, then for every layer the
+ * attention half (hc_pre, Q and KV paths, compressors and indexer, sparse
+ * attention, grouped output projection, hc_post) and the FFN half (hc_pre,
+ * router, routed + shared experts, hc_post), then the HC head and LM head.
+ * A step carries several sequences at once (plan); every op is per token or
+ * per sequence, so a token's result never depends on its neighbours.
+ *
+ * With --numerics reference the activations are rounded to BF16 where the
+ * reference implementation keeps them in BF16 (MODEL.md §3.0) and cached
+ * vectors go through the FP8 / FP4 simulations; with plain everything stays
+ * FP32.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+typedef struct {
+    dsv4_engine *e;
+    dsv4_backend *be;
+    const dsv4_config *c;
+    const dsv4_plan *plan;
+    dsv4_scratch *s;
+    int T;
+    bool ref;
+} fwd;
+
+/* Round to BF16 in reference numerics: the reference's BF16 activations. */
+static void bf16_point(fwd *f, float *x, size_t n)
+{
+    if (f->ref) f->be->round_bf16(f->be, x, n);
+}
+
+static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const dsv4_w *base, const dsv4_w *scale)
+{
+    return (dsv4_hc_params){.hc = c->hc_mult,
+                            .dim = c->dim,
+                            .sinkhorn_iters = c->hc_sinkhorn_iters,
+                            .hc_eps = (float)c->hc_eps,
+                            .norm_eps = (float)c->rms_norm_eps,
+                            .fn = fn->f32,
+                            .base = base->f32,
+                            .scale = scale->f32};
+}
+
+/* Run one compressor (main or indexer) of layer l over the step's tokens. */
+static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
+{
+    const dsv4_config *c = f->c;
+    dsv4_backend *be = f->be;
+    int w = cw->coff * cw->d;
+    be->linear(be, &cw->wkv, f->s->h, c->dim, f->T, f->s->ca, w);
+    be->linear(be, &cw->wgate, f->s->h, c->dim, f->T, f->s->cg, w);
+    dsv4_compress_params p = {.layer = l,
+                              .indexer = indexer,
+                              .ratio = cw->ratio,
+                              .coff = cw->coff,
+                              .d = cw->d,
+                              .rope_dim = c->rope_dim,
+                              .ape = cw->ape.f32,
+                              .norm = cw->norm.f32,
+                              .freqs = f->e->freqs_compress,
+                              .norm_eps = (float)c->rms_norm_eps,
+                              .reference = f->ref};
+    be->compress(be, &p, f->plan, &f->e->kv, f->s->ca, f->s->cg);
+}
+
+static void attention(fwd *f, int l)
+{
+    const dsv4_config *c = f->c;
+    const dsv4_layer_w *L = &f->e->w.layers[l];
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    const int T = f->T, D = c->dim, H = c->n_heads, hd = c->head_dim, rd = c->rope_dim;
+    const float eps = (float)c->rms_norm_eps;
+    const float *freqs = L->kind == DSV4_ATTN_SLIDING ? f->e->freqs_main : f->e->freqs_compress;
+
+    /* h = RMSNorm(hc_pre(X)) */
+    dsv4_hc_params hp = hc_params(c, &L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale);
+    be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
+    bf16_point(f, s->u, (size_t)T * D);
+    be->rmsnorm(be, s->u, L->attn_norm.f32, T, D, D, eps, s->h);
+    bf16_point(f, s->h, (size_t)T * D);
+
+    /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq; per-head RMS; RoPE */
+    be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
+    bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
+    be->rmsnorm(be, s->qa, L->q_norm.f32, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
+    bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
+    be->linear(be, &L->wq_b, s->qa, c->q_lora_rank, T, s->q, H * hd);
+    bf16_point(f, s->q, (size_t)T * H * hd);
+    be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q);
+    bf16_point(f, s->q, (size_t)T * H * hd);
+    be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false);
+    bf16_point(f, s->q, (size_t)T * H * hd);
+
+    /* KV path: one shared K=V head */
+    be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
+    bf16_point(f, s->kv, (size_t)T * hd);
+    be->rmsnorm(be, s->kv, L->kv_norm.f32, T, hd, hd, eps, s->kv);
+    bf16_point(f, s->kv, (size_t)T * hd);
+    be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false);
+    bf16_point(f, s->kv, (size_t)T * hd);
+    if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
+
+    /* Compressed rows, and the indexer's choice among them */
+    if (L->kind == DSV4_ATTN_CSA) {
+        const int nI = c->index_n_heads, dI = c->index_head_dim;
+        run_compressor(f, l, &L->idx_cmp, true);
+        be->linear(be, &L->idx_wq_b, s->qa, c->q_lora_rank, T, s->qi, nI * dI);
+        bf16_point(f, s->qi, (size_t)T * nI * dI);
+        be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false);
+        bf16_point(f, s->qi, (size_t)T * nI * dI);
+        if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
+        be->linear(be, &L->idx_weights_proj, s->h, D, T, s->wi, nI);
+        bf16_point(f, s->wi, (size_t)T * nI);
+        dsv4_indexer_params ip = {.layer = l,
+                                  .ratio = L->ratio,
+                                  .n_heads = nI,
+                                  .head_dim = dI,
+                                  .topk = c->index_topk,
+                                  .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI)};
+        run_compressor(f, l, &L->cmp, false);
+        be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
+    } else if (L->kind == DSV4_ATTN_HCA) {
+        run_compressor(f, l, &L->cmp, false);
+    }
+
+    /* Sparse attention with sinks, then undo the RoPE on the output */
+    dsv4_attn_params ap = {.layer = l,
+                           .kind = L->kind,
+                           .ratio = L->ratio,
+                           .n_heads = H,
+                           .head_dim = hd,
+                           .window = c->window,
+                           .topk = c->index_topk,
+                           .scale = 1.0f / sqrtf((float)hd),
+                           .sinks = L->attn_sink.f32,
+                           .reference = f->ref};
+    be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
+    be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
+    bf16_point(f, s->o, (size_t)T * H * hd);
+    be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true);
+    bf16_point(f, s->o, (size_t)T * H * hd);
+
+    /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
+    const int G = c->o_groups, R = c->o_lora_rank, gw = H * hd / G;
+    for (int g = 0; g < G; g++) {
+        dsv4_w wg = dsv4_w_rows(&L->wo_a, (int64_t)g * R, R);
+        be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
+    }
+    bf16_point(f, s->z, (size_t)T * G * R);
+    be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
+    bf16_point(f, s->y, (size_t)T * D);
+
+    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
+    bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
+}
+
+static void ffn(fwd *f, int l)
+{
+    const dsv4_config *c = f->c;
+    const dsv4_layer_w *L = &f->e->w.layers[l];
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    const int T = f->T, D = c->dim, E = c->n_routed_experts, K = c->n_experts_per_tok, I = c->moe_inter_dim;
+
+    dsv4_hc_params hp = hc_params(c, &L->hc_ffn_fn, &L->hc_ffn_base, &L->hc_ffn_scale);
+    be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
+    bf16_point(f, s->u, (size_t)T * D);
+    be->rmsnorm(be, s->u, L->ffn_norm.f32, T, D, D, (float)c->rms_norm_eps, s->h);
+    bf16_point(f, s->h, (size_t)T * D);
+
+    /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
+    be->linear(be, &L->gate, s->h, D, T, s->rl, E);
+    be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.f32, L->hash ? &L->tid2eid : NULL,
+                  f->plan->tokens, c->norm_topk_prob, (float)c->routed_scaling_factor, s->eidx, s->ewts);
+    dsv4_moe_params mp = {.n_experts = E,
+                          .k = K,
+                          .dim = D,
+                          .inter = I,
+                          .swiglu_limit = (float)c->swiglu_limit,
+                          .w1 = L->exp_w1,
+                          .w3 = L->exp_w3,
+                          .w2 = L->exp_w2,
+                          .reference = f->ref};
+    be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
+
+    if (c->n_shared_experts > 0) {
+        be->linear(be, &L->sh_w1, s->h, D, T, s->sg, I);
+        be->linear(be, &L->sh_w3, s->h, D, T, s->su, I);
+        be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg);
+        bf16_point(f, s->sg, (size_t)T * I);
+        be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
+        be->add(be, s->y, s->y2, (size_t)T * D, s->y);
+    }
+    bf16_point(f, s->y, (size_t)T * D);
+
+    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
+    bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
+}
+
+void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
+{
+    const dsv4_config *c = &e->cfg;
+    dsv4_backend *be = e->be;
+    dsv4_scratch *s = &e->s;
+    fwd f = {.e = e, .be = be, .c = c, .plan = plan, .s = s, .T = plan->n_tok,
+             .ref = e->numerics == DSV4_NUMERICS_REFERENCE};
+    const int T = plan->n_tok, D = c->dim, hc = c->hc_mult, V = c->vocab_size;
+
+    /* X = hc copies of the embedding */
+    be->embed(be, &e->w.embed, plan->tokens, T, s->u);
+    bf16_point(&f, s->u, (size_t)T * D);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hc; i++)
+            memcpy(s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
+
+    for (int l = 0; l < c->n_layers; l++) {
+        attention(&f, l);
+        ffn(&f, l);
+    }
+
+    /* Head: only for the tokens whose logits were asked for, in groups that
+     * fit the logits scratch */
+    int m = 0;
+    float **dst = (float **)s->out_ptr;
+    for (int t = 0; t < T; t++)
+        if (out[t]) {
+            if (m != t) memcpy(s->X + (size_t)m * hc * D, s->X + (size_t)t * hc * D, (size_t)hc * D * sizeof(float));
+            dst[m++] = out[t];
+        }
+    if (!m) return;
+    dsv4_hc_params hp = hc_params(c, &e->w.hc_head_fn, &e->w.hc_head_base, &e->w.hc_head_scale);
+    be->hc_head(be, &hp, s->X, m, s->u);
+    bf16_point(&f, s->u, (size_t)m * D);
+    be->rmsnorm(be, s->u, e->w.norm.f32, m, D, D, (float)c->rms_norm_eps, s->h);
+    for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
+        int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
+        be->linear(be, &e->w.head, s->h + (size_t)r0 * D, D, nr, s->logits, V);
+        for (int i = 0; i < nr; i++)
+            be->download(be, dst[r0 + i], s->logits + (size_t)i * V, (size_t)V * sizeof(float));
+    }
+}

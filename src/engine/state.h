@@ -1,0 +1,82 @@
+/*
+ * state.h - per-sequence decode state and the batch plan.
+ *
+ * Fixed-size state lives in one slot per sequence: for every layer the raw
+ * window ring ([window][head_dim]) and the compressors' partial windows (the
+ * (kv, score) rows of MODEL.md §4.1). The growing state - compressed rows and
+ * indexer keys - lives in pages from one pool sized at start-up; a page covers
+ * `page_tokens` positions of one sequence for every layer at once, so
+ * admission control is a count of pages. Layouts are plain offsets so every
+ * backend addresses the same memory the same way.
+ */
+#ifndef DSV4_ENGINE_STATE_H
+#define DSV4_ENGINE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/config.h"
+
+/* Where one layer's data sits inside a slot and inside a page (in floats). */
+typedef struct {
+    size_t win;        /* slot: [window][head_dim] ring, row = pos % window */
+    size_t cmp_kv;     /* slot: [cmp_rows][coff*head_dim] compressor kv rows */
+    size_t cmp_score;  /* slot: [cmp_rows][coff*head_dim] compressor scores (incl. ape) */
+    size_t idx_kv;     /* slot: [cmp_rows][2*index_head_dim] (CSA) */
+    size_t idx_score;
+    int cmp_rows;      /* 2*ratio (CSA: previous + current window) or ratio (HCA) */
+    size_t pg_cmp;     /* page: [page_tokens/ratio][head_dim] compressed rows */
+    size_t pg_idx;     /* page: [page_tokens/ratio][index_head_dim] indexer keys (CSA) */
+} dsv4_layer_state;
+
+typedef struct {
+    int max_seqs;
+    int64_t max_ctx;
+    int page_tokens;
+    int max_pages_per_seq;
+    int64_t n_pages;
+    size_t slot_floats;
+    size_t page_floats;
+    dsv4_layer_state *layer; /* [n_layers] */
+    float *slots;            /* backend memory: [max_seqs][slot_floats] */
+    float *pages;            /* backend memory: [n_pages][page_floats] */
+    /* host bookkeeping */
+    bool *live;              /* [max_seqs] */
+    int64_t *len;            /* [max_seqs] tokens absorbed */
+    int32_t *page_table;     /* [max_seqs][max_pages_per_seq] */
+    int *n_seq_pages;        /* [max_seqs] */
+    int32_t *free_list;      /* [n_pages] stack of free page ids */
+    int64_t n_free;
+} dsv4_kv;
+
+/* One sequence's part of a batch step. */
+typedef struct {
+    int slot;
+    int64_t pos0; /* position of its first token in this step */
+    int n;        /* tokens in this step */
+    int t0;       /* index of its first token in the batch */
+} dsv4_seg;
+
+/* A batch step as the forward pass and the ops see it. */
+typedef struct {
+    int n_tok;
+    int n_seg;
+    const dsv4_seg *segs;    /* [n_seg] */
+    const int32_t *tokens;   /* [n_tok] */
+    const int64_t *pos;      /* [n_tok] absolute positions */
+    const int32_t *tok_seg;  /* [n_tok] segment of each token */
+} dsv4_plan;
+
+/* Pointer to compressed row c of layer l of slot s (main rows or indexer keys). */
+static inline float *dsv4_kv_cmp_row(const dsv4_kv *kv, int l, int slot, int64_t c, int ratio, bool indexer,
+                                     int width)
+{
+    int64_t tok = c * ratio;
+    int32_t page = kv->page_table[(size_t)slot * kv->max_pages_per_seq + tok / kv->page_tokens];
+    int64_t row = (tok % kv->page_tokens) / ratio;
+    size_t off = indexer ? kv->layer[l].pg_idx : kv->layer[l].pg_cmp;
+    return kv->pages + (size_t)page * kv->page_floats + off + (size_t)row * width;
+}
+
+#endif

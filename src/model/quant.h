@@ -1,0 +1,176 @@
+/*
+ * quant.h - number-format codecs shared by host and device code.
+ *
+ * BF16 and F16 conversion, FP8 E4M3 and E2M1 (FP4) encode/decode with
+ * round-to-nearest-even, E8M0 power-of-two scales, and the quantisation
+ * simulations the reference model applies to cached vectors (MODEL.md §3.10):
+ * FP8SIM64 on KV rows and Hadamard + FP4SIM32 on indexer queries and keys.
+ * Everything is static inline and free of libc calls beyond <math.h> so the
+ * same code compiles for the CPU and (with DSV4_HD) for CUDA.
+ */
+#ifndef DSV4_MODEL_QUANT_H
+#define DSV4_MODEL_QUANT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define DSV4_HD __host__ __device__ __forceinline__
+#else
+#define DSV4_HD static inline
+#endif
+
+DSV4_HD uint32_t dsv4_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+DSV4_HD float dsv4_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* ---- BF16 / F16 ------------------------------------------------------- */
+
+DSV4_HD float dsv4_bf16_to_f32(uint16_t h) { return dsv4_bits_f32((uint32_t)h << 16); }
+
+/* Round to nearest even; NaN stays NaN. */
+DSV4_HD uint16_t dsv4_f32_to_bf16(float f)
+{
+    uint32_t u = dsv4_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+DSV4_HD float dsv4_round_bf16(float f) { return dsv4_bf16_to_f32(dsv4_f32_to_bf16(f)); }
+
+DSV4_HD float dsv4_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0) {
+        float v = (float)man * (1.0f / 16777216.0f); /* 2^-24 */
+        return sign ? -v : v;
+    }
+    if (exp == 31) return dsv4_bits_f32(sign | 0x7f800000u | (man << 13));
+    return dsv4_bits_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* ---- E8M0 scales ------------------------------------------------------ */
+
+/* 2^(e-127); e == 0 maps to 2^-127 (as a subnormal float). */
+DSV4_HD float dsv4_e8m0_to_f32(uint8_t e)
+{
+    if (e == 0) return dsv4_bits_f32(0x00400000u);
+    return dsv4_bits_f32((uint32_t)e << 23);
+}
+
+/* Smallest power of two s with amax / s <= qmax: s = 2^ceil(log2(amax/qmax)),
+ * computed exactly from the float's bits (the reference's fast_log2_ceil). */
+DSV4_HD float dsv4_pow2_ceil_scale(float amax, float qmax)
+{
+    float r = amax / qmax;
+    uint32_t u = dsv4_f32_bits(r);
+    int e = (int)((u >> 23) & 0xff) - 127;
+    if ((u & 0x7fffffu) != 0) e += 1;
+    if (e < -126) e = -126;
+    if (e > 127) e = 127;
+    return dsv4_bits_f32((uint32_t)(e + 127) << 23);
+}
+
+/* ---- FP8 E4M3 (fn) ---------------------------------------------------- */
+
+DSV4_HD float dsv4_e4m3_to_f32(uint8_t b)
+{
+    uint32_t sign = b >> 7, exp = (b >> 3) & 0xf, man = b & 7;
+    float v;
+    if (exp == 0xf && man == 7) return NAN;
+    if (exp == 0) v = (float)man * 0.001953125f; /* m * 2^-9 */
+    else v = dsv4_bits_f32(((exp + 120) << 23) | (man << 20));
+    return sign ? -v : v;
+}
+
+/* Round-to-nearest-even onto the E4M3 grid, saturating at 448. Returns the value. */
+DSV4_HD float dsv4_e4m3_round(float x)
+{
+    float a = fabsf(x);
+    if (!(a == a)) return x;
+    if (a >= 448.0f) return x < 0 ? -448.0f : 448.0f;
+    /* quantum: 2^(e-3) for normal values (e >= -6), 2^-9 below */
+    int e;
+    if (a < 0.015625f) e = -6;
+    else e = (int)((dsv4_f32_bits(a) >> 23) & 0xff) - 127;
+    float q = dsv4_bits_f32((uint32_t)(e - 3 + 127) << 23);
+    float r = rintf(a / q) * q; /* rintf rounds half to even under the default mode */
+    return x < 0 ? -r : r;
+}
+
+/* ---- FP4 E2M1 --------------------------------------------------------- */
+
+DSV4_HD float dsv4_e2m1_to_f32(uint8_t nib)
+{
+    const float t[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    float v = t[nib & 7];
+    return (nib & 8) ? -v : v;
+}
+
+/* Round-to-nearest onto {0,.5,1,1.5,2,3,4,6}, ties to the even code, saturating. */
+DSV4_HD float dsv4_e2m1_round(float x)
+{
+    float a = fabsf(x), r;
+    if (a >= 6.0f) r = 6.0f;
+    else if (a > 5.0f) r = 6.0f;
+    else if (a >= 3.5f) r = 4.0f;     /* 3.5 ties to 4 (even code 6) */
+    else if (a > 2.5f) r = 3.0f;
+    else if (a >= 1.75f) r = 2.0f;    /* 1.75 ties to 2 (code 4) */
+    else if (a > 1.25f) r = 1.5f;
+    else if (a >= 0.75f) r = 1.0f;    /* 0.75 ties to 1 (code 2) */
+    else if (a > 0.25f) r = 0.5f;
+    else r = 0.0f;                    /* 0.25 ties to 0 (code 0) */
+    return x < 0 ? -r : r;
+}
+
+/* ---- Simulations (MODEL.md §3.10) -------------------------------------- */
+
+/* FP8SIM over blocks of `block` elements (64 for KV rows); the last block may be short. */
+DSV4_HD void dsv4_fp8sim(float *v, int n, int block)
+{
+    for (int b0 = 0; b0 < n; b0 += block) {
+        int b1 = b0 + block < n ? b0 + block : n;
+        float amax = 1e-4f;
+        for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(v[i]));
+        float s = dsv4_pow2_ceil_scale(amax, 448.0f);
+        for (int i = b0; i < b1; i++) {
+            float q = fminf(fmaxf(v[i] / s, -448.0f), 448.0f);
+            v[i] = dsv4_round_bf16(dsv4_e4m3_round(q) * s);
+        }
+    }
+}
+
+/* FP4SIM over blocks of `block` elements (32 for indexer vectors). */
+DSV4_HD void dsv4_fp4sim(float *v, int n, int block)
+{
+    const float tiny = 6.0f * 1.1754943508222875e-38f; /* 6 * 2^-126 */
+    for (int b0 = 0; b0 < n; b0 += block) {
+        int b1 = b0 + block < n ? b0 + block : n;
+        float amax = tiny;
+        for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(v[i]));
+        float s = dsv4_pow2_ceil_scale(amax, 6.0f);
+        for (int i = b0; i < b1; i++) {
+            float q = fminf(fmaxf(v[i] / s, -6.0f), 6.0f);
+            v[i] = dsv4_round_bf16(dsv4_e2m1_round(q) * s);
+        }
+    }
+}
+
+/* In-place normalised Walsh-Hadamard transform (Sylvester order) of length n
+ * (a power of two): x <- H x / sqrt(n). */
+DSV4_HD void dsv4_hadamard(float *x, int n)
+{
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += h << 1)
+            for (int j = i; j < i + h; j++) {
+                float a = x[j], b = x[j + h];
+                x[j] = a + b;
+                x[j + h] = a - b;
+            }
+    float s = 1.0f / sqrtf((float)n);
+    for (int i = 0; i < n; i++) x[i] *= s;
+}
+
+#endif

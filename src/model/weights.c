@@ -1,0 +1,314 @@
+/*
+ * weights.c - binds checkpoint tensors to the typed structs of weights.h.
+ *
+ * Every expected tensor is found by its official name, checked for shape and
+ * dtype, and recorded. Small vectors (norms, HC parameters, sinks, biases,
+ * compressor position biases) are converted to FP32 copies once here so the
+ * ops never branch on their dtype; matrices stay in the checkpoint mmap.
+ */
+#include "model/weights.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/quant.h"
+
+typedef enum {
+    KIND_FLOAT,  /* BF16, F16 or F32 */
+    KIND_INDEX,  /* I64 or I32 */
+} want_kind;
+
+typedef struct {
+    const dsv4_st *st;
+    char *err;
+    size_t errlen;
+    uint64_t bytes;
+} binder;
+
+static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *ne)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, n - o, "[");
+    for (int i = 0; i < ndim && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%" PRId64, i ? ", " : "", ne[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+    return buf;
+}
+
+static bool dtype_ok(dsv4_dtype dt, want_kind k)
+{
+    if (k == KIND_FLOAT) return dt == DSV4_DT_BF16 || dt == DSV4_DT_F16 || dt == DSV4_DT_F32;
+    return dt == DSV4_DT_I64 || dt == DSV4_DT_I32;
+}
+
+static const char *kind_str(want_kind k) { return k == KIND_FLOAT ? "BF16, F16 or F32" : "I64 or I32"; }
+
+/* Bind `name` with expected shape (ndim 1 or 2). Absent and optional: leaves
+ * *w zeroed and succeeds. */
+static dsv4_status bind(binder *b, dsv4_w *w, const char *name, want_kind kind, int ndim, int64_t d0,
+                        int64_t d1, bool optional)
+{
+    memset(w, 0, sizeof(*w));
+    const dsv4_st_tensor *t = dsv4_st_find(b->st, name);
+    if (!t) {
+        if (optional) return DSV4_OK;
+        snprintf(b->err, b->errlen, "%s: tensor missing from the checkpoint (expected %s %s)", name,
+                 kind_str(kind), shape_str((char[64]){0}, 64, ndim, (int64_t[]){d0, d1}));
+        return DSV4_ERR_FORMAT;
+    }
+    const char *file = dsv4_st_file_name(b->st, t->file);
+    int64_t want[2] = {d0, d1};
+    /* A [n] vector may also be stored as a 0-d scalar when n == 1. */
+    bool shape_ok = t->ndim == ndim;
+    for (int i = 0; shape_ok && i < ndim; i++) shape_ok = t->shape[i] == want[i];
+    if (!shape_ok && ndim == 1 && d0 == 1 && t->ndim == 0) shape_ok = true;
+    if (!shape_ok || !dtype_ok(t->dtype, kind)) {
+        char s1[64], s2[64];
+        const char *hint = "";
+        if (t->dtype == DSV4_DT_F8_E4M3 || t->dtype == DSV4_DT_I8 || t->dtype == DSV4_DT_U8)
+            hint = " (quantized FP8/FP4 weights are not supported by this build)";
+        snprintf(b->err, b->errlen, "%s: expected %s %s, found %s %s in %s%s", name, kind_str(kind),
+                 shape_str(s1, sizeof s1, ndim, want), dsv4_dtype_name(t->dtype),
+                 shape_str(s2, sizeof s2, t->ndim, t->shape), file, hint);
+        return DSV4_ERR_FORMAT;
+    }
+    w->name = t->name;
+    w->dtype = t->dtype;
+    w->ndim = ndim;
+    w->ne[0] = d0;
+    w->ne[1] = ndim == 2 ? d1 : 1;
+    w->host = t->data;
+    b->bytes += t->nbytes;
+    return DSV4_OK;
+}
+
+/* Bind a small float tensor and keep an FP32 copy of it. */
+static dsv4_status bind_f32(binder *b, dsv4_w *w, const char *name, int ndim, int64_t d0, int64_t d1,
+                            bool optional)
+{
+    dsv4_status st = bind(b, w, name, KIND_FLOAT, ndim, d0, d1, optional);
+    if (st != DSV4_OK || !w->name) return st;
+    int64_t n = w->ne[0] * w->ne[1];
+    w->f32 = malloc((size_t)n * sizeof(float));
+    if (!w->f32) {
+        snprintf(b->err, b->errlen, "%s: out of memory", name);
+        return DSV4_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        switch (w->dtype) {
+        case DSV4_DT_F32: memcpy(&w->f32[i], (const char *)w->host + 4 * i, 4); break;
+        case DSV4_DT_BF16: w->f32[i] = dsv4_bf16_to_f32(((const uint16_t *)w->host)[i]); break;
+        default: w->f32[i] = dsv4_f16_to_f32(((const uint16_t *)w->host)[i]); break;
+        }
+    }
+    return DSV4_OK;
+}
+
+#define TRY(x)                                                                                                 \
+    do {                                                                                                       \
+        dsv4_status st_ = (x);                                                                                 \
+        if (st_ != DSV4_OK) return st_;                                                                        \
+    } while (0)
+
+static dsv4_status bind_compressor(binder *b, const char *pre, dsv4_compressor_w *c, int d, int coff, int ratio,
+                                   int D)
+{
+    char n[256];
+    c->d = d;
+    c->coff = coff;
+    c->ratio = ratio;
+    snprintf(n, sizeof n, "%sape", pre);
+    TRY(bind_f32(b, &c->ape, n, 2, ratio, (int64_t)coff * d, false));
+    snprintf(n, sizeof n, "%swkv.weight", pre);
+    TRY(bind(b, &c->wkv, n, KIND_FLOAT, 2, (int64_t)coff * d, D, false));
+    snprintf(n, sizeof n, "%swgate.weight", pre);
+    TRY(bind(b, &c->wgate, n, KIND_FLOAT, 2, (int64_t)coff * d, D, false));
+    snprintf(n, sizeof n, "%snorm.weight", pre);
+    TRY(bind_f32(b, &c->norm, n, 1, d, 1, false));
+    return DSV4_OK;
+}
+
+static dsv4_status check_tid2eid(binder *b, const dsv4_w *w, int n_experts)
+{
+    int64_t n = w->ne[0] * w->ne[1];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = w->dtype == DSV4_DT_I64 ? ((const int64_t *)w->host)[i] : ((const int32_t *)w->host)[i];
+        if (v < 0 || v >= n_experts) {
+            snprintf(b->err, b->errlen, "%s: entry [%" PRId64 "][%" PRId64 "] = %" PRId64
+                     " is not an expert id (0..%d)", w->name, i / w->ne[1], i % w->ne[1], v, n_experts - 1);
+            return DSV4_ERR_FORMAT;
+        }
+    }
+    return DSV4_OK;
+}
+
+/* Bind one decoder block under prefix `pre` ("layers.L." or "mtp.0."). */
+static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, dsv4_attn_kind kind, int ratio,
+                              bool hash, dsv4_layer_w *L)
+{
+    char n[256];
+    const int D = c->dim, hc = c->hc_mult, mix = (2 + hc) * hc;
+    const int H = c->n_heads, hd = c->head_dim, E = c->n_routed_experts, I = c->moe_inter_dim;
+    L->kind = kind;
+    L->ratio = ratio;
+    L->hash = hash;
+#define NAME(fmt) (snprintf(n, sizeof n, "%s" fmt, pre), n)
+    TRY(bind_f32(b, &L->hc_attn_fn, NAME("hc_attn_fn"), 2, mix, (int64_t)hc * D, false));
+    TRY(bind_f32(b, &L->hc_attn_base, NAME("hc_attn_base"), 1, mix, 1, false));
+    TRY(bind_f32(b, &L->hc_attn_scale, NAME("hc_attn_scale"), 1, 3, 1, false));
+    TRY(bind_f32(b, &L->hc_ffn_fn, NAME("hc_ffn_fn"), 2, mix, (int64_t)hc * D, false));
+    TRY(bind_f32(b, &L->hc_ffn_base, NAME("hc_ffn_base"), 1, mix, 1, false));
+    TRY(bind_f32(b, &L->hc_ffn_scale, NAME("hc_ffn_scale"), 1, 3, 1, false));
+    TRY(bind_f32(b, &L->attn_norm, NAME("attn_norm.weight"), 1, D, 1, false));
+    TRY(bind_f32(b, &L->ffn_norm, NAME("ffn_norm.weight"), 1, D, 1, false));
+
+    TRY(bind(b, &L->wq_a, NAME("attn.wq_a.weight"), KIND_FLOAT, 2, c->q_lora_rank, D, false));
+    TRY(bind_f32(b, &L->q_norm, NAME("attn.q_norm.weight"), 1, c->q_lora_rank, 1, false));
+    TRY(bind(b, &L->wq_b, NAME("attn.wq_b.weight"), KIND_FLOAT, 2, (int64_t)H * hd, c->q_lora_rank, false));
+    TRY(bind(b, &L->wkv, NAME("attn.wkv.weight"), KIND_FLOAT, 2, hd, D, false));
+    TRY(bind_f32(b, &L->kv_norm, NAME("attn.kv_norm.weight"), 1, hd, 1, false));
+    TRY(bind_f32(b, &L->attn_sink, NAME("attn.attn_sink"), 1, H, 1, false));
+    TRY(bind(b, &L->wo_a, NAME("attn.wo_a.weight"), KIND_FLOAT, 2, (int64_t)c->o_groups * c->o_lora_rank,
+             (int64_t)H * hd / c->o_groups, false));
+    TRY(bind(b, &L->wo_b, NAME("attn.wo_b.weight"), KIND_FLOAT, 2, D, (int64_t)c->o_groups * c->o_lora_rank,
+             false));
+    if (kind == DSV4_ATTN_CSA) {
+        TRY(bind_compressor(b, NAME("attn.compressor."), &L->cmp, hd, 2, ratio, D));
+        TRY(bind_compressor(b, NAME("attn.indexer.compressor."), &L->idx_cmp, c->index_head_dim, 2, ratio, D));
+        TRY(bind(b, &L->idx_wq_b, NAME("attn.indexer.wq_b.weight"), KIND_FLOAT, 2,
+                 (int64_t)c->index_n_heads * c->index_head_dim, c->q_lora_rank, false));
+        TRY(bind(b, &L->idx_weights_proj, NAME("attn.indexer.weights_proj.weight"), KIND_FLOAT, 2,
+                 c->index_n_heads, D, false));
+    } else if (kind == DSV4_ATTN_HCA) {
+        TRY(bind_compressor(b, NAME("attn.compressor."), &L->cmp, hd, 1, ratio, D));
+    }
+
+    TRY(bind(b, &L->gate, NAME("ffn.gate.weight"), KIND_FLOAT, 2, E, D, false));
+    if (hash) {
+        TRY(bind(b, &L->tid2eid, NAME("ffn.gate.tid2eid"), KIND_INDEX, 2, c->vocab_size, c->n_experts_per_tok,
+                 false));
+        TRY(check_tid2eid(b, &L->tid2eid, E));
+    } else {
+        TRY(bind_f32(b, &L->gate_bias, NAME("ffn.gate.bias"), 1, E, 1, false));
+    }
+    if (c->n_shared_experts > 0) {
+        TRY(bind(b, &L->sh_w1, NAME("ffn.shared_experts.w1.weight"), KIND_FLOAT, 2, I, D, false));
+        TRY(bind(b, &L->sh_w3, NAME("ffn.shared_experts.w3.weight"), KIND_FLOAT, 2, I, D, false));
+        TRY(bind(b, &L->sh_w2, NAME("ffn.shared_experts.w2.weight"), KIND_FLOAT, 2, D, I, false));
+    }
+    L->exp_w1 = calloc((size_t)E, sizeof(dsv4_w));
+    L->exp_w3 = calloc((size_t)E, sizeof(dsv4_w));
+    L->exp_w2 = calloc((size_t)E, sizeof(dsv4_w));
+    if (!L->exp_w1 || !L->exp_w2 || !L->exp_w3) {
+        snprintf(b->err, b->errlen, "out of memory binding %sffn.experts", pre);
+        return DSV4_ERR_NOMEM;
+    }
+    for (int e = 0; e < E; e++) {
+        snprintf(n, sizeof n, "%sffn.experts.%d.w1.weight", pre, e);
+        TRY(bind(b, &L->exp_w1[e], n, KIND_FLOAT, 2, I, D, false));
+        snprintf(n, sizeof n, "%sffn.experts.%d.w3.weight", pre, e);
+        TRY(bind(b, &L->exp_w3[e], n, KIND_FLOAT, 2, I, D, false));
+        snprintf(n, sizeof n, "%sffn.experts.%d.w2.weight", pre, e);
+        TRY(bind(b, &L->exp_w2[e], n, KIND_FLOAT, 2, D, I, false));
+    }
+#undef NAME
+    return DSV4_OK;
+}
+
+static void free_w(dsv4_w *w)
+{
+    free(w->f32);
+    w->f32 = NULL;
+}
+
+static void free_layer(dsv4_layer_w *L)
+{
+    dsv4_w *small[] = {&L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale, &L->hc_ffn_fn, &L->hc_ffn_base,
+                       &L->hc_ffn_scale, &L->attn_norm, &L->ffn_norm, &L->q_norm, &L->kv_norm, &L->attn_sink,
+                       &L->cmp.ape, &L->cmp.norm, &L->idx_cmp.ape, &L->idx_cmp.norm, &L->gate_bias};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) free_w(small[i]);
+    free(L->exp_w1);
+    free(L->exp_w2);
+    free(L->exp_w3);
+    L->exp_w1 = L->exp_w2 = L->exp_w3 = NULL;
+}
+
+dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weights *w, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof(*w));
+    binder b = {.st = st, .err = err, .errlen = errlen};
+    const int D = c->dim, hc = c->hc_mult;
+    dsv4_status s;
+#define CHECK(x)                                                                                               \
+    do {                                                                                                       \
+        if ((s = (x)) != DSV4_OK) goto fail;                                                                   \
+    } while (0)
+    CHECK(bind(&b, &w->embed, "embed.weight", KIND_FLOAT, 2, c->vocab_size, D, false));
+    CHECK(bind(&b, &w->head, "head.weight", KIND_FLOAT, 2, c->vocab_size, D, false));
+    CHECK(bind_f32(&b, &w->norm, "norm.weight", 1, D, 1, false));
+    CHECK(bind_f32(&b, &w->hc_head_fn, "hc_head_fn", 2, hc, (int64_t)hc * D, false));
+    CHECK(bind_f32(&b, &w->hc_head_base, "hc_head_base", 1, hc, 1, false));
+    CHECK(bind_f32(&b, &w->hc_head_scale, "hc_head_scale", 1, 1, 1, false));
+    w->n_layers = c->n_layers;
+    w->layers = calloc((size_t)c->n_layers, sizeof(dsv4_layer_w));
+    if (!w->layers) {
+        snprintf(err, errlen, "out of memory binding %d layers", c->n_layers);
+        s = DSV4_ERR_NOMEM;
+        goto fail;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        char pre[32];
+        snprintf(pre, sizeof pre, "layers.%d.", l);
+        CHECK(bind_layer(&b, c, pre, c->layer_kind[l], c->layer_ratio[l], c->layer_hash[l], &w->layers[l]));
+    }
+    /* MTP: optional. Checkpoints converted for inference often drop it; when
+     * its first tensor is present the whole block must be. */
+    if (c->n_mtp_layers > 0 && dsv4_st_find(st, "mtp.0.e_proj.weight")) {
+        dsv4_mtp_w *m = &w->mtp;
+        CHECK(bind_layer(&b, c, "mtp.0.", DSV4_ATTN_SLIDING, 0, false, &m->block));
+        CHECK(bind(&b, &m->e_proj, "mtp.0.e_proj.weight", KIND_FLOAT, 2, D, D, false));
+        CHECK(bind(&b, &m->h_proj, "mtp.0.h_proj.weight", KIND_FLOAT, 2, D, D, false));
+        CHECK(bind_f32(&b, &m->enorm, "mtp.0.enorm.weight", 1, D, 1, false));
+        CHECK(bind_f32(&b, &m->hnorm, "mtp.0.hnorm.weight", 1, D, 1, false));
+        CHECK(bind_f32(&b, &m->norm, "mtp.0.norm.weight", 1, D, 1, false));
+        CHECK(bind_f32(&b, &m->hc_head_fn, "mtp.0.hc_head_fn", 2, hc, (int64_t)hc * D, false));
+        CHECK(bind_f32(&b, &m->hc_head_base, "mtp.0.hc_head_base", 1, hc, 1, false));
+        CHECK(bind_f32(&b, &m->hc_head_scale, "mtp.0.hc_head_scale", 1, 1, 1, false));
+        m->present = true;
+    }
+#undef CHECK
+    w->bytes = b.bytes;
+    return DSV4_OK;
+fail:
+    dsv4_weights_free(w);
+    return s;
+}
+
+void dsv4_weights_free(dsv4_weights *w)
+{
+    if (!w) return;
+    free_w(&w->norm);
+    free_w(&w->hc_head_fn);
+    free_w(&w->hc_head_base);
+    free_w(&w->hc_head_scale);
+    if (w->layers)
+        for (int l = 0; l < w->n_layers; l++) free_layer(&w->layers[l]);
+    free(w->layers);
+    w->layers = NULL;
+    free_layer(&w->mtp.block);
+    dsv4_w *m[] = {&w->mtp.enorm, &w->mtp.hnorm, &w->mtp.norm, &w->mtp.hc_head_fn, &w->mtp.hc_head_base,
+                   &w->mtp.hc_head_scale};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) free_w(m[i]);
+}
+
+dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
+{
+    dsv4_w v = *w;
+    v.ne[0] = n;
+    v.host = (const char *)w->host + (size_t)(r0 * w->ne[1]) * dsv4_dtype_size(w->dtype);
+    v.f32 = w->f32 ? w->f32 + r0 * w->ne[1] : NULL;
+    v.dev = NULL;
+    return v;
+}

@@ -1,0 +1,104 @@
+/*
+ * weights.h - the model's weights bound by name into typed per-layer structs.
+ *
+ * Binding happens once at load: every tensor the configuration implies is
+ * looked up under its official name (MODEL.md §2), its shape checked against
+ * the config and its dtype against the formats dsv4 reads, and the result is a
+ * plain struct the forward pass reads by field. Nothing looks a weight up by
+ * string after load. Shapes below are [out, in] as in the checkpoint.
+ */
+#ifndef DSV4_MODEL_WEIGHTS_H
+#define DSV4_MODEL_WEIGHTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+
+/* One weight tensor. `host` points into the checkpoint mmap (never written);
+ * `f32` is an FP32 copy made at load for small vectors only (norms, biases,
+ * HC parameters), NULL otherwise; `dev` belongs to the backend. */
+typedef struct {
+    const char *name;     /* official name, for messages; NULL = absent */
+    dsv4_dtype dtype;
+    int ndim;
+    int64_t ne[2];        /* [rows(out), cols(in)]; vectors: ne[0] = length, ne[1] = 1 */
+    const void *host;
+    float *f32;
+    void *dev;
+} dsv4_w;
+
+static inline bool dsv4_w_present(const dsv4_w *w) { return w->name != NULL; }
+
+/* Compressor of one layer (main: d = head_dim; indexer: d = index_head_dim). */
+typedef struct {
+    int d;          /* output row width */
+    int coff;       /* 2 = overlapping windows (CSA), 1 = not (HCA) */
+    int ratio;
+    dsv4_w ape;     /* [ratio, coff*d] F32 */
+    dsv4_w wkv;     /* [coff*d, D] */
+    dsv4_w wgate;   /* [coff*d, D] */
+    dsv4_w norm;    /* [d] */
+} dsv4_compressor_w;
+
+typedef struct {
+    dsv4_attn_kind kind;
+    int ratio;
+    bool hash;
+    /* hyper-connections: mix = (2 + hc) * hc */
+    dsv4_w hc_attn_fn, hc_attn_base, hc_attn_scale; /* [mix, hc*D] F32, [mix], [3] */
+    dsv4_w hc_ffn_fn, hc_ffn_base, hc_ffn_scale;
+    dsv4_w attn_norm, ffn_norm;                     /* [D] */
+    /* attention */
+    dsv4_w wq_a;       /* [q_lora, D] */
+    dsv4_w q_norm;     /* [q_lora] */
+    dsv4_w wq_b;       /* [H*head_dim, q_lora] */
+    dsv4_w wkv;        /* [head_dim, D] */
+    dsv4_w kv_norm;    /* [head_dim] */
+    dsv4_w attn_sink;  /* [H] F32 */
+    dsv4_w wo_a;       /* [o_groups*o_lora, H*head_dim/o_groups] */
+    dsv4_w wo_b;       /* [D, o_groups*o_lora] */
+    dsv4_compressor_w cmp;      /* CSA and HCA layers */
+    dsv4_compressor_w idx_cmp;  /* CSA layers: the indexer's key compressor */
+    dsv4_w idx_wq_b;            /* [nI*dI, q_lora] */
+    dsv4_w idx_weights_proj;    /* [nI, D] */
+    /* MoE */
+    dsv4_w gate;       /* [E, D] */
+    dsv4_w gate_bias;  /* [E] F32, top-k layers only */
+    dsv4_w tid2eid;    /* [V, k] I64 (or I32), hash layers only */
+    dsv4_w sh_w1, sh_w3, sh_w2; /* [inter, D], [inter, D], [D, inter]; absent without a shared expert */
+    dsv4_w *exp_w1, *exp_w3, *exp_w2; /* [E] each: [inter, D], [inter, D], [D, inter] */
+} dsv4_layer_w;
+
+typedef struct {
+    bool present;
+    dsv4_layer_w block;          /* a sliding, non-hash layer */
+    dsv4_w e_proj, h_proj;       /* [D, D] */
+    dsv4_w enorm, hnorm, norm;   /* [D] */
+    dsv4_w hc_head_fn, hc_head_base, hc_head_scale;
+} dsv4_mtp_w;
+
+typedef struct {
+    dsv4_w embed;                /* [V, D] */
+    dsv4_w head;                 /* [V, D] */
+    dsv4_w norm;                 /* [D] */
+    dsv4_w hc_head_fn;           /* [hc, hc*D] F32 */
+    dsv4_w hc_head_base;         /* [hc] */
+    dsv4_w hc_head_scale;        /* [1] */
+    int n_layers;
+    dsv4_layer_w *layers;        /* [n_layers] */
+    dsv4_mtp_w mtp;
+    uint64_t bytes;              /* payload bytes of the bound tensors */
+} dsv4_weights;
+
+/* Bind every tensor of `cfg` from `st`. On failure, `err` names the tensor,
+ * what was expected and what was found, and the file. */
+dsv4_status dsv4_weights_bind(const dsv4_config *cfg, const dsv4_st *st, dsv4_weights *w, char *err,
+                              size_t errlen);
+void dsv4_weights_free(dsv4_weights *w);
+
+/* A view of rows [r0, r0+n) of a 2-D weight. */
+dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n);
+
+#endif

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Broken checkpoints and configs: `dsv4 logits` must exit non-zero with one
+# clear line on stderr that names what is wrong, and never crash.
+set -eu
+: "${DSV4:?path to the dsv4 binary}" "${DSV4_SRC:?repository root}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+for good in "$DSV4_SRC"/tests/fixtures/*/; do
+  name=$(basename "$good")
+  mkdir -p "$tmp/$name"
+  python3 "$DSV4_SRC/tests/cli/corrupt.py" "$good" "$tmp/$name" > "$tmp/$name.cases"
+  while read -r case want; do
+    dir="$tmp/$name/$case"
+    set +e
+    "$DSV4" logits -m "$dir" --ids 1,2,3 --numerics plain -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
+    rc=$?
+    set -e
+    lines=$(wc -l < "$tmp/err")
+    msg=$(cat "$tmp/err")
+    if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$lines" -ne 1 ] || ! grep -q -- "$want" "$tmp/err"; then
+      echo "FAIL $name/$case: rc=$rc lines=$lines want '$want' got: $msg"
+      fails=$((fails + 1))
+    else
+      echo "ok   $name/$case: $msg"
+    fi
+  done < "$tmp/$name.cases"
+done
+# bad arguments
+for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" $args -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ]; then
+    echo "FAIL args '$args': rc=$rc: $(cat "$tmp/err")"
+    fails=$((fails + 1))
+  else
+    echo "ok   args '$args': $(cat "$tmp/err")"
+  fi
+done
+[ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }
