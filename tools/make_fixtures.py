@@ -3,7 +3,7 @@
 
 Usage (from the repository root):
 
-    .venv/bin/python tools/make_fixtures.py [--out tests/fixtures] [--only tiny_a,tiny_b]
+    .venv/bin/python tools/make_fixtures.py [--out tests/fixtures] [--only tiny_a,tiny_b,tiny_c]
                                             [--max-tries 20] [--skip-decode-check]
 
 Needs torch (CPU is enough), transformers >= 5.8 (with `transformers.models.deepseek_v4`),
@@ -22,6 +22,18 @@ For every fixture `NAME` it writes `OUT/NAME/`:
                        used yet), F32 where it is F32, I64 for ffn.gate.tid2eid; meta.json lists
                        the deliberate exceptions (F32/F16 in tiny_b).  tiny_b also carries
                        random `mtp.0.*` tensors (ignored by transformers).
+  (tiny_c instead)     the TRANSFORMERS layout: written by transformers' own
+                       `DeepseekV4ForCausalLM.save_pretrained(dir, safe_serialization=True,
+                       max_shard_size=...)` of a float32 model whose state_dict was randomised in
+                       place (same init scheme, keyed by the official names): config.json and
+                       generation_config.json as transformers writes them (layer_types,
+                       mlp_layer_types, compress_rates, rope_parameters {main, compress},
+                       partial_rotary_factor, ...), model-0000N-of-0000K.safetensors +
+                       model.safetensors.index.json with transformers' reverse-converted names
+                       (`model.` prefix + official layer names, `model.embed_tokens.weight`,
+                       `model.hc_head.hc_fn`, `model.norm.weight`, `head.weight`, per-expert
+                       `model.layers.L.ffn.experts.E.w{1,2,3}.weight`), every float tensor F32,
+                       tid2eid I64.  meta.json lists the saved name patterns.
   ids.txt              the prompt: T token ids, comma separated, one line.
   logits.bin           T x vocab little-endian float32; row t = next-token logits after token t,
                        from ONE full-prompt forward of transformers' DeepseekV4ForCausalLM in
@@ -53,6 +65,7 @@ quantisation: compare an engine against these fixtures with those disabled.
 """
 
 import argparse
+import collections
 import copy
 import hashlib
 import json
@@ -123,6 +136,37 @@ FIXTURES = {
             index_n_heads=16, index_head_dim=32, index_topk=24,
             n_routed_experts=12, num_experts_per_tok=6, moe_intermediate_size=48,
             num_hash_layers=2, hc_mult=3,
+        ),
+    ),
+    # written by transformers' own save_pretrained (see hf_native_config / write_hf_fixture)
+    "tiny_c": dict(
+        base_seed=3000,
+        T=280,                      # 280 // 64 = 4 HCA rows, 280 // 4 = 70 CSA rows > index_topk
+        prefill=139,                # 139 % 4 = 3, 139 % 64 = 11
+        layout="transformers",
+        max_shard_size="700KB",     # -> several shards + model.safetensors.index.json
+        dtype_exceptions={},
+        config=dict(                # transformers-native DeepseekV4Config keys
+            vocab_size=320, hidden_size=64, num_hidden_layers=5, num_nextn_predict_layers=0,
+            num_attention_heads=4, num_key_value_heads=1, head_dim=32, partial_rotary_factor=0.25,
+            q_lora_rank=32, o_groups=2, o_lora_rank=16, sliding_window=24,
+            layer_types=["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention",
+                         "compressed_sparse_attention", "heavily_compressed_attention"],
+            compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 64},
+            mlp_layer_types=["hash_moe", "hash_moe", "moe", "moe", "moe"],
+            index_n_heads=16, index_head_dim=16, index_topk=12,
+            n_routed_experts=10, n_shared_experts=1, num_experts_per_tok=3, moe_intermediate_size=24,
+            scoring_func="sqrtsoftplus", norm_topk_prob=True, routed_scaling_factor=2.0, swiglu_limit=7.0,
+            hc_mult=2, hc_sinkhorn_iters=12, hc_eps=1e-6, rms_norm_eps=1e-6,
+            rope_theta=10000, compress_rope_theta=160000,
+            rope_parameters={
+                "main": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25},
+                "compress": {"rope_type": "yarn", "rope_theta": 160000, "partial_rotary_factor": 0.25,
+                             "factor": 16, "original_max_position_embeddings": 65536,
+                             "beta_fast": 32, "beta_slow": 1, "attention_factor": 1.0},
+            },
+            max_position_embeddings=1048576, hidden_act="silu", attention_bias=False, attention_dropout=0.0,
+            tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
         ),
     ),
 }
@@ -214,6 +258,33 @@ def hf_config(off):
     cfg._attn_implementation = "eager"
     cfg._experts_implementation = "eager"
     return cfg
+
+
+def hf_native_config(spec):
+    """DeepseekV4Config from transformers-native keys (layer_types, mlp_layer_types, compress_rates,
+    rope_parameters {main, compress}, partial_rotary_factor): what save_pretrained writes back."""
+    cfg = DeepseekV4Config(**copy.deepcopy(spec))
+    for k in ("layer_types", "mlp_layer_types", "compress_rates", "rope_parameters", "partial_rotary_factor"):
+        assert getattr(cfg, k) == spec[k], (k, getattr(cfg, k), spec[k])
+    assert cfg.qk_rope_head_dim == round(spec["head_dim"] * spec["partial_rotary_factor"])
+    cfg._attn_implementation = "eager"
+    cfg._experts_implementation = "eager"
+    return cfg
+
+
+def check_constraints_hf(name, c, T):
+    n = c["num_hidden_layers"]
+    lt, mt, rates = c["layer_types"], c["mlp_layer_types"], c["compress_rates"]
+    assert len(lt) == n and len(mt) == n
+    assert set(lt) == {"sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"}, \
+        f"{name}: every layer type must be present"
+    assert set(mt) == {"hash_moe", "moe"}, f"{name}: need hash and top-k MoE layers"
+    assert c["index_topk"] < T // rates["compressed_sparse_attention"], f"{name}: index_topk must be < T/4"
+    assert c["sliding_window"] < T, f"{name}: window must be shorter than the prompt"
+    assert T >= 2 * rates["heavily_compressed_attention"], f"{name}: need at least two HCA rows"
+    assert c["index_n_heads"] >= 16, f"{name}: index_n_heads >= 16"
+    assert c["num_attention_heads"] % c["o_groups"] == 0
+    assert c["num_nextn_predict_layers"] == 0, f"{name}: transformers has no MTP weights to save"
 
 
 # ----------------------------------------------------------------------------------------
@@ -394,13 +465,16 @@ def random_tensor(seed, name, shape, n_experts):
     return rng.normal(0.0, 1.0 / np.sqrt(fan_in), shape)   # projections, router, head
 
 
-def make_official_tensors(seed, shapes, n_experts, exceptions):
-    """{name: shape} -> {name: torch tensor in its storage dtype}, plus {name: dtype str}."""
+def make_official_tensors(seed, shapes, n_experts, exceptions, float_dtype=None):
+    """{name: shape} -> {name: torch tensor in its storage dtype}, plus {name: dtype str}.
+    float_dtype (e.g. "F32") overrides the storage dtype of every float tensor."""
     tensors, dtypes = {}, {}
     for name in sorted(shapes):
         shape = tuple(shapes[name])
         arr = random_tensor(seed, name, shape, n_experts)
         dt = storage_dtype(name, exceptions)
+        if float_dtype is not None and dt != "I64":
+            dt = float_dtype
         t = torch.from_numpy(np.ascontiguousarray(arr))
         tensors[name] = t.to(DTYPES[dt]).contiguous()
         dtypes[name] = dt
@@ -596,6 +670,39 @@ def build(name, fx, seed):
     return off, cfg, model, tensors, dtypes, ids
 
 
+def build_hf_native(name, fx, seed):
+    """tiny_c: a float32 transformers model (what save_pretrained will store) whose state_dict is
+    randomised in place with the same init scheme, keyed by the official names of its tensors."""
+    spec = fx["config"]
+    cfg = hf_native_config(spec)
+    torch.manual_seed(seed)   # transformers' own init is overwritten below, but keep it seeded
+    model = DeepseekV4ForCausalLM(cfg).float().eval()
+    sd = model.state_dict()
+    hf_shapes = {k: tuple(v.shape) for k, v in sd.items()}
+    nonpersistent = [n for n, _ in model.named_buffers() if n not in sd]
+    assert all(n.endswith("inv_freq") for n in nonpersistent), nonpersistent
+
+    mapping = hf_to_official_shapes(hf_shapes, spec["moe_intermediate_size"])
+    shapes = {k: v[0] for k, v in mapping.items()}
+    tensors, dtypes = make_official_tensors(seed, shapes, spec["n_routed_experts"], {}, float_dtype="F32")
+
+    hf_sd = official_to_hf(tensors, mapping, hf_shapes)
+    missing, unexpected = model.load_state_dict(hf_sd, strict=True)
+    assert not missing and not unexpected
+    sd2 = model.state_dict()
+    for oname, (shape, hf_name, sl) in mapping.items():
+        t = sd2[hf_name] if sl is None else sd2[hf_name][sl[0], sl[1]:sl[2]]
+        assert t.dtype == tensors[oname].dtype and torch.equal(t, tensors[oname]), oname
+    for k, v in sd2.items():   # every parameter and buffer is randomised (none left at its init)
+        assert v.dtype == (torch.int64 if k.endswith("tid2eid") else torch.float32), (k, v.dtype)
+        if v.dtype == torch.float32 and v.numel() > 1:
+            assert float(v.std()) > 0, f"{k} is constant"
+
+    rng = np.random.default_rng([seed, 0x1D5])
+    ids = torch.from_numpy(rng.integers(0, spec["vocab_size"], size=fx["T"]).astype(np.int64))[None, :]
+    return cfg, model, tensors, dtypes, ids
+
+
 def evaluate(name, fx, cfg, model, ids, do_decode):
     t0 = time.time()
     probes = Probes(model, cfg)
@@ -695,11 +802,93 @@ def write_fixture(outdir, name, fx, off, tensors, ids, logits):
     return d, files
 
 
+# transformers' save_pretrained reverses its official->transformers conversion mapping, but the
+# renames anchored at the start of an official name (embed, head, hc_head_*) only partly apply
+# under the `model.` prefix, and the reverse of `.norm.` -> `.kv_norm.` also renames the main
+# attention's kv norm.  Saved name -> official name:
+SAVED_GLOBAL = {
+    "model.embed_tokens.weight": "embed.weight",
+    "head.weight": "head.weight",
+    "model.norm.weight": "norm.weight",
+    "model.hc_head.hc_fn": "hc_head_fn",
+    "model.hc_head.hc_base": "hc_head_base",
+    "model.hc_head.hc_scale": "hc_head_scale",
+}
+
+
+def saved_to_official(name):
+    if name in SAVED_GLOBAL:
+        return SAVED_GLOBAL[name]
+    assert name.startswith("model.layers."), f"unexpected saved tensor name {name}"
+    name = name[len("model."):]
+    assert not name.endswith(".attn.kv_norm.weight"), name
+    return re.sub(r"^(layers\.\d+\.attn)\.norm\.weight$", r"\1.kv_norm.weight", name)
+
+
+def name_pattern(name):
+    return re.sub(r"\.experts\.\d+\.", ".experts.E.", re.sub(r"^model\.layers\.\d+\.", "model.layers.L.", name))
+
+
+def write_hf_fixture(outdir, name, fx, model32, tensors, ids, logits):
+    """tiny_c: transformers' own save_pretrained of the randomised float32 model, then verify that
+    the files hold exactly the generated values under the expected names."""
+    d = os.path.join(outdir, name)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):   # remove only files this script produces
+        if (f.startswith("model") and (f.endswith(".safetensors") or f.endswith(".index.json"))) \
+                or f in ("config.json", "generation_config.json", "ids.txt", "logits.bin", "meta.json"):
+            os.remove(os.path.join(d, f))
+    assert next(iter(model32.parameters())).dtype == torch.float32
+    model32.save_pretrained(d, safe_serialization=True, max_shard_size=fx["max_shard_size"])
+    with open(os.path.join(d, "ids.txt"), "w") as f:
+        f.write(",".join(str(int(x)) for x in ids[0].tolist()) + "\n")
+    logits.numpy().astype("<f4").tofile(os.path.join(d, "logits.bin"))
+
+    with open(os.path.join(d, "model.safetensors.index.json")) as f:
+        weight_map = json.load(f)["weight_map"]
+    shard_files = sorted(set(weight_map.values()))
+    assert len(shard_files) >= 2, shard_files
+    written = sorted(f for f in os.listdir(d) if f.endswith(".safetensors"))
+    assert written == shard_files, (written, shard_files)
+    saved = {}    # saved name -> (dtype, shape, file)
+    seen = set()
+    for fn in shard_files:
+        with safetensors.safe_open(os.path.join(d, fn), "pt") as g:
+            for k in g.keys():
+                assert weight_map[k] == fn and k not in saved
+                t = g.get_tensor(k)
+                sl = g.get_slice(k)
+                saved[k] = (sl.get_dtype(), list(sl.get_shape()), fn)
+                o = saved_to_official(k)
+                assert o in tensors and o not in seen, (k, o)
+                seen.add(o)
+                assert t.dtype == tensors[o].dtype and torch.equal(t, tensors[o]), f"{k}: values differ"
+    assert seen == set(tensors), set(tensors) ^ seen
+    assert set(weight_map) == set(saved)
+
+    with open(os.path.join(d, "config.json")) as f:
+        conf = json.load(f)
+    spec = fx["config"]
+    for k in ("layer_types", "mlp_layer_types", "compress_rates", "rope_parameters", "partial_rotary_factor",
+              "routed_scaling_factor", "swiglu_limit", "hc_sinkhorn_iters", "sliding_window", "index_topk"):
+        assert conf[k] == spec[k], (k, conf[k], spec[k])
+    for k in ("compress_ratios", "num_hash_layers", "rope_scaling"):
+        assert k not in conf, f"legacy key {k} in transformers' config.json"
+    assert conf["dtype"] == "float32", conf.get("dtype")
+
+    files = shard_files + ["model.safetensors.index.json", "config.json", "generation_config.json"]
+    for f in files:
+        os.chmod(os.path.join(d, f), 0o644)   # safetensors creates files 0600
+    return d, files, saved
+
+
 @torch.no_grad()
 def from_pretrained_check(d, ids, ref):
     """Load the written checkpoint through transformers' own conversion mapping."""
-    m = DeepseekV4ForCausalLM.from_pretrained(d, dtype=torch.float64, attn_implementation="eager",
-                                              experts_implementation="eager").eval()
+    m, info = DeepseekV4ForCausalLM.from_pretrained(d, dtype=torch.float64, attn_implementation="eager",
+                                                    experts_implementation="eager", output_loading_info=True)
+    m.eval()
+    assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")), info
     # transformers keeps `_keep_in_fp32_modules_strict` (norms, HC, sinks, ape, router bias) in
     # float32 under from_pretrained; values are identical, only the arithmetic differs there.
     fp32_params = sorted({n for n, p in m.named_parameters() if p.dtype != torch.float64})
@@ -716,12 +905,20 @@ def sha256(path):
 
 def make_fixture(outdir, name, fx, max_tries, do_decode):
     fx_T = fx["T"]
-    off0 = official_config(fx["config"])
-    check_constraints(name, off0, fx_T)
+    hf_layout = fx.get("layout") == "transformers"
+    if hf_layout:
+        check_constraints_hf(name, fx["config"], fx_T)
+    else:
+        off0 = official_config(fx["config"])
+        check_constraints(name, off0, fx_T)
     rejected = []
     for seed in range(fx["base_seed"], fx["base_seed"] + max_tries):
         t0 = time.time()
-        off, cfg, model, tensors, dtypes, ids = build(name, fx, seed)
+        if hf_layout:
+            cfg, model32, tensors, dtypes, ids = build_hf_native(name, fx, seed)
+            model = copy.deepcopy(model32).double()   # float64 oracle of exactly the float32 values
+        else:
+            off, cfg, model, tensors, dtypes, ids = build(name, fx, seed)
         logits, res, reasons = evaluate(name, fx, cfg, model, ids, do_decode)
         print(f"[{name}] seed {seed}: std {res['logits_std']:.3f} idx-gap {res['indexer_min_rel_gap']:.3g} "
               f"router-gap {res['router_min_rel_gap']:.3g} f32 {res['f32_vs_f64_max_abs_diff']:.3g} "
@@ -733,7 +930,10 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
     else:
         raise SystemExit(f"{name}: no acceptable seed in {max_tries} tries")
 
-    d, files = write_fixture(outdir, name, fx, off, tensors, ids, logits.float())
+    if hf_layout:
+        d, files, saved = write_hf_fixture(outdir, name, fx, model32, tensors, ids, logits.float())
+    else:
+        d, files = write_fixture(outdir, name, fx, off, tensors, ids, logits.float())
     fp_diff, n_fp32 = from_pretrained_check(d, ids, logits)
     print(f"[{name}] from_pretrained vs oracle max |diff| = {fp_diff:.3g}", flush=True)
     assert fp_diff < 1e-4, f"{name}: from_pretrained logits differ by {fp_diff}"
@@ -750,7 +950,7 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
         "seed": seed,
         "rejected_seeds": rejected,
         "T": fx_T,
-        "vocab": off["vocab_size"],
+        "vocab": cfg.vocab_size,
         "ids_file": "ids.txt",
         "logits_file": "logits.bin",
         "logits_layout": "T x vocab, little-endian float32, row t = next-token logits after token t",
@@ -795,6 +995,30 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
                      "numpy": np.__version__, "safetensors": safetensors.__version__,
                      "python": sys.version.split()[0]},
     }
+    if hf_layout:
+        patterns = {}
+        for k, (dt, shape, fn) in saved.items():
+            patterns.setdefault(name_pattern(k), set()).add(dt)
+        meta["oracle"] = ("transformers DeepseekV4ForCausalLM, the randomised float32 model saved by "
+                          "save_pretrained, cast with .double(); eager attention + eager experts, "
+                          "one full-prompt forward with use_cache=False; no FP8/FP4 simulation, no FP8 "
+                          "activation quantisation, no MTP")
+        meta["storage_dtypes"] = {
+            "rule": "transformers save_pretrained of a float32 model: F32 for every float tensor, "
+                    "I64 for tid2eid",
+            "counts": dict(sorted(collections.Counter(v[0] for v in saved.values()).items())),
+            "exceptions": {}}
+        meta["n_tensors"] = len(saved)
+        meta["files"] = {f: {"bytes": os.path.getsize(os.path.join(d, f)), "sha256": sha256(os.path.join(d, f))}
+                         for f in files + ["ids.txt", "logits.bin"]}
+        meta["layout"] = {
+            "writer": f"DeepseekV4ForCausalLM.save_pretrained(safe_serialization=True, "
+                      f"max_shard_size={fx['max_shard_size']!r})",
+            "saved_name_to_official": "strip the leading 'model.' of model.layers.*; "
+                                      "model.layers.L.attn.norm.weight -> layers.L.attn.kv_norm.weight; " + ", ".join(
+                f"{k} -> {v}" for k, v in SAVED_GLOBAL.items() if k != v),
+            "saved_name_patterns": {p: "/".join(sorted(v)) for p, v in sorted(patterns.items())},
+        }
     with open(os.path.join(d, "meta.json"), "w") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
     return d

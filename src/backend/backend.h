@@ -51,6 +51,7 @@ typedef struct {
     int n_heads, head_dim; /* indexer heads */
     int topk;
     float scale;          /* index_head_dim^-0.5 * n_heads^-0.5 */
+    bool reference;       /* scores in BF16 as the reference computes them */
 } dsv4_indexer_params;
 
 typedef struct {
@@ -62,14 +63,14 @@ typedef struct {
     int topk;             /* CSA: stride of the idx array */
     float scale;          /* head_dim^-0.5 */
     const float *sinks;   /* [n_heads] */
-    bool reference;       /* probabilities rounded to BF16 before P.V */
+    bool reference;       /* exp(s - max) rounded to BF16 before the product with V */
 } dsv4_attn_params;
 
 typedef struct {
     int n_experts, k, dim, inter;
     float swiglu_limit;   /* <= 0: no clamp */
     const dsv4_w *w1, *w3, *w2; /* [n_experts] */
-    bool reference;       /* bf16(weight * activation) before the down projection */
+    bool reference;       /* BF16 GEMM outputs and bf16(weight * activation) before the down projection */
 } dsv4_moe_params;
 
 struct dsv4_backend {
@@ -90,6 +91,10 @@ struct dsv4_backend {
     /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
     void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                     float *y);
+    /* Unweighted RMS normalisation of each dim-wide row computed entirely in
+     * BF16 (squares, mean, eps, rsqrt and product each rounded), in place: the
+     * reference's per-head query normalisation. */
+    void (*rmsnorm_bf16)(dsv4_backend *be, float *x, int rows, int dim);
     /* interleaved RoPE on the last rope_dim dims of each head; angle pos[t]*freqs[i]; inverse rotates by -angle */
     void (*rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
                  const int64_t *pos, const float *freqs, bool inverse);

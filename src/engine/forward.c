@@ -92,8 +92,8 @@ static void attention(fwd *f, int l)
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     be->linear(be, &L->wq_b, s->qa, c->q_lora_rank, T, s->q, H * hd);
     bf16_point(f, s->q, (size_t)T * H * hd);
-    be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q);
-    bf16_point(f, s->q, (size_t)T * H * hd);
+    if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd); /* in place on the BF16 tensor, as the reference */
+    else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q);
     be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false);
     bf16_point(f, s->q, (size_t)T * H * hd);
 
@@ -122,7 +122,8 @@ static void attention(fwd *f, int l)
                                   .n_heads = nI,
                                   .head_dim = dI,
                                   .topk = c->index_topk,
-                                  .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI)};
+                                  .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
+                                  .reference = f->ref};
         run_compressor(f, l, &L->cmp, false);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     } else if (L->kind == DSV4_ATTN_HCA) {
@@ -189,12 +190,15 @@ static void ffn(fwd *f, int l)
                           .reference = f->ref};
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
 
-    if (c->n_shared_experts > 0) {
+    if (dsv4_w_present(&L->sh_w1)) {
         be->linear(be, &L->sh_w1, s->h, D, T, s->sg, I);
         be->linear(be, &L->sh_w3, s->h, D, T, s->su, I);
+        bf16_point(f, s->sg, (size_t)T * I);
+        bf16_point(f, s->su, (size_t)T * I);
         be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg);
         bf16_point(f, s->sg, (size_t)T * I);
         be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
+        bf16_point(f, s->y2, (size_t)T * D);
         be->add(be, s->y, s->y2, (size_t)T * D, s->y);
     }
     bf16_point(f, s->y, (size_t)T * D);
@@ -238,6 +242,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     be->hc_head(be, &hp, s->X, m, s->u);
     bf16_point(&f, s->u, (size_t)m * D);
     be->rmsnorm(be, s->u, e->w.norm.f32, m, D, D, (float)c->rms_norm_eps, s->h);
+    bf16_point(&f, s->h, (size_t)m * D);
     for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
         int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
         be->linear(be, &e->w.head, s->h + (size_t)r0 * D, D, nr, s->logits, V);

@@ -45,13 +45,31 @@ static bool dtype_ok(dsv4_dtype dt, want_kind k)
 
 static const char *kind_str(want_kind k) { return k == KIND_FLOAT ? "BF16, F16 or F32" : "I64 or I32"; }
 
+/* Find a tensor by its official name, or by the spelling transformers'
+ * save_pretrained writes: everything under "model." except head.weight,
+ * embed as model.embed_tokens, hc_head_X as model.hc_head.hc_X, and the
+ * attention's kv_norm as attn.norm. */
+static const dsv4_st_tensor *lookup(const dsv4_st *st, const char *name)
+{
+    const dsv4_st_tensor *t = dsv4_st_find(st, name);
+    if (t) return t;
+    char alt[300];
+    const char *kvn = strstr(name, ".attn.kv_norm.weight");
+    if (!strcmp(name, "embed.weight")) snprintf(alt, sizeof alt, "model.embed_tokens.weight");
+    else if (!strcmp(name, "head.weight")) snprintf(alt, sizeof alt, "lm_head.weight");
+    else if (!strncmp(name, "hc_head_", 8)) snprintf(alt, sizeof alt, "model.hc_head.hc_%s", name + 8);
+    else if (kvn) snprintf(alt, sizeof alt, "model.%.*s.attn.norm.weight", (int)(kvn - name), name);
+    else snprintf(alt, sizeof alt, "model.%s", name);
+    return dsv4_st_find(st, alt);
+}
+
 /* Bind `name` with expected shape (ndim 1 or 2). Absent and optional: leaves
  * *w zeroed and succeeds. */
 static dsv4_status bind(binder *b, dsv4_w *w, const char *name, want_kind kind, int ndim, int64_t d0,
                         int64_t d1, bool optional)
 {
     memset(w, 0, sizeof(*w));
-    const dsv4_st_tensor *t = dsv4_st_find(b->st, name);
+    const dsv4_st_tensor *t = lookup(b->st, name);
     if (!t) {
         if (optional) return DSV4_OK;
         snprintf(b->err, b->errlen, "%s: tensor missing from the checkpoint (expected %s %s)", name,
@@ -193,8 +211,11 @@ static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, 
     } else {
         TRY(bind_f32(b, &L->gate_bias, NAME("ffn.gate.bias"), 1, E, 1, false));
     }
-    if (c->n_shared_experts > 0) {
-        TRY(bind(b, &L->sh_w1, NAME("ffn.shared_experts.w1.weight"), KIND_FLOAT, 2, I, D, false));
+    /* Required when the config declares a shared expert; used when present
+     * anyway (transformers always has one, whatever n_shared_experts says). */
+    bool sh_opt = c->n_shared_experts == 0;
+    TRY(bind(b, &L->sh_w1, NAME("ffn.shared_experts.w1.weight"), KIND_FLOAT, 2, I, D, sh_opt));
+    if (dsv4_w_present(&L->sh_w1)) {
         TRY(bind(b, &L->sh_w3, NAME("ffn.shared_experts.w3.weight"), KIND_FLOAT, 2, I, D, false));
         TRY(bind(b, &L->sh_w2, NAME("ffn.shared_experts.w2.weight"), KIND_FLOAT, 2, D, I, false));
     }
@@ -265,7 +286,7 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weig
     }
     /* MTP: optional. Checkpoints converted for inference often drop it; when
      * its first tensor is present the whole block must be. */
-    if (c->n_mtp_layers > 0 && dsv4_st_find(st, "mtp.0.e_proj.weight")) {
+    if (c->n_mtp_layers > 0 && lookup(st, "mtp.0.e_proj.weight")) {
         dsv4_mtp_w *m = &w->mtp;
         CHECK(bind_layer(&b, c, "mtp.0.", DSV4_ATTN_SLIDING, 0, false, &m->block));
         CHECK(bind(&b, &m->e_proj, "mtp.0.e_proj.weight", KIND_FLOAT, 2, D, D, false));

@@ -28,55 +28,123 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
 
 /* ==== dot products ===================================================== */
 
-static inline float reduce_lanes(const float *acc)
+/* Every dot product in the backend is the same computation: 16 FP32 lanes
+ * accumulated in order over the length (lane l takes elements i = l mod 16),
+ * then the lanes summed pairwise in a fixed tree. The register-blocked tile
+ * below computes up to 4 x 4 such dot products at once with exactly that
+ * per-lane sequence, so a token's result is the same whatever its batch. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
+typedef uint16_t v16h __attribute__((vector_size(32)));
+
+static inline v16f load_f32(const float *p)
 {
-    float s8[8];
-    for (int l = 0; l < 8; l++) s8[l] = acc[l] + acc[l + 8];
-    float s4[4];
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline v16f load_bf16(const uint16_t *p)
+{
+    v16h h;
+    memcpy(&h, p, sizeof h);
+    return (v16f)(__builtin_convertvector(h, v16u) << 16);
+}
+
+static inline v16f load_f16(const uint16_t *p)
+{
+    float f[16];
+    for (int l = 0; l < 16; l++) f[l] = dsv4_f16_to_f32(p[l]);
+    return load_f32(f);
+}
+
+static inline float elem(dsv4_dtype dt, const void *w, int64_t i)
+{
+    switch (dt) {
+    case DSV4_DT_BF16: return dsv4_bf16_to_f32(((const uint16_t *)w)[i]);
+    case DSV4_DT_F16: return dsv4_f16_to_f32(((const uint16_t *)w)[i]);
+    default: return ((const float *)w)[i];
+    }
+}
+
+static inline float reduce_lanes(v16f a)
+{
+    float s8[8], s4[4];
+    for (int l = 0; l < 8; l++) s8[l] = a[l] + a[l + 8];
     for (int l = 0; l < 4; l++) s4[l] = s8[l] + s8[l + 4];
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+/* y[t*ldy + r] = dot(x[t], w[r]) for t < NT, r < NR over n elements; w rows
+ * are ldw elements apart. NT and NR are compile-time constants at each call. */
+static inline __attribute__((always_inline)) void tile(int NT, int NR, dsv4_dtype dt, const float *x, int64_t ldx,
+                                                       const void *w, int64_t ldw, int n, float *y, int64_t ldy)
+{
+    v16f acc[4][4];
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < NR; r++) acc[t][r] = (v16f){0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16f wv[4];
+        for (int r = 0; r < NR; r++) {
+            if (dt == DSV4_DT_BF16) wv[r] = load_bf16((const uint16_t *)w + r * ldw + i);
+            else if (dt == DSV4_DT_F32) wv[r] = load_f32((const float *)w + r * ldw + i);
+            else wv[r] = load_f16((const uint16_t *)w + r * ldw + i);
+        }
+        for (int t = 0; t < NT; t++) {
+            v16f xv = load_f32(x + t * ldx + i);
+            for (int r = 0; r < NR; r++) acc[t][r] += xv * wv[r];
+        }
+    }
+    for (int l = 0; i < n; i++, l++)
+        for (int t = 0; t < NT; t++)
+            for (int r = 0; r < NR; r++) acc[t][r][l] += x[t * ldx + i] * elem(dt, w, r * ldw + i);
+    for (int t = 0; t < NT; t++)
+        for (int r = 0; r < NR; r++) y[t * ldy + r] = reduce_lanes(acc[t][r]);
+}
+
 float dsv4_cpu_dot_f32(const float *x, const float *w, int n)
 {
-    float acc[LANES] = {0};
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * w[i + l];
-    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * w[i];
-    return reduce_lanes(acc);
+    float y;
+    tile(1, 1, DSV4_DT_F32, x, 0, w, 0, n, &y, 0);
+    return y;
 }
 
-static float dot_bf16(const float *x, const uint16_t *w, int n)
-{
-    float acc[LANES] = {0};
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * dsv4_bits_f32((uint32_t)w[i + l] << 16);
-    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * dsv4_bf16_to_f32(w[i]);
-    return reduce_lanes(acc);
-}
-
-static float dot_f16(const float *x, const uint16_t *w, int n)
-{
-    float acc[LANES] = {0};
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) acc[l] += x[i + l] * dsv4_f16_to_f32(w[i + l]);
-    for (int l = 0; i < n; i++, l++) acc[l] += x[i] * dsv4_f16_to_f32(w[i]);
-    return reduce_lanes(acc);
-}
-
-static inline float dot_w(const dsv4_w *w, int64_t row, const float *x)
-{
-    int n = (int)w->ne[1];
-    switch (w->dtype) {
-    case DSV4_DT_F32: return dsv4_cpu_dot_f32(x, (const float *)w->host + row * n, n);
-    case DSV4_DT_BF16: return dot_bf16(x, (const uint16_t *)w->host + row * n, n);
-    case DSV4_DT_F16: return dot_f16(x, (const uint16_t *)w->host + row * n, n);
-    default: abort(); /* weights.c admits only these */
+/* All (t, r) dot products of nt tokens x nr weight rows, in 4 x 4 tiles. */
+#define TILE_CASES(DT)                                                                                         \
+    static void tiles_##DT(const float *x, int64_t ldx, int nt, const void *w, int64_t ldw, int nr, int n,    \
+                           float *y, int64_t ldy)                                                              \
+    {                                                                                                          \
+        const size_t es = DT == DSV4_DT_F32 ? 4 : 2;                                                           \
+        for (int r = 0; r < nr; r += 4) {                                                                      \
+            const void *wr = (const char *)w + (size_t)r * ldw * es;                                           \
+            int rr = nr - r < 4 ? nr - r : 4;                                                                  \
+            int t = 0;                                                                                         \
+            for (; t + 4 <= nt; t += 4) {                                                                      \
+                const float *xt = x + t * ldx;                                                                 \
+                float *yt = y + t * ldy + r;                                                                   \
+                switch (rr) {                                                                                  \
+                case 4: tile(4, 4, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                case 3: tile(4, 3, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                case 2: tile(4, 2, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                default: tile(4, 1, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                  \
+                }                                                                                              \
+            }                                                                                                  \
+            for (; t < nt; t++) {                                                                              \
+                const float *xt = x + t * ldx;                                                                 \
+                float *yt = y + t * ldy + r;                                                                   \
+                switch (rr) {                                                                                  \
+                case 4: tile(1, 4, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                case 3: tile(1, 3, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                case 2: tile(1, 2, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
+                default: tile(1, 1, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                  \
+                }                                                                                              \
+            }                                                                                                  \
+        }                                                                                                      \
     }
-}
+TILE_CASES(DSV4_DT_BF16)
+TILE_CASES(DSV4_DT_F32)
+TILE_CASES(DSV4_DT_F16)
 
 /* ==== memory =========================================================== */
 
@@ -115,12 +183,16 @@ typedef struct {
 static void linear_task(void *vctx, int64_t task)
 {
     linear_ctx *c = vctx;
+    const dsv4_w *w = c->w;
     int64_t r0 = task * c->rows_per_task, r1 = r0 + c->rows_per_task;
-    if (r1 > c->w->ne[0]) r1 = c->w->ne[0];
-    for (int t = 0; t < c->n; t++) {
-        const float *x = c->x + (size_t)t * c->ldx;
-        float *y = c->y + (size_t)t * c->ldy;
-        for (int64_t r = r0; r < r1; r++) y[r] = dot_w(c->w, r, x);
+    if (r1 > w->ne[0]) r1 = w->ne[0];
+    int64_t in = w->ne[1];
+    const void *wr = (const char *)w->host + (size_t)(r0 * in) * dsv4_dtype_size(w->dtype);
+    switch (w->dtype) {
+    case DSV4_DT_BF16: tiles_DSV4_DT_BF16(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
+    case DSV4_DT_F32: tiles_DSV4_DT_F32(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
+    case DSV4_DT_F16: tiles_DSV4_DT_F16(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
+    default: abort(); /* weights.c admits only these */
     }
 }
 
@@ -128,10 +200,12 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
 {
     if (n <= 0) return;
     linear_ctx c = {.w = w, .x = x, .ldx = ldx, .n = n, .y = y, .ldy = ldy};
-    /* ~32 KiB of weights per task keeps a block in L1/L2 while tokens stream. */
+    /* ~32 KiB of weights per task keeps a block in L1/L2 while tokens stream;
+     * a multiple of the 4-row tile. */
     int64_t row_bytes = w->ne[1] * (int64_t)dsv4_dtype_size(w->dtype);
     int64_t rpt = row_bytes > 0 ? 32768 / row_bytes : 64;
-    if (rpt < 1) rpt = 1;
+    rpt = (rpt + 3) / 4 * 4;
+    if (rpt < 4) rpt = 4;
     if (rpt > 64) rpt = 64;
     c.rows_per_task = (int)rpt;
     dsv4_pool_for(pool_of(be), (w->ne[0] + rpt - 1) / rpt, linear_task, &c);
@@ -149,6 +223,17 @@ static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int ro
             for (int i = 0; i < dim; i++) yr[i] = w[i] * (xr[i] * k);
         else
             for (int i = 0; i < dim; i++) yr[i] = xr[i] * k;
+    }
+}
+
+static void cpu_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
+{
+    for (int r = 0; r < rows; r++) {
+        float *v = x + (size_t)r * dim, ss = 0;
+        for (int i = 0; i < dim; i++) ss += dsv4_round_bf16(v[i] * v[i]);
+        float ms = dsv4_round_bf16(ss / (float)dim);
+        float k = dsv4_round_bf16(1.0f / sqrtf(dsv4_round_bf16(ms + 1e-6f)));
+        for (int i = 0; i < dim; i++) v[i] = dsv4_round_bf16(v[i] * k);
     }
 }
 
@@ -189,8 +274,10 @@ static void cpu_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 static void cpu_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
 {
     for (int r = 0; r < rows; r++) {
-        dsv4_hadamard(x + (size_t)r * dim, dim);
-        dsv4_fp4sim(x + (size_t)r * dim, dim, 32);
+        float *v = x + (size_t)r * dim;
+        dsv4_hadamard(v, dim);
+        for (int i = 0; i < dim; i++) v[i] = dsv4_round_bf16(v[i]); /* the transform returns BF16 */
+        dsv4_fp4sim(v, dim, 32);
     }
 }
 
@@ -372,6 +459,7 @@ static void compress_finish(const dsv4_compress_params *p, float *row, int64_t c
         for (int i = 0; i < d; i++) row[i] = dsv4_round_bf16(row[i]);
         if (p->indexer) {
             dsv4_hadamard(row, d);
+            for (int i = 0; i < d; i++) row[i] = dsv4_round_bf16(row[i]);
             dsv4_fp4sim(row, d, 32);
         } else {
             dsv4_fp8sim(row, d - p->rope_dim, 64);
@@ -478,14 +566,18 @@ static void indexer_tok(void *vctx, int64_t t)
     int nh = p->n_heads, hd = p->head_dim;
     float *score = malloc((size_t)(N > 0 ? N : 1) * sizeof(float));
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
+    float ws[nh];
+    for (int h = 0; h < nh; h++) ws[h] = p->reference ? dsv4_round_bf16(w[h] * p->scale) : w[h] * p->scale;
     for (int64_t r = 0; r < N; r++) {
         const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
         float sc = 0;
         for (int h = 0; h < nh; h++) {
             float dq = dsv4_cpu_dot_f32(q + (size_t)h * hd, key, hd);
-            if (dq > 0) sc += w[h] * p->scale * dq;
+            /* the reference scores in BF16: each product and the sum rounded */
+            if (p->reference) sc += dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * ws[h]);
+            else if (dq > 0) sc += ws[h] * dq;
         }
-        score[r] = sc;
+        score[r] = p->reference ? dsv4_round_bf16(sc) : sc;
     }
     c->cnt[t] = dsv4_cpu_topk(score, (int)N, p->topk, c->idx + (size_t)t * p->topk);
     free(score);
@@ -546,20 +638,25 @@ static void attn_task(void *vctx, int64_t task)
     float *o = c->out + ((size_t)t * H + h) * hd;
     float sbuf[1024];
     float *sc = nr <= 1024 ? sbuf : malloc((size_t)nr * sizeof(float));
-    float sink = p->sinks[h], mx = sink;
+    float sink = p->sinks[h], mx = -INFINITY;
     for (int j = 0; j < nr; j++) {
         sc[j] = dsv4_cpu_dot_f32(q, rows[j], hd) * p->scale;
         mx = fmaxf(mx, sc[j]);
     }
-    float den = expf(sink - mx);
+    /* The sink adds mass to the denominator only. The max runs over the real
+     * scores (the reference kernel's order); every visible set holds at least
+     * the token's own row. */
+    float den = 0;
     for (int j = 0; j < nr; j++) den += (sc[j] = expf(sc[j] - mx));
+    den += expf(sink - mx);
     for (int i = 0; i < hd; i++) o[i] = 0;
     for (int j = 0; j < nr; j++) {
-        float pj = sc[j] / den;
-        if (p->reference) pj = dsv4_round_bf16(pj);
+        /* reference: the kernel multiplies V by BF16 exp(s - max) and divides at the end */
+        float ej = p->reference ? dsv4_round_bf16(sc[j]) : sc[j];
         const float *r = rows[j];
-        for (int i = 0; i < hd; i++) o[i] += pj * r[i];
+        for (int i = 0; i < hd; i++) o[i] += ej * r[i];
     }
+    for (int i = 0; i < hd; i++) o[i] /= den;
     if (sc != sbuf) free(sc);
 }
 
@@ -660,6 +757,10 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
         for (int i = 0; i < m; i++) memcpy(xs + (size_t)i * D, c->x + (size_t)(list[i] / k) * D, D * sizeof(float));
         cpu_linear(be, &p->w1[e], xs, D, m, g, I);
         cpu_linear(be, &p->w3[e], xs, D, m, u, I);
+        if (p->reference) { /* the expert GEMMs return BF16 */
+            cpu_round_bf16(be, g, (size_t)m * I);
+            cpu_round_bf16(be, u, (size_t)m * I);
+        }
         cpu_swiglu(be, g, u, (size_t)m * I, p->swiglu_limit, g);
         for (int i = 0; i < m; i++) {
             float wv = c->wts[list[i]];
@@ -670,6 +771,7 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
             }
         }
         cpu_linear(be, &p->w2[e], g, I, m, y, D);
+        if (p->reference) cpu_round_bf16(be, y, (size_t)m * D);
         for (int i = 0; i < m; i++) memcpy(c->ybuf + (size_t)list[i] * D, y + (size_t)i * D, D * sizeof(float));
     }
     free(list);
@@ -766,6 +868,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->embed = cpu_embed;
     be->linear = cpu_linear;
     be->rmsnorm = cpu_rmsnorm;
+    be->rmsnorm_bf16 = cpu_rmsnorm_bf16;
     be->rope = cpu_rope;
     be->round_bf16 = cpu_round_bf16;
     be->kv_sim = cpu_kv_sim;
