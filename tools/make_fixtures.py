@@ -12,7 +12,7 @@ byte-identical files (same library versions assumed).
 
 For every fixture `NAME` it writes `OUT/NAME/`:
 
-  config.json          the OFFICIAL DeepSeek-V4 config keys (as in the released config.json,
+  config.json          (tiny_a, tiny_b) the OFFICIAL DeepSeek-V4 config keys (as in the released config.json,
                        MODEL.md §1.1, without quantization_config), NOT transformers'
                        save_pretrained output.
   model.safetensors    (tiny_a) or model-0000N-of-0000K.safetensors + model.safetensors.index.json
@@ -31,9 +31,11 @@ For every fixture `NAME` it writes `OUT/NAME/`:
                        partial_rotary_factor, ...), model-0000N-of-0000K.safetensors +
                        model.safetensors.index.json with transformers' reverse-converted names
                        (`model.` prefix + official layer names, `model.embed_tokens.weight`,
-                       `model.hc_head.hc_fn`, `model.norm.weight`, `head.weight`, per-expert
-                       `model.layers.L.ffn.experts.E.w{1,2,3}.weight`), every float tensor F32,
-                       tid2eid I64.  meta.json lists the saved name patterns.
+                       `model.hc_head.hc_fn`, `model.norm.weight`, `head.weight`,
+                       `model.layers.L.attn.norm.weight` for the official attn.kv_norm.weight,
+                       per-expert `model.layers.L.ffn.experts.E.w{1,2,3}.weight`), every float
+                       tensor F32, tid2eid I64.  meta.json lists the saved name patterns.  The
+                       script checks that the files hold exactly the generated values.
   ids.txt              the prompt: T token ids, comma separated, one line.
   logits.bin           T x vocab little-endian float32; row t = next-token logits after token t,
                        from ONE full-prompt forward of transformers' DeepseekV4ForCausalLM in
