@@ -3,7 +3,7 @@
 # prints the exact apt-get line to run (otherwise). `--test` adds the packages
 # only the tests need. Called by `make` and `make test`.
 set -eu
-pkgs="build-essential cmake pkg-config libjansson-dev"
+pkgs="build-essential cmake pkg-config libjansson-dev libpcre2-dev"
 [ "${1:-}" = "--test" ] && pkgs="$pkgs libcmocka-dev python3"
 missing=""
 for p in $pkgs; do
