@@ -30,6 +30,14 @@ def write_st(path, header, data):
         f.write(data)
 
 
+def resolve(h, name):
+    """The tensor's key in header h: official name or transformers' "model." spelling."""
+    for k in (name, "model." + name):
+        if k in h:
+            return k
+    return None
+
+
 def main():
     good, out = sys.argv[1], sys.argv[2]
     files = sorted(f for f in os.listdir(good) if f.endswith(".safetensors"))
@@ -64,13 +72,15 @@ def main():
     for f in files:
         p = os.path.join(d, f)
         h, data = read_st(p)
-        if target in h:
-            del h[target]
+        k = resolve(h, target)
+        if k:
+            del h[k]
             write_st(p, h, data)
     if index:
         ip = os.path.join(d, "model.safetensors.index.json")
         ix = json.load(open(ip))
-        ix["weight_map"].pop(target, None)
+        for k in (target, "model." + target):
+            ix["weight_map"].pop(k, None)
         json.dump(ix, open(ip, "w"))
     cases.append(("missing", target))
 
@@ -81,9 +91,10 @@ def main():
         for f in files:
             p = os.path.join(d, f)
             h, data = read_st(p)
-            if target not in h:
+            k = resolve(h, target)
+            if not k:
                 continue
-            t = h[target]
+            t = h[k]
             if case == "shape":
                 t["shape"] = [t["shape"][1], t["shape"][0]]
             else:
