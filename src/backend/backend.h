@@ -76,6 +76,9 @@ typedef struct {
 struct dsv4_backend {
     const char *name;
     void *impl;
+    /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
+     * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
+    bool act_quant;
     void (*destroy)(dsv4_backend *be);
 
     /* memory: zeroed on allocation */
@@ -86,7 +89,8 @@ struct dsv4_backend {
 
     /* out[n, D] = emb[tok[i]] */
     void (*embed)(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
-    /* y[i, :out] = W[out, in] . x[i, :in] for i < n; x rows ldx apart, y rows ldy apart */
+    /* y[i, :out] = W[out, in] . x[i, :in] for i < n; x rows ldx apart, y rows ldy apart.
+     * W in any dsv4_wfmt; quantized weights are decoded on the fly, exactly. */
     void (*linear)(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
     /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
     void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,

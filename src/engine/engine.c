@@ -202,7 +202,8 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         }
     }
     if ((st = dsv4_st_open(o->model_dir, &e->st, err, errlen)) != DSV4_OK) goto fail;
-    if ((st = dsv4_weights_bind(&e->cfg, e->st, &e->w, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = dsv4_quant_scheme_load(o->model_dir, &e->quant, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = dsv4_weights_bind(&e->cfg, &e->quant, e->st, &e->w, err, errlen)) != DSV4_OK) goto fail;
     t1 = now_s();
     if (o->verbose)
         fprintf(stderr, "dsv4: checkpoint %s: %d layers, %.1f MiB of weights bound in %.3f s\n", o->model_dir,
@@ -218,6 +219,9 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         st = DSV4_ERR_NOMEM;
         goto fail;
     }
+    /* Reference numerics quantise activations to FP8 per 128 in front of
+     * FP8 and FP4 linears, as the reference's act_quant does. */
+    e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;
 
     const dsv4_config *c = &e->cfg;
     int half = c->rope_dim / 2;

@@ -43,6 +43,7 @@ typedef struct {
 
 struct dsv4_engine {
     dsv4_config cfg;
+    dsv4_quant_scheme quant;
     dsv4_numerics numerics;
     dsv4_st *st;
     dsv4_weights w;

@@ -9,6 +9,7 @@
 #include "model/weights.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,11 @@ typedef enum {
 
 typedef struct {
     const dsv4_st *st;
+    const dsv4_quant_scheme *q;
     char *err;
     size_t errlen;
     uint64_t bytes;
+    int n_fp8, n_mxfp4, n_nvfp4;
 } binder;
 
 static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *ne)
@@ -86,7 +89,7 @@ static dsv4_status bind(binder *b, dsv4_w *w, const char *name, want_kind kind, 
         char s1[64], s2[64];
         const char *hint = "";
         if (t->dtype == DSV4_DT_F8_E4M3 || t->dtype == DSV4_DT_I8 || t->dtype == DSV4_DT_U8)
-            hint = " (quantized FP8/FP4 weights are not supported by this build)";
+            hint = " (this tensor cannot be quantized)";
         snprintf(b->err, b->errlen, "%s: expected %s %s, found %s %s in %s%s", name, kind_str(kind),
                  shape_str(s1, sizeof s1, ndim, want), dsv4_dtype_name(t->dtype),
                  shape_str(s2, sizeof s2, t->ndim, t->shape), file, hint);
@@ -99,6 +102,186 @@ static dsv4_status bind(binder *b, dsv4_w *w, const char *name, want_kind kind, 
     w->ne[1] = ndim == 2 ? d1 : 1;
     w->host = t->data;
     b->bytes += t->nbytes;
+    return DSV4_OK;
+}
+
+/* ---- quantized matrices ------------------------------------------------ */
+
+/* A companion tensor of `base` (the weight's name without ".weight"). */
+static const dsv4_st_tensor *companion(const binder *b, const char *base, const char *suffix)
+{
+    char n[340];
+    snprintf(n, sizeof n, "%s%s", base, suffix);
+    return lookup(b->st, n);
+}
+
+static dsv4_status want_shape(binder *b, const dsv4_st_tensor *t, const char *what, dsv4_dtype dt1, dsv4_dtype dt2,
+                              int ndim, int64_t d0, int64_t d1)
+{
+    bool ok = (t->dtype == dt1 || t->dtype == dt2) && t->ndim == ndim;
+    if (ok && ndim >= 1) ok = t->shape[0] == d0;
+    if (ok && ndim == 2) ok = t->shape[1] == d1;
+    if (ok) return DSV4_OK;
+    char s1[64], s2[64];
+    snprintf(b->err, b->errlen, "%s: expected %s%s%s %s for %s, found %s %s in %s", t->name, dsv4_dtype_name(dt1),
+             dt2 != dt1 ? " or " : "", dt2 != dt1 ? dsv4_dtype_name(dt2) : "",
+             ndim == 0 ? "[]" : shape_str(s1, sizeof s1, ndim, (int64_t[]){d0, d1}), what, dsv4_dtype_name(t->dtype),
+             shape_str(s2, sizeof s2, t->ndim, t->shape), dsv4_st_file_name(b->st, t->file));
+    return DSV4_ERR_FORMAT;
+}
+
+/* Every scale must be a finite positive number: a NaN or Inf scale poisons a
+ * whole block and is a corrupt checkpoint, not a numerical accident. */
+static dsv4_status check_scales(binder *b, const dsv4_st_tensor *t)
+{
+    int64_t n = (int64_t)(t->nbytes / dsv4_dtype_size(t->dtype));
+    for (int64_t i = 0; i < n; i++) {
+        float v;
+        if (t->dtype == DSV4_DT_F8_E8M0) v = ((const uint8_t *)t->data)[i] == 255 ? NAN : 1.0f;
+        else if (t->dtype == DSV4_DT_F8_E4M3) v = dsv4_e4m3_to_f32(((const uint8_t *)t->data)[i]);
+        else if (t->dtype == DSV4_DT_BF16) v = dsv4_bf16_to_f32(((const uint16_t *)t->data)[i]);
+        else memcpy(&v, (const char *)t->data + 4 * i, 4);
+        if (!isfinite(v) || v < 0) {
+            snprintf(b->err, b->errlen, "%s: scale element %" PRId64 " is %s in %s; the checkpoint is corrupt", t->name,
+                     i, isnan(v) ? "NaN" : isinf(v) ? "infinite" : "negative", dsv4_st_file_name(b->st, t->file));
+            return DSV4_ERR_FORMAT;
+        }
+    }
+    return DSV4_OK;
+}
+
+static dsv4_wfmt fmt_of(dsv4_dtype dt)
+{
+    switch (dt) {
+    case DSV4_DT_F8_E4M3: return DSV4_WF_FP8;
+    case DSV4_DT_I8: return DSV4_WF_MXFP4;
+    case DSV4_DT_U8: return DSV4_WF_NVFP4;
+    default: return DSV4_WF_FLOAT;
+    }
+}
+
+static const char *wfmt_name(dsv4_wfmt f)
+{
+    static const char *n[] = {"BF16/F16/F32", "FP8", "MXFP4", "NVFP4"};
+    return n[f];
+}
+
+/* Bind a [out, in] matrix in any storage format (with its scales). Routed
+ * experts are checked against the declared expert format. */
+static dsv4_status bind_mat(binder *b, dsv4_w *w, const char *name, int64_t out, int64_t in, bool expert,
+                            bool optional)
+{
+    memset(w, 0, sizeof(*w));
+    const dsv4_st_tensor *t = lookup(b->st, name);
+    if (!t || fmt_of(t->dtype) == DSV4_WF_FLOAT) return bind(b, w, name, KIND_FLOAT, 2, out, in, optional);
+    const char *file = dsv4_st_file_name(b->st, t->file);
+    char base[300];
+    snprintf(base, sizeof base, "%s", t->name);
+    char *dot = strstr(base, ".weight");
+    if (dot && !dot[7]) *dot = 0;
+    dsv4_wfmt f = fmt_of(t->dtype);
+    if (expert && b->q && b->q->experts != DSV4_XF_UNDECLARED) {
+        static const dsv4_wfmt from_decl[] = {DSV4_WF_FLOAT, DSV4_WF_FLOAT, DSV4_WF_FP8, DSV4_WF_MXFP4, DSV4_WF_NVFP4};
+        if (from_decl[b->q->experts] != f) {
+            snprintf(b->err, b->errlen, "%s: %s declares %s experts, but this tensor is %s (%s) in %s", name,
+                     b->q->declared_by, dsv4_expert_format_name(b->q->experts), wfmt_name(f),
+                     dsv4_dtype_name(t->dtype), file);
+            return DSV4_ERR_FORMAT;
+        }
+    }
+    w->name = t->name;
+    w->dtype = t->dtype;
+    w->fmt = f;
+    w->ndim = 2;
+    w->ne[0] = out;
+    w->ne[1] = in;
+    w->host = t->data;
+    b->bytes += t->nbytes;
+    const dsv4_st_tensor *sc = NULL;
+    dsv4_status st;
+    if (f == DSV4_WF_FP8) {
+        if ((st = want_shape(b, t, "an FP8 weight", DSV4_DT_F8_E4M3, DSV4_DT_F8_E4M3, 2, out, in))) return st;
+        int br = b->q ? b->q->block_rows : 128, bc = b->q ? b->q->block_cols : 128;
+        sc = companion(b, base, ".scale");
+        if (!sc) sc = companion(b, base, ".weight_scale_inv");
+        if (!sc) {
+            snprintf(b->err, b->errlen, "%s.scale: missing (the block scales of FP8 weight %s in %s)", base, name, file);
+            return DSV4_ERR_FORMAT;
+        }
+        if ((st = want_shape(b, sc, "its FP8 block scales", DSV4_DT_F8_E8M0, DSV4_DT_F32, 2, (out + br - 1) / br,
+                             (in + bc - 1) / bc)))
+            return st;
+        w->block_rows = br;
+        w->block_cols = bc;
+        w->scale_cols = (in + bc - 1) / bc;
+        b->n_fp8++;
+    } else {
+        const dsv4_st_tensor *other;
+        if (in % 2) {
+            snprintf(b->err, b->errlen, "%s: an FP4 matrix needs an even number of columns, expected %" PRId64, name, in);
+            return DSV4_ERR_FORMAT;
+        }
+        if ((st = want_shape(b, t, f == DSV4_WF_MXFP4 ? "packed MXFP4" : "packed NVFP4", t->dtype, t->dtype, 2, out,
+                             in / 2)))
+            return st;
+        if (f == DSV4_WF_MXFP4) {
+            other = companion(b, base, ".weight_scale");
+            sc = companion(b, base, ".scale");
+            if (!sc || in % 32) {
+                snprintf(b->err, b->errlen, "%s: %s (MXFP4 weight %s in %s)", !sc ? base : name,
+                         !sc ? "missing .scale" : "in-dimension not a multiple of 32", name, file);
+                return DSV4_ERR_FORMAT;
+            }
+            if ((st = want_shape(b, sc, "its MXFP4 scales", DSV4_DT_F8_E8M0, DSV4_DT_F8_E8M0, 2, out, in / 32)))
+                return st;
+            w->scale_cols = in / 32;
+            b->n_mxfp4++;
+        } else {
+            other = companion(b, base, ".scale");
+            sc = companion(b, base, ".weight_scale");
+            const dsv4_st_tensor *s2 = companion(b, base, ".weight_scale_2");
+            const dsv4_st_tensor *is = companion(b, base, ".input_scale");
+            if (!sc || !s2 || in % 16) {
+                snprintf(b->err, b->errlen, "%s%s: %s (NVFP4 weight %s in %s)", base,
+                         !sc ? ".weight_scale" : !s2 ? ".weight_scale_2" : "", !sc || !s2 ? "missing" : "in-dimension not a multiple of 16",
+                         name, file);
+                return DSV4_ERR_FORMAT;
+            }
+            if ((st = want_shape(b, sc, "its NVFP4 block scales", DSV4_DT_F8_E4M3, DSV4_DT_F8_E4M3, 2, out, in / 16)))
+                return st;
+            if (s2->dtype != DSV4_DT_F32 || s2->nbytes != 4) {
+                snprintf(b->err, b->errlen, "%s: expected an F32 scalar, found %s with %zu bytes", s2->name,
+                         dsv4_dtype_name(s2->dtype), s2->nbytes);
+                return DSV4_ERR_FORMAT;
+            }
+            memcpy(&w->scale2, s2->data, 4);
+            if (!isfinite(w->scale2) || w->scale2 <= 0) {
+                snprintf(b->err, b->errlen, "%s: global scale %g is not a finite positive number", s2->name, w->scale2);
+                return DSV4_ERR_FORMAT;
+            }
+            b->bytes += s2->nbytes;
+            w->input_scale = 1.0f;
+            if (is) {
+                if (is->dtype != DSV4_DT_F32 || is->nbytes != 4) {
+                    snprintf(b->err, b->errlen, "%s: expected an F32 scalar", is->name);
+                    return DSV4_ERR_FORMAT;
+                }
+                memcpy(&w->input_scale, is->data, 4);
+                b->bytes += is->nbytes;
+            }
+            w->scale_cols = in / 16;
+            b->n_nvfp4++;
+        }
+        if (other) {
+            snprintf(b->err, b->errlen, "%s: stored in two formats (both %s and %s are present)", name, sc->name,
+                     other->name);
+            return DSV4_ERR_FORMAT;
+        }
+    }
+    if ((st = check_scales(b, sc))) return st;
+    w->scale = sc->data;
+    w->scale_dtype = sc->dtype;
+    b->bytes += sc->nbytes;
     return DSV4_OK;
 }
 
@@ -140,9 +323,9 @@ static dsv4_status bind_compressor(binder *b, const char *pre, dsv4_compressor_w
     snprintf(n, sizeof n, "%sape", pre);
     TRY(bind_f32(b, &c->ape, n, 2, ratio, (int64_t)coff * d, false));
     snprintf(n, sizeof n, "%swkv.weight", pre);
-    TRY(bind(b, &c->wkv, n, KIND_FLOAT, 2, (int64_t)coff * d, D, false));
+    TRY(bind_mat(b, &c->wkv, n, (int64_t)coff * d, D, false, false));
     snprintf(n, sizeof n, "%swgate.weight", pre);
-    TRY(bind(b, &c->wgate, n, KIND_FLOAT, 2, (int64_t)coff * d, D, false));
+    TRY(bind_mat(b, &c->wgate, n, (int64_t)coff * d, D, false, false));
     snprintf(n, sizeof n, "%snorm.weight", pre);
     TRY(bind_f32(b, &c->norm, n, 1, d, 1, false));
     return DSV4_OK;
@@ -182,28 +365,28 @@ static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, 
     TRY(bind_f32(b, &L->attn_norm, NAME("attn_norm.weight"), 1, D, 1, false));
     TRY(bind_f32(b, &L->ffn_norm, NAME("ffn_norm.weight"), 1, D, 1, false));
 
-    TRY(bind(b, &L->wq_a, NAME("attn.wq_a.weight"), KIND_FLOAT, 2, c->q_lora_rank, D, false));
+    TRY(bind_mat(b, &L->wq_a, NAME("attn.wq_a.weight"), c->q_lora_rank, D, false, false));
     TRY(bind_f32(b, &L->q_norm, NAME("attn.q_norm.weight"), 1, c->q_lora_rank, 1, false));
-    TRY(bind(b, &L->wq_b, NAME("attn.wq_b.weight"), KIND_FLOAT, 2, (int64_t)H * hd, c->q_lora_rank, false));
-    TRY(bind(b, &L->wkv, NAME("attn.wkv.weight"), KIND_FLOAT, 2, hd, D, false));
+    TRY(bind_mat(b, &L->wq_b, NAME("attn.wq_b.weight"), (int64_t)H * hd, c->q_lora_rank, false, false));
+    TRY(bind_mat(b, &L->wkv, NAME("attn.wkv.weight"), hd, D, false, false));
     TRY(bind_f32(b, &L->kv_norm, NAME("attn.kv_norm.weight"), 1, hd, 1, false));
     TRY(bind_f32(b, &L->attn_sink, NAME("attn.attn_sink"), 1, H, 1, false));
-    TRY(bind(b, &L->wo_a, NAME("attn.wo_a.weight"), KIND_FLOAT, 2, (int64_t)c->o_groups * c->o_lora_rank,
-             (int64_t)H * hd / c->o_groups, false));
-    TRY(bind(b, &L->wo_b, NAME("attn.wo_b.weight"), KIND_FLOAT, 2, D, (int64_t)c->o_groups * c->o_lora_rank,
-             false));
+    TRY(bind_mat(b, &L->wo_a, NAME("attn.wo_a.weight"), (int64_t)c->o_groups * c->o_lora_rank,
+                 (int64_t)H * hd / c->o_groups, false, false));
+    L->wo_a.no_act_quant = true; /* the reference dequantises wo_a to BF16 at load */
+    TRY(bind_mat(b, &L->wo_b, NAME("attn.wo_b.weight"), D, (int64_t)c->o_groups * c->o_lora_rank, false, false));
     if (kind == DSV4_ATTN_CSA) {
         TRY(bind_compressor(b, NAME("attn.compressor."), &L->cmp, hd, 2, ratio, D));
         TRY(bind_compressor(b, NAME("attn.indexer.compressor."), &L->idx_cmp, c->index_head_dim, 2, ratio, D));
-        TRY(bind(b, &L->idx_wq_b, NAME("attn.indexer.wq_b.weight"), KIND_FLOAT, 2,
-                 (int64_t)c->index_n_heads * c->index_head_dim, c->q_lora_rank, false));
-        TRY(bind(b, &L->idx_weights_proj, NAME("attn.indexer.weights_proj.weight"), KIND_FLOAT, 2,
-                 c->index_n_heads, D, false));
+        TRY(bind_mat(b, &L->idx_wq_b, NAME("attn.indexer.wq_b.weight"),
+                     (int64_t)c->index_n_heads * c->index_head_dim, c->q_lora_rank, false, false));
+        TRY(bind_mat(b, &L->idx_weights_proj, NAME("attn.indexer.weights_proj.weight"), c->index_n_heads, D, false,
+                     false));
     } else if (kind == DSV4_ATTN_HCA) {
         TRY(bind_compressor(b, NAME("attn.compressor."), &L->cmp, hd, 1, ratio, D));
     }
 
-    TRY(bind(b, &L->gate, NAME("ffn.gate.weight"), KIND_FLOAT, 2, E, D, false));
+    TRY(bind_mat(b, &L->gate, NAME("ffn.gate.weight"), E, D, false, false));
     if (hash) {
         TRY(bind(b, &L->tid2eid, NAME("ffn.gate.tid2eid"), KIND_INDEX, 2, c->vocab_size, c->n_experts_per_tok,
                  false));
@@ -214,10 +397,10 @@ static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, 
     /* Required when the config declares a shared expert; used when present
      * anyway (transformers always has one, whatever n_shared_experts says). */
     bool sh_opt = c->n_shared_experts == 0;
-    TRY(bind(b, &L->sh_w1, NAME("ffn.shared_experts.w1.weight"), KIND_FLOAT, 2, I, D, sh_opt));
+    TRY(bind_mat(b, &L->sh_w1, NAME("ffn.shared_experts.w1.weight"), I, D, false, sh_opt));
     if (dsv4_w_present(&L->sh_w1)) {
-        TRY(bind(b, &L->sh_w3, NAME("ffn.shared_experts.w3.weight"), KIND_FLOAT, 2, I, D, false));
-        TRY(bind(b, &L->sh_w2, NAME("ffn.shared_experts.w2.weight"), KIND_FLOAT, 2, D, I, false));
+        TRY(bind_mat(b, &L->sh_w3, NAME("ffn.shared_experts.w3.weight"), I, D, false, false));
+        TRY(bind_mat(b, &L->sh_w2, NAME("ffn.shared_experts.w2.weight"), D, I, false, false));
     }
     L->exp_w1 = calloc((size_t)E, sizeof(dsv4_w));
     L->exp_w3 = calloc((size_t)E, sizeof(dsv4_w));
@@ -226,13 +409,16 @@ static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, 
         snprintf(b->err, b->errlen, "out of memory binding %sffn.experts", pre);
         return DSV4_ERR_NOMEM;
     }
+    /* The declared expert format covers the decoder layers; the MTP block keeps
+     * its own (MXFP4 in NVIDIA's NVFP4 release). */
+    const bool is_routed = strncmp(pre, "mtp.", 4) != 0;
     for (int e = 0; e < E; e++) {
         snprintf(n, sizeof n, "%sffn.experts.%d.w1.weight", pre, e);
-        TRY(bind(b, &L->exp_w1[e], n, KIND_FLOAT, 2, I, D, false));
+        TRY(bind_mat(b, &L->exp_w1[e], n, I, D, is_routed, false));
         snprintf(n, sizeof n, "%sffn.experts.%d.w3.weight", pre, e);
-        TRY(bind(b, &L->exp_w3[e], n, KIND_FLOAT, 2, I, D, false));
+        TRY(bind_mat(b, &L->exp_w3[e], n, I, D, is_routed, false));
         snprintf(n, sizeof n, "%sffn.experts.%d.w2.weight", pre, e);
-        TRY(bind(b, &L->exp_w2[e], n, KIND_FLOAT, 2, D, I, false));
+        TRY(bind_mat(b, &L->exp_w2[e], n, D, I, is_routed, false));
     }
 #undef NAME
     return DSV4_OK;
@@ -256,10 +442,11 @@ static void free_layer(dsv4_layer_w *L)
     L->exp_w1 = L->exp_w2 = L->exp_w3 = NULL;
 }
 
-dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weights *w, char *err, size_t errlen)
+dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_quant_scheme *q, const dsv4_st *st, dsv4_weights *w,
+                              char *err, size_t errlen)
 {
     memset(w, 0, sizeof(*w));
-    binder b = {.st = st, .err = err, .errlen = errlen};
+    binder b = {.st = st, .q = q, .err = err, .errlen = errlen};
     const int D = c->dim, hc = c->hc_mult;
     dsv4_status s;
 #define CHECK(x)                                                                                               \
@@ -267,7 +454,7 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weig
         if ((s = (x)) != DSV4_OK) goto fail;                                                                   \
     } while (0)
     CHECK(bind(&b, &w->embed, "embed.weight", KIND_FLOAT, 2, c->vocab_size, D, false));
-    CHECK(bind(&b, &w->head, "head.weight", KIND_FLOAT, 2, c->vocab_size, D, false));
+    CHECK(bind_mat(&b, &w->head, "head.weight", c->vocab_size, D, false, false));
     CHECK(bind_f32(&b, &w->norm, "norm.weight", 1, D, 1, false));
     CHECK(bind_f32(&b, &w->hc_head_fn, "hc_head_fn", 2, hc, (int64_t)hc * D, false));
     CHECK(bind_f32(&b, &w->hc_head_base, "hc_head_base", 1, hc, 1, false));
@@ -289,8 +476,8 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weig
     if (c->n_mtp_layers > 0 && lookup(st, "mtp.0.e_proj.weight")) {
         dsv4_mtp_w *m = &w->mtp;
         CHECK(bind_layer(&b, c, "mtp.0.", DSV4_ATTN_SLIDING, 0, false, &m->block));
-        CHECK(bind(&b, &m->e_proj, "mtp.0.e_proj.weight", KIND_FLOAT, 2, D, D, false));
-        CHECK(bind(&b, &m->h_proj, "mtp.0.h_proj.weight", KIND_FLOAT, 2, D, D, false));
+        CHECK(bind_mat(&b, &m->e_proj, "mtp.0.e_proj.weight", D, D, false, false));
+        CHECK(bind_mat(&b, &m->h_proj, "mtp.0.h_proj.weight", D, D, false, false));
         CHECK(bind_f32(&b, &m->enorm, "mtp.0.enorm.weight", 1, D, 1, false));
         CHECK(bind_f32(&b, &m->hnorm, "mtp.0.hnorm.weight", 1, D, 1, false));
         CHECK(bind_f32(&b, &m->norm, "mtp.0.norm.weight", 1, D, 1, false));
@@ -301,6 +488,9 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_st *st, dsv4_weig
     }
 #undef CHECK
     w->bytes = b.bytes;
+    w->n_fp8 = b.n_fp8;
+    w->n_mxfp4 = b.n_mxfp4;
+    w->n_nvfp4 = b.n_nvfp4;
     return DSV4_OK;
 fail:
     dsv4_weights_free(w);
@@ -328,8 +518,8 @@ dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
 {
     dsv4_w v = *w;
     v.ne[0] = n;
-    v.host = (const char *)w->host + (size_t)(r0 * w->ne[1]) * dsv4_dtype_size(w->dtype);
-    v.f32 = w->f32 ? w->f32 + r0 * w->ne[1] : NULL;
+    v.row0 = w->row0 + r0;
+    v.f32 = NULL;
     v.dev = NULL;
     return v;
 }

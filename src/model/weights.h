@@ -14,20 +14,47 @@
 #include <stdint.h>
 
 #include "model/config.h"
+#include "model/quant_config.h"
 #include "model/safetensors.h"
+
+/* Storage format of a matrix (MODEL.md §2.5, §2.8). */
+typedef enum {
+    DSV4_WF_FLOAT = 0, /* BF16 / F16 / F32 elements */
+    DSV4_WF_FP8,       /* E4M3 elements, one scale per block_rows x block_cols block (E8M0 or F32) */
+    DSV4_WF_MXFP4,     /* E2M1 pairs (low nibble = even element), one E8M0 scale per 32 along in */
+    DSV4_WF_NVFP4,     /* E2M1 pairs, one E4M3 scale per 16 along in, times a global F32 scale */
+} dsv4_wfmt;
 
 /* One weight tensor. `host` points into the checkpoint mmap (never written);
  * `f32` is an FP32 copy made at load for small vectors only (norms, biases,
- * HC parameters), NULL otherwise; `dev` belongs to the backend. */
+ * HC parameters), NULL otherwise; `dev` belongs to the backend. A view of
+ * some rows (dsv4_w_rows) keeps the base pointers and sets row0. */
 typedef struct {
     const char *name;     /* official name, for messages; NULL = absent */
-    dsv4_dtype dtype;
+    dsv4_dtype dtype;     /* element dtype as stored (FP8: F8_E4M3; FP4: I8 or U8) */
+    dsv4_wfmt fmt;
     int ndim;
-    int64_t ne[2];        /* [rows(out), cols(in)]; vectors: ne[0] = length, ne[1] = 1 */
+    int64_t ne[2];        /* logical [rows(out), cols(in)]; vectors: ne[0] = length, ne[1] = 1 */
+    int64_t row0;         /* first row of a view */
     const void *host;
+    /* quantized formats */
+    const void *scale;    /* FP8: [ceil(out/br), ceil(in/bc)]; MXFP4: [out, in/32]; NVFP4: [out, in/16] */
+    dsv4_dtype scale_dtype; /* F8_E8M0 or F32 (FP8); F8_E8M0 (MXFP4); F8_E4M3 (NVFP4) */
+    int64_t scale_cols;   /* row stride of `scale` in elements */
+    int block_rows, block_cols; /* FP8 scale blocks */
+    float scale2;         /* NVFP4 global scale (weight_scale_2) */
+    float input_scale;    /* NVFP4 activation scale (unused on CPU and Hopper) */
+    bool no_act_quant;    /* reference numerics: keep BF16 activations (wo_a) */
     float *f32;
     void *dev;
 } dsv4_w;
+
+/* Bytes of one row of a matrix's elements as stored. */
+static inline int64_t dsv4_w_row_bytes(const dsv4_w *w)
+{
+    if (w->fmt == DSV4_WF_MXFP4 || w->fmt == DSV4_WF_NVFP4) return w->ne[1] / 2;
+    return w->ne[1] * (int64_t)dsv4_dtype_size(w->dtype);
+}
 
 static inline bool dsv4_w_present(const dsv4_w *w) { return w->name != NULL; }
 
@@ -89,13 +116,15 @@ typedef struct {
     int n_layers;
     dsv4_layer_w *layers;        /* [n_layers] */
     dsv4_mtp_w mtp;
-    uint64_t bytes;              /* payload bytes of the bound tensors */
+    uint64_t bytes;              /* payload bytes of the bound tensors (with scales) */
+    int n_fp8, n_mxfp4, n_nvfp4; /* matrices per format, for reports */
 } dsv4_weights;
 
-/* Bind every tensor of `cfg` from `st`. On failure, `err` names the tensor,
- * what was expected and what was found, and the file. */
-dsv4_status dsv4_weights_bind(const dsv4_config *cfg, const dsv4_st *st, dsv4_weights *w, char *err,
-                              size_t errlen);
+/* Bind every tensor of `cfg` from `st`; `q` is the declared quantisation
+ * scheme (NULL: none declared). On failure, `err` names the tensor, what was
+ * expected and what was found, and the file. */
+dsv4_status dsv4_weights_bind(const dsv4_config *cfg, const dsv4_quant_scheme *q, const dsv4_st *st,
+                              dsv4_weights *w, char *err, size_t errlen);
 void dsv4_weights_free(dsv4_weights *w);
 
 /* A view of rows [r0, r0+n) of a 2-D weight. */

@@ -10,6 +10,7 @@
  * the GPU backend.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,12 +59,86 @@ static inline v16f load_f16(const uint16_t *p)
     return load_f32(f);
 }
 
-static inline float elem(dsv4_dtype dt, const void *w, int64_t i)
+/* Decode tables, filled once by dsv4_backend_cpu_create. */
+static float lut_e4m3[256], lut_e2m1[16];
+
+static void luts_init(void)
 {
-    switch (dt) {
-    case DSV4_DT_BF16: return dsv4_bf16_to_f32(((const uint16_t *)w)[i]);
-    case DSV4_DT_F16: return dsv4_f16_to_f32(((const uint16_t *)w)[i]);
-    default: return ((const float *)w)[i];
+    for (int b = 0; b < 256; b++) lut_e4m3[b] = dsv4_e4m3_to_f32((uint8_t)b);
+    for (int c = 0; c < 16; c++) lut_e2m1[c] = dsv4_e2m1_to_f32((uint8_t)c);
+}
+
+/* Where a tile's weight rows live, in whatever format. Rows are tile-relative;
+ * `r_abs` is the absolute row of tile row 0 (block scales index by it). */
+typedef struct {
+    const uint8_t *data;  /* element bytes of tile row 0 */
+    int64_t row_bytes;
+    const uint8_t *scale;
+    dsv4_dtype sdt;
+    int64_t scale_cols;
+    int br, bc;
+    float scale2;
+    int64_t r_abs;
+} wsrc;
+
+enum { K_BF16, K_F32, K_F16, K_FP8, K_MXFP4, K_NVFP4 };
+
+static inline float fp8_block_scale(const wsrc *s, int r, int i)
+{
+    size_t k = (size_t)((s->r_abs + r) / s->br) * s->scale_cols + i / s->bc;
+    if (s->sdt == DSV4_DT_F32) {
+        float v;
+        memcpy(&v, s->scale + 4 * k, 4);
+        return v;
+    }
+    return dsv4_e8m0_to_f32(s->scale[k]);
+}
+
+static inline float fp4_group_scale(const wsrc *s, int K, int r, int i)
+{
+    size_t row = (size_t)(s->r_abs + r) * s->scale_cols;
+    if (K == K_MXFP4) return dsv4_e8m0_to_f32(s->scale[row + i / 32]);
+    return lut_e4m3[s->scale[row + i / 16]] * s->scale2;
+}
+
+/* 16 consecutive elements of row r starting at column i (a multiple of 16). */
+static inline __attribute__((always_inline)) v16f load_w(int K, const wsrc *s, int r, int i)
+{
+    const uint8_t *row = s->data + (size_t)r * s->row_bytes;
+    switch (K) {
+    case K_BF16: return load_bf16((const uint16_t *)row + i);
+    case K_F32: return load_f32((const float *)row + i);
+    case K_F16: return load_f16((const uint16_t *)row + i);
+    case K_FP8: {
+        float f[16], sc = fp8_block_scale(s, r, i);
+        for (int l = 0; l < 16; l++) f[l] = lut_e4m3[row[i + l]] * sc;
+        return load_f32(f);
+    }
+    default: {
+        float f[16], sc = fp4_group_scale(s, K, r, i);
+        for (int l = 0; l < 8; l++) {
+            uint8_t b = row[i / 2 + l];
+            f[2 * l] = lut_e2m1[b & 15] * sc;
+            f[2 * l + 1] = lut_e2m1[b >> 4] * sc;
+        }
+        return load_f32(f);
+    }
+    }
+}
+
+/* One element, for the tails of rows whose length is not a multiple of 16. */
+static inline float load_w1(int K, const wsrc *s, int r, int i)
+{
+    const uint8_t *row = s->data + (size_t)r * s->row_bytes;
+    switch (K) {
+    case K_BF16: return dsv4_bf16_to_f32(((const uint16_t *)row)[i]);
+    case K_F32: return ((const float *)row)[i];
+    case K_F16: return dsv4_f16_to_f32(((const uint16_t *)row)[i]);
+    case K_FP8: return lut_e4m3[row[i]] * fp8_block_scale(s, r, i);
+    default: {
+        uint8_t b = row[i / 2];
+        return lut_e2m1[i & 1 ? b >> 4 : b & 15] * fp4_group_scale(s, K, r, i);
+    }
     }
 }
 
@@ -75,10 +150,10 @@ static inline float reduce_lanes(v16f a)
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-/* y[t*ldy + r] = dot(x[t], w[r]) for t < NT, r < NR over n elements; w rows
- * are ldw elements apart. NT and NR are compile-time constants at each call. */
-static inline __attribute__((always_inline)) void tile(int NT, int NR, dsv4_dtype dt, const float *x, int64_t ldx,
-                                                       const void *w, int64_t ldw, int n, float *y, int64_t ldy)
+/* y[t*ldy + r] = dot(x[t], w[r]) for t < NT, r < NR over n elements. NT, NR
+ * and K are compile-time constants at each call. */
+static inline __attribute__((always_inline)) void tile(int K, int NT, int NR, const float *x, int64_t ldx,
+                                                       const wsrc *ws, int n, float *y, int64_t ldy)
 {
     v16f acc[4][4];
     for (int t = 0; t < NT; t++)
@@ -86,19 +161,17 @@ static inline __attribute__((always_inline)) void tile(int NT, int NR, dsv4_dtyp
     int i = 0;
     for (; i + 16 <= n; i += 16) {
         v16f wv[4];
-        for (int r = 0; r < NR; r++) {
-            if (dt == DSV4_DT_BF16) wv[r] = load_bf16((const uint16_t *)w + r * ldw + i);
-            else if (dt == DSV4_DT_F32) wv[r] = load_f32((const float *)w + r * ldw + i);
-            else wv[r] = load_f16((const uint16_t *)w + r * ldw + i);
-        }
+        for (int r = 0; r < NR; r++) wv[r] = load_w(K, ws, r, i);
         for (int t = 0; t < NT; t++) {
             v16f xv = load_f32(x + t * ldx + i);
             for (int r = 0; r < NR; r++) acc[t][r] += xv * wv[r];
         }
     }
     for (int l = 0; i < n; i++, l++)
-        for (int t = 0; t < NT; t++)
-            for (int r = 0; r < NR; r++) acc[t][r][l] += x[t * ldx + i] * elem(dt, w, r * ldw + i);
+        for (int r = 0; r < NR; r++) {
+            float wv = load_w1(K, ws, r, i);
+            for (int t = 0; t < NT; t++) acc[t][r][l] += x[t * ldx + i] * wv;
+        }
     for (int t = 0; t < NT; t++)
         for (int r = 0; r < NR; r++) y[t * ldy + r] = reduce_lanes(acc[t][r]);
 }
@@ -106,45 +179,50 @@ static inline __attribute__((always_inline)) void tile(int NT, int NR, dsv4_dtyp
 float dsv4_cpu_dot_f32(const float *x, const float *w, int n)
 {
     float y;
-    tile(1, 1, DSV4_DT_F32, x, 0, w, 0, n, &y, 0);
+    wsrc ws = {.data = (const uint8_t *)w};
+    tile(K_F32, 1, 1, x, 0, &ws, n, &y, 0);
     return y;
 }
 
 /* All (t, r) dot products of nt tokens x nr weight rows, in 4 x 4 tiles. */
-#define TILE_CASES(DT)                                                                                         \
-    static void tiles_##DT(const float *x, int64_t ldx, int nt, const void *w, int64_t ldw, int nr, int n,    \
-                           float *y, int64_t ldy)                                                              \
+#define TILE_CASES(K)                                                                                          \
+    static void tiles_##K(const float *x, int64_t ldx, int nt, const wsrc *w0, int nr, int n, float *y,       \
+                          int64_t ldy)                                                                         \
     {                                                                                                          \
-        const size_t es = DT == DSV4_DT_F32 ? 4 : 2;                                                           \
         for (int r = 0; r < nr; r += 4) {                                                                      \
-            const void *wr = (const char *)w + (size_t)r * ldw * es;                                           \
+            wsrc ws = *w0;                                                                                     \
+            ws.data += (size_t)r * ws.row_bytes;                                                               \
+            ws.r_abs += r;                                                                                     \
             int rr = nr - r < 4 ? nr - r : 4;                                                                  \
             int t = 0;                                                                                         \
             for (; t + 4 <= nt; t += 4) {                                                                      \
                 const float *xt = x + t * ldx;                                                                 \
                 float *yt = y + t * ldy + r;                                                                   \
                 switch (rr) {                                                                                  \
-                case 4: tile(4, 4, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                case 3: tile(4, 3, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                case 2: tile(4, 2, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                default: tile(4, 1, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                  \
+                case 4: tile(K, 4, 4, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                case 3: tile(K, 4, 3, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                case 2: tile(K, 4, 2, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                default: tile(K, 4, 1, xt, ldx, &ws, n, yt, ldy); break;                                       \
                 }                                                                                              \
             }                                                                                                  \
             for (; t < nt; t++) {                                                                              \
                 const float *xt = x + t * ldx;                                                                 \
                 float *yt = y + t * ldy + r;                                                                   \
                 switch (rr) {                                                                                  \
-                case 4: tile(1, 4, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                case 3: tile(1, 3, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                case 2: tile(1, 2, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                   \
-                default: tile(1, 1, DT, xt, ldx, wr, ldw, n, yt, ldy); break;                                  \
+                case 4: tile(K, 1, 4, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                case 3: tile(K, 1, 3, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                case 2: tile(K, 1, 2, xt, ldx, &ws, n, yt, ldy); break;                                        \
+                default: tile(K, 1, 1, xt, ldx, &ws, n, yt, ldy); break;                                       \
                 }                                                                                              \
             }                                                                                                  \
         }                                                                                                      \
     }
-TILE_CASES(DSV4_DT_BF16)
-TILE_CASES(DSV4_DT_F32)
-TILE_CASES(DSV4_DT_F16)
+TILE_CASES(K_BF16)
+TILE_CASES(K_F32)
+TILE_CASES(K_F16)
+TILE_CASES(K_FP8)
+TILE_CASES(K_MXFP4)
+TILE_CASES(K_NVFP4)
 
 /* ==== memory =========================================================== */
 
@@ -186,29 +264,65 @@ static void linear_task(void *vctx, int64_t task)
     const dsv4_w *w = c->w;
     int64_t r0 = task * c->rows_per_task, r1 = r0 + c->rows_per_task;
     if (r1 > w->ne[0]) r1 = w->ne[0];
-    int64_t in = w->ne[1];
-    const void *wr = (const char *)w->host + (size_t)(r0 * in) * dsv4_dtype_size(w->dtype);
+    int64_t rb = dsv4_w_row_bytes(w), r_abs = w->row0 + r0;
+    wsrc ws = {.data = (const uint8_t *)w->host + (size_t)(r_abs * rb), .row_bytes = rb, .scale = w->scale,
+               .sdt = w->scale_dtype, .scale_cols = w->scale_cols, .br = w->block_rows, .bc = w->block_cols,
+               .scale2 = w->scale2, .r_abs = r_abs};
+    int nr = (int)(r1 - r0), in = (int)w->ne[1];
+    float *y = c->y + r0;
+    switch (w->fmt) {
+    case DSV4_WF_FP8: tiles_K_FP8(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
+    case DSV4_WF_MXFP4: tiles_K_MXFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
+    case DSV4_WF_NVFP4: tiles_K_NVFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
+    case DSV4_WF_FLOAT: break;
+    }
     switch (w->dtype) {
-    case DSV4_DT_BF16: tiles_DSV4_DT_BF16(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
-    case DSV4_DT_F32: tiles_DSV4_DT_F32(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
-    case DSV4_DT_F16: tiles_DSV4_DT_F16(c->x, c->ldx, c->n, wr, in, (int)(r1 - r0), (int)in, c->y + r0, c->ldy); break;
+    case DSV4_DT_BF16: tiles_K_BF16(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
+    case DSV4_DT_F32: tiles_K_F32(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
+    case DSV4_DT_F16: tiles_K_F16(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
     default: abort(); /* weights.c admits only these */
+    }
+}
+
+/* The reference's act_quant: per contiguous block of 128 along K, a power-of-
+ * two scale s = 2^ceil(log2(amax/448)) and x <- e4m3(x/s) * s. */
+static void act_quant_fp8(const float *x, int ldx, int n, int in, float *out)
+{
+    for (int t = 0; t < n; t++) {
+        const float *xr = x + (size_t)t * ldx;
+        float *o = out + (size_t)t * in;
+        for (int b0 = 0; b0 < in; b0 += 128) {
+            int b1 = b0 + 128 < in ? b0 + 128 : in;
+            float amax = 1e-4f;
+            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(xr[i]));
+            float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
+            for (int i = b0; i < b1; i++) o[i] = dsv4_e4m3_round(fminf(fmaxf(xr[i] / sc, -448.0f), 448.0f)) * sc;
+        }
     }
 }
 
 static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
 {
     if (n <= 0) return;
+    float *xq = NULL;
+    if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
+        xq = malloc((size_t)n * w->ne[1] * sizeof(float));
+        if (!xq) abort();
+        act_quant_fp8(x, ldx, n, (int)w->ne[1], xq);
+        x = xq;
+        ldx = (int)w->ne[1];
+    }
     linear_ctx c = {.w = w, .x = x, .ldx = ldx, .n = n, .y = y, .ldy = ldy};
     /* ~32 KiB of weights per task keeps a block in L1/L2 while tokens stream;
      * a multiple of the 4-row tile. */
-    int64_t row_bytes = w->ne[1] * (int64_t)dsv4_dtype_size(w->dtype);
+    int64_t row_bytes = dsv4_w_row_bytes(w);
     int64_t rpt = row_bytes > 0 ? 32768 / row_bytes : 64;
     rpt = (rpt + 3) / 4 * 4;
     if (rpt < 4) rpt = 4;
     if (rpt > 64) rpt = 64;
     c.rows_per_task = (int)rpt;
     dsv4_pool_for(pool_of(be), (w->ne[0] + rpt - 1) / rpt, linear_task, &c);
+    free(xq);
 }
 
 static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
@@ -858,6 +972,8 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
         return NULL;
     }
     im->pool = dsv4_pool_create(n_threads);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, luts_init);
     be->name = "cpu";
     be->impl = im;
     be->destroy = cpu_destroy;

@@ -1,0 +1,191 @@
+/*
+ * test_codecs.c - the number formats of the checkpoints (MODEL.md §2.5, §2.8)
+ * against their definitions, computed here independently with ldexp:
+ * every E4M3 byte, the whole E8M0 range, every E2M1 code, NVFP4 scale
+ * composition, and the CPU linear's on-the-fly decoding of FP8 block-scaled,
+ * MXFP4 and NVFP4 matrices against a dequantize-then-multiply reference.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "model/quant.h"
+
+/* E4M3 (fn): sign, 4 exponent bits (bias 7), 3 mantissa bits; exp 0 subnormal
+ * m * 2^-9; S.1111.111 is NaN; no infinities. */
+static double e4m3_def(uint8_t b)
+{
+    int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+    if (e == 15 && m == 7) return NAN;
+    double v = e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
+    return s ? -v : v;
+}
+
+static void test_e4m3_all_bytes(void **state)
+{
+    int nans = 0;
+    for (int b = 0; b < 256; b++) {
+        double want = e4m3_def((uint8_t)b);
+        float got = dsv4_e4m3_to_f32((uint8_t)b);
+        if (isnan(want)) {
+            assert_true(isnan(got));
+            nans++;
+            continue;
+        }
+        assert_true((double)got == want);
+        /* encode(decode(b)) == the same value (rounding is the identity on the grid) */
+        assert_true(dsv4_e4m3_round(got) == got);
+    }
+    assert_int_equal(nans, 2);
+    assert_true(dsv4_e4m3_to_f32(0x7e) == 448.0f);
+    assert_true(dsv4_e4m3_to_f32(0x01) == 0.001953125f);
+}
+
+static void test_e8m0_range(void **state)
+{
+    for (int e = 1; e < 255; e++) assert_true((double)dsv4_e8m0_to_f32((uint8_t)e) == ldexp(1.0, e - 127));
+    assert_true((double)dsv4_e8m0_to_f32(0) == ldexp(1.0, -127));
+    /* the power-of-two scale of an amax: smallest 2^k with amax / 2^k <= qmax */
+    for (int k = -30; k < 30; k++) {
+        float a = ldexpf(1.0f, k) * 448.0f;
+        assert_true(dsv4_pow2_ceil_scale(a, 448.0f) == ldexpf(1.0f, k));
+        assert_true(dsv4_pow2_ceil_scale(nextafterf(a, INFINITY), 448.0f) == ldexpf(1.0f, k + 1));
+    }
+}
+
+static void test_e2m1_codes(void **state)
+{
+    const double table[16] = {0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6};
+    for (int c = 0; c < 16; c++) {
+        assert_true((double)dsv4_e2m1_to_f32((uint8_t)c) == table[c]);
+        assert_true(!!signbit(dsv4_e2m1_to_f32((uint8_t)c)) == (c >= 8));
+        assert_true(dsv4_e2m1_round(dsv4_e2m1_to_f32((uint8_t)c)) == dsv4_e2m1_to_f32((uint8_t)c));
+    }
+}
+
+/* ---- the linear on quantized matrices ---------------------------------- */
+
+static uint64_t rng = 7;
+static uint32_t next(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng >> 33);
+}
+static float frand(void) { return (float)(next() % 20001) / 10000.0f - 1.0f; }
+
+static void check_linear(dsv4_backend *be, const dsv4_w *w, const float *deq /* [out][in] */)
+{
+    const int out = (int)w->ne[0], in = (int)w->ne[1];
+    for (int n = 1; n <= 6; n += 5) {
+        float *x = malloc((size_t)n * in * sizeof(float)), *y = malloc((size_t)n * out * sizeof(float));
+        for (int i = 0; i < n * in; i++) x[i] = frand();
+        be->linear(be, w, x, in, n, y, out);
+        for (int t = 0; t < n; t++)
+            for (int o = 0; o < out; o++) {
+                double ref = 0, mag = 0;
+                for (int i = 0; i < in; i++) {
+                    ref += (double)x[t * in + i] * deq[(size_t)o * in + i];
+                    mag += fabs((double)x[t * in + i] * deq[(size_t)o * in + i]);
+                }
+                assert_true(fabs(y[t * out + o] - ref) <= 1e-5 * mag + 1e-30);
+            }
+        /* a view of some rows computes the same rows */
+        dsv4_w v = dsv4_w_rows(w, 5, out - 9);
+        be->linear(be, &v, x, in, n, y, out - 9);
+        float *y2 = malloc((size_t)n * out * sizeof(float));
+        be->linear(be, w, x, in, n, y2, out);
+        for (int t = 0; t < n; t++)
+            for (int o = 0; o < out - 9; o++) assert_true(y[t * (out - 9) + o] == y2[t * out + 5 + o]);
+        free(x);
+        free(y);
+        free(y2);
+    }
+}
+
+static void test_fp8_block_linear(void **state)
+{
+    dsv4_backend *be = dsv4_backend_cpu_create(2);
+    const int out = 150, in = 200, br = 128, bc = 128; /* partial blocks in both directions */
+    const int sr = (out + br - 1) / br, scn = (in + bc - 1) / bc;
+    uint8_t *q = malloc((size_t)out * in), sc8[4];
+    float sc32[4], *deq = malloc((size_t)out * in * sizeof(float));
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < sr * scn; i++) {
+            sc8[i] = (uint8_t)(120 + next() % 10);
+            sc32[i] = ldexpf(1.0f, (int)(next() % 9) - 4) * (1.0f + (float)(next() % 7) / 8.0f);
+        }
+        for (int o = 0; o < out; o++)
+            for (int i = 0; i < in; i++) {
+                uint8_t b;
+                do b = (uint8_t)next(); while ((b & 0x7f) == 0x7f);
+                q[(size_t)o * in + i] = b;
+                int k = (o / br) * scn + i / bc;
+                double s = pass == 0 ? ldexp(1.0, sc8[k] - 127) : (double)sc32[k];
+                deq[(size_t)o * in + i] = (float)(e4m3_def(b) * s);
+            }
+        dsv4_w w = {.name = "fp8", .dtype = DSV4_DT_F8_E4M3, .fmt = DSV4_WF_FP8, .ndim = 2, .ne = {out, in},
+                    .host = q, .scale = pass == 0 ? (const void *)sc8 : (const void *)sc32,
+                    .scale_dtype = pass == 0 ? DSV4_DT_F8_E8M0 : DSV4_DT_F32, .scale_cols = scn, .block_rows = br,
+                    .block_cols = bc};
+        check_linear(be, &w, deq);
+    }
+    free(q);
+    free(deq);
+    be->destroy(be);
+}
+
+static void test_fp4_linear(void **state)
+{
+    dsv4_backend *be = dsv4_backend_cpu_create(2);
+    const int out = 37, in = 96;
+    uint8_t *q = malloc((size_t)out * in / 2), *s8 = malloc((size_t)out * in / 16);
+    float *deq = malloc((size_t)out * in * sizeof(float));
+    for (int nv = 0; nv < 2; nv++) {
+        int g = nv ? 16 : 32;
+        float s2 = nv ? 0.0123f : 1.0f;
+        for (int i = 0; i < out * in / g; i++) {
+            uint8_t b;
+            if (nv) do b = (uint8_t)(next() & 0x7f); while (b == 0x7f); /* positive E4M3 */
+            else b = (uint8_t)(118 + next() % 16);
+            s8[i] = b;
+        }
+        for (int o = 0; o < out; o++)
+            for (int j = 0; j < in / 2; j++) {
+                uint8_t b = (uint8_t)next();
+                q[(size_t)o * in / 2 + j] = b;
+                for (int h = 0; h < 2; h++) {
+                    int i = 2 * j + h, code = h ? b >> 4 : b & 15; /* low nibble = even element */
+                    const double tab[8] = {0, .5, 1, 1.5, 2, 3, 4, 6};
+                    double v = (code & 8 ? -1 : 1) * tab[code & 7];
+                    uint8_t sb = s8[(size_t)o * (in / g) + i / g];
+                    double s = nv ? e4m3_def(sb) * (double)s2 : ldexp(1.0, sb - 127);
+                    deq[(size_t)o * in + i] = (float)(v * s);
+                }
+            }
+        dsv4_w w = {.name = "fp4", .dtype = nv ? DSV4_DT_U8 : DSV4_DT_I8, .fmt = nv ? DSV4_WF_NVFP4 : DSV4_WF_MXFP4,
+                    .ndim = 2, .ne = {out, in}, .host = q, .scale = s8,
+                    .scale_dtype = nv ? DSV4_DT_F8_E4M3 : DSV4_DT_F8_E8M0, .scale_cols = in / g, .scale2 = s2};
+        check_linear(be, &w, deq);
+    }
+    free(q);
+    free(s8);
+    free(deq);
+    be->destroy(be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_e4m3_all_bytes), cmocka_unit_test(test_e8m0_range),
+        cmocka_unit_test(test_e2m1_codes),     cmocka_unit_test(test_fp8_block_linear),
+        cmocka_unit_test(test_fp4_linear),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
