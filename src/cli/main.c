@@ -15,6 +15,8 @@ static void usage(FILE *f)
             "\n"
             "commands:\n"
             "  logits    run the model over token ids and write T x V float32 logits\n"
+            "  inspect   describe a checkpoint: formats, sizes, decode roofline\n"
+            "  mkmodel   write a synthetic checkpoint with the real layout\n"
             "\n"
             "`dsv4 <command> --help` describes a command's options.\n");
 }
@@ -31,6 +33,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "mkmodel")) return cmd_mkmodel(argc - 1, argv + 1);
     fprintf(stderr, "dsv4: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

@@ -49,15 +49,15 @@ static dsv4_status str_field(const json_t *obj, const char *key, const char *whe
 
 static dsv4_status declare(dsv4_quant_scheme *q, dsv4_expert_format f, const char *by, char *err, size_t errlen)
 {
+    /* NVFP4 (ModelOpt) overrides the stock expert_dtype "fp4" it inherits,
+     * whichever is read first. */
+    if (f == DSV4_XF_MXFP4 && q->experts == DSV4_XF_NVFP4) return DSV4_OK;
     if (q->experts != DSV4_XF_UNDECLARED && q->experts != f &&
         !(q->experts == DSV4_XF_MXFP4 && f == DSV4_XF_NVFP4)) {
         snprintf(err, errlen, "%s declares %s experts but %s declared %s", by, dsv4_expert_format_name(f),
                  q->declared_by, dsv4_expert_format_name(q->experts));
         return DSV4_ERR_FORMAT;
     }
-    /* NVFP4 (ModelOpt) overrides the stock expert_dtype "fp4" it inherits,
-     * whichever is read first. */
-    if (f == DSV4_XF_MXFP4 && q->experts == DSV4_XF_NVFP4) return DSV4_OK;
     q->experts = f;
     snprintf(q->declared_by, sizeof q->declared_by, "%s", by);
     return DSV4_OK;

@@ -523,3 +523,31 @@ dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
     v.dev = NULL;
     return v;
 }
+
+uint64_t dsv4_w_bytes(const dsv4_w *w)
+{
+    if (!w->name) return 0;
+    uint64_t out = (uint64_t)w->ne[0], in = (uint64_t)w->ne[1];
+    switch (w->fmt) {
+    case DSV4_WF_FP8:
+        return out * in + (uint64_t)((out + w->block_rows - 1) / w->block_rows) * w->scale_cols *
+                              dsv4_dtype_size(w->scale_dtype);
+    case DSV4_WF_MXFP4: return out * in / 2 + out * in / 32;
+    case DSV4_WF_NVFP4: return out * in / 2 + out * in / 16 + 8;
+    default: return out * in * dsv4_dtype_size(w->dtype);
+    }
+}
+
+const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n)
+{
+    switch (w->fmt) {
+    case DSV4_WF_FP8:
+        snprintf(buf, n, "FP8 E4M3 + %s %dx%d", w->scale_dtype == DSV4_DT_F32 ? "F32" : "E8M0", w->block_rows,
+                 w->block_cols);
+        break;
+    case DSV4_WF_MXFP4: snprintf(buf, n, "MXFP4 (E2M1 + E8M0/32)"); break;
+    case DSV4_WF_NVFP4: snprintf(buf, n, "NVFP4 (E2M1 + E4M3/16 + F32)"); break;
+    default: snprintf(buf, n, "%s", w->name ? dsv4_dtype_name(w->dtype) : "-"); break;
+    }
+    return buf;
+}

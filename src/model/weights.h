@@ -127,6 +127,11 @@ dsv4_status dsv4_weights_bind(const dsv4_config *cfg, const dsv4_quant_scheme *q
                               dsv4_weights *w, char *err, size_t errlen);
 void dsv4_weights_free(dsv4_weights *w);
 
+/* Bytes a weight occupies in the checkpoint: elements plus scales. */
+uint64_t dsv4_w_bytes(const dsv4_w *w);
+/* "BF16", "FP8 (E8M0 128x128)", "MXFP4", "NVFP4", ... for reports. */
+const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n);
+
 /* A view of rows [r0, r0+n) of a 2-D weight. */
 dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n);
 

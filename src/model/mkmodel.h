@@ -1,0 +1,36 @@
+/*
+ * mkmodel.h - synthetic DeepSeek-V4 checkpoints with the real layout.
+ *
+ * Writes config.json, model.safetensors.index.json and one shard per layer
+ * (as the release does: embed first, one decoder layer per shard, then head,
+ * norm and HC head), with random, well-conditioned weights in the stock
+ * format (FP8 E4M3 attention and shared experts with UE8M0 128x128 scales)
+ * and routed experts in MXFP4, NVFP4 (plus hf_quant_config.json) or BF16.
+ * Bytes are generated from a fast PRNG and streamed, so a Flash-sized
+ * checkpoint is written at disk speed.
+ */
+#ifndef DSV4_MODEL_MKMODEL_H
+#define DSV4_MODEL_MKMODEL_H
+
+#include <stdint.h>
+
+#include "dsv4.h"
+#include "model/quant_config.h"
+
+typedef enum {
+    DSV4_PRESET_FLASH = 0, /* DeepSeek-V4-Flash shapes */
+    DSV4_PRESET_TINY = 1,  /* a few MB, every layer kind, for tests */
+} dsv4_preset;
+
+typedef struct {
+    dsv4_preset preset;
+    int n_layers;                 /* <= 0: the preset's (43 for Flash, 4 for tiny) */
+    dsv4_expert_format experts;   /* DSV4_XF_MXFP4 (default), DSV4_XF_NVFP4 or DSV4_XF_FLOAT (BF16) */
+    uint64_t seed;
+    const char *out_dir;          /* created if missing; must not already hold a checkpoint */
+    int verbose;                  /* progress on stderr */
+} dsv4_mkmodel_opts;
+
+dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen);
+
+#endif
