@@ -25,6 +25,17 @@ typedef struct {
 
 static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->pool; }
 
+/* Waking the pool costs about as much as ~100k multiply-adds; smaller loops
+ * run on the calling thread. `work` estimates the loop's multiply-adds. */
+static void par_for(dsv4_backend *be, int64_t n, double work, dsv4_pool_fn fn, void *ctx)
+{
+    if (work < 1e5) {
+        for (int64_t i = 0; i < n; i++) fn(ctx, i);
+        return;
+    }
+    dsv4_pool_for(pool_of(be), n, fn, ctx);
+}
+
 #define LANES 16
 
 /* ==== dot products ===================================================== */
@@ -321,7 +332,7 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
     if (rpt < 4) rpt = 4;
     if (rpt > 64) rpt = 64;
     c.rows_per_task = (int)rpt;
-    dsv4_pool_for(pool_of(be), (w->ne[0] + rpt - 1) / rpt, linear_task, &c);
+    par_for(be, (w->ne[0] + rpt - 1) / rpt, (double)w->ne[0] * w->ne[1] * n, linear_task, &c);
     free(xq);
 }
 
@@ -483,13 +494,13 @@ static void cpu_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X
                        float *comb)
 {
     hc_ctx c = {.p = p, .X = X, .u = u, .post = post, .comb = comb, .head = false};
-    dsv4_pool_for(pool_of(be), n, hc_task, &c);
+    par_for(be, n, (double)n * (2 + p->hc) * p->hc * p->hc * p->dim, hc_task, &c);
 }
 
 static void cpu_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
 {
     hc_ctx c = {.p = p, .X = X, .u = u, .head = true};
-    dsv4_pool_for(pool_of(be), n, hc_task, &c);
+    par_for(be, n, (double)n * p->hc * p->hc * p->dim, hc_task, &c);
 }
 
 static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb,
@@ -625,7 +636,7 @@ static void cpu_compress(dsv4_backend *be, const dsv4_compress_params *p, const 
                          const float *a, const float *g)
 {
     compress_ctx c = {.p = p, .plan = plan, .kv = kv, .a = a, .g = g};
-    dsv4_pool_for(pool_of(be), plan->n_seg, compress_seg, &c);
+    par_for(be, plan->n_seg, (double)plan->n_tok * p->coff * p->d * 8, compress_seg, &c);
 }
 
 /* ==== indexer =========================================================== */
@@ -701,7 +712,9 @@ static void cpu_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, con
                              const dsv4_kv *kv, const float *q, const float *w, int32_t *idx, int32_t *cnt)
 {
     indexer_ctx c = {.p = p, .plan = plan, .kv = kv, .q = q, .w = w, .idx = idx, .cnt = cnt};
-    dsv4_pool_for(pool_of(be), plan->n_tok, indexer_tok, &c);
+    double rows = 0;
+    for (int t = 0; t < plan->n_tok; t++) rows += (double)(plan->pos[t] + 1) / p->ratio;
+    par_for(be, plan->n_tok, rows * p->n_heads * p->head_dim, indexer_tok, &c);
 }
 
 /* ==== sparse attention ================================================== */
@@ -789,7 +802,9 @@ static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     c.n_rows = malloc((size_t)plan->n_tok * sizeof(int));
     for (int t = 0; t < plan->n_tok; t++)
         c.n_rows[t] = attn_rows(p, plan, kv, kv_new, idx, cnt, t, c.rows + (size_t)t * max_rows);
-    dsv4_pool_for(pool_of(be), (int64_t)plan->n_tok * p->n_heads, attn_task, &c);
+    double rows = 0;
+    for (int t = 0; t < plan->n_tok; t++) rows += c.n_rows[t];
+    par_for(be, (int64_t)plan->n_tok * p->n_heads, 2.0 * rows * p->n_heads * p->head_dim, attn_task, &c);
     free(c.rows);
     free(c.n_rows);
 }
