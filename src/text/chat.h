@@ -182,7 +182,8 @@ void dsv4_strbuf_free(dsv4_strbuf *b);
 typedef enum {
     DSV4_CHAT_EV_REASONING = 0, /* text: a reasoning_content delta */
     DSV4_CHAT_EV_CONTENT,       /* text: a content delta */
-    DSV4_CHAT_EV_TOOL_BEGIN,    /* index, name: a tool call has started (its arguments follow later) */
+    DSV4_CHAT_EV_TOOL_BEGIN,    /* index, name: a tool call has started; its TOOL_END follows, unless the
+                                   block turns out malformed, in which case the begun call is void */
     DSV4_CHAT_EV_TOOL_END,      /* index, name, text = arguments JSON: the tool call is complete */
 } dsv4_chat_event_kind;
 
