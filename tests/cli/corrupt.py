@@ -86,7 +86,7 @@ def main():
 
     # 4. wrong shape: transpose a 2-D matrix's shape (same byte size)
     # 5. wrong dtype: a BF16 [a, b] matrix relabelled U8 [a, 2b] (same byte size)
-    for case, target in (("shape", "layers.1.attn.wq_a.weight"), ("dtype", "layers.1.attn.wo_b.weight")):
+    for case, target in (("shape", "layers.1.attn.wq_a.weight"), ("dtype", "layers.1.ffn.gate.weight")):
         d = fresh(case)
         for f in files:
             p = os.path.join(d, f)

@@ -6,10 +6,11 @@ set -eu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-for good in "$DSV4_SRC"/tests/fixtures/*/; do
-  name=$(basename "$good")
+# run_cases SCRIPT GOOD: every broken copy SCRIPT makes of GOOD must be refused
+run_cases() {
+  name=$(basename "$2")_$(basename "$1" .py)
   mkdir -p "$tmp/$name"
-  python3 "$DSV4_SRC/tests/cli/corrupt.py" "$good" "$tmp/$name" > "$tmp/$name.cases"
+  python3 "$1" "$2" "$tmp/$name" > "$tmp/$name.cases"
   while read -r case want; do
     dir="$tmp/$name/$case"
     set +e
@@ -25,6 +26,12 @@ for good in "$DSV4_SRC"/tests/fixtures/*/; do
       echo "ok   $name/$case: $msg"
     fi
   done < "$tmp/$name.cases"
+}
+for good in "$DSV4_SRC"/tests/fixtures/*/; do
+  run_cases "$DSV4_SRC/tests/cli/corrupt.py" "$good"
+  if grep -q '"quantization_config"' "$good/config.json"; then
+    run_cases "$DSV4_SRC/tests/cli/corrupt_quant.py" "$good"
+  fi
 done
 # bad arguments
 for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
