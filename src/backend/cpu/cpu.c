@@ -5,9 +5,8 @@
  *
  * Determinism: each output element is produced by exactly one call with a
  * fixed summation order, so results are identical for any thread count and
- * any batch composition. Scratch memory for the data-dependent ops is taken
- * per call for now; the token loop's allocation budget is a later concern of
- * the GPU backend.
+ * any batch composition. Working memory comes from per-thread buffers that
+ * only grow, so a warmed-up token loop does not allocate.
  */
 #include <math.h>
 #include <pthread.h>
@@ -24,6 +23,48 @@ typedef struct {
 } cpu_impl;
 
 static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->pool; }
+
+/* ---- scratch ----------------------------------------------------------------
+ * Data-dependent working memory (row lists, top-k pairs, expert batches) comes
+ * from per-thread buffers that only ever grow: after the first steps of a
+ * given shape the token loop allocates nothing. Each use has its own slot so
+ * nested uses never share a buffer; worker threads free theirs on exit. */
+enum { S_ACTQ, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+
+typedef struct {
+    void *p[S_COUNT];
+    size_t cap[S_COUNT];
+} scratch_set;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    scratch_set *s = v;
+    for (int i = 0; i < S_COUNT; i++) free(s->p[i]);
+    free(s);
+}
+
+static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+static void *scratch(int slot, size_t bytes)
+{
+    pthread_once(&scratch_once, scratch_key_init);
+    scratch_set *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s) abort();
+        pthread_setspecific(scratch_key, s);
+    }
+    if (s->cap[slot] < bytes) {
+        free(s->p[slot]);
+        s->cap[slot] = bytes + bytes / 4 + 64;
+        s->p[slot] = malloc(s->cap[slot]);
+        if (!s->p[slot]) abort(); /* scratch is small next to weights and state */
+    }
+    return s->p[slot];
+}
 
 /* Waking the pool costs about as much as ~100k multiply-adds; smaller loops
  * run on the calling thread. `work` estimates the loop's multiply-adds. */
@@ -317,8 +358,7 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
     if (n <= 0) return;
     float *xq = NULL;
     if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
-        xq = malloc((size_t)n * w->ne[1] * sizeof(float));
-        if (!xq) abort();
+        xq = scratch(S_ACTQ, (size_t)n * w->ne[1] * sizeof(float));
         act_quant_fp8(x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
@@ -333,7 +373,6 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
     if (rpt > 64) rpt = 64;
     c.rows_per_task = (int)rpt;
     par_for(be, (w->ne[0] + rpt - 1) / rpt, (double)w->ne[0] * w->ne[1] * n, linear_task, &c);
-    free(xq);
 }
 
 static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
@@ -662,14 +701,13 @@ int dsv4_cpu_topk(const float *score, int n, int k, int32_t *idx)
         for (int i = 0; i < n; i++) idx[i] = i;
         return n;
     }
-    float *pairs = malloc((size_t)n * 2 * sizeof(float));
+    float *pairs = scratch(S_TOPK, (size_t)n * 2 * sizeof(float));
     for (int i = 0; i < n; i++) {
         pairs[2 * i] = score[i];
         pairs[2 * i + 1] = (float)i;
     }
     qsort(pairs, (size_t)n, 2 * sizeof(float), topk_cmp_desc);
     for (int i = 0; i < k; i++) idx[i] = (int32_t)pairs[2 * i + 1];
-    free(pairs);
     qsort(idx, (size_t)k, sizeof(int32_t), idx_cmp_asc);
     return k;
 }
@@ -689,7 +727,7 @@ static void indexer_tok(void *vctx, int64_t t)
     const dsv4_seg *s = &c->plan->segs[c->plan->tok_seg[t]];
     int64_t N = (c->plan->pos[t] + 1) / p->ratio;
     int nh = p->n_heads, hd = p->head_dim;
-    float *score = malloc((size_t)(N > 0 ? N : 1) * sizeof(float));
+    float *score = scratch(S_SCORE, (size_t)(N > 0 ? N : 1) * sizeof(float));
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
     float ws[nh];
     for (int h = 0; h < nh; h++) ws[h] = p->reference ? dsv4_round_bf16(w[h] * p->scale) : w[h] * p->scale;
@@ -705,7 +743,6 @@ static void indexer_tok(void *vctx, int64_t t)
         score[r] = p->reference ? dsv4_round_bf16(sc) : sc;
     }
     c->cnt[t] = dsv4_cpu_topk(score, (int)N, p->topk, c->idx + (size_t)t * p->topk);
-    free(score);
 }
 
 static void cpu_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan,
@@ -763,8 +800,7 @@ static void attn_task(void *vctx, int64_t task)
     const float **rows = c->rows + (size_t)t * c->max_rows;
     const float *q = c->q + ((size_t)t * H + h) * hd;
     float *o = c->out + ((size_t)t * H + h) * hd;
-    float sbuf[1024];
-    float *sc = nr <= 1024 ? sbuf : malloc((size_t)nr * sizeof(float));
+    float *sc = scratch(S_SCORE, (size_t)nr * sizeof(float));
     float sink = p->sinks[h], mx = -INFINITY;
     for (int j = 0; j < nr; j++) {
         sc[j] = dsv4_cpu_dot_f32(q, rows[j], hd) * p->scale;
@@ -784,7 +820,6 @@ static void attn_task(void *vctx, int64_t task)
         for (int i = 0; i < hd; i++) o[i] += ej * r[i];
     }
     for (int i = 0; i < hd; i++) o[i] /= den;
-    if (sc != sbuf) free(sc);
 }
 
 static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -798,15 +833,13 @@ static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         max_rows += (int)((mx + 1) / p->ratio);
     }
     attn_ctx c = {.p = p, .plan = plan, .q = q, .out = out, .max_rows = max_rows};
-    c.rows = malloc((size_t)plan->n_tok * max_rows * sizeof(*c.rows));
-    c.n_rows = malloc((size_t)plan->n_tok * sizeof(int));
+    c.rows = scratch(S_ROWS, (size_t)plan->n_tok * max_rows * sizeof(*c.rows));
+    c.n_rows = scratch(S_NROWS, (size_t)plan->n_tok * sizeof(int));
     for (int t = 0; t < plan->n_tok; t++)
         c.n_rows[t] = attn_rows(p, plan, kv, kv_new, idx, cnt, t, c.rows + (size_t)t * max_rows);
     double rows = 0;
     for (int t = 0; t < plan->n_tok; t++) rows += c.n_rows[t];
     par_for(be, (int64_t)plan->n_tok * p->n_heads, 2.0 * rows * p->n_heads * p->head_dim, attn_task, &c);
-    free(c.rows);
-    free(c.n_rows);
 }
 
 static void cpu_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
@@ -873,11 +906,11 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
 {
     const dsv4_moe_params *p = c->p;
     int k = p->k, D = p->dim, I = p->inter, n = c->n;
-    int *list = malloc((size_t)n * k * sizeof(int));
-    float *xs = malloc((size_t)n * k * D * sizeof(float));
-    float *g = malloc((size_t)n * k * I * sizeof(float));
-    float *u = malloc((size_t)n * k * I * sizeof(float));
-    float *y = malloc((size_t)n * k * D * sizeof(float));
+    int *list = scratch(S_MOE_LIST, (size_t)n * k * sizeof(int));
+    float *xs = scratch(S_MOE_XS, (size_t)n * k * D * sizeof(float));
+    float *g = scratch(S_MOE_G, (size_t)n * k * I * sizeof(float));
+    float *u = scratch(S_MOE_U, (size_t)n * k * I * sizeof(float));
+    float *y = scratch(S_MOE_Y, (size_t)n * k * D * sizeof(float));
     for (int e = 0; e < p->n_experts; e++) {
         int m = 0;
         for (int a = 0; a < n * k; a++)
@@ -903,11 +936,6 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
         if (p->reference) cpu_round_bf16(be, y, (size_t)m * D);
         for (int i = 0; i < m; i++) memcpy(c->ybuf + (size_t)list[i] * D, y + (size_t)i * D, D * sizeof(float));
     }
-    free(list);
-    free(xs);
-    free(g);
-    free(u);
-    free(y);
 }
 
 static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
@@ -915,7 +943,7 @@ static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const fl
 {
     int k = p->k, D = p->dim;
     moe_ctx c = {.p = p, .x = x, .idx = idx, .wts = wts, .n = n};
-    c.ybuf = malloc((size_t)n * k * D * sizeof(float));
+    c.ybuf = scratch(S_MOE_YBUF, (size_t)n * k * D * sizeof(float));
     moe_experts_run(be, &c);
     /* Sum each token's expert outputs in ascending expert id: a fixed order. */
     for (int t = 0; t < n; t++) {
@@ -934,7 +962,6 @@ static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const fl
             for (int d = 0; d < D; d++) o[d] += yi[d];
         }
     }
-    free(c.ybuf);
 }
 
 /* ==== RoPE tables ======================================================= */
