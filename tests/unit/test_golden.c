@@ -29,7 +29,7 @@
 #include "dsv4.h"
 
 typedef struct {
-    char dir[1024];
+    char dir[1400];
     int32_t *ids;
     int T, V;
     float *want; /* [T, V] */
@@ -67,7 +67,7 @@ static int load_fixture(const char *dir, fixture *fx)
         s = end;
     }
     free(txt);
-    size_t n;
+    size_t n = 0;
     snprintf(p, sizeof p, "%s/logits.bin", dir);
     fx->want = (float *)slurp(p, &n);
     fx->V = (int)(n / sizeof(float) / (size_t)fx->T);
@@ -282,8 +282,8 @@ static int setup(void **state)
     closedir(d);
     qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
     for (int i = 0; i < n; i++) {
-        char dir[1024], p[1100];
-        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        char dir[1400], p[1500];
+        snprintf(dir, sizeof dir, "%s/%.255s", root, names[i]);
         snprintf(p, sizeof p, "%s/logits.bin", dir);
         FILE *f = fopen(p, "rb");
         if (!f) continue;
