@@ -97,6 +97,80 @@ typedef struct {
  * for a sequence does not depend on what else is in the batch. */
 dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *entries, int n_entries, char *err, size_t errlen);
 
+/* ---------------------------------------------------------------- sampling --
+ * One sampler per request: it owns its PRNG, penalty counts and scratch (sized
+ * at create; nothing is allocated per token). Order of operations on a copy of
+ * the logits: repetition penalty (HF: over prompt + generated tokens, divide a
+ * positive logit by it, multiply a negative one), presence and frequency
+ * penalties (OpenAI: over generated tokens, minus presence if seen, minus
+ * frequency x count), logit_bias (added), then temperature 0 takes the argmax
+ * (lowest id on ties); otherwise divide by temperature, softmax, keep the top_k,
+ * then the smallest prefix whose share of that mass reaches top_p, then drop
+ * tokens below min_p x the top probability, and draw from what is left.
+ * logprobs are of the model's own distribution: log-softmax of the raw logits,
+ * before penalties, bias, temperature and truncation (as vLLM's default), so
+ * they do not change with sampling settings. */
+typedef struct {
+    float temperature;          /* >= 0; 0 = greedy; default 1 */
+    float top_p;                /* (0, 1]; default 1 (off) */
+    int top_k;                  /* >= 0; default 0 (off) */
+    float min_p;                /* [0, 1]; default 0 (off) */
+    float presence_penalty;     /* [-2, 2]; default 0 */
+    float frequency_penalty;    /* [-2, 2]; default 0 */
+    float repetition_penalty;   /* > 0; default 1 (off) */
+    uint64_t seed;              /* used when has_seed; otherwise each sampler draws its own */
+    int has_seed;
+    const int32_t *logit_bias_ids; /* [n_logit_bias]; copied at create */
+    const float *logit_bias;       /* [n_logit_bias], each in [-100, 100] */
+    int n_logit_bias;
+    const int32_t *stop_ids;    /* [n_stop_ids]: generating one finishes (include EOS here); copied */
+    int n_stop_ids;
+    int max_tokens;             /* > 0 finishes after that many tokens; 0 = no limit */
+    int logprobs;               /* 1: fill dsv4_sample.logprob */
+    int top_logprobs;           /* 0..DSV4_MAX_TOP_LOGPROBS alternatives per token (needs logprobs) */
+} dsv4_sampling_params;
+
+#define DSV4_MAX_TOP_LOGPROBS 20
+
+typedef struct {
+    int32_t token;
+    float logprob;              /* of token (when logprobs) */
+    int n_top;                  /* top_logprobs entries, most likely first, lowest id first on ties */
+    int32_t top_ids[DSV4_MAX_TOP_LOGPROBS];
+    float top_logprobs[DSV4_MAX_TOP_LOGPROBS];
+} dsv4_sample;
+
+typedef enum {
+    DSV4_FINISH_NONE = 0,       /* go on */
+    DSV4_FINISH_STOP = 1,       /* a stop token (or, from the stop-string matcher, a stop string) */
+    DSV4_FINISH_LENGTH = 2,     /* max_tokens reached */
+} dsv4_finish;
+
+typedef struct dsv4_sampler dsv4_sampler;
+
+void dsv4_sampling_params_default(dsv4_sampling_params *p);
+/* prompt (may be NULL) feeds the repetition penalty. Out-of-range settings are refused. */
+dsv4_status dsv4_sampler_create(const dsv4_sampling_params *p, int vocab_size, const int32_t *prompt, int n_prompt,
+                                dsv4_sampler **out, char *err, size_t errlen);
+void dsv4_sampler_free(dsv4_sampler *s);
+/* Picks the next token from logits[vocab_size] (left unchanged). Does not record it: call accept. */
+dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sample *out);
+/* Records a generated token (sampled or forced) for the penalties; says whether to stop. */
+dsv4_finish dsv4_sampler_accept(dsv4_sampler *s, int32_t token);
+
+/* Stop strings over streamed text, matched across token boundaries: feed each
+ * detokenised piece; what comes back in *out is certain to be output (it holds
+ * back only a suffix that may still begin a stop string). Returns 1 once a stop
+ * string is found: *out is then the text before it, and later feeds give nothing.
+ * *out stays valid until the next call. */
+typedef struct dsv4_stop_matcher dsv4_stop_matcher;
+dsv4_status dsv4_stop_create(const char *const *stops, int n_stops, dsv4_stop_matcher **out, char *err,
+                             size_t errlen);
+void dsv4_stop_free(dsv4_stop_matcher *m);
+int dsv4_stop_feed(dsv4_stop_matcher *m, const char *text, size_t n, const char **out, size_t *out_len);
+/* End of the stream without a stop string: the text still held back. */
+void dsv4_stop_flush(dsv4_stop_matcher *m, const char **out, size_t *out_len);
+
 #ifdef __cplusplus
 }
 #endif
