@@ -494,9 +494,11 @@ static int stop_emit(dsv4_stop_matcher *m, size_t n, const char **out, size_t *o
         m->out = q;
         m->out_cap = cap;
     }
-    memcpy(m->out, m->buf, n);
+    if (n)
+        memcpy(m->out, m->buf, n);
     m->out[n] = 0;
-    memmove(m->buf, m->buf + n, m->len - n);
+    if (m->len > n)
+        memmove(m->buf, m->buf + n, m->len - n);
     m->len -= n;
     *out = m->out;
     *out_len = n;

@@ -888,8 +888,8 @@ static dsv4_status content_text(conv_storage *s, const json_t *c, int is_tool, c
         const char *text = json_string_value(json_object_get(part, "text"));
         if (i > 0 && sb_puts(&b, is_tool ? "\n\n" : "\n"))
             goto nomem;
-        if (type && !strcmp(type, "text") && text) {
-            if (sb_puts(&b, text))
+        if (type && !strcmp(type, "text") && (text || is_tool)) {
+            if (sb_puts(&b, text ? text : "")) /* the official b.get("text", "") */
                 goto nomem;
         } else if (is_tool) {
             char u[256];

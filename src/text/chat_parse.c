@@ -104,6 +104,8 @@ int dsv4_chat_parser_malformed(const dsv4_chat_parser *p, const char **msg)
 /* Drops the first n bytes of buf. */
 static void consume(dsv4_chat_parser *p, size_t n)
 {
+    if (!n)
+        return;
     memmove(p->buf.p, p->buf.p + n, p->buf.len - n);
     p->buf.len -= n;
     if (p->buf.p)
