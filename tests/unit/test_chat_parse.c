@@ -309,6 +309,39 @@ static void test_lenient_forms(void **state)
     collected_free(&want);
 }
 
+/* Random strings of marker fragments, well formed or not: every split gives what
+ * feeding the whole string at once gives (events, malformed flag, begun calls). */
+static void test_random_fragments_split_invariant(void **state)
+{
+    (void)state;
+    static const char *const frag[] = {
+        "a", "xy ", "\n", "\n\n", "<", ">", "/", "\"", "｜", "｜DSML｜", "tool_calls", "invoke", "parameter",
+        " name=\"", " string=\"true\">", " string=\"false\">", DSV4_TOK_THINK_END, DSV4_TOK_EOS, "<｜end",
+        "\n\n<｜DSML｜tool_calls>\n", "<｜DSML｜invoke name=\"f\">\n", "<｜DSML｜parameter name=\"k\" string=\"true\">",
+        "<｜DSML｜parameter name=\"n\" string=\"false\">", "</｜DSML｜parameter>\n", "</｜DSML｜invoke>\n",
+        "</｜DSML｜tool_calls>", "1", "北",
+    };
+    const int n_frag = (int)(sizeof frag / sizeof frag[0]);
+    char text[2048];
+    for (int trial = 0; trial < 300; trial++) {
+        size_t n = 0;
+        int len = 3 + (int)(rnd() % 24);
+        for (int i = 0; i < len; i++) {
+            const char *f = frag[rnd() % (uint64_t)n_frag];
+            memcpy(text + n, f, strlen(f));
+            n += strlen(f);
+        }
+        text[n] = 0;
+        for (int thinking = 0; thinking < 2; thinking++) {
+            collected want;
+            int want_mal;
+            run_split(thinking, text, n, NULL, 0, &want, &want_mal);
+            check_all_splits("random", thinking, text, n, &want, want_mal);
+            collected_free(&want);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_emits_early),
         cmocka_unit_test(test_malformed_becomes_content),
         cmocka_unit_test(test_lenient_forms),
+        cmocka_unit_test(test_random_fragments_split_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
