@@ -8,6 +8,9 @@
  * any batch composition. Working memory comes from per-thread buffers that
  * only grow, so a warmed-up token loop does not allocate.
  */
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,7 +32,7 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
  * from per-thread buffers that only ever grow: after the first steps of a
  * given shape the token loop allocates nothing. Each use has its own slot so
  * nested uses never share a buffer; worker threads free theirs on exit. */
-enum { S_ACTQ, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
 
 typedef struct {
     void *p[S_COUNT];
@@ -133,25 +136,7 @@ typedef struct {
     int64_t r_abs;
 } wsrc;
 
-enum { K_BF16, K_F32, K_F16, K_FP8, K_MXFP4, K_NVFP4 };
-
-static inline float fp8_block_scale(const wsrc *s, int r, int i)
-{
-    size_t k = (size_t)((s->r_abs + r) / s->br) * s->scale_cols + i / s->bc;
-    if (s->sdt == DSV4_DT_F32) {
-        float v;
-        memcpy(&v, s->scale + 4 * k, 4);
-        return v;
-    }
-    return dsv4_e8m0_to_f32(s->scale[k]);
-}
-
-static inline float fp4_group_scale(const wsrc *s, int K, int r, int i)
-{
-    size_t row = (size_t)(s->r_abs + r) * s->scale_cols;
-    if (K == K_MXFP4) return dsv4_e8m0_to_f32(s->scale[row + i / 32]);
-    return lut_e4m3[s->scale[row + i / 16]] * s->scale2;
-}
+enum { K_BF16, K_F32, K_F16, K_FP8, K_MXFP4, K_NVFP4 }; /* element kinds; the last three are decoded rows */
 
 /* 16 consecutive elements of row r starting at column i (a multiple of 16). */
 static inline __attribute__((always_inline)) v16f load_w(int K, const wsrc *s, int r, int i)
@@ -161,20 +146,7 @@ static inline __attribute__((always_inline)) v16f load_w(int K, const wsrc *s, i
     case K_BF16: return load_bf16((const uint16_t *)row + i);
     case K_F32: return load_f32((const float *)row + i);
     case K_F16: return load_f16((const uint16_t *)row + i);
-    case K_FP8: {
-        float f[16], sc = fp8_block_scale(s, r, i);
-        for (int l = 0; l < 16; l++) f[l] = lut_e4m3[row[i + l]] * sc;
-        return load_f32(f);
-    }
-    default: {
-        float f[16], sc = fp4_group_scale(s, K, r, i);
-        for (int l = 0; l < 8; l++) {
-            uint8_t b = row[i / 2 + l];
-            f[2 * l] = lut_e2m1[b & 15] * sc;
-            f[2 * l + 1] = lut_e2m1[b >> 4] * sc;
-        }
-        return load_f32(f);
-    }
+    default: abort(); /* quantized rows go through decode_row */
     }
 }
 
@@ -185,12 +157,62 @@ static inline float load_w1(int K, const wsrc *s, int r, int i)
     switch (K) {
     case K_BF16: return dsv4_bf16_to_f32(((const uint16_t *)row)[i]);
     case K_F32: return ((const float *)row)[i];
-    case K_F16: return dsv4_f16_to_f32(((const uint16_t *)row)[i]);
-    case K_FP8: return lut_e4m3[row[i]] * fp8_block_scale(s, r, i);
-    default: {
-        uint8_t b = row[i / 2];
-        return lut_e2m1[i & 1 ? b >> 4 : b & 15] * fp4_group_scale(s, K, r, i);
+    default: return dsv4_f16_to_f32(((const uint16_t *)row)[i]);
     }
+}
+
+/* Decode row r of a quantized matrix to FP32, exactly, fetching each scale
+ * once per block. Quantized rows are decoded once per task and multiplied as
+ * FP32, so a prefill pays for decoding once per weight, not once per token;
+ * the decoded values are exact, so results do not depend on the path. */
+static void decode_row(int K, const wsrc *s, int r, int n, float *dst)
+{
+    const uint8_t *row = s->data + (size_t)r * s->row_bytes;
+    const int64_t ra = s->r_abs + r;
+    if (K == K_FP8) {
+        const size_t srow = (size_t)(ra / s->br) * s->scale_cols;
+        for (int b0 = 0, blk = 0; b0 < n; b0 += s->bc, blk++) {
+            float sc;
+            if (s->sdt == DSV4_DT_F32) memcpy(&sc, s->scale + 4 * (srow + blk), 4);
+            else sc = dsv4_e8m0_to_f32(s->scale[srow + blk]);
+            const int b1 = b0 + s->bc < n ? b0 + s->bc : n;
+            int i = b0;
+#ifdef __AVX512F__
+            const __m512 vsc = _mm512_set1_ps(sc), two120 = _mm512_set1_ps(0x1p120f);
+            for (; i + 16 <= b1; i += 16) {
+                /* E4M3 -> FP32 without a table: exponent and mantissa bits at
+                 * FP32's mantissa top give the value times 2^-120 (subnormals
+                 * land on FP32 subnormals); scale back by 2^120. */
+                __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + i)));
+                __m512i bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), 20),
+                                               _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
+                _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(bits), two120), vsc));
+            }
+#endif
+            for (; i < b1; i++) dst[i] = lut_e4m3[row[i]] * sc;
+        }
+        return;
+    }
+    const int g = K == K_MXFP4 ? 32 : 16;
+    const uint8_t *sr = s->scale + (size_t)ra * s->scale_cols;
+    for (int g0 = 0, gi = 0; g0 < n; g0 += g, gi++) {
+        const float sc = K == K_MXFP4 ? dsv4_e8m0_to_f32(sr[gi]) : lut_e4m3[sr[gi]] * s->scale2;
+#ifdef __AVX512F__
+        const __m512 vsc = _mm512_set1_ps(sc), lut = _mm512_loadu_ps(lut_e2m1);
+        const __m512i sh = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+        for (int i = g0; i < g0 + g; i += 16) {
+            /* two E2M1 codes per byte, low nibble first: 16 codes, one permute */
+            __m128i b = _mm_loadl_epi64((const __m128i *)(row + i / 2));
+            __m512i u = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+            __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(u, sh), _mm512_set1_epi32(15));
+            _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut), vsc));
+        }
+#else
+        for (int i = g0; i < g0 + g; i++) {
+            uint8_t b = row[i / 2];
+            dst[i] = lut_e2m1[i & 1 ? b >> 4 : b & 15] * sc;
+        }
+#endif
     }
 }
 
@@ -272,9 +294,6 @@ float dsv4_cpu_dot_f32(const float *x, const float *w, int n)
 TILE_CASES(K_BF16)
 TILE_CASES(K_F32)
 TILE_CASES(K_F16)
-TILE_CASES(K_FP8)
-TILE_CASES(K_MXFP4)
-TILE_CASES(K_NVFP4)
 
 /* ==== memory =========================================================== */
 
@@ -322,11 +341,16 @@ static void linear_task(void *vctx, int64_t task)
                .scale2 = w->scale2, .r_abs = r_abs};
     int nr = (int)(r1 - r0), in = (int)w->ne[1];
     float *y = c->y + r0;
-    switch (w->fmt) {
-    case DSV4_WF_FP8: tiles_K_FP8(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
-    case DSV4_WF_MXFP4: tiles_K_MXFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
-    case DSV4_WF_NVFP4: tiles_K_NVFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); return;
-    case DSV4_WF_FLOAT: break;
+    if (w->fmt != DSV4_WF_FLOAT) {
+        const int K = w->fmt == DSV4_WF_FP8 ? K_FP8 : w->fmt == DSV4_WF_MXFP4 ? K_MXFP4 : K_NVFP4;
+        float *wbuf = scratch(S_WBUF, (size_t)4 * in * sizeof(float));
+        for (int r = 0; r < nr; r += 4) {
+            int rr = nr - r < 4 ? nr - r : 4;
+            for (int k = 0; k < rr; k++) decode_row(K, &ws, r + k, in, wbuf + (size_t)k * in);
+            wsrc fs = {.data = (const uint8_t *)wbuf, .row_bytes = (int64_t)in * 4};
+            tiles_K_F32(c->x, c->ldx, c->n, &fs, rr, in, y + r, c->ldy);
+        }
+        return;
     }
     switch (w->dtype) {
     case DSV4_DT_BF16: tiles_K_BF16(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
