@@ -13,7 +13,8 @@
 
 static void mk_usage(FILE *f)
 {
-    fprintf(f, "usage: dsv4 mkmodel --preset flash|tiny [--layers N] [--experts mxfp4|nvfp4|bf16] [--seed S] -o DIR\n");
+    fprintf(f, "usage: dsv4 mkmodel --preset flash|tiny [--layers N] [--vocab V] [--experts mxfp4|nvfp4|bf16] [--seed S]\n"
+               "                    -o DIR\n");
 }
 
 int cmd_mkmodel(int argc, char **argv)
@@ -39,6 +40,11 @@ int cmd_mkmodel(int argc, char **argv)
             long n = strtol(v, &end, 10);
             if (*end || n < 1 || n > 256) return cli_fail(C, "--layers: '%s' is not a number of layers (1..256)", v);
             o.n_layers = (int)n;
+        } else if (!strcmp(a, "--vocab")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 16 || n > 1 << 22) return cli_fail(C, "--vocab: '%s' is not a vocabulary size (16..4194304)", v);
+            o.vocab = (int)n;
         } else if (!strcmp(a, "--experts")) {
             if (!strcmp(v, "mxfp4")) o.experts = DSV4_XF_MXFP4;
             else if (!strcmp(v, "nvfp4")) o.experts = DSV4_XF_NVFP4;

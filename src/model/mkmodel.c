@@ -190,7 +190,7 @@ typedef struct {
     int idx_heads, idx_dim, idx_topk, experts, topk, inter, hc, hash_layers;
 } shapes;
 
-static shapes preset_shapes(dsv4_preset p, int n_layers)
+static shapes preset_shapes(dsv4_preset p, int n_layers, int vocab)
 {
     shapes s;
     if (p == DSV4_PRESET_FLASH)
@@ -198,6 +198,7 @@ static shapes preset_shapes(dsv4_preset p, int n_layers)
     else
         s = (shapes){512, 128, 4, 8, 64, 16, 64, 4, 32, 32, 16, 32, 16, 16, 4, 64, 4, 3};
     if (n_layers > 0) s.layers = n_layers;
+    if (vocab > 0) s.vocab = vocab;
     if (s.hash_layers > s.layers) s.hash_layers = s.layers;
     return s;
 }
@@ -485,7 +486,7 @@ dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen)
         return DSV4_ERR_INVALID;
     }
     dsv4_expert_format xf = o->experts == DSV4_XF_UNDECLARED ? DSV4_XF_MXFP4 : o->experts;
-    shapes m = preset_shapes(o->preset, o->n_layers);
+    shapes m = preset_shapes(o->preset, o->n_layers, o->vocab);
     if (m.layers > 256) {
         snprintf(err, errlen, "--layers %d: at most 256", m.layers);
         return DSV4_ERR_INVALID;

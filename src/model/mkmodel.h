@@ -25,6 +25,7 @@ typedef enum {
 typedef struct {
     dsv4_preset preset;
     int n_layers;                 /* <= 0: the preset's (43 for Flash, 4 for tiny) */
+    int vocab;                    /* <= 0: the preset's (129280 for Flash, 512 for tiny) */
     dsv4_expert_format experts;   /* DSV4_XF_MXFP4 (default), DSV4_XF_NVFP4 or DSV4_XF_FLOAT (BF16) */
     uint64_t seed;
     const char *out_dir;          /* created if missing; must not already hold a checkpoint */
