@@ -52,7 +52,7 @@ static char *slurp(const char *path, size_t *len)
 
 static int load_fixture(const char *dir, fixture *fx)
 {
-    char p[1100];
+    char p[1500];
     snprintf(fx->dir, sizeof fx->dir, "%s", dir);
     snprintf(p, sizeof p, "%s/ids.txt", dir);
     char *txt = slurp(p, NULL);
