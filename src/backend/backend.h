@@ -81,6 +81,13 @@ struct dsv4_backend {
     bool act_quant;
     void (*destroy)(dsv4_backend *be);
 
+    /* Make a bound weight usable by the ops: set w->vec for small vectors and
+     * (device backends) copy matrices to backend memory, setting dev/dev_scale. */
+    dsv4_status (*weight_load)(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen);
+    /* Called at the start of every forward step with the plan and state the
+     * ops will be given (device backends copy the plan and page table). */
+    void (*step_begin)(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv);
+
     /* memory: zeroed on allocation */
     void *(*alloc)(dsv4_backend *be, size_t bytes);
     void (*free)(dsv4_backend *be, void *p);

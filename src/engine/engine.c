@@ -179,6 +179,18 @@ static void scratch_destroy(dsv4_engine *e)
 
 /* ---- open / close ------------------------------------------------------- */
 
+typedef struct {
+    dsv4_backend *be;
+    char *err;
+    size_t errlen;
+} load_ctx;
+
+static dsv4_status weight_load_one(void *vctx, dsv4_w *w)
+{
+    load_ctx *c = vctx;
+    return c->be->weight_load(c->be, w, c->err, c->errlen);
+}
+
 dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -222,6 +234,8 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;
+    load_ctx lc = {.be = e->be, .err = err, .errlen = errlen};
+    if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
 
     const dsv4_config *c = &e->cfg;
     int half = c->rope_dim / 2;

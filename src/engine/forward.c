@@ -41,9 +41,9 @@ static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const ds
                             .sinkhorn_iters = c->hc_sinkhorn_iters,
                             .hc_eps = (float)c->hc_eps,
                             .norm_eps = (float)c->rms_norm_eps,
-                            .fn = fn->f32,
-                            .base = base->f32,
-                            .scale = scale->f32};
+                            .fn = fn->vec,
+                            .base = base->vec,
+                            .scale = scale->vec};
 }
 
 /* Run one compressor (main or indexer) of layer l over the step's tokens. */
@@ -60,8 +60,8 @@ static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool inde
                               .coff = cw->coff,
                               .d = cw->d,
                               .rope_dim = c->rope_dim,
-                              .ape = cw->ape.f32,
-                              .norm = cw->norm.f32,
+                              .ape = cw->ape.vec,
+                              .norm = cw->norm.vec,
                               .freqs = f->e->freqs_compress,
                               .norm_eps = (float)c->rms_norm_eps,
                               .reference = f->ref};
@@ -82,13 +82,13 @@ static void attention(fwd *f, int l)
     dsv4_hc_params hp = hc_params(c, &L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
     bf16_point(f, s->u, (size_t)T * D);
-    be->rmsnorm(be, s->u, L->attn_norm.f32, T, D, D, eps, s->h);
+    be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
 
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq; per-head RMS; RoPE */
     be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
-    be->rmsnorm(be, s->qa, L->q_norm.f32, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
+    be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     be->linear(be, &L->wq_b, s->qa, c->q_lora_rank, T, s->q, H * hd);
     bf16_point(f, s->q, (size_t)T * H * hd);
@@ -100,7 +100,7 @@ static void attention(fwd *f, int l)
     /* KV path: one shared K=V head */
     be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
     bf16_point(f, s->kv, (size_t)T * hd);
-    be->rmsnorm(be, s->kv, L->kv_norm.f32, T, hd, hd, eps, s->kv);
+    be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv);
     bf16_point(f, s->kv, (size_t)T * hd);
     be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false);
     bf16_point(f, s->kv, (size_t)T * hd);
@@ -139,7 +139,7 @@ static void attention(fwd *f, int l)
                            .window = c->window,
                            .topk = c->index_topk,
                            .scale = 1.0f / sqrtf((float)hd),
-                           .sinks = L->attn_sink.f32,
+                           .sinks = L->attn_sink.vec,
                            .reference = f->ref};
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
@@ -172,12 +172,12 @@ static void ffn(fwd *f, int l)
     dsv4_hc_params hp = hc_params(c, &L->hc_ffn_fn, &L->hc_ffn_base, &L->hc_ffn_scale);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
     bf16_point(f, s->u, (size_t)T * D);
-    be->rmsnorm(be, s->u, L->ffn_norm.f32, T, D, D, (float)c->rms_norm_eps, s->h);
+    be->rmsnorm(be, s->u, L->ffn_norm.vec, T, D, D, (float)c->rms_norm_eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
 
     /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
     be->linear(be, &L->gate, s->h, D, T, s->rl, E);
-    be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.f32, L->hash ? &L->tid2eid : NULL,
+    be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.vec, L->hash ? &L->tid2eid : NULL,
                   f->plan->tokens, c->norm_topk_prob, (float)c->routed_scaling_factor, s->eidx, s->ewts);
     dsv4_moe_params mp = {.n_experts = E,
                           .k = K,
@@ -215,6 +215,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     fwd f = {.e = e, .be = be, .c = c, .plan = plan, .s = s, .T = plan->n_tok,
              .ref = e->numerics == DSV4_NUMERICS_REFERENCE};
     const int T = plan->n_tok, D = c->dim, hc = c->hc_mult, V = c->vocab_size;
+    be->step_begin(be, plan, &e->kv);
 
     /* X = hc copies of the embedding */
     be->embed(be, &e->w.embed, plan->tokens, T, s->u);
@@ -241,7 +242,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     dsv4_hc_params hp = hc_params(c, &e->w.hc_head_fn, &e->w.hc_head_base, &e->w.hc_head_scale);
     be->hc_head(be, &hp, s->X, m, s->u);
     bf16_point(&f, s->u, (size_t)m * D);
-    be->rmsnorm(be, s->u, e->w.norm.f32, m, D, D, (float)c->rms_norm_eps, s->h);
+    be->rmsnorm(be, s->u, e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h);
     bf16_point(&f, s->h, (size_t)m * D);
     for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
         int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;

@@ -488,6 +488,7 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_quant_scheme *q, 
     }
 #undef CHECK
     w->bytes = b.bytes;
+    w->n_experts = c->n_routed_experts;
     w->n_fp8 = b.n_fp8;
     w->n_mxfp4 = b.n_mxfp4;
     w->n_nvfp4 = b.n_nvfp4;
@@ -550,4 +551,42 @@ const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n)
     default: snprintf(buf, n, "%s", w->name ? dsv4_dtype_name(w->dtype) : "-"); break;
     }
     return buf;
+}
+
+static dsv4_status foreach_layer(dsv4_layer_w *L, int E, dsv4_status (*fn)(void *, dsv4_w *), void *ctx)
+{
+    dsv4_w *ws[] = {&L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale, &L->hc_ffn_fn, &L->hc_ffn_base,
+                    &L->hc_ffn_scale, &L->attn_norm, &L->ffn_norm, &L->wq_a, &L->q_norm, &L->wq_b, &L->wkv,
+                    &L->kv_norm, &L->attn_sink, &L->wo_a, &L->wo_b, &L->cmp.ape, &L->cmp.wkv, &L->cmp.wgate,
+                    &L->cmp.norm, &L->idx_cmp.ape, &L->idx_cmp.wkv, &L->idx_cmp.wgate, &L->idx_cmp.norm,
+                    &L->idx_wq_b, &L->idx_weights_proj, &L->gate, &L->gate_bias, &L->tid2eid, &L->sh_w1, &L->sh_w3,
+                    &L->sh_w2};
+    dsv4_status st;
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
+        if (ws[i]->name && (st = fn(ctx, ws[i]))) return st;
+    for (int e = 0; L->exp_w1 && e < E; e++) {
+        dsv4_w *x[] = {&L->exp_w1[e], &L->exp_w3[e], &L->exp_w2[e]};
+        for (int i = 0; i < 3; i++)
+            if (x[i]->name && (st = fn(ctx, x[i]))) return st;
+    }
+    return DSV4_OK;
+}
+
+dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
+{
+    dsv4_w *g[] = {&w->embed, &w->head, &w->norm, &w->hc_head_fn, &w->hc_head_base, &w->hc_head_scale};
+    dsv4_status st;
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        if (g[i]->name && (st = fn(ctx, g[i]))) return st;
+    for (int l = 0; l < w->n_layers; l++)
+        if ((st = foreach_layer(&w->layers[l], w->n_experts, fn, ctx))) return st;
+    if (w->mtp.present) {
+        dsv4_mtp_w *m = &w->mtp;
+        if ((st = foreach_layer(&m->block, w->n_experts, fn, ctx))) return st;
+        dsv4_w *x[] = {&m->e_proj, &m->h_proj, &m->enorm, &m->hnorm, &m->norm, &m->hc_head_fn, &m->hc_head_base,
+                       &m->hc_head_scale};
+        for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+            if (x[i]->name && (st = fn(ctx, x[i]))) return st;
+    }
+    return DSV4_OK;
 }

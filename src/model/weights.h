@@ -45,8 +45,11 @@ typedef struct {
     float scale2;         /* NVFP4 global scale (weight_scale_2) */
     float input_scale;    /* NVFP4 activation scale (unused on CPU and Hopper) */
     bool no_act_quant;    /* reference numerics: keep BF16 activations (wo_a) */
-    float *f32;
-    void *dev;
+    float *f32;           /* host FP32 copy of a small vector; owned */
+    /* set by the backend's weight_load: what its ops read */
+    const float *vec;     /* small vectors: FP32 in backend memory (the CPU: f32 itself) */
+    void *dev;            /* matrices: elements in backend memory (NULL on the CPU: host is used) */
+    void *dev_scale;      /* matrices: scales in backend memory */
 } dsv4_w;
 
 /* Bytes of one row of a matrix's elements as stored. */
@@ -114,6 +117,7 @@ typedef struct {
     dsv4_w hc_head_base;         /* [hc] */
     dsv4_w hc_head_scale;        /* [1] */
     int n_layers;
+    int n_experts;               /* routed experts per layer */
     dsv4_layer_w *layers;        /* [n_layers] */
     dsv4_mtp_w mtp;
     uint64_t bytes;              /* payload bytes of the bound tensors (with scales) */
@@ -126,6 +130,9 @@ typedef struct {
 dsv4_status dsv4_weights_bind(const dsv4_config *cfg, const dsv4_quant_scheme *q, const dsv4_st *st,
                               dsv4_weights *w, char *err, size_t errlen);
 void dsv4_weights_free(dsv4_weights *w);
+
+/* Call fn on every bound tensor (layers, experts, MTP, globals). */
+dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx);
 
 /* Bytes a weight occupies in the checkpoint: elements plus scales. */
 uint64_t dsv4_w_bytes(const dsv4_w *w);

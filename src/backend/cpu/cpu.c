@@ -297,6 +297,14 @@ TILE_CASES(K_F16)
 
 /* ==== memory =========================================================== */
 
+static dsv4_status cpu_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
+{
+    w->vec = w->f32; /* matrices are read from the mmap where they are */
+    return DSV4_OK;
+}
+
+static void cpu_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv) {}
+
 static void *cpu_alloc(dsv4_backend *be, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
 static void cpu_free(dsv4_backend *be, void *p) { free(p); }
 static void cpu_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
@@ -1043,6 +1051,8 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->name = "cpu";
     be->impl = im;
     be->destroy = cpu_destroy;
+    be->weight_load = cpu_weight_load;
+    be->step_begin = cpu_step_begin;
     be->alloc = cpu_alloc;
     be->free = cpu_free;
     be->upload = cpu_copy;
