@@ -12,6 +12,7 @@
 #ifndef DSV4_H
 #define DSV4_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -170,6 +171,48 @@ void dsv4_stop_free(dsv4_stop_matcher *m);
 int dsv4_stop_feed(dsv4_stop_matcher *m, const char *text, size_t n, const char **out, size_t *out_len);
 /* End of the stream without a stop string: the text still held back. */
 void dsv4_stop_flush(dsv4_stop_matcher *m, const char **out, size_t *out_len);
+
+/* --------------------------------------------------------------- tokenizer --
+ * DeepSeek's byte-level BPE, loaded from a HF tokenizer.json, giving exactly
+ * the ids of HF `tokenizers` (tokenizer.encode(text, add_special_tokens=False))
+ * and its decode. A tokenizer is immutable once open and may be shared by
+ * threads. Ids are int32; strings are UTF-8 with explicit lengths. */
+typedef struct dsv4_tokenizer dsv4_tokenizer;
+
+dsv4_status dsv4_tokenizer_open(const char *path, dsv4_tokenizer **out, char *err, size_t errlen);
+void dsv4_tokenizer_close(dsv4_tokenizer *tok);
+/* One more than the largest id (model vocabulary and added tokens). */
+int32_t dsv4_tokenizer_vocab_size(const dsv4_tokenizer *tok);
+/* The id of a token by its exact content ("<｜User｜>", "</think>"), added
+ * tokens first, then the model vocabulary (HF token_to_id); -1 if none. */
+int32_t dsv4_token_id(const dsv4_tokenizer *tok, const char *content);
+/* Whether id is an added token marked special in tokenizer.json. */
+bool dsv4_token_is_special(const dsv4_tokenizer *tok, int32_t id);
+
+/* text[0, len) -> *ids (malloc'ed, [*n], free() it; non-NULL even when *n is 0).
+ * parse_special: added-token strings in the text become their ids, as HF does;
+ * false: every byte of the text goes through BPE (for untrusted text that must
+ * not inject control tokens). Invalid UTF-8 is refused. */
+dsv4_status dsv4_tokenize(const dsv4_tokenizer *tok, const char *text, size_t len, bool parse_special, int32_t **ids,
+                          size_t *n, char *err, size_t errlen);
+/* ids -> *text (malloc'ed, NUL-terminated, [*len] bytes, free() it): HF's
+ * decode(ids, skip_special_tokens=False), invalid UTF-8 replaced by U+FFFD.
+ * An id that names no token is refused. */
+dsv4_status dsv4_detokenize(const dsv4_tokenizer *tok, const int32_t *ids, size_t n, char **text, size_t *len,
+                            char *err, size_t errlen);
+
+/* Incremental detokenisation for streaming: push ids one at a time; each push
+ * returns the text that is now complete (whole UTF-8 characters only, possibly
+ * empty), and flush returns what is left at the end. The concatenation of all
+ * returned pieces equals dsv4_detokenize of all the ids. Returned text stays
+ * valid until the next call on the same detokenizer. */
+typedef struct dsv4_detok dsv4_detok;
+dsv4_status dsv4_detok_create(const dsv4_tokenizer *tok, dsv4_detok **out, char *err, size_t errlen);
+void dsv4_detok_free(dsv4_detok *d);
+dsv4_status dsv4_detok_push(dsv4_detok *d, int32_t id, const char **text, size_t *len, char *err, size_t errlen);
+void dsv4_detok_flush(dsv4_detok *d, const char **text, size_t *len);
+/* Forget pending bytes (a new stream). */
+void dsv4_detok_reset(dsv4_detok *d);
 
 #ifdef __cplusplus
 }
