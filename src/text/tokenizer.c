@@ -223,7 +223,7 @@ static void cache_put(enc_ctx *c, const char *k, size_t n, uint64_t h, const int
     e->ids_off = (uint32_t)c->ids_n;
     e->n_ids = (uint32_t)n_ids;
     memcpy(c->keys + c->keys_n, k, n);
-    memcpy(c->ids + c->ids_n, ids, n_ids * sizeof *ids);
+    if (n_ids) memcpy(c->ids + c->ids_n, ids, n_ids * sizeof *ids);
     c->keys_n += n;
     c->ids_n += n_ids;
     c->slots[i] = (int32_t)c->n_ents++;
@@ -424,7 +424,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
                 snprintf(c->err, c->errlen, "out of memory");
                 return -1;
             }
-            memcpy(c->out + c->n_out, c->ids + e->ids_off, e->n_ids * sizeof *c->out);
+            if (e->n_ids) memcpy(c->out + c->n_out, c->ids + e->ids_off, e->n_ids * sizeof *c->out);
             c->n_out += e->n_ids;
             return 0;
         }
@@ -686,7 +686,7 @@ dsv4_status dsv4_tokenize(const dsv4_tokenizer *tok, const char *text, size_t le
             snprintf(err, errlen, "out of memory");
             st = DSV4_ERR_NOMEM;
         } else {
-            memcpy(o, c->out, c->n_out * sizeof *o);
+            if (c->n_out) memcpy(o, c->out, c->n_out * sizeof *o);
             *ids = o;
             *n = c->n_out;
         }
