@@ -1,7 +1,8 @@
 /*
  * bench_cpu.c - prefill and decode throughput of the engine on one model.
  *
- *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--threads T] [--numerics plain|reference] [--json FILE]
+ *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--threads T] [--numerics plain|reference]
+ *                   [--backend cpu|cuda] [--json FILE]
  *
  * Prefills N random token ids as one sequence (timed), then decodes M tokens
  * one step at a time feeding back the argmax (timed), and prints tokens/s for
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads")) o.n_threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--numerics")) o.numerics = strcmp(argv[i + 1], "plain") ? DSV4_NUMERICS_REFERENCE : DSV4_NUMERICS_PLAIN;
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else if (!strcmp(argv[i], "--backend")) o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
             fprintf(stderr, "bench_cpu: unknown option %s\n", argv[i]);
             return 2;
@@ -85,14 +87,14 @@ int main(int argc, char **argv)
     }
     double t2 = now_s();
     double pf = N / (t1 - t0), dc = M / (t2 - t1);
-    printf("model %s  threads %d  prefill %d tokens: %.1f tok/s (%.1f ms)  decode %d tokens: %.1f tok/s (%.2f ms/token)\n",
-           o.model_dir, o.n_threads, N, pf, (t1 - t0) * 1e3, M, dc, (t2 - t1) * 1e3 / M);
+    printf("model %s  backend %s  threads %d  prefill %d tokens: %.1f tok/s (%.1f ms)  decode %d tokens: %.1f tok/s (%.2f ms/token)\n",
+           o.model_dir, info.backend, o.n_threads, N, pf, (t1 - t0) * 1e3, M, dc, (t2 - t1) * 1e3 / M);
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
-            fprintf(f, "{\"model\": \"%s\", \"threads\": %d, \"prompt\": %d, \"decode\": %d, \"prefill_tok_s\": %.2f, "
+            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"prompt\": %d, \"decode\": %d, \"prefill_tok_s\": %.2f, "
                        "\"decode_tok_s\": %.2f, \"decode_ms_per_token\": %.4f}\n",
-                    o.model_dir, o.n_threads, N, M, pf, dc, (t2 - t1) * 1e3 / M);
+                    o.model_dir, info.backend, o.n_threads, N, M, pf, dc, (t2 - t1) * 1e3 / M);
             fclose(f);
         }
     }

@@ -93,6 +93,8 @@ struct dsv4_backend {
     void (*free)(dsv4_backend *be, void *p);
     void (*upload)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
     void (*download)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
+    /* backend memory to backend memory; the ranges do not overlap */
+    void (*copy)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
 
     /* out[n, D] = emb[tok[i]] */
     void (*embed)(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
@@ -155,5 +157,11 @@ struct dsv4_backend {
 
 /* The CPU backend; n_threads <= 0 uses every core. */
 dsv4_backend *dsv4_backend_cpu_create(int n_threads);
+
+#ifdef DSV4_HAVE_CUDA
+/* The CUDA backend on GPU `device`; NULL with a reason in err when unusable. */
+dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
+int dsv4_cuda_device_count(void);
+#endif
 
 #endif

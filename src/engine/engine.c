@@ -179,6 +179,48 @@ static void scratch_destroy(dsv4_engine *e)
 
 /* ---- open / close ------------------------------------------------------- */
 
+/* --backend: cpu always works; cuda needs a build with the CUDA backend and a
+ * supported GPU; auto takes the GPU when there is one and says so in one line. */
+static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
+                                  size_t errlen)
+{
+    *out = NULL;
+    if (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO) {
+#ifdef DSV4_HAVE_CUDA
+        char why[256] = "";
+        if (dsv4_cuda_device_count() > 0) {
+            if (c->hc_mult > 16 || c->n_experts_per_tok > 16 || c->n_routed_experts > 1024)
+                snprintf(why, sizeof why, "hc_mult, num_experts_per_tok or n_routed_experts exceed the CUDA "
+                                          "backend's limits (16, 16, 1024)");
+            else if ((*out = dsv4_backend_cuda_create(0, why, sizeof why)) != NULL) {
+                if (o->verbose || o->backend == DSV4_BACKEND_AUTO)
+                    fprintf(stderr, "dsv4: backend cuda (GPU 0)\n");
+                return DSV4_OK;
+            }
+        } else {
+            snprintf(why, sizeof why, "no CUDA device is available");
+        }
+        if (o->backend == DSV4_BACKEND_CUDA) {
+            snprintf(err, errlen, "--backend cuda: %s; use --backend cpu", why);
+            return DSV4_ERR_UNSUPPORTED;
+        }
+        if (o->verbose) fprintf(stderr, "dsv4: backend cpu (%s)\n", why);
+#else
+        if (o->backend == DSV4_BACKEND_CUDA) {
+            snprintf(err, errlen, "--backend cuda: this build has no CUDA backend (no CUDA compiler at build "
+                                  "time); use --backend cpu");
+            return DSV4_ERR_UNSUPPORTED;
+        }
+#endif
+    }
+    *out = dsv4_backend_cpu_create(o->n_threads);
+    if (!*out) {
+        snprintf(err, errlen, "out of memory creating the CPU backend");
+        return DSV4_ERR_NOMEM;
+    }
+    return DSV4_OK;
+}
+
 typedef struct {
     dsv4_backend *be;
     char *err;
@@ -221,16 +263,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         fprintf(stderr, "dsv4: checkpoint %s: %d layers, %.1f MiB of weights bound in %.3f s\n", o->model_dir,
                 e->cfg.n_layers, (double)e->w.bytes / (1 << 20), t1 - t0);
 
-    if (o->backend == DSV4_BACKEND_CUDA) {
-        snprintf(err, errlen, "--backend cuda: this build has no CUDA backend yet; use --backend cpu");
-        st = DSV4_ERR_UNSUPPORTED;
-        goto fail;
-    }
-    e->be = dsv4_backend_cpu_create(o->n_threads);
-    if (!e->be) {
-        st = DSV4_ERR_NOMEM;
-        goto fail;
-    }
+    if ((st = backend_choose(o, &e->cfg, &e->be, err, errlen)) != DSV4_OK) goto fail;
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;

@@ -222,7 +222,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     bf16_point(&f, s->u, (size_t)T * D);
     for (int t = 0; t < T; t++)
         for (int i = 0; i < hc; i++)
-            memcpy(s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
+            be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
 
     for (int l = 0; l < c->n_layers; l++) {
         attention(&f, l);
@@ -235,7 +235,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     float **dst = (float **)s->out_ptr;
     for (int t = 0; t < T; t++)
         if (out[t]) {
-            if (m != t) memcpy(s->X + (size_t)m * hc * D, s->X + (size_t)t * hc * D, (size_t)hc * D * sizeof(float));
+            if (m != t) be->copy(be, s->X + (size_t)m * hc * D, s->X + (size_t)t * hc * D, (size_t)hc * D * sizeof(float));
             dst[m++] = out[t];
         }
     if (!m) return;

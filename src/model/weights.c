@@ -521,7 +521,7 @@ dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
     v.ne[0] = n;
     v.row0 = w->row0 + r0;
     v.f32 = NULL;
-    v.dev = NULL;
+    v.vec = NULL;
     return v;
 }
 

@@ -26,7 +26,12 @@
 
 #include <cmocka.h>
 
+#include "backend/backend.h"
 #include "dsv4.h"
+
+/* DSV4_TEST_BACKEND=cuda runs every check on the GPU (exit 77 = skipped when
+ * there is none); default the CPU. */
+static dsv4_backend_kind test_backend = DSV4_BACKEND_CPU;
 
 typedef struct {
     char dir[1400];
@@ -80,7 +85,7 @@ static dsv4_engine *open_engine(const fixture *fx, dsv4_numerics num, int max_se
     dsv4_engine_opts_default(&o);
     o.model_dir = fx->dir;
     o.numerics = num;
-    o.backend = DSV4_BACKEND_CPU;
+    o.backend = test_backend;
     o.max_seqs = max_seqs;
     o.max_ctx = fx->T + 8;
     o.max_batch_tokens = 512;
@@ -295,6 +300,19 @@ static int setup(void **state)
 
 int main(void)
 {
+    const char *tb = getenv("DSV4_TEST_BACKEND");
+    if (tb && !strcmp(tb, "cuda")) {
+#ifdef DSV4_HAVE_CUDA
+        if (dsv4_cuda_device_count() <= 0) {
+            printf("no CUDA device: skipped\n");
+            return 77;
+        }
+        test_backend = DSV4_BACKEND_CUDA;
+#else
+        printf("built without the CUDA backend: skipped\n");
+        return 77;
+#endif
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_modes),
         cmocka_unit_test(test_batch_invariance),

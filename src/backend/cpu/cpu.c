@@ -1057,6 +1057,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->free = cpu_free;
     be->upload = cpu_copy;
     be->download = cpu_copy;
+    be->copy = cpu_copy;
     be->embed = cpu_embed;
     be->linear = cpu_linear;
     be->rmsnorm = cpu_rmsnorm;

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Builds the CUDA-enabled binaries here (nvcc compiles for sm_90a without a
+# GPU) and packs what the GPU machine needs into .gpu/ (git-ignored): the
+# binaries and the shared libraries they use that its image lacks. Then, on
+# the device: `sh scripts/gpu_suite.sh` with .gpu carried.
+set -eu
+cd "$(dirname "$0")/.."
+cmake -S . -B build-gpu -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build-gpu -j "$(nproc)" --target dsv4 bench_cpu test_golden >/dev/null
+rm -rf .gpu && mkdir -p .gpu/lib
+cp build-gpu/dsv4 build-gpu/bench_cpu build-gpu/tests/test_golden .gpu/
+for b in .gpu/dsv4 .gpu/test_golden; do
+  ldd "$b" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libgcc_s)\.so' | while read -r l; do
+    cp -L "$l" .gpu/lib/
+  done
+done
+du -sh .gpu

@@ -1,0 +1,200 @@
+/*
+ * common.cuh - shared by the CUDA backend's op families: the backend's state,
+ * error checking, weight descriptors and the device-side decoding of every
+ * weight format (through the codecs of model/quant.h, shared with the CPU).
+ *
+ * This is the first, correctness-first CUDA backend: every op computes each
+ * output with a fixed reduction order independent of the batch (the same
+ * contract as the CPU backend), with simple kernels. Speed comes next, op
+ * family by op family, each measured against the roofline.
+ */
+#ifndef DSV4_BACKEND_CUDA_COMMON_CUH
+#define DSV4_BACKEND_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+extern "C" {
+#include "backend/backend.h"
+}
+#include "model/quant.h"
+
+/* A CUDA failure inside an op is a broken invariant (bad launch, device lost):
+ * say where and stop. Failures that a user can cause are caught at load. */
+#define CK(x) cuda_check((x), #x, __FILE__, __LINE__)
+static inline void cuda_check(cudaError_t e, const char *what, const char *file, int line)
+{
+    if (e != cudaSuccess) {
+        fprintf(stderr, "dsv4: CUDA error %s at %s:%d (%s)\n", cudaGetErrorString(e), file, line, what);
+        abort();
+    }
+}
+#define CK_LAUNCH() CK(cudaGetLastError())
+
+enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_COUNT };
+
+/* Weight descriptor as kernels see it. */
+struct wdesc {
+    const void *data;  /* element bytes of row 0 of the tensor (not of a view) */
+    const void *scale;
+    int fmt;           /* dsv4_wfmt */
+    int dtype;         /* dsv4_dtype of the elements */
+    int sdtype;        /* dsv4_dtype of the scales */
+    int64_t rows, cols, row0;
+    int br, bc;
+    int64_t scale_cols;
+    float scale2;
+};
+
+#define MAX_MOE_TABLES 1024
+struct cuda_impl {
+    int device;
+    cudaStream_t stream;
+    /* the current step's plan and page table, on the device */
+    int32_t *d_tokens, *d_tok_seg, *d_page_table;
+    int64_t *d_pos;
+    dsv4_seg *d_segs;
+    size_t cap_tok, cap_seg, cap_pt;
+    /* grow-only scratch */
+    void *scratch[CS_COUNT];
+    size_t scratch_cap[CS_COUNT];
+    /* expert descriptor tables, keyed by the host address of the dsv4_w array */
+    const void *moe_key[MAX_MOE_TABLES];
+    wdesc *moe_tab[MAX_MOE_TABLES];
+    int n_moe;
+};
+
+static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->impl; }
+
+void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
+
+static inline wdesc wdesc_of(const dsv4_w *w)
+{
+    wdesc d;
+    d.data = w->dev;
+    d.scale = w->dev_scale;
+    d.fmt = w->fmt;
+    d.dtype = w->dtype;
+    d.sdtype = w->scale_dtype;
+    d.rows = w->ne[0];
+    d.cols = w->ne[1];
+    d.row0 = w->row0;
+    d.br = w->block_rows > 0 ? w->block_rows : 128;
+    d.bc = w->block_cols > 0 ? w->block_cols : 128;
+    d.scale_cols = w->scale_cols;
+    d.scale2 = w->scale2;
+    return d;
+}
+
+/* Element (r, i) of a weight, r an absolute row. Exact in FP32. */
+__device__ __forceinline__ float w_at(const wdesc &w, int64_t r, int64_t i)
+{
+    const int64_t n = w.cols;
+    switch (w.fmt) {
+    case DSV4_WF_FLOAT:
+        if (w.dtype == DSV4_DT_BF16) return dsv4_bf16_to_f32(((const uint16_t *)w.data)[r * n + i]);
+        if (w.dtype == DSV4_DT_F32) return ((const float *)w.data)[r * n + i];
+        return dsv4_f16_to_f32(((const uint16_t *)w.data)[r * n + i]);
+    case DSV4_WF_FP8: {
+        float s;
+        const int64_t k = (r / w.br) * w.scale_cols + i / w.bc;
+        if (w.sdtype == DSV4_DT_F32) s = ((const float *)w.scale)[k];
+        else s = dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
+        return dsv4_e4m3_to_f32(((const uint8_t *)w.data)[r * n + i]) * s;
+    }
+    default: {
+        const uint8_t b = ((const uint8_t *)w.data)[r * (n / 2) + i / 2];
+        const float v = dsv4_e2m1_to_f32((i & 1) ? (b >> 4) : (b & 15));
+        if (w.fmt == DSV4_WF_MXFP4) return v * dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[r * w.scale_cols + i / 32]);
+        return v * dsv4_e4m3_to_f32(((const uint8_t *)w.scale)[r * w.scale_cols + i / 16]) * w.scale2;
+    }
+    }
+}
+
+/* Warp-level sum in a fixed butterfly order. */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* Block-level sum in a fixed order (blockDim.x a multiple of 32, <= 1024). */
+__device__ __forceinline__ float block_sum(float v, float *sh /* [32] */)
+{
+    v = warp_sum(v);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    float t = 0;
+    if (wid == 0) {
+        t = lane < nw ? sh[lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) sh[0] = t;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+__device__ __forceinline__ float block_max(float v, float *sh)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads();
+    if (lane == 0) sh[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        float t = lane < nw ? sh[lane] : -INFINITY;
+        for (int o = 16; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, o));
+        if (lane == 0) sh[0] = t;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+/* Compressed row c of a layer of slot `slot` (main rows or indexer keys). */
+__device__ __forceinline__ float *cmp_row(float *pages, const int32_t *page_table, int max_pages, int page_tokens,
+                                          size_t page_floats, size_t off, int slot, int64_t c, int ratio, int width)
+{
+    const int64_t tok = c * ratio;
+    const int32_t page = page_table[(size_t)slot * max_pages + tok / page_tokens];
+    const int64_t row = (tok % page_tokens) / ratio;
+    return pages + (size_t)page * page_floats + off + (size_t)row * width;
+}
+
+/* The reference's act_quant: FP8 per 128 along the row, power-of-two scales. */
+void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, float *out);
+
+/* op family entry points (each .cu file), installed by cuda_backend.cu */
+void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
+void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y);
+void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim);
+void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
+               const int64_t *pos, const float *freqs, bool inverse);
+void cuda_round_bf16(dsv4_backend *be, float *x, size_t n);
+void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope);
+void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim);
+void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y);
+void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m);
+void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post, float *comb);
+void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
+                  float *X);
+void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
+void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
+                   const float *a, const float *g);
+void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                       const float *q, const float *w, int32_t *idx, int32_t *cnt);
+void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,
+               const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out);
+void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
+                   const float *kv_new);
+void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
+                    const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
+                    float *wts);
+void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                      const float *wts, float *out);
+
+#endif

@@ -1,0 +1,409 @@
+/*
+ * cuda_backend.cu - the CUDA backend's lifetime, memory, weights, per-step
+ * plan upload, and the small elementwise and per-row ops (embedding, norms,
+ * RoPE, rounding and the reference's quantisation simulations, SwiGLU).
+ *
+ * Every op is enqueued on one stream; the engine reads results back with
+ * download(), which synchronises. Weights are copied to the device once at
+ * load in their checkpoint format and decoded by the kernels that use them.
+ */
+#include "backend/cuda/common.cuh"
+
+#include <string.h>
+
+extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
+extern "C" int dsv4_cuda_device_count(void);
+
+/* ==== memory ============================================================= */
+
+static void *c_alloc(dsv4_backend *be, size_t bytes)
+{
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    CK(cudaMemsetAsync(p, 0, bytes ? bytes : 1, impl_of(be)->stream));
+    return p;
+}
+
+static void c_free(dsv4_backend *be, void *p) { CK(cudaFree(p)); }
+
+static void c_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, impl_of(be)->stream));
+    CK(cudaStreamSynchronize(impl_of(be)->stream)); /* src may be a stack buffer */
+}
+
+static void c_download(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, impl_of(be)->stream));
+    CK(cudaStreamSynchronize(impl_of(be)->stream));
+}
+
+static void c_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
+}
+
+void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
+{
+    cuda_impl *im = impl_of(be);
+    if (im->scratch_cap[slot] < bytes) {
+        if (im->scratch[slot]) {
+            CK(cudaStreamSynchronize(im->stream));
+            CK(cudaFree(im->scratch[slot]));
+        }
+        size_t cap = bytes + bytes / 4 + 256;
+        CK(cudaMalloc(&im->scratch[slot], cap));
+        im->scratch_cap[slot] = cap;
+    }
+    return im->scratch[slot];
+}
+
+static size_t w_elem_bytes(const dsv4_w *w)
+{
+    const size_t n = (size_t)w->ne[0] * (size_t)w->ne[1];
+    switch (w->fmt) {
+    case DSV4_WF_FP8: return n;
+    case DSV4_WF_MXFP4:
+    case DSV4_WF_NVFP4: return n / 2;
+    default: return n * dsv4_dtype_size(w->dtype);
+    }
+}
+
+static size_t w_scale_bytes(const dsv4_w *w)
+{
+    switch (w->fmt) {
+    case DSV4_WF_FP8:
+        return (size_t)((w->ne[0] + w->block_rows - 1) / w->block_rows) * w->scale_cols * dsv4_dtype_size(w->scale_dtype);
+    case DSV4_WF_MXFP4:
+    case DSV4_WF_NVFP4: return (size_t)w->ne[0] * w->scale_cols;
+    default: return 0;
+    }
+}
+
+static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
+{
+    cuda_impl *im = impl_of(be);
+    if (w->f32) {
+        size_t bytes = (size_t)w->ne[0] * w->ne[1] * sizeof(float);
+        void *d = NULL;
+        if (cudaMalloc(&d, bytes) != cudaSuccess) goto oom;
+        CK(cudaMemcpyAsync(d, w->f32, bytes, cudaMemcpyHostToDevice, im->stream));
+        w->vec = (const float *)d;
+        w->dev = d;
+        return DSV4_OK;
+    }
+    {
+        size_t eb = w_elem_bytes(w), sb = w_scale_bytes(w);
+        if (cudaMalloc(&w->dev, eb) != cudaSuccess) goto oom;
+        CK(cudaMemcpyAsync(w->dev, w->host, eb, cudaMemcpyHostToDevice, im->stream));
+        if (sb) {
+            if (cudaMalloc(&w->dev_scale, sb) != cudaSuccess) goto oom;
+            CK(cudaMemcpyAsync(w->dev_scale, w->scale, sb, cudaMemcpyHostToDevice, im->stream));
+        }
+        return DSV4_OK;
+    }
+oom:
+    snprintf(err, errlen, "%s: out of GPU memory loading the weights", w->name);
+    return DSV4_ERR_NOMEM;
+}
+
+static void grow(void **p, size_t *cap, size_t need)
+{
+    if (*cap >= need) return;
+    if (*p) CK(cudaFree(*p));
+    *cap = need + need / 2 + 64;
+    CK(cudaMalloc(p, *cap));
+}
+
+static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv)
+{
+    cuda_impl *im = impl_of(be);
+    CK(cudaStreamSynchronize(im->stream)); /* the previous step no longer reads these */
+    const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
+    const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
+    if (im->cap_tok < nt) {
+        cudaFree(im->d_tokens);
+        cudaFree(im->d_tok_seg);
+        cudaFree(im->d_pos);
+        im->cap_tok = nt + nt / 2 + 16;
+        CK(cudaMalloc((void **)&im->d_tokens, im->cap_tok * sizeof(int32_t)));
+        CK(cudaMalloc((void **)&im->d_tok_seg, im->cap_tok * sizeof(int32_t)));
+        CK(cudaMalloc((void **)&im->d_pos, im->cap_tok * sizeof(int64_t)));
+    }
+    if (im->cap_seg < ns) {
+        cudaFree(im->d_segs);
+        im->cap_seg = ns + 16;
+        CK(cudaMalloc((void **)&im->d_segs, im->cap_seg * sizeof(dsv4_seg)));
+    }
+    grow((void **)&im->d_page_table, &im->cap_pt, pt);
+    CK(cudaMemcpy(im->d_tokens, plan->tokens, nt * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(im->d_tok_seg, plan->tok_seg, nt * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(im->d_pos, plan->pos, nt * sizeof(int64_t), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(im->d_segs, plan->segs, ns * sizeof(dsv4_seg), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(im->d_page_table, kv->page_table, pt, cudaMemcpyHostToDevice));
+}
+
+/* ==== elementwise and per-row ops ======================================== */
+
+__global__ void k_embed(wdesc w, const int32_t *tok, int n, float *out)
+{
+    const int t = blockIdx.x;
+    for (int64_t i = threadIdx.x; i < w.cols; i += blockDim.x) out[(size_t)t * w.cols + i] = w_at(w, tok[t], i);
+}
+
+void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
+{
+    /* tok is the plan's host array: the device copy holds the same ids */
+    cuda_impl *im = impl_of(be);
+    k_embed<<<n, 256, 0, im->stream>>>(wdesc_of(emb), im->d_tokens, n, out);
+    CK_LAUNCH();
+}
+
+__global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y)
+{
+    __shared__ float sh[32];
+    const float *xr = x + (size_t)blockIdx.x * ld;
+    float *yr = y + (size_t)blockIdx.x * ld;
+    float s = 0;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i] * xr[i];
+    s = block_sum(s, sh);
+    const float k = 1.0f / sqrtf(s / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w ? w[i] * (xr[i] * k) : xr[i] * k;
+}
+
+void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y)
+{
+    if (rows <= 0) return;
+    k_rmsnorm<<<rows, 256, 0, impl_of(be)->stream>>>(x, w, dim, ld, eps, y);
+    CK_LAUNCH();
+}
+
+__global__ void k_rmsnorm_bf16(float *x, int dim)
+{
+    __shared__ float sh[32];
+    float *v = x + (size_t)blockIdx.x * dim;
+    float s = 0;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += dsv4_round_bf16(v[i] * v[i]);
+    s = block_sum(s, sh);
+    const float ms = dsv4_round_bf16(s / (float)dim);
+    const float k = dsv4_round_bf16(1.0f / sqrtf(dsv4_round_bf16(ms + 1e-6f)));
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) v[i] = dsv4_round_bf16(v[i] * k);
+}
+
+void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
+{
+    if (rows <= 0) return;
+    k_rmsnorm_bf16<<<rows, 256, 0, impl_of(be)->stream>>>(x, dim);
+    CK_LAUNCH();
+}
+
+__global__ void k_rope(float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim, const int64_t *pos,
+                       const float *freqs, bool inverse)
+{
+    const int half = rope_dim / 2;
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n_tok * n_heads * half) return;
+    const int i = (int)(id % half), h = (int)((id / half) % n_heads), t = (int)(id / half / n_heads);
+    const float ang = (float)pos[t] * freqs[i];
+    /* double-precision sin/cos of the FP32 angle, as the CPU backend */
+    float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+    if (inverse) sn = -sn;
+    float *v = x + (size_t)t * ld_tok + (size_t)h * head_dim + (head_dim - rope_dim);
+    const float a = v[2 * i], b = v[2 * i + 1];
+    v[2 * i] = a * cs - b * sn;
+    v[2 * i + 1] = a * sn + b * cs;
+}
+
+void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
+               const int64_t *pos, const float *freqs, bool inverse)
+{
+    const int64_t n = (int64_t)n_tok * n_heads * (rope_dim / 2);
+    if (n <= 0) return;
+    /* pos is the plan's host array: use the device copy */
+    k_rope<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(x, n_tok, n_heads, ld_tok, head_dim, rope_dim,
+                                                                       impl_of(be)->d_pos, freqs, inverse);
+    CK_LAUNCH();
+}
+
+__global__ void k_round_bf16(float *x, size_t n)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = dsv4_round_bf16(x[i]);
+}
+
+void cuda_round_bf16(dsv4_backend *be, float *x, size_t n)
+{
+    if (!n) return;
+    k_round_bf16<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(x, n);
+    CK_LAUNCH();
+}
+
+__global__ void k_kv_sim(float *x, int rows, int ld, int nope)
+{
+    const int nb = (nope + 63) / 64;
+    const int id = blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= rows * nb) return;
+    const int r = id / nb, b = id % nb;
+    const int len = nope - b * 64 < 64 ? nope - b * 64 : 64;
+    dsv4_fp8sim(x + (size_t)r * ld + b * 64, len, 64);
+}
+
+void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
+{
+    const int n = rows * ((nope + 63) / 64);
+    if (n <= 0) return;
+    k_kv_sim<<<(n + 127) / 128, 128, 0, impl_of(be)->stream>>>(x, rows, ld, nope);
+    CK_LAUNCH();
+}
+
+__global__ void k_idx_sim(float *x, int rows, int dim)
+{
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    float *v = x + (size_t)r * dim;
+    dsv4_hadamard(v, dim);
+    for (int i = 0; i < dim; i++) v[i] = dsv4_round_bf16(v[i]);
+    dsv4_fp4sim(v, dim, 32);
+}
+
+void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
+{
+    if (rows <= 0) return;
+    k_idx_sim<<<(rows + 63) / 64, 64, 0, impl_of(be)->stream>>>(x, rows, dim);
+    CK_LAUNCH();
+}
+
+__global__ void k_add(const float *a, const float *b, size_t n, float *y)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a[i] + b[i];
+}
+
+void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
+{
+    if (!n) return;
+    k_add<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(a, b, n, y);
+    CK_LAUNCH();
+}
+
+__global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, float *m)
+{
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float gi = g[i], ui = u[i];
+    if (limit > 0) {
+        gi = fminf(gi, limit);
+        ui = fminf(fmaxf(ui, -limit), limit);
+    }
+    m[i] = gi / (1.0f + expf(-gi)) * ui;
+}
+
+void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+{
+    if (!n) return;
+    k_swiglu<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(g, u, n, limit, m);
+    CK_LAUNCH();
+}
+
+__global__ void k_kv_store(int window, int head_dim, const dsv4_seg *segs, int n_seg, float *slots, size_t slot_floats,
+                           size_t win_off, const float *kv_new)
+{
+    const dsv4_seg s = segs[blockIdx.x];
+    const int first = s.n > window ? s.n - window : 0;
+    float *ring = slots + (size_t)s.slot * slot_floats + win_off;
+    for (int i = first; i < s.n; i++)
+        for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
+            ring[(size_t)((s.pos0 + i) % window) * head_dim + d] = kv_new[(size_t)(s.t0 + i) * head_dim + d];
+}
+
+void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
+                   const float *kv_new)
+{
+    cuda_impl *im = impl_of(be);
+    k_kv_store<<<plan->n_seg, 128, 0, im->stream>>>(window, head_dim, im->d_segs, plan->n_seg, kv->slots,
+                                                    kv->slot_floats, kv->layer[layer].win, kv_new);
+    CK_LAUNCH();
+}
+
+/* ==== construction ======================================================= */
+
+static void c_destroy(dsv4_backend *be)
+{
+    if (!be) return;
+    cuda_impl *im = impl_of(be);
+    if (im) {
+        cudaStreamSynchronize(im->stream);
+        for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[i]);
+        cudaFree(im->d_tokens);
+        cudaFree(im->d_tok_seg);
+        cudaFree(im->d_pos);
+        cudaFree(im->d_segs);
+        cudaFree(im->d_page_table);
+        for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
+        cudaStreamDestroy(im->stream);
+        free(im);
+    }
+    free(be);
+}
+
+extern "C" int dsv4_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+    return n;
+}
+
+extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen)
+{
+    int n = dsv4_cuda_device_count();
+    if (n <= 0) {
+        snprintf(err, errlen, "no CUDA device is available");
+        return NULL;
+    }
+    if (device < 0 || device >= n) {
+        snprintf(err, errlen, "CUDA device %d does not exist (%d present)", device, n);
+        return NULL;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, device));
+    if (prop.major < 9) {
+        snprintf(err, errlen, "%s (sm_%d%d): this build's CUDA kernels need sm_90 (Hopper) or newer", prop.name,
+                 prop.major, prop.minor);
+        return NULL;
+    }
+    CK(cudaSetDevice(device));
+    dsv4_backend *be = (dsv4_backend *)calloc(1, sizeof(*be));
+    cuda_impl *im = (cuda_impl *)calloc(1, sizeof(*im));
+    im->device = device;
+    CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    be->name = "cuda";
+    be->impl = im;
+    be->destroy = c_destroy;
+    be->weight_load = c_weight_load;
+    be->step_begin = c_step_begin;
+    be->alloc = c_alloc;
+    be->free = c_free;
+    be->upload = c_upload;
+    be->download = c_download;
+    be->copy = c_copy;
+    be->embed = cuda_embed;
+    be->linear = cuda_linear;
+    be->rmsnorm = cuda_rmsnorm;
+    be->rmsnorm_bf16 = cuda_rmsnorm_bf16;
+    be->rope = cuda_rope;
+    be->round_bf16 = cuda_round_bf16;
+    be->kv_sim = cuda_kv_sim;
+    be->idx_sim = cuda_idx_sim;
+    be->add = cuda_add;
+    be->hc_pre = cuda_hc_pre;
+    be->hc_post = cuda_hc_post;
+    be->hc_head = cuda_hc_head;
+    be->compress = cuda_compress;
+    be->indexer_topk = cuda_indexer_topk;
+    be->attn = cuda_attn;
+    be->kv_store = cuda_kv_store;
+    be->moe_route = cuda_moe_route;
+    be->moe_experts = cuda_moe_experts;
+    be->swiglu = cuda_swiglu;
+    return be;
+}

@@ -1,0 +1,206 @@
+/*
+ * moe.cu - the router and the routed experts on the GPU (MODEL.md §3.7).
+ *
+ * The router runs one thread per token (sqrt-softplus scores, hash or
+ * bias-corrected top-k, renormalisation, scaling). The experts run as three
+ * passes over (token, slot) pairs - gate and up projections, SwiGLU times
+ * the routing weight, down projection - into a per-slot buffer, then each
+ * token sums its slots in ascending expert id, the CPU's fixed order. Expert
+ * descriptors are uploaded once per layer and kept.
+ */
+#include "backend/cuda/common.cuh"
+
+#include <string.h>
+
+#define MOE_WARPS 8
+#define MAX_K 16
+#define MAX_E 1024
+
+__device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : log1pf(expf(x))); }
+
+__global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
+                        const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
+{
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const float *lg = logits + (size_t)t * E;
+    int32_t *it = idx + (size_t)t * k;
+    float *wt = wts + (size_t)t * k;
+    if (tid2eid) {
+        for (int i = 0; i < k; i++) {
+            const size_t o = (size_t)tokens[t] * k + i;
+            it[i] = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
+        }
+    } else {
+        /* k passes of argmax over score + bias; ties to the lower index */
+        unsigned taken[MAX_E / 32] = {0};
+        for (int i = 0; i < k; i++) {
+            int best = -1;
+            float bv = -INFINITY;
+            for (int e = 0; e < E; e++) {
+                if (taken[e >> 5] >> (e & 31) & 1) continue;
+                const float v = sqrt_softplus(lg[e]) + (bias ? bias[e] : 0.0f);
+                if (best < 0 || v > bv) {
+                    best = e;
+                    bv = v;
+                }
+            }
+            taken[best >> 5] |= 1u << (best & 31);
+            it[i] = best;
+        }
+        /* ascending ids, as the CPU's top-k returns them */
+        for (int i = 1; i < k; i++)
+            for (int j = i; j > 0 && it[j] < it[j - 1]; j--) {
+                int32_t x = it[j];
+                it[j] = it[j - 1];
+                it[j - 1] = x;
+            }
+    }
+    float sum = 0;
+    for (int i = 0; i < k; i++) sum += (wt[i] = sqrt_softplus(lg[it[i]]));
+    for (int i = 0; i < k; i++) {
+        if (renorm) wt[i] /= sum + 1e-20f;
+        wt[i] *= route_scale;
+    }
+}
+
+void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
+                    const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
+                    float *wts)
+{
+    if (k > MAX_K || n_experts > MAX_E) abort(); /* refused at load for this backend */
+    cuda_impl *im = impl_of(be);
+    const bool hash = tid2eid && tid2eid->name;
+    k_route<<<(n + 63) / 64, 64, 0, im->stream>>>(logits, n, n_experts, k, bias, hash ? tid2eid->dev : NULL,
+                                                  hash && tid2eid->dtype == DSV4_DT_I64, im->d_tokens, renorm,
+                                                  route_scale, idx, wts);
+    CK_LAUNCH();
+}
+
+/* One warp per (row, token-slot): y = W_e x_t for the slot's expert e. */
+__global__ void k_expert_gate_up(const wdesc *w1, const wdesc *w3, const float *x, int D, int k, const int32_t *idx,
+                                 int I, bool reference, float *G, float *U)
+{
+    const int lane = threadIdx.x & 31;
+    const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
+    const int ts = blockIdx.y; /* token * k + slot */
+    if (r >= I) return;
+    const int e = idx[ts];
+    const float *xt = x + (size_t)(ts / k) * D;
+    const wdesc a = w1[e], b = w3[e];
+    float g = 0, u = 0;
+    for (int i = lane; i < D; i += 32) {
+        g += xt[i] * w_at(a, a.row0 + r, i);
+        u += xt[i] * w_at(b, b.row0 + r, i);
+    }
+    g = warp_sum(g);
+    u = warp_sum(u);
+    if (lane == 0) {
+        G[(size_t)ts * I + r] = reference ? dsv4_round_bf16(g) : g;
+        U[(size_t)ts * I + r] = reference ? dsv4_round_bf16(u) : u;
+    }
+}
+
+__global__ void k_expert_act(float *G, const float *U, int I, size_t total, float limit, const float *wts,
+                             bool reference)
+{
+    const size_t id = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= total) return;
+    float g = G[id], u = U[id];
+    if (limit > 0) {
+        g = fminf(g, limit);
+        u = fminf(fmaxf(u, -limit), limit);
+    }
+    float m = g / (1.0f + expf(-g)) * u * wts[id / I];
+    G[id] = reference ? dsv4_round_bf16(m) : m;
+}
+
+__global__ void k_expert_down(const wdesc *w2, const float *M, int I, int k, const int32_t *idx, int D,
+                              bool reference, float *Y)
+{
+    const int lane = threadIdx.x & 31;
+    const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
+    const int ts = blockIdx.y;
+    if (r >= D) return;
+    const wdesc w = w2[idx[ts]];
+    const float *m = M + (size_t)ts * I;
+    float y = 0;
+    for (int i = lane; i < I; i += 32) y += m[i] * w_at(w, w.row0 + r, i);
+    y = warp_sum(y);
+    if (lane == 0) Y[(size_t)ts * D + r] = reference ? dsv4_round_bf16(y) : y;
+}
+
+__global__ void k_expert_sum(const float *Y, const int32_t *idx, int k, int D, int n, float *out)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * D) return;
+    const int t = (int)(id / D), d = (int)(id % D);
+    int order[MAX_K];
+    for (int i = 0; i < k; i++) order[i] = i;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && idx[t * k + order[j]] < idx[t * k + order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    float s = 0;
+    for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * D + d];
+    out[(size_t)t * D + d] = s;
+}
+
+/* The device descriptor table of a layer's experts: w1 | w3 | w2. */
+static wdesc *expert_table(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    cuda_impl *im = impl_of(be);
+    for (int i = 0; i < im->n_moe; i++)
+        if (im->moe_key[i] == (const void *)p->w1) return im->moe_tab[i];
+    if (im->n_moe == MAX_MOE_TABLES) abort();
+    const int E = p->n_experts;
+    wdesc *h = (wdesc *)malloc((size_t)3 * E * sizeof(wdesc));
+    for (int e = 0; e < E; e++) {
+        h[e] = wdesc_of(&p->w1[e]);
+        h[E + e] = wdesc_of(&p->w3[e]);
+        h[2 * E + e] = wdesc_of(&p->w2[e]);
+    }
+    wdesc *d;
+    CK(cudaMalloc((void **)&d, (size_t)3 * E * sizeof(wdesc)));
+    CK(cudaMemcpy(d, h, (size_t)3 * E * sizeof(wdesc), cudaMemcpyHostToDevice));
+    free(h);
+    im->moe_key[im->n_moe] = p->w1;
+    im->moe_tab[im->n_moe++] = d;
+    return d;
+}
+
+void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                      const float *wts, float *out)
+{
+    if (n <= 0) return;
+    cuda_impl *im = impl_of(be);
+    const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
+    wdesc *tab = expert_table(be, p);
+    const size_t nk = (size_t)n * k;
+    float *G = (float *)cuda_scratch(be, CS_MOE_G, nk * I * sizeof(float));
+    float *U = (float *)cuda_scratch(be, CS_MOE_U, nk * I * sizeof(float));
+    float *Y = (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
+    /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
+    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+    if (aq) {
+        float *xq = (float *)cuda_scratch(be, CS_MOE_XQ, (size_t)n * D * sizeof(float));
+        cuda_act_quant(be, x, D, n, D, xq);
+        x = xq;
+    }
+    dim3 g1((unsigned)((I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)nk);
+    k_expert_gate_up<<<g1, 32 * MOE_WARPS, 0, im->stream>>>(tab, tab + E, x, D, k, idx, I, p->reference, G, U);
+    CK_LAUNCH();
+    const size_t tot = nk * I;
+    k_expert_act<<<(unsigned)((tot + 255) / 256), 256, 0, im->stream>>>(G, U, I, tot, p->swiglu_limit, wts,
+                                                                       p->reference);
+    CK_LAUNCH();
+    if (aq) cuda_act_quant(be, G, I, (int)nk, I, G); /* in place: each block reads then writes its own 128 */
+    dim3 g2((unsigned)((D + MOE_WARPS - 1) / MOE_WARPS), (unsigned)nk);
+    k_expert_down<<<g2, 32 * MOE_WARPS, 0, im->stream>>>(tab + 2 * E, G, I, k, idx, D, p->reference, Y);
+    CK_LAUNCH();
+    const int64_t tot2 = (int64_t)n * D;
+    k_expert_sum<<<(unsigned)((tot2 + 255) / 256), 256, 0, im->stream>>>(Y, idx, k, D, n, out);
+    CK_LAUNCH();
+}
