@@ -19,6 +19,7 @@ static void usage(FILE *f)
             "  mkmodel   write a synthetic checkpoint with the real layout\n"
             "  tokenize  UTF-8 text on stdin -> comma-separated token ids (a HF tokenizer.json)\n"
             "  detokenize  comma-separated token ids on stdin -> the text\n"
+            "  run       chat with a model in the terminal (one prompt with -p)\n"
             "\n"
             "`dsv4 <command> --help` describes a command's options.\n");
 }
@@ -37,6 +38,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "logits")) return cmd_logits(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "mkmodel")) return cmd_mkmodel(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "detokenize")) return cmd_detokenize(argc - 1, argv + 1);
     fprintf(stderr, "dsv4: unknown command '%s'\n", cmd);

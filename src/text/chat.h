@@ -123,6 +123,12 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
 const char *dsv4_chat_prompt_flatten(const dsv4_chat_prompt *p, size_t *len);
 void dsv4_chat_prompt_free(dsv4_chat_prompt *p);
 
+/* The prompt as token ids: special segments by the tokenizer's own table,
+ * text segments through BPE without special-token matching. *ids is
+ * malloc'ed ([*n], free() it). */
+dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prompt *p, int32_t **ids, size_t *n,
+                                 char *err, size_t errlen);
+
 /* ------------------------------------------------ OpenAI JSON -> structs -- */
 
 /* A conversation built from JSON; owns every string its messages point to. */
