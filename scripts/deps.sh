@@ -3,8 +3,8 @@
 # prints the exact apt-get line to run (otherwise). `--test` adds the packages
 # only the tests need. Called by `make` and `make test`.
 set -eu
-pkgs="build-essential cmake pkg-config libjansson-dev libpcre2-dev"
-[ "${1:-}" = "--test" ] && pkgs="$pkgs libcmocka-dev python3"
+pkgs="build-essential cmake pkg-config libjansson-dev libpcre2-dev libmicrohttpd-dev libcurl4-openssl-dev"
+[ "${1:-}" = "--test" ] && pkgs="$pkgs libcmocka-dev python3 python3-venv clang libclang-rt-dev"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -16,6 +16,9 @@ int cmd_mkmodel(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Parse "5,17,3" or "@FILE" (a file holding such a list) into a malloc'ed array. */
 int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errlen);

@@ -20,6 +20,9 @@ static void usage(FILE *f)
             "  tokenize  UTF-8 text on stdin -> comma-separated token ids (a HF tokenizer.json)\n"
             "  detokenize  comma-separated token ids on stdin -> the text\n"
             "  run       chat with a model in the terminal (one prompt with -p)\n"
+            "  serve     the OpenAI-compatible server with continuous batching\n"
+            "  check     wait for a server to be ready and ask it one question\n"
+            "  bench     load-test a server with streaming requests (TTFT, TPOT, ITL, throughput)\n"
             "\n"
             "`dsv4 <command> --help` describes a command's options.\n");
 }
@@ -41,6 +44,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc - 1, argv + 1);
     if (!strcmp(cmd, "detokenize")) return cmd_detokenize(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "dsv4: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;

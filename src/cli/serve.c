@@ -1,0 +1,315 @@
+/*
+ * serve.c - `dsv4 serve`: the OpenAI-compatible server.
+ *
+ *   dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]
+ *              [--context-length N] [--mem-fraction F] [--chunked-prefill-size N] [--backend auto|cpu|cuda]
+ *              [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY] [--numerics reference|plain] [--threads N]
+ *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
+ *
+ * Start-up order: options, then the HTTP listener (so /health answers 503
+ * while loading), the tokenizer, the engine with its KV pool, the scheduler;
+ * each phase is logged with its duration and one readiness line closes the
+ * start-up. SIGINT / SIGTERM start a graceful shutdown: new requests get 503,
+ * requests in flight finish (up to --shutdown-timeout), then everything stops;
+ * a second signal cancels what is left at once.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "model/config.h"
+#include "server/http.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("dsv4 serve: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void serve_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]\n"
+            "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
+            "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
+            "                  [--numerics reference|plain] [--threads N] [--served-model-name NAME]\n"
+            "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]\n"
+            "\n"
+            "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
+            "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
+            "KV pool from --mem-fraction 0.5 of the memory left after the weights (capped at what the running\n"
+            "requests can use). See docs/SERVER.md.\n",
+            DSV4_DEFAULT_MODEL);
+}
+
+/* Bytes of KV pool per token of context (the growing, paged part of the state). */
+static double kv_bytes_per_token(const dsv4_config *c)
+{
+    double b = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        int r = c->layer_ratio[l];
+        if (c->layer_kind[l] == DSV4_ATTN_CSA) b += 4.0 * (c->head_dim + c->index_head_dim) / r;
+        else if (c->layer_kind[l] == DSV4_ATTN_HCA) b += 4.0 * c->head_dim / r;
+    }
+    return b > 0 ? b : 4;
+}
+
+static int64_t mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return (int64_t)sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+    fclose(f);
+    return kb > 0 ? (int64_t)kb * 1024 : (int64_t)sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes of the checkpoint's safetensors files (what the mapped weights will occupy). */
+static int64_t weights_on_disk(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int64_t total = 0;
+    struct dirent *de;
+    char path[4096];
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (!stat(path, &st)) total += (int64_t)st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+static int parse_int(const char *C, const char *opt, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > hi)
+        return cli_fail(C, "%s: '%s' is not an integer in [%lld, %lld]", opt, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int parse_double(const char *C, const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*end || end == v || !(d >= lo && d <= hi)) return cli_fail(C, "%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
+    *out = d;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    const char *C = "serve";
+    double t_start = now_s();
+    dsv4_engine_opts eo;
+    dsv4_engine_opts_default(&eo);
+    eo.model_dir = DSV4_DEFAULT_MODEL;
+    srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
+    long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
+    double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
+    const char *served_name = NULL, *moe_backend = "auto";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            serve_usage(stdout);
+            return 0;
+        }
+        if (!v) return cli_fail(C, "%s needs a value (see dsv4 serve --help)", a);
+        i++;
+        int bad = 0;
+        long long port = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) eo.model_dir = v;
+        else if (!strcmp(a, "--host")) ho.host = v;
+        else if (!strcmp(a, "--port")) {
+            bad = parse_int(C, a, v, 0, 65535, &port);
+            ho.port = (int)port;
+        } else if (!strcmp(a, "--max-running-requests")) bad = parse_int(C, a, v, 1, 4096, &max_running);
+        else if (!strcmp(a, "--max-queue")) bad = parse_int(C, a, v, 0, 1 << 20, &max_queue);
+        else if (!strcmp(a, "--context-length")) bad = parse_int(C, a, v, 16, 1 << 24, &ctx);
+        else if (!strcmp(a, "--chunked-prefill-size")) bad = parse_int(C, a, v, 1, 1 << 20, &chunk);
+        else if (!strcmp(a, "--mem-fraction")) bad = parse_double(C, a, v, 0.01, 0.95, &mem_fraction);
+        else if (!strcmp(a, "--threads")) bad = parse_int(C, a, v, 0, 4096, &threads);
+        else if (!strcmp(a, "--api-key")) ho.api_key = v;
+        else if (!strcmp(a, "--served-model-name")) served_name = v;
+        else if (!strcmp(a, "--max-body-bytes")) bad = parse_int(C, a, v, 1024, 1LL << 32, &max_body);
+        else if (!strcmp(a, "--request-timeout")) bad = parse_double(C, a, v, 0, 1e7, &request_timeout);
+        else if (!strcmp(a, "--shutdown-timeout")) bad = parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
+        else if (!strcmp(a, "--numerics")) {
+            int n = cli_numerics(v);
+            if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);
+            eo.numerics = (dsv4_numerics)n;
+        } else if (!strcmp(a, "--backend")) {
+            int b = cli_backend(v);
+            if (b < 0) return cli_fail(C, "--backend: '%s' is not one of auto, cpu, cuda", v);
+            eo.backend = (dsv4_backend_kind)b;
+        } else if (!strcmp(a, "--moe-backend")) {
+            if (strcmp(v, "auto") && strcmp(v, "w4a16") && strcmp(v, "w4a8") && strcmp(v, "w4a4"))
+                return cli_fail(C, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
+            moe_backend = v;
+        } else {
+            return cli_fail(C, "unknown option %s (see dsv4 serve --help)", a);
+        }
+        if (bad) return 1;
+    }
+    if (ho.api_key && !ho.api_key[0]) return cli_fail(C, "--api-key: must not be empty");
+    ho.max_body = (size_t)max_body;
+    ho.request_timeout = request_timeout;
+    /* The CPU backend has one MoE path; the GPU kernels are what --moe-backend chooses between. */
+    if (strcmp(moe_backend, "auto") && eo.backend != DSV4_BACKEND_CUDA)
+        return cli_fail(C, "--moe-backend %s: the %s backend has no such MoE kernel (it runs its own CPU path); "
+                        "use --moe-backend auto", moe_backend, eo.backend == DSV4_BACKEND_CPU ? "cpu" : "auto (cpu)");
+
+    /* Signals go to sigwait below, never to a worker thread: block them before any thread starts. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[1024];
+    srv_metrics *metrics = srv_metrics_create();
+    if (!metrics) return cli_fail(C, "out of memory");
+    double t0 = now_s();
+    srv_http *http = NULL;
+    if (srv_http_start(&ho, metrics, &http, err, sizeof err)) {
+        srv_metrics_free(metrics);
+        return cli_fail(C, "%s", err);
+    }
+    logf_("listening on %s:%d (health: loading) [%.3f s]", ho.host, srv_http_port(http), now_s() - t0);
+
+    dsv4_tokenizer *tok = NULL;
+    dsv4_engine *e = NULL;
+    srv_sched *sched = NULL;
+    int rc = 1;
+    char path[4096];
+    t0 = now_s();
+    snprintf(path, sizeof path, "%s/tokenizer.json", eo.model_dir);
+    if (dsv4_tokenizer_open(path, &tok, err, sizeof err)) {
+        cli_fail(C, "%s", err);
+        goto out;
+    }
+    logf_("tokenizer %s: %d ids [%.3f s]", path, (int)dsv4_tokenizer_vocab_size(tok), now_s() - t0);
+
+    /* KV pool: a fraction of the memory left once the weights are resident, never more than every running
+     * request at full context can use. */
+    t0 = now_s();
+    dsv4_config cfg;
+    if (dsv4_config_load(eo.model_dir, &cfg, err, sizeof err)) {
+        cli_fail(C, "%s", err);
+        goto out;
+    }
+    int64_t weight_bytes = weights_on_disk(eo.model_dir);
+    double per_tok = kv_bytes_per_token(&cfg);
+    int64_t avail = mem_available();
+    int64_t left = avail - weight_bytes > 0 ? avail - weight_bytes : 0;
+    int64_t pool_tokens = (int64_t)((double)left * mem_fraction / per_tok);
+    if (pool_tokens > max_running * ctx) pool_tokens = max_running * ctx;
+    if (pool_tokens < ctx) pool_tokens = ctx;
+    logf_("KV pool: %.2f KiB per token, %lld tokens = %.1f MiB (--mem-fraction %.2f of %.1f GiB available less "
+          "%.1f MiB of weights, capped at %lld running x %lld context) [%.3f s]",
+          per_tok / 1024, (long long)pool_tokens, (double)pool_tokens * per_tok / (1 << 20), mem_fraction,
+          (double)avail / (1 << 30), (double)weight_bytes / (1 << 20), max_running, ctx, now_s() - t0);
+
+    t0 = now_s();
+    eo.max_seqs = (int)max_running;
+    eo.max_ctx = ctx;
+    eo.pool_tokens = pool_tokens;
+    eo.max_batch_tokens = chunk + max_running;
+    eo.n_threads = (int)threads;
+    eo.verbose = 1;
+    if (dsv4_engine_open(&eo, &e, err, sizeof err)) {
+        cli_fail(C, "%s", err);
+        goto out;
+    }
+    dsv4_model_info info;
+    dsv4_engine_info(e, &info);
+    logf_("engine %s: %d layers, vocabulary %d, backend %s, context %lld, %lld KV pages of %d tokens [%.3f s]",
+          eo.model_dir, info.n_layers, info.vocab_size, info.backend, (long long)info.max_ctx,
+          (long long)dsv4_pages_total(e), dsv4_page_tokens(e), now_s() - t0);
+    if (dsv4_tokenizer_vocab_size(tok) > info.vocab_size)
+        logf_("warning: the tokenizer has %d ids, the model %d: ids beyond the model are never generated",
+              (int)dsv4_tokenizer_vocab_size(tok), info.vocab_size);
+
+    t0 = now_s();
+    srv_sched_opts so = {.max_running = (int)max_running, .max_queue = (int)max_queue, .chunked_prefill = (int)chunk,
+                         .pages_total = dsv4_pages_total(e)};
+    if (srv_sched_start(e, tok, &so, metrics, &sched, err, sizeof err)) {
+        cli_fail(C, "%s", err);
+        goto out;
+    }
+    logf_("scheduler: %lld running, queue %lld, %lld prefill tokens per step [%.3f s]", max_running, max_queue,
+          chunk, now_s() - t0);
+
+    const char *name = served_name;
+    if (!name) {
+        name = strrchr(eo.model_dir, '/');
+        name = name && name[1] ? name + 1 : eo.model_dir;
+    }
+    srv_http_ready(http, name, tok, sched, &info);
+    logf_("ready: http://%s%s%s:%d model %s, backend %s, started in %.3f s", strchr(ho.host, ':') ? "[" : "",
+          ho.host, strchr(ho.host, ':') ? "]" : "", srv_http_port(http), name, info.backend, now_s() - t_start);
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    logf_("%s: shutting down (finishing %s requests in flight, up to %.0f s; signal again to cancel them)",
+          sig == SIGINT ? "SIGINT" : "SIGTERM", "the", shutdown_timeout);
+    srv_http_draining(http);
+    srv_sched_drain(sched);
+    /* wait for in-flight requests; a second signal or the timeout cancels them */
+    double t_end = now_s() + shutdown_timeout;
+    for (;;) {
+        int running, waiting;
+        srv_sched_counts(sched, &running, &waiting);
+        if (running + waiting == 0) break;
+        struct timespec ts = {0, 50 * 1000000L};
+        siginfo_t si;
+        int got = sigtimedwait(&sigs, &si, &ts);
+        if (got > 0 || now_s() > t_end) {
+            logf_("cancelling %d running and %d waiting requests", running, waiting);
+            srv_sched_cancel_all(sched);
+            t_end = now_s() + 3600;
+        }
+    }
+    rc = 0;
+out:
+    t0 = now_s();
+    srv_http_stop(http); /* joins the connection threads: every request has finished by now */
+    srv_sched_stop(sched);
+    dsv4_engine_close(e);
+    dsv4_tokenizer_close(tok);
+    srv_metrics_free(metrics);
+    if (rc == 0) logf_("stopped [%.3f s]", now_s() - t0);
+    return rc;
+}

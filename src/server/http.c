@@ -1,0 +1,641 @@
+/*
+ * http.c - routes, authentication, body limits and response plumbing.
+ *
+ * libmicrohttpd runs one thread per connection, so a handler may block: a
+ * non-streaming request waits on its srv_req's condition variable, and a
+ * stream's content callback waits for the next token. Both wake at least
+ * every WAIT_MS to look at the socket: a client that has hung up is noticed
+ * within that time even while nothing is written to it, its request is
+ * cancelled and its sequence freed at the scheduler's next step.
+ *
+ * A request's life on this side: accumulate the body (bounded; 413 beyond
+ * --max-body-bytes, at once when Content-Length says so), parse and validate
+ * it (openai.c), render the chat and tokenise it, check it against the
+ * context, submit it (429 when the queue is full), then answer.
+ */
+#define _GNU_SOURCE /* POLLRDHUP */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "server/openai.h"
+#include "text/chat.h"
+
+#define WAIT_MS 50
+
+struct srv_http {
+    srv_http_opts o;
+    struct MHD_Daemon *d;
+    srv_metrics *m;
+    int port;
+    /* set once by srv_http_ready (then read-only) */
+    atomic_int ready;
+    atomic_int draining;
+    char model[256];
+    const dsv4_tokenizer *tok;
+    srv_sched *sched;
+    dsv4_model_info info;
+    long long created;
+    atomic_ullong next_id;
+    uint64_t id_salt;
+};
+
+enum { ROUTE_NONE = 0, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_MODEL, ROUTE_METRICS, ROUTE_CHAT, ROUTE_COMPLETIONS };
+
+/* Per-connection-request state (MHD's con_cls). */
+typedef struct {
+    int route;
+    dsv4_strbuf body;
+    int too_big;
+    srv_req *req;        /* a non-streaming request being waited for */
+} conn_ctx;
+
+/* A stream's state; owned by the response, freed by its free callback. */
+typedef struct {
+    srv_http *h;
+    srv_req *req;
+    int chat, logprobs, include_usage;
+    srv_stream_pos pos;
+    dsv4_strbuf pending;
+    size_t sent;         /* bytes of pending already handed to MHD */
+    int complete;
+    int fd;
+    char id[48];
+    srv_resp_meta meta;
+} stream_ctx;
+
+/* ---- responses ---------------------------------------------------------------- */
+
+static enum MHD_Result send_body(srv_http *h, struct MHD_Connection *c, int status, const char *ctype, const char *body,
+                                 size_t n)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (status == 405) {
+        MHD_add_response_header(r, "Allow", "POST"); /* overwritten below for GET routes */
+    }
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    srv_metrics_http(h->m, status);
+    return ok;
+}
+
+static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *c, int status, char *json /* freed */)
+{
+    if (!json) {
+        static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
+                                  "\"code\":null}}";
+        return send_body(h, c, 500, "application/json", oom, sizeof oom - 1);
+    }
+    enum MHD_Result r = send_body(h, c, status, "application/json", json, strlen(json));
+    free(json);
+    return r;
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, const srv_error *e)
+{
+    return send_json(h, c, e->status, srv_error_json(e));
+}
+
+static enum MHD_Result fail(srv_http *h, struct MHD_Connection *c, int status, const char *type, const char *param,
+                            const char *msg)
+{
+    srv_error e;
+    srv_error_set(&e, status, type, param, "%s", msg);
+    return send_error(h, c, &e);
+}
+
+/* ---- connection liveness --------------------------------------------------------- */
+
+/* Whether the peer has closed or reset the connection (without consuming input). */
+static int peer_gone(int fd)
+{
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+static int conn_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? (int)ci->connect_fd : -1;
+}
+
+/* Waits up to WAIT_MS for r to change (r->mu held). */
+static void wait_a_little(srv_req *r)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += WAIT_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+}
+
+/* ---- streaming --------------------------------------------------------------------- */
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    stream_ctx *s = cls;
+    while (s->sent == s->pending.len) {
+        if (s->complete) return MHD_CONTENT_READER_END_OF_STREAM;
+        s->pending.len = 0;
+        s->sent = 0;
+        srv_req *r = s->req;
+        pthread_mutex_lock(&r->mu);
+        for (;;) {
+            int before = (int)s->pending.len;
+            s->complete = s->chat ? srv_chat_stream(&s->meta, r, s->logprobs, s->include_usage, &s->pos, &s->pending)
+                                  : srv_completion_stream(&s->meta, r, s->logprobs, s->include_usage, &s->pos,
+                                                          &s->pending);
+            if (s->complete || (int)s->pending.len > before) break;
+            wait_a_little(r);
+            if (peer_gone(s->fd)) break;
+        }
+        pthread_mutex_unlock(&r->mu);
+        if (s->pending.len == 0 && !s->complete) {
+            /* the client hung up: stop generating for it, and end the response */
+            srv_req_cancel(s->h->sched, r);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    size_t n = s->pending.len - s->sent;
+    if (n > max) n = max;
+    memcpy(buf, s->pending.p + s->sent, n);
+    s->sent += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    stream_ctx *s = cls;
+    if (!s->complete) srv_req_cancel(s->h->sched, s->req); /* the connection ended before the stream did */
+    srv_req_release(s->h->sched, s->req);
+    dsv4_strbuf_free(&s->pending);
+    free(s);
+}
+
+/* ---- generation requests ------------------------------------------------------------ */
+
+static void make_id(srv_http *h, const char *prefix, char *out, size_t n)
+{
+    unsigned long long k = atomic_fetch_add(&h->next_id, 1);
+    snprintf(out, n, "%s-%016llx", prefix, (unsigned long long)(h->id_salt ^ (k * 0x9E3779B97F4A7C15ull)));
+}
+
+/* Prompt ids of a chat request (plus the forced start of a tool call for tool_choice required / named). */
+static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
+{
+    dsv4_chat_prompt prompt = {0};
+    int32_t *ids = NULL, *forced = NULL;
+    size_t n_ids = 0, n_forced = 0;
+    char err[512];
+    int rc = -1;
+    char *forced_text = NULL;
+    if (dsv4_chat_render(p->conv.messages, p->conv.n_messages, &p->copts, &prompt, err, sizeof err)) {
+        srv_error_set(e, 400, "invalid_request_error", "messages", "messages: %s", err);
+        goto done;
+    }
+    if (dsv4_chat_prompt_ids(h->tok, &prompt, &ids, &n_ids, err, sizeof err)) {
+        srv_error_set(e, 400, "invalid_request_error", "messages", "messages: %s", err);
+        goto done;
+    }
+    /* tool_choice required / named: the answer starts as a tool-call block (chat mode; in thinking mode the
+     * reasoning comes first and the choice is left to the model). */
+    if (!p->copts.thinking && (p->tool_choice == SRV_TOOL_CHOICE_REQUIRED || p->tool_choice == SRV_TOOL_CHOICE_NAMED)) {
+        dsv4_strbuf b = {0};
+        dsv4_strbuf_put(&b, "\n\n<" DSV4_TOK_DSML "tool_calls>\n", strlen("\n\n<" DSV4_TOK_DSML "tool_calls>\n"));
+        if (p->tool_choice == SRV_TOOL_CHOICE_NAMED) {
+            const char *a = "<" DSV4_TOK_DSML "invoke name=\"";
+            dsv4_strbuf_put(&b, a, strlen(a));
+            dsv4_strbuf_put(&b, p->tool_name, strlen(p->tool_name));
+            dsv4_strbuf_put(&b, "\">\n", 3);
+        }
+        forced_text = b.p;
+        if (!forced_text ||
+            dsv4_tokenize(h->tok, forced_text, b.len, true, &forced, &n_forced, err, sizeof err)) {
+            srv_error_set(e, 400, "invalid_request_error", "tool_choice", "tool_choice: %s", err);
+            goto done;
+        }
+        int32_t *all = realloc(ids, (n_ids + n_forced) * sizeof(int32_t));
+        if (!all) {
+            srv_error_set(e, 500, "server_error", "", "out of memory");
+            goto done;
+        }
+        ids = all;
+        memcpy(ids + n_ids, forced, n_forced * sizeof(int32_t));
+        n_ids += n_forced;
+    }
+    srv_req *r = srv_req_create(ids, (int)n_ids);
+    if (!r) {
+        srv_error_set(e, 500, "server_error", "", "out of memory");
+        goto done;
+    }
+    r->chat = 1;
+    r->thinking = p->copts.thinking;
+    r->forced_text = forced_text;
+    forced_text = NULL;
+    *out = r;
+    rc = 0;
+done:
+    free(forced_text);
+    free(forced);
+    free(ids);
+    dsv4_chat_prompt_free(&prompt);
+    return rc;
+}
+
+static int completion_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
+{
+    int32_t *ids = p->prompt_ids;
+    size_t n = (size_t)p->n_prompt_ids;
+    char err[512];
+    if (p->prompt_text) {
+        /* a raw prompt: special-token strings in it are the client's to use */
+        if (dsv4_tokenize(h->tok, p->prompt_text, p->prompt_len, true, &ids, &n, err, sizeof err)) {
+            srv_error_set(e, 400, "invalid_request_error", "prompt", "prompt: %s", err);
+            return -1;
+        }
+        if (n == 0) {
+            free(ids);
+            srv_error_set(e, 400, "invalid_request_error", "prompt", "prompt: tokenizes to nothing");
+            return -1;
+        }
+    }
+    *out = srv_req_create(ids, (int)n);
+    if (ids != p->prompt_ids) free(ids);
+    if (!*out) {
+        srv_error_set(e, 500, "server_error", "", "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx *cc)
+{
+    srv_error e = {0};
+    srv_params p;
+    srv_parse_limits lim = {.vocab_size = h->info.vocab_size, .max_stops = SRV_MAX_STOPS};
+    int chat = cc->route == ROUTE_CHAT;
+    if (cc->body.len == 0)
+        return fail(h, c, 400, "invalid_request_error", "", "the request has no body (expected a JSON object)");
+    if ((chat ? srv_parse_chat : srv_parse_completion)(cc->body.p, cc->body.len, &lim, &p, &e)) {
+        srv_params_free(&p);
+        return send_error(h, c, &e);
+    }
+    dsv4_strbuf_free(&cc->body);
+    if (p.model && strcmp(p.model, h->model)) {
+        srv_error_set(&e, 404, "invalid_request_error", "model", "The model '%.100s' does not exist (this server "
+                      "serves '%s')", p.model, h->model);
+        e.code = "model_not_found";
+        srv_params_free(&p);
+        return send_error(h, c, &e);
+    }
+    srv_req *r = NULL;
+    if ((chat ? chat_prompt : completion_prompt)(h, &p, &r, &e)) {
+        srv_params_free(&p);
+        return send_error(h, c, &e);
+    }
+    /* context: the prompt must leave room for at least one token; max_tokens, when given, must fit too */
+    const char *pname = chat ? "messages" : "prompt";
+    int64_t ctx = h->info.max_ctx;
+    if (r->n_prompt >= ctx || (p.max_tokens > 0 && r->n_prompt + (int64_t)p.max_tokens > ctx)) {
+        if (p.max_tokens > 0 && r->n_prompt < ctx)
+            srv_error_set(&e, 400, "invalid_request_error", chat ? "max_tokens" : "max_tokens",
+                          "This model's maximum context length is %lld tokens. However, you requested %lld tokens "
+                          "(%d in the %s, %d for the completion). Please reduce the length of the %s or max_tokens.",
+                          (long long)ctx, (long long)r->n_prompt + p.max_tokens, r->n_prompt, pname, p.max_tokens,
+                          pname);
+        else
+            srv_error_set(&e, 400, "invalid_request_error", pname,
+                          "This model's maximum context length is %lld tokens. However, your %s is %d tokens. "
+                          "Please reduce the length of the %s.", (long long)ctx, pname, r->n_prompt, pname);
+        e.code = "context_length_exceeded";
+        srv_req_release(h->sched, r);
+        srv_params_free(&p);
+        return send_error(h, c, &e);
+    }
+    /* the request's settings */
+    r->sp = p.sp;
+    r->sp.max_tokens = p.max_tokens > 0 ? p.max_tokens : (int)(ctx - r->n_prompt);
+    r->sp.logprobs = p.logprobs;
+    r->sp.top_logprobs = p.top_logprobs;
+    if (!p.ignore_eos) {
+        r->stop_ids[0] = h->info.eos_id;
+        r->sp.stop_ids = r->stop_ids;
+        r->sp.n_stop_ids = 1;
+    }
+    r->bias_ids = p.bias_ids;
+    r->bias = p.bias;
+    r->sp.logit_bias_ids = p.bias_ids;
+    r->sp.logit_bias = p.bias;
+    r->sp.n_logit_bias = p.n_bias;
+    p.bias_ids = NULL;
+    p.bias = NULL;
+    for (int i = 0; i < p.n_stops; i++) r->stops[i] = p.stops[i];
+    r->n_stops = p.n_stops;
+    p.n_stops = 0;
+    if (h->o.request_timeout > 0) r->deadline = r->t_arrive + h->o.request_timeout;
+    int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs;
+    srv_params_free(&p);
+
+    char err[512];
+    dsv4_status st = srv_sched_submit(h->sched, r, err, sizeof err);
+    if (st != DSV4_OK) {
+        srv_req_release(h->sched, r);
+        if (st == DSV4_ERR_NOMEM) return fail(h, c, 429, "rate_limit_error", "", err);
+        if (st == DSV4_ERR_STATE) return fail(h, c, 503, "service_unavailable", "", err);
+        return fail(h, c, 400, "invalid_request_error", "max_tokens", err);
+    }
+
+    char id[48];
+    make_id(h, chat ? "chatcmpl" : "cmpl", id, sizeof id);
+    if (stream) {
+        stream_ctx *s = calloc(1, sizeof *s);
+        if (!s) {
+            srv_req_cancel(h->sched, r);
+            srv_req_release(h->sched, r);
+            return fail(h, c, 500, "server_error", "", "out of memory");
+        }
+        s->h = h;
+        s->req = r;
+        s->chat = chat;
+        s->logprobs = logprobs;
+        s->include_usage = include_usage;
+        s->fd = conn_fd(c);
+        snprintf(s->id, sizeof s->id, "%s", id);
+        s->meta = (srv_resp_meta){.id = s->id, .model = h->model, .created = (long long)time(NULL), .tok = h->tok};
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s,
+                                                                      stream_free);
+        if (!resp) {
+            stream_free(s);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
+        MHD_destroy_response(resp);
+        srv_metrics_http(h->m, 200);
+        return ok;
+    }
+
+    /* not streamed: wait for the end, watching the client */
+    cc->req = r;
+    int fd = conn_fd(c), gone = 0;
+    pthread_mutex_lock(&r->mu);
+    while (!r->done) {
+        wait_a_little(r);
+        if (!r->done && peer_gone(fd)) {
+            gone = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (gone) {
+        srv_req_cancel(h->sched, r);
+        return MHD_NO; /* closes the connection */
+    }
+    srv_resp_meta meta = {.id = id, .model = h->model, .created = (long long)time(NULL), .tok = h->tok};
+    if (r->outcome == SRV_OUTCOME_ERROR)
+        return fail(h, c, 500, "server_error", "", r->error[0] ? r->error : "internal error");
+    if (r->outcome == SRV_OUTCOME_TIMEOUT)
+        return fail(h, c, 504, "timeout_error", "", "the request's deadline passed (--request-timeout)");
+    if (r->outcome == SRV_OUTCOME_CANCELLED)
+        return fail(h, c, 503, "service_unavailable", "", "the request was cancelled (the server is shutting down)");
+    char *json = chat ? srv_chat_response(&meta, r, logprobs) : srv_completion_response(&meta, r, logprobs);
+    return send_json(h, c, 200, json);
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+static int route_of(const char *url)
+{
+    if (!strcmp(url, "/health")) return ROUTE_HEALTH;
+    if (!strcmp(url, "/v1/models")) return ROUTE_MODELS;
+    if (!strncmp(url, "/v1/models/", 11) && url[11]) return ROUTE_MODEL;
+    if (!strcmp(url, "/metrics")) return ROUTE_METRICS;
+    if (!strcmp(url, "/v1/chat/completions")) return ROUTE_CHAT;
+    if (!strcmp(url, "/v1/completions")) return ROUTE_COMPLETIONS;
+    return ROUTE_NONE;
+}
+
+static int authorized(srv_http *h, struct MHD_Connection *c)
+{
+    if (!h->o.api_key) return 1;
+    const char *a = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!a || strncasecmp(a, "Bearer ", 7)) return 0;
+    a += 7;
+    size_t la = strlen(a), lk = strlen(h->o.api_key);
+    /* compare in time independent of where the first difference is */
+    unsigned diff = (unsigned)(la ^ lk);
+    for (size_t i = 0; i < la; i++) diff |= (unsigned char)a[i] ^ (unsigned char)h->o.api_key[i % (lk ? lk : 1)];
+    return diff == 0;
+}
+
+static enum MHD_Result models(srv_http *h, struct MHD_Connection *c, const char *one)
+{
+    json_t *m = json_pack("{s:s, s:s, s:I, s:s, s:I}", "id", h->model, "object", "model", "created",
+                          (json_int_t)h->created, "owned_by", "dsv4", "max_model_len", (json_int_t)h->info.max_ctx);
+    if (one) {
+        if (strcmp(one, h->model)) {
+            json_decref(m);
+            srv_error e;
+            srv_error_set(&e, 404, "invalid_request_error", "model", "The model '%.100s' does not exist", one);
+            e.code = "model_not_found";
+            return send_error(h, c, &e);
+        }
+        char *s = json_dumps(m, JSON_COMPACT);
+        json_decref(m);
+        return send_json(h, c, 200, s);
+    }
+    json_t *list = json_pack("{s:s, s:[o]}", "object", "list", "data", m);
+    char *s = json_dumps(list, JSON_COMPACT);
+    json_decref(list);
+    return send_json(h, c, 200, s);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    srv_http *h = cls;
+    conn_ctx *cc = *con_cls;
+    if (!cc) {
+        /* first call: the headers are in; refuse early what can be refused early */
+        cc = calloc(1, sizeof *cc);
+        if (!cc) return MHD_NO;
+        *con_cls = cc;
+        cc->route = route_of(url);
+        int post = cc->route == ROUTE_CHAT || cc->route == ROUTE_COMPLETIONS;
+        if (cc->route == ROUTE_NONE) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "no route %s %.200s", method, url);
+            return fail(h, c, 404, "invalid_request_error", "", msg);
+        }
+        if (post ? strcmp(method, "POST") : strcmp(method, "GET") && strcmp(method, "HEAD")) {
+            srv_error e;
+            srv_error_set(&e, 405, "invalid_request_error", "", "%s is not allowed on %.200s (use %s)", method, url,
+                          post ? "POST" : "GET");
+            char *json = srv_error_json(&e);
+            struct MHD_Response *r =
+                MHD_create_response_from_buffer(json ? strlen(json) : 0, json ? json : "", MHD_RESPMEM_MUST_COPY);
+            free(json);
+            if (!r) return MHD_NO;
+            MHD_add_response_header(r, "Content-Type", "application/json");
+            MHD_add_response_header(r, "Allow", post ? "POST" : "GET, HEAD");
+            enum MHD_Result ok = MHD_queue_response(c, 405, r);
+            MHD_destroy_response(r);
+            srv_metrics_http(h->m, 405);
+            return ok;
+        }
+        if (!strncmp(url, "/v1/", 4) && !authorized(h, c)) {
+            srv_error e;
+            srv_error_set(&e, 401, "authentication_error", "", "missing or wrong API key (Authorization: Bearer ...)");
+            e.code = "invalid_api_key";
+            return send_error(h, c, &e);
+        }
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > h->o.max_body) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the body is %s bytes, over the limit of %zu (--max-body-bytes)", cl,
+                     h->o.max_body);
+            srv_error e;
+            srv_error_set(&e, 413, "invalid_request_error", "", "%s", msg);
+            return send_error(h, c, &e);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        /* the body, in pieces; past the limit it is read and dropped (chunked uploads have no length) */
+        if (!cc->too_big && cc->body.len + *upload_data_size > h->o.max_body) {
+            cc->too_big = 1;
+            dsv4_strbuf_free(&cc->body);
+        }
+        if (!cc->too_big && dsv4_strbuf_put(&cc->body, upload_data, *upload_data_size)) cc->too_big = 1;
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (cc->too_big) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the body is over the limit of %zu bytes (--max-body-bytes)", h->o.max_body);
+        return fail(h, c, 413, "invalid_request_error", "", msg);
+    }
+    int ready = atomic_load(&h->ready), draining = atomic_load(&h->draining);
+    switch (cc->route) {
+    case ROUTE_HEALTH:
+        if (!ready) return fail(h, c, 503, "service_unavailable", "", "loading the model");
+        if (draining) return fail(h, c, 503, "service_unavailable", "", "shutting down");
+        return send_json(h, c, 200, strdup("{\"status\":\"ok\"}"));
+    case ROUTE_METRICS: {
+        dsv4_strbuf b = {0};
+        if (srv_metrics_render(h->m, &b) || !b.p) {
+            dsv4_strbuf_free(&b);
+            return fail(h, c, 500, "server_error", "", "out of memory");
+        }
+        enum MHD_Result ok = send_body(h, c, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
+        dsv4_strbuf_free(&b);
+        return ok;
+    }
+    default: break;
+    }
+    if (!ready) return fail(h, c, 503, "service_unavailable", "", "the model is still loading");
+    if (cc->route == ROUTE_MODELS) return models(h, c, NULL);
+    if (cc->route == ROUTE_MODEL) return models(h, c, url + 11);
+    if (draining) return fail(h, c, 503, "service_unavailable", "", "the server is shutting down");
+    return generate(h, c, cc);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    srv_http *h = cls;
+    conn_ctx *cc = *con_cls;
+    if (!cc) return;
+    if (cc->req) {
+        if (!cc->req->done) srv_req_cancel(h->sched, cc->req);
+        srv_req_release(h->sched, cc->req);
+    }
+    dsv4_strbuf_free(&cc->body);
+    free(cc);
+    *con_cls = NULL;
+}
+
+/* ---- lifetime ---------------------------------------------------------------------------- */
+
+dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **out, char *err, size_t errlen)
+{
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) return DSV4_ERR_NOMEM;
+    h->o = *o;
+    h->m = m;
+    h->created = (long long)time(NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)h;
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST},
+                    *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", o->port);
+    if (getaddrinfo(o->host, port, &hints, &ai) || !ai) {
+        snprintf(err, errlen, "--host %s: not a numeric IPv4 or IPv6 address", o->host);
+        free(h);
+        return DSV4_ERR_INVALID;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)(o->max_connections > 0 ? o->max_connections : 256),
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_THREAD_STACK_SIZE,
+                            (size_t)1 << 20, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->d) {
+        snprintf(err, errlen, "cannot listen on %s port %d (in use, or not an address of this machine)", o->host,
+                 o->port);
+        free(h);
+        return DSV4_ERR_IO;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = di ? di->port : o->port;
+    *out = h;
+    return DSV4_OK;
+}
+
+int srv_http_port(const srv_http *h) { return h->port; }
+
+void srv_http_ready(srv_http *h, const char *model_name, const dsv4_tokenizer *tok, srv_sched *sched,
+                    const dsv4_model_info *info)
+{
+    snprintf(h->model, sizeof h->model, "%s", model_name);
+    h->tok = tok;
+    h->sched = sched;
+    h->info = *info;
+    atomic_store(&h->ready, 1);
+}
+
+void srv_http_draining(srv_http *h) { atomic_store(&h->draining, 1); }
+
+void srv_http_stop(srv_http *h)
+{
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    free(h);
+}

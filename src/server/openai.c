@@ -1,0 +1,755 @@
+/*
+ * openai.c - OpenAI request parsing and response rendering.
+ *
+ * Parsing is strict where a mistake would silently change the answer (types,
+ * ranges, unknown values of enums, n > 1, echo) and lenient where clients
+ * differ harmlessly (unknown fields are ignored, null means "not given").
+ * Every refusal names the field in both the message and `param`, so a 400
+ * says what to fix. Rendering builds jansson objects and dumps them compactly
+ * (UTF-8 unescaped, as OpenAI does).
+ */
+#include "server/openai.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_STOP_BYTES 1024
+
+void srv_error_set(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...)
+{
+    e->status = status;
+    e->type = type;
+    e->code = NULL;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+char *srv_error_json(const srv_error *e)
+{
+    json_t *inner = json_object();
+    /* the message is ours, but may quote request bytes cut mid-character: keep it valid UTF-8 */
+    json_t *msg = json_string(e->message);
+    if (!msg) msg = json_string("invalid request (the error message could not be encoded)");
+    json_object_set_new(inner, "message", msg);
+    json_object_set_new(inner, "type", json_string(e->type ? e->type : "invalid_request_error"));
+    json_object_set_new(inner, "param", e->param[0] ? json_string(e->param) : json_null());
+    json_object_set_new(inner, "code", e->code ? json_string(e->code) : json_null());
+    json_t *root = json_object();
+    json_object_set_new(root, "error", inner);
+    char *s = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return s;
+}
+
+/* ======================================================================= */
+/* Parsing                                                                 */
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
+    }
+    return "something else";
+}
+
+/* The field, or NULL when absent or null. */
+static json_t *field(json_t *root, const char *key)
+{
+    json_t *v = json_object_get(root, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+/* A 400 naming the field; returns -1 so that callers can `return BAD(...)`. */
+static int BAD(srv_error *e, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int BAD(srv_error *e, const char *key, const char *fmt, ...)
+{
+    char msg[sizeof e->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    srv_error_set(e, 400, "invalid_request_error", key, "%s", msg);
+    return -1;
+}
+
+static int get_number(json_t *root, const char *key, double lo, double hi, float *out, srv_error *e)
+{
+    json_t *v = field(root, key);
+    if (!v) return 0;
+    if (!json_is_number(v)) return BAD(e, key, "%s: expected a number, got %s", key, type_name(v));
+    double d = json_number_value(v);
+    if (!(d >= lo && d <= hi)) return BAD(e, key, "%s: %g is outside [%g, %g]", key, d, lo, hi);
+    *out = (float)d;
+    return 0;
+}
+
+static int get_int(json_t *root, const char *key, long long lo, long long hi, long long *out, int *given,
+                   srv_error *e)
+{
+    json_t *v = field(root, key);
+    if (given) *given = v != NULL;
+    if (!v) return 0;
+    if (!json_is_integer(v)) return BAD(e, key, "%s: expected an integer, got %s", key, type_name(v));
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi) return BAD(e, key, "%s: %lld is outside [%lld, %lld]", key, x, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int get_bool(json_t *root, const char *key, int *out, srv_error *e)
+{
+    json_t *v = field(root, key);
+    if (!v) return 0;
+    if (!json_is_boolean(v)) return BAD(e, key, "%s: expected a boolean, got %s", key, type_name(v));
+    *out = json_is_true(v);
+    return 0;
+}
+
+static json_t *load_body(const char *body, size_t n, srv_error *e)
+{
+    json_error_t je;
+    json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        BAD(e, "", "the body is not valid JSON (line %d, column %d): %s", je.line, je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        BAD(e, "", "the body must be a JSON object, got %s", type_name(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* Fields shared by both endpoints: model, stream, sampling, stop, logit_bias. */
+static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p, srv_error *e)
+{
+    json_t *v;
+    if ((v = field(root, "model"))) {
+        if (!json_is_string(v)) return BAD(e, "model", "model: expected a string, got %s", type_name(v));
+        p->model = strdup(json_string_value(v));
+    }
+    if (get_bool(root, "stream", &p->stream, e)) return -1;
+    if ((v = field(root, "stream_options"))) {
+        if (!json_is_object(v))
+            return BAD(e, "stream_options", "stream_options: expected an object, got %s", type_name(v));
+        json_t *iu = field(v, "include_usage");
+        if (iu && !json_is_boolean(iu))
+            return BAD(e, "stream_options.include_usage", "stream_options.include_usage: expected a boolean, got %s",
+                       type_name(iu));
+        p->include_usage = iu && json_is_true(iu);
+    }
+    dsv4_sampling_params *sp = &p->sp;
+    dsv4_sampling_params_default(sp);
+    if (get_number(root, "temperature", 0, 2, &sp->temperature, e) ||
+        get_number(root, "top_p", 0, 1, &sp->top_p, e) || get_number(root, "min_p", 0, 1, &sp->min_p, e) ||
+        get_number(root, "presence_penalty", -2, 2, &sp->presence_penalty, e) ||
+        get_number(root, "frequency_penalty", -2, 2, &sp->frequency_penalty, e) ||
+        get_number(root, "repetition_penalty", 0.01, 10, &sp->repetition_penalty, e))
+        return -1;
+    if (field(root, "top_p") && sp->top_p <= 0) return BAD(e, "top_p", "top_p: must be greater than 0");
+    long long x = 0;
+    int given = 0;
+    if (get_int(root, "top_k", -1, 1 << 30, &x, &given, e)) return -1;
+    if (given) sp->top_k = x < 0 ? 0 : (int)x;
+    if (get_int(root, "seed", INT64_MIN, INT64_MAX, &x, &given, e)) return -1;
+    if (given) {
+        sp->seed = (uint64_t)x;
+        sp->has_seed = 1;
+    }
+    if (get_int(root, "n", 1, 1, &x, NULL, e)) {
+        if (e->message[0] && strstr(e->message, "outside"))
+            BAD(e, "n", "n: only n = 1 is supported (one choice per request)");
+        return -1;
+    }
+    if (get_bool(root, "ignore_eos", &p->ignore_eos, e)) return -1;
+    /* stop: a string or up to SRV_MAX_STOPS strings */
+    if ((v = field(root, "stop"))) {
+        if (json_is_string(v)) {
+            if (json_string_length(v) == 0) return BAD(e, "stop", "stop: must not be empty");
+            if (json_string_length(v) > MAX_STOP_BYTES)
+                return BAD(e, "stop", "stop: longer than %d bytes", MAX_STOP_BYTES);
+            p->stops[p->n_stops++] = strdup(json_string_value(v));
+        } else if (json_is_array(v)) {
+            if (json_array_size(v) > (size_t)lim->max_stops)
+                return BAD(e, "stop", "stop: at most %d strings", lim->max_stops);
+            size_t i;
+            json_t *s;
+            json_array_foreach(v, i, s) {
+                if (!json_is_string(s)) return BAD(e, "stop", "stop[%zu]: expected a string, got %s", i, type_name(s));
+                if (json_string_length(s) == 0) return BAD(e, "stop", "stop[%zu]: must not be empty", i);
+                if (json_string_length(s) > MAX_STOP_BYTES)
+                    return BAD(e, "stop", "stop[%zu]: longer than %d bytes", i, MAX_STOP_BYTES);
+                p->stops[p->n_stops++] = strdup(json_string_value(s));
+            }
+        } else {
+            return BAD(e, "stop", "stop: expected a string or an array of strings, got %s", type_name(v));
+        }
+    }
+    /* logit_bias: {"token id": bias in [-100, 100]} */
+    if ((v = field(root, "logit_bias"))) {
+        if (!json_is_object(v)) return BAD(e, "logit_bias", "logit_bias: expected an object, got %s", type_name(v));
+        size_t n = json_object_size(v);
+        if (n > 4096) return BAD(e, "logit_bias", "logit_bias: at most 4096 entries");
+        p->bias_ids = malloc((n ? n : 1) * sizeof(int32_t));
+        p->bias = malloc((n ? n : 1) * sizeof(float));
+        if (!p->bias_ids || !p->bias) return BAD(e, "logit_bias", "logit_bias: out of memory");
+        const char *key;
+        json_t *b;
+        json_object_foreach(v, key, b) {
+            char *end;
+            long id = strtol(key, &end, 10);
+            if (!*key || *end || id < 0 || id >= lim->vocab_size)
+                return BAD(e, "logit_bias", "logit_bias: key '%.40s' is not a token id in [0, %d)", key,
+                           lim->vocab_size);
+            if (!json_is_number(b))
+                return BAD(e, "logit_bias", "logit_bias['%s']: expected a number, got %s", key, type_name(b));
+            double d = json_number_value(b);
+            if (!(d >= -100 && d <= 100))
+                return BAD(e, "logit_bias", "logit_bias['%s']: %g is outside [-100, 100]", key, d);
+            p->bias_ids[p->n_bias] = (int32_t)id;
+            p->bias[p->n_bias++] = (float)d;
+        }
+    }
+    for (int i = 0; i < p->n_stops; i++)
+        if (!p->stops[i]) return BAD(e, "stop", "stop: out of memory");
+    return 0;
+}
+
+static int parse_max_tokens(json_t *root, const char *key, srv_params *p, srv_error *e)
+{
+    long long x = 0;
+    int given = 0;
+    if (get_int(root, key, 1, 1 << 30, &x, &given, e)) return -1;
+    if (given) p->max_tokens = (int)x;
+    return 0;
+}
+
+int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_params *p, srv_error *e)
+{
+    memset(p, 0, sizeof *p);
+    p->chat = 1;
+    json_t *root = load_body(body, n, e);
+    if (!root) return -1;
+    int rc = -1;
+    json_t *v;
+    if (parse_common(root, lim, p, e)) goto done;
+    if (parse_max_tokens(root, "max_tokens", p, e) || parse_max_tokens(root, "max_completion_tokens", p, e))
+        goto done;
+    if (get_bool(root, "logprobs", &p->logprobs, e)) goto done;
+    long long x = 0;
+    int given = 0;
+    if (get_int(root, "top_logprobs", 0, DSV4_MAX_TOP_LOGPROBS, &x, &given, e)) goto done;
+    if (given) {
+        if (!p->logprobs && x > 0) {
+            BAD(e, "top_logprobs", "top_logprobs: needs logprobs = true");
+            goto done;
+        }
+        p->top_logprobs = (int)x;
+    }
+    /* thinking: chat_template_kwargs.thinking (or enable_thinking) first, else reasoning_effort */
+    dsv4_chat_opts_default(&p->copts);
+    p->copts.thinking = 0;
+    int thinking = -1;
+    if ((v = field(root, "chat_template_kwargs"))) {
+        if (!json_is_object(v)) {
+            BAD(e, "chat_template_kwargs", "chat_template_kwargs: expected an object, got %s", type_name(v));
+            goto done;
+        }
+        const char *names[] = {"thinking", "enable_thinking"};
+        for (int i = 0; i < 2; i++) {
+            json_t *t = field(v, names[i]);
+            if (!t) continue;
+            if (!json_is_boolean(t)) {
+                BAD(e, "chat_template_kwargs", "chat_template_kwargs.%s: expected a boolean, got %s", names[i],
+                    type_name(t));
+                goto done;
+            }
+            thinking = json_is_true(t);
+        }
+    }
+    if ((v = field(root, "reasoning_effort"))) {
+        if (!json_is_string(v)) {
+            BAD(e, "reasoning_effort", "reasoning_effort: expected a string, got %s", type_name(v));
+            goto done;
+        }
+        char err[256];
+        if (dsv4_chat_effort_parse(json_string_value(v), &p->copts.reasoning_effort, err, sizeof err)) {
+            BAD(e, "reasoning_effort", "reasoning_effort: %s", err);
+            goto done;
+        }
+        if (thinking < 0) thinking = strcmp(json_string_value(v), "none") != 0;
+    }
+    p->copts.thinking = thinking > 0;
+    /* tools and tool_choice */
+    json_t *tools = field(root, "tools");
+    if (tools) {
+        if (!json_is_array(tools)) {
+            BAD(e, "tools", "tools: expected an array, got %s", type_name(tools));
+            goto done;
+        }
+        size_t i;
+        json_t *t;
+        json_array_foreach(tools, i, t) {
+            json_t *fn = json_is_object(t) ? json_object_get(t, "function") : NULL;
+            json_t *ty = json_is_object(t) ? json_object_get(t, "type") : NULL;
+            if (!json_is_object(t) || !json_is_string(ty) || strcmp(json_string_value(ty), "function") ||
+                !json_is_object(fn) || !json_is_string(json_object_get(fn, "name"))) {
+                BAD(e, "tools", "tools[%zu]: expected {\"type\": \"function\", \"function\": {\"name\": ...}}", i);
+                goto done;
+            }
+        }
+        p->has_tools = json_array_size(tools) > 0;
+    }
+    if ((v = field(root, "tool_choice"))) {
+        if (json_is_string(v)) {
+            const char *s = json_string_value(v);
+            if (!strcmp(s, "auto")) p->tool_choice = SRV_TOOL_CHOICE_AUTO;
+            else if (!strcmp(s, "none")) p->tool_choice = SRV_TOOL_CHOICE_NONE;
+            else if (!strcmp(s, "required")) p->tool_choice = SRV_TOOL_CHOICE_REQUIRED;
+            else {
+                BAD(e, "tool_choice", "tool_choice: '%.40s' is not one of auto, none, required", s);
+                goto done;
+            }
+        } else if (json_is_object(v)) {
+            json_t *fn = json_object_get(v, "function");
+            json_t *nm = json_is_object(fn) ? json_object_get(fn, "name") : NULL;
+            if (!json_is_string(nm)) {
+                BAD(e, "tool_choice", "tool_choice: expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
+                goto done;
+            }
+            p->tool_choice = SRV_TOOL_CHOICE_NAMED;
+            p->tool_name = strdup(json_string_value(nm));
+        } else {
+            BAD(e, "tool_choice", "tool_choice: expected a string or an object, got %s", type_name(v));
+            goto done;
+        }
+        if (p->tool_choice >= SRV_TOOL_CHOICE_REQUIRED && !p->has_tools) {
+            BAD(e, "tool_choice", "tool_choice: '%s' needs tools", p->tool_name ? p->tool_name : "required");
+            goto done;
+        }
+        if (p->tool_choice == SRV_TOOL_CHOICE_NAMED) {
+            int found = 0;
+            size_t i;
+            json_t *t;
+            json_array_foreach(tools, i, t) {
+                const char *nm = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+                if (nm && !strcmp(nm, p->tool_name)) found = 1;
+            }
+            if (!found) {
+                BAD(e, "tool_choice", "tool_choice: no tool named '%.60s' in tools", p->tool_name);
+                goto done;
+            }
+        }
+    }
+    if (p->tool_choice == SRV_TOOL_CHOICE_NONE) {
+        tools = NULL; /* not offered to the model at all */
+        p->has_tools = 0;
+    }
+    /* response_format: text and json_object render nothing; json_schema goes into the prompt */
+    json_t *rf = NULL;
+    if ((v = field(root, "response_format"))) {
+        json_t *ty = json_is_object(v) ? json_object_get(v, "type") : NULL;
+        if (!json_is_string(ty)) {
+            BAD(e, "response_format", "response_format: expected an object with a string 'type'");
+            goto done;
+        }
+        const char *t = json_string_value(ty);
+        if (!strcmp(t, "json_schema")) rf = v;
+        else if (strcmp(t, "text") && strcmp(t, "json_object")) {
+            BAD(e, "response_format", "response_format.type: '%.40s' is not one of text, json_object, json_schema", t);
+            goto done;
+        }
+    }
+    json_t *msgs = json_object_get(root, "messages");
+    if (!msgs) {
+        BAD(e, "messages", "messages: required");
+        goto done;
+    }
+    if (!json_is_array(msgs)) {
+        BAD(e, "messages", "messages: expected an array, got %s", type_name(msgs));
+        goto done;
+    }
+    if (json_array_size(msgs) == 0) {
+        BAD(e, "messages", "messages: must not be empty");
+        goto done;
+    }
+    char err[512];
+    if (dsv4_chat_conv_from_json(msgs, tools, rf, &p->conv, err, sizeof err)) {
+        /* the conversion names the element ("messages[1].role: ..."): its prefix is the param */
+        char param[64];
+        size_t k = strcspn(err, ":");
+        snprintf(param, sizeof param, "%.*s", (int)(k < sizeof param ? k : sizeof param - 1), err);
+        if (k == strlen(err)) snprintf(param, sizeof param, "messages");
+        BAD(e, param, "%s", err);
+        goto done;
+    }
+    p->has_conv = 1;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim, srv_params *p, srv_error *e)
+{
+    memset(p, 0, sizeof *p);
+    json_t *root = load_body(body, n, e);
+    if (!root) return -1;
+    int rc = -1;
+    json_t *v;
+    if (parse_common(root, lim, p, e)) goto done;
+    if (parse_max_tokens(root, "max_tokens", p, e)) goto done;
+    if (!field(root, "max_tokens")) p->max_tokens = 16; /* OpenAI's default for completions */
+    long long x = 0;
+    int given = 0;
+    if (get_int(root, "logprobs", 0, DSV4_MAX_TOP_LOGPROBS, &x, &given, e)) goto done;
+    if (given) {
+        p->logprobs = 1;
+        p->top_logprobs = (int)x;
+    }
+    int echo = 0;
+    if (get_bool(root, "echo", &echo, e)) goto done;
+    if (echo) {
+        BAD(e, "echo", "echo: not supported");
+        goto done;
+    }
+    if (get_int(root, "best_of", 1, 1, &x, NULL, e)) {
+        BAD(e, "best_of", "best_of: only 1 is supported");
+        goto done;
+    }
+    if ((v = field(root, "suffix"))) {
+        BAD(e, "suffix", "suffix: not supported");
+        goto done;
+    }
+    v = json_object_get(root, "prompt");
+    if (!v || json_is_null(v)) {
+        BAD(e, "prompt", "prompt: required");
+        goto done;
+    }
+    /* a batch of one is the same as one prompt */
+    if (json_is_array(v) && json_array_size(v) == 1 &&
+        (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0))))
+        v = json_array_get(v, 0);
+    if (json_is_string(v)) {
+        if (json_string_length(v) == 0) {
+            BAD(e, "prompt", "prompt: must not be empty");
+            goto done;
+        }
+        p->prompt_len = json_string_length(v);
+        p->prompt_text = malloc(p->prompt_len + 1);
+        if (!p->prompt_text) {
+            BAD(e, "prompt", "prompt: out of memory");
+            goto done;
+        }
+        memcpy(p->prompt_text, json_string_value(v), p->prompt_len + 1);
+    } else if (json_is_array(v)) {
+        size_t m = json_array_size(v);
+        if (m == 0) {
+            BAD(e, "prompt", "prompt: must not be empty");
+            goto done;
+        }
+        if (!json_is_integer(json_array_get(v, 0))) {
+            BAD(e, "prompt", "prompt: expected a string, an array of token ids, or a batch of one; batches of "
+                             "several prompts are not supported");
+            goto done;
+        }
+        p->prompt_ids = malloc(m * sizeof(int32_t));
+        if (!p->prompt_ids) {
+            BAD(e, "prompt", "prompt: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < m; i++) {
+            json_t *t = json_array_get(v, i);
+            if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->vocab_size) {
+                BAD(e, "prompt", "prompt[%zu]: expected a token id in [0, %d)", i, lim->vocab_size);
+                goto done;
+            }
+            p->prompt_ids[i] = (int32_t)json_integer_value(t);
+        }
+        p->n_prompt_ids = (int)m;
+    } else {
+        BAD(e, "prompt", "prompt: expected a string or an array of token ids, got %s", type_name(v));
+        goto done;
+    }
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+void srv_params_free(srv_params *p)
+{
+    free(p->model);
+    free(p->bias_ids);
+    free(p->bias);
+    for (int i = 0; i < p->n_stops; i++) free(p->stops[i]);
+    if (p->has_conv) dsv4_chat_conv_free(&p->conv);
+    free(p->tool_name);
+    free(p->prompt_text);
+    free(p->prompt_ids);
+    memset(p, 0, sizeof *p);
+}
+
+/* ======================================================================= */
+/* Responses                                                               */
+
+const char *srv_finish_reason(const srv_req *r)
+{
+    switch (r->outcome) {
+    case SRV_OUTCOME_STOP: return "stop";
+    case SRV_OUTCOME_LENGTH: return "length";
+    case SRV_OUTCOME_TOOL_CALLS: return "tool_calls";
+    case SRV_OUTCOME_CANCELLED: return "abort";
+    case SRV_OUTCOME_TIMEOUT: return "timeout";
+    default: return "error";
+    }
+}
+
+static char *dump(json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+static double finite_lp(float lp) { return isfinite(lp) ? lp : -9999.0; }
+
+/* A token as text (U+FFFD for a partial character) and its bytes. */
+static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
+{
+    char *text = NULL;
+    size_t len = 0;
+    char err[64];
+    if (dsv4_detokenize(tok, &id, 1, &text, &len, err, sizeof err)) {
+        text = NULL;
+        len = 0;
+    }
+    json_t *s = json_stringn(text ? text : "", len);
+    if (!s) s = json_string("\xef\xbf\xbd");
+    if (bytes) {
+        *bytes = json_array();
+        for (size_t i = 0; i < len; i++) json_array_append_new(*bytes, json_integer((unsigned char)text[i]));
+    }
+    free(text);
+    return s;
+}
+
+static json_t *usage_json(const srv_req *r)
+{
+    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", r->n_prompt, "completion_tokens", r->n_gen,
+                     "total_tokens", r->n_prompt + r->n_gen);
+}
+
+/* chat: {"content": [{token, logprob, bytes, top_logprobs}]} for toks [a, b) */
+static json_t *chat_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b)
+{
+    json_t *content = json_array();
+    for (int i = a; i < b; i++) {
+        const srv_tok *t = &r->toks[i];
+        json_t *bytes, *top = json_array();
+        json_t *tok = token_text(m->tok, t->token, &bytes);
+        for (int k = 0; k < t->n_top; k++) {
+            json_t *tb;
+            json_t *tt = token_text(m->tok, t->top_ids[k], &tb);
+            json_array_append_new(top, json_pack("{s:o, s:f, s:o}", "token", tt, "logprob", finite_lp(t->top_lp[k]),
+                                                 "bytes", tb));
+        }
+        json_array_append_new(content, json_pack("{s:o, s:f, s:o, s:o}", "token", tok, "logprob",
+                                                 finite_lp(t->logprob), "bytes", bytes, "top_logprobs", top));
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+/* completions: {tokens, token_logprobs, top_logprobs, text_offset} for toks [a, b) */
+static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b, size_t *offset)
+{
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    for (int i = a; i < b; i++) {
+        const srv_tok *t = &r->toks[i];
+        json_t *tok = token_text(m->tok, t->token, NULL);
+        json_array_append_new(offs, json_integer((json_int_t)*offset));
+        *offset += json_string_length(tok);
+        json_array_append_new(tokens, tok);
+        json_array_append_new(lps, json_real(finite_lp(t->logprob)));
+        json_t *top = json_object();
+        for (int k = 0; k < t->n_top; k++) {
+            json_t *tt = token_text(m->tok, t->top_ids[k], NULL);
+            json_object_set_new(top, json_string_value(tt), json_real(finite_lp(t->top_lp[k])));
+            json_decref(tt);
+        }
+        json_array_append_new(tops, top);
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
+                     "text_offset", offs);
+}
+
+static json_t *tool_call_json(const srv_tool_call *tc, int index, int with_index)
+{
+    json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", tc->id, "type", "function", "function", "name", tc->name,
+                          "arguments", tc->arguments);
+    if (j && with_index) json_object_set_new(j, "index", json_integer(index));
+    return j;
+}
+
+static json_t *strn(const dsv4_strbuf *b, size_t from)
+{
+    json_t *s = json_stringn(b->p ? b->p + from : "", b->len - from);
+    return s ? s : json_string("\xef\xbf\xbd"); /* cannot happen: the detokeniser emits whole characters */
+}
+
+char *srv_chat_response(const srv_resp_meta *m, const srv_req *r, int logprobs)
+{
+    json_t *msg = json_object();
+    json_object_set_new(msg, "role", json_string("assistant"));
+    json_object_set_new(msg, "content", r->n_tools && !r->content.len ? json_null() : strn(&r->content, 0));
+    if (r->thinking || r->reasoning.len) json_object_set_new(msg, "reasoning_content", strn(&r->reasoning, 0));
+    if (r->n_tools) {
+        json_t *tcs = json_array();
+        for (int i = 0; i < r->n_tools; i++) json_array_append_new(tcs, tool_call_json(&r->tools[i], i, 0));
+        json_object_set_new(msg, "tool_calls", tcs);
+    }
+    json_t *choice = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
+                               logprobs ? chat_logprobs(m, r, 0, r->n_toks) : json_null(), "finish_reason",
+                               srv_finish_reason(r));
+    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", m->id, "object", "chat.completion", "created",
+                          (json_int_t)m->created, "model", m->model, "choices", choice, "usage", usage_json(r)));
+}
+
+char *srv_completion_response(const srv_resp_meta *m, const srv_req *r, int logprobs)
+{
+    size_t off = 0;
+    json_t *choice = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text", strn(&r->content, 0), "logprobs",
+                               logprobs ? completion_logprobs(m, r, 0, r->n_toks, &off) : json_null(),
+                               "finish_reason", srv_finish_reason(r));
+    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", m->id, "object", "text_completion", "created",
+                          (json_int_t)m->created, "model", m->model, "choices", choice, "usage", usage_json(r)));
+}
+
+static void sse(dsv4_strbuf *out, json_t *j)
+{
+    char *s = dump(j);
+    if (!s) return;
+    dsv4_strbuf_put(out, "data: ", 6);
+    dsv4_strbuf_put(out, s, strlen(s));
+    dsv4_strbuf_put(out, "\n\n", 2);
+    free(s);
+}
+
+static json_t *chunk(const srv_resp_meta *m, const char *object, json_t *choice)
+{
+    return json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", m->id, "object", object, "created", (json_int_t)m->created,
+                     "model", m->model, "choices", choice);
+}
+
+/* The end of a stream: an error event for requests that failed, the usage chunk, [DONE]. */
+static void stream_end(const srv_resp_meta *m, const srv_req *r, const char *object, int include_usage,
+                       dsv4_strbuf *out)
+{
+    if (r->outcome == SRV_OUTCOME_ERROR || r->outcome == SRV_OUTCOME_TIMEOUT) {
+        srv_error e;
+        if (r->outcome == SRV_OUTCOME_TIMEOUT)
+            srv_error_set(&e, 504, "timeout_error", "", "the request's deadline passed (--request-timeout)");
+        else
+            srv_error_set(&e, 500, "server_error", "", "%s", r->error[0] ? r->error : "internal error");
+        char *s = srv_error_json(&e);
+        if (s) {
+            dsv4_strbuf_put(out, "data: ", 6);
+            dsv4_strbuf_put(out, s, strlen(s));
+            dsv4_strbuf_put(out, "\n\n", 2);
+            free(s);
+        }
+    }
+    if (include_usage) {
+        json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", m->id, "object", object, "created",
+                              (json_int_t)m->created, "model", m->model, "choices", "usage", usage_json(r));
+        sse(out, u);
+    }
+    dsv4_strbuf_put(out, "data: [DONE]\n\n", 14);
+}
+
+int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage, srv_stream_pos *pos,
+                    dsv4_strbuf *out)
+{
+    const char *obj = "chat.completion.chunk";
+    if (!pos->role_sent) {
+        sse(out, chunk(m, obj, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role", "assistant",
+                                         "content", "", "logprobs", "finish_reason")));
+        pos->role_sent = 1;
+    }
+    int new_toks = logprobs && r->n_toks > pos->toks;
+    if (r->reasoning.len > pos->reasoning) {
+        json_t *d = json_pack("{s:o}", "reasoning_content", strn(&r->reasoning, pos->reasoning));
+        pos->reasoning = r->reasoning.len;
+        json_t *lp = json_null();
+        if (new_toks && r->content.len == pos->content) {
+            json_decref(lp);
+            lp = chat_logprobs(m, r, pos->toks, r->n_toks);
+            pos->toks = r->n_toks;
+            new_toks = 0;
+        }
+        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "delta", d, "logprobs", lp,
+                                         "finish_reason")));
+    }
+    if (r->content.len > pos->content || new_toks) {
+        json_t *d = json_pack("{s:o}", "content", strn(&r->content, pos->content));
+        pos->content = r->content.len;
+        json_t *lp = new_toks ? chat_logprobs(m, r, pos->toks, r->n_toks) : json_null();
+        pos->toks = r->n_toks;
+        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "delta", d, "logprobs", lp,
+                                         "finish_reason")));
+    }
+    while (pos->tools < r->n_tools) {
+        json_t *d = json_pack("{s:[o]}", "tool_calls", tool_call_json(&r->tools[pos->tools], pos->tools, 1));
+        pos->tools++;
+        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:n, s:n}", "index", 0, "delta", d, "logprobs",
+                                         "finish_reason")));
+    }
+    if (!r->done) return 0;
+    if (!pos->finish_sent) {
+        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
+            sse(out, chunk(m, obj, json_pack("{s:i, s:{}, s:n, s:s}", "index", 0, "delta", "logprobs",
+                                             "finish_reason", srv_finish_reason(r))));
+        stream_end(m, r, obj, include_usage, out);
+        pos->finish_sent = 1;
+    }
+    return 1;
+}
+
+int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage,
+                          srv_stream_pos *pos, dsv4_strbuf *out)
+{
+    const char *obj = "text_completion";
+    int new_toks = logprobs && r->n_toks > pos->toks;
+    if (r->content.len > pos->content || new_toks) {
+        size_t off = pos->content; /* text offsets continue from the text sent so far */
+        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, &off) : json_null();
+        json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text", strn(&r->content, pos->content),
+                              "logprobs", lp, "finish_reason");
+        pos->content = r->content.len;
+        pos->toks = r->n_toks;
+        sse(out, chunk(m, obj, c));
+    }
+    if (!r->done) return 0;
+    if (!pos->finish_sent) {
+        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
+            sse(out, chunk(m, obj, json_pack("{s:i, s:s, s:n, s:s}", "index", 0, "text", "", "logprobs",
+                                             "finish_reason", srv_finish_reason(r))));
+        stream_end(m, r, obj, include_usage, out);
+        pos->finish_sent = 1;
+    }
+    return 1;
+}

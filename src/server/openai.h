@@ -1,0 +1,112 @@
+/*
+ * openai.h - the OpenAI API at the edge: request JSON -> native structs, with
+ * every field validated and refused by name, and native results -> response
+ * JSON (whole responses, stream chunks, errors). Nothing here touches the
+ * engine; the HTTP layer turns a srv_params into a srv_req.
+ */
+#ifndef DSV4_SERVER_OPENAI_H
+#define DSV4_SERVER_OPENAI_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dsv4.h"
+#include "server/scheduler.h"
+#include "text/chat.h"
+
+/* An error as OpenAI reports it: {"error": {"message", "type", "param", "code"}}. */
+typedef struct {
+    int status;        /* HTTP status */
+    const char *type;  /* "invalid_request_error", "authentication_error", ... */
+    const char *code;  /* may be NULL */
+    char param[64];    /* the offending field ("" when none) */
+    char message[768];
+} srv_error;
+
+void srv_error_set(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Malloc'ed JSON text of the error (never NULL unless out of memory). */
+char *srv_error_json(const srv_error *e);
+
+typedef enum {
+    SRV_TOOL_CHOICE_AUTO = 0,
+    SRV_TOOL_CHOICE_NONE,
+    SRV_TOOL_CHOICE_REQUIRED,
+    SRV_TOOL_CHOICE_NAMED,
+} srv_tool_choice;
+
+/* Limits the parser enforces (set by the server from the model). */
+typedef struct {
+    int vocab_size;   /* logit_bias and token-id prompts must be below it */
+    int max_stops;    /* at most SRV_MAX_STOPS */
+} srv_parse_limits;
+
+/* A validated request. */
+typedef struct {
+    int chat;                    /* 1: chat.completions; 0: completions */
+    char *model;                 /* as given; NULL when absent */
+    int stream, include_usage;
+    dsv4_sampling_params sp;     /* sampling settings (its arrays are not set: see bias/stops) */
+    int32_t *bias_ids;           /* [n_bias] */
+    float *bias;                 /* [n_bias] */
+    int n_bias;
+    char *stops[SRV_MAX_STOPS];
+    int n_stops;
+    int max_tokens;              /* 0: not given */
+    int logprobs, top_logprobs;
+    int ignore_eos;
+    /* chat */
+    json_t *root;                /* the parsed body (conv points into nothing of it; kept for tools) */
+    dsv4_chat_conv conv;
+    int has_conv;
+    dsv4_chat_opts copts;
+    srv_tool_choice tool_choice;
+    char *tool_name;             /* SRV_TOOL_CHOICE_NAMED */
+    int has_tools;
+    /* completions */
+    char *prompt_text;           /* NUL-terminated; or NULL when prompt_ids */
+    size_t prompt_len;
+    int32_t *prompt_ids;
+    int n_prompt_ids;
+} srv_params;
+
+/* Parse and validate a request body. Return 0, or -1 with e filled (status 400 and the field). */
+int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_params *out, srv_error *e);
+int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim, srv_params *out, srv_error *e);
+void srv_params_free(srv_params *p);
+
+/* ---- responses ---- */
+
+/* What a response needs besides the request's output. */
+typedef struct {
+    const char *id;              /* "chatcmpl-..." / "cmpl-..." */
+    const char *model;
+    long long created;           /* unix seconds */
+    const dsv4_tokenizer *tok;   /* token strings for logprobs */
+} srv_resp_meta;
+
+const char *srv_finish_reason(const srv_req *r);
+
+/* The whole response of a finished request (r->mu held or r done). Malloc'ed JSON. */
+char *srv_chat_response(const srv_resp_meta *m, const srv_req *r, int logprobs);
+char *srv_completion_response(const srv_resp_meta *m, const srv_req *r, int logprobs);
+
+/* Streaming: the reader's position in a request's output. */
+typedef struct {
+    size_t content, reasoning;  /* bytes sent */
+    int tools;                  /* tool calls sent */
+    int toks;                   /* logprob entries sent */
+    int role_sent, finish_sent;
+} srv_stream_pos;
+
+/* Appends SSE events ("data: {...}\n\n") for what r produced since pos
+ * (r->mu held) to out, and moves pos. When r is done it adds the finish chunk,
+ * the usage chunk (include_usage) and "data: [DONE]". Returns 1 when the
+ * stream is complete, 0 otherwise. */
+int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage, srv_stream_pos *pos,
+                    dsv4_strbuf *out);
+int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage,
+                          srv_stream_pos *pos, dsv4_strbuf *out);
+
+#endif

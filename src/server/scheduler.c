@@ -1,0 +1,623 @@
+/*
+ * scheduler.c - continuous batching: the one thread that owns the engine.
+ *
+ * Every iteration of the worker (1) drops queued requests whose client left
+ * or whose deadline passed, (2) admits queued requests in arrival order while
+ * a running slot is free and the KV pool can hold their whole future (prompt
+ * plus max_tokens, capped by the context: a running request never waits for
+ * pages, so nothing is ever preempted), (3) builds one batch from a decode
+ * token for every running sequence that has finished its prompt plus prefill
+ * chunks of the others, oldest first, under the --chunked-prefill-size token
+ * budget, (4) runs dsv4_step, and (5) samples each sequence from its own
+ * logits row, detokenises, matches stop strings, parses the chat output and
+ * appends to the request under its lock. Arrivals join at the next iteration.
+ *
+ * Batch invariance: the engine computes each sequence's logits independently
+ * of its batch-mates, each request owns its sampler (PRNG included) and reads
+ * only its own row, so a greedy request gives the same tokens alone or in any
+ * company.
+ *
+ * Nothing in the token loop allocates except the per-request output buffers
+ * (text, logprobs), which grow geometrically and are bounded by max_tokens.
+ */
+#include "server/scheduler.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct srv_sched_slot {
+    srv_req *r;
+    int seq;
+    int prefilled;         /* prompt tokens already in the sequence */
+    int32_t last;          /* the token to decode next */
+    int64_t pages;         /* pages reserved for its whole future */
+    dsv4_sampler *smp;
+    dsv4_detok *dt;
+    dsv4_stop_matcher *sm;
+    dsv4_chat_parser *ps;
+    int in_batch;          /* its entry index in this step, or -1 */
+    int sample;            /* this step's logits are for sampling */
+} srv_slot;
+
+struct srv_sched {
+    dsv4_engine *e;
+    const dsv4_tokenizer *tok;
+    srv_sched_opts o;
+    srv_metrics *m;
+    int V, tok_vocab;
+    int64_t max_ctx;
+    int page_tokens;
+    pthread_t th;
+    int started;
+
+    pthread_mutex_t mu;     /* guards everything below up to the worker-private part */
+    pthread_cond_t cv;
+    srv_req *q_head, *q_tail;
+    int n_waiting, n_running;
+    int draining, stopping;
+    int abort_all;          /* srv_sched_cancel_all: cancel everything at the next iteration */
+
+    /* worker-private */
+    srv_slot *slots;        /* [max_running] */
+    int64_t reserved;       /* pages reserved by running requests */
+    float *logits;          /* [max_running][V] */
+    dsv4_batch_entry *entries;
+};
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+srv_req *srv_req_create(const int32_t *prompt, int n_prompt)
+{
+    srv_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->prompt = malloc((size_t)(n_prompt > 0 ? n_prompt : 1) * sizeof(int32_t));
+    if (!r->prompt) {
+        free(r);
+        return NULL;
+    }
+    if (n_prompt > 0) memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof(int32_t));
+    r->n_prompt = n_prompt;
+    dsv4_sampling_params_default(&r->sp);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    r->refs = 1;
+    r->t_arrive = srv_now();
+    return r;
+}
+
+static void req_destroy(srv_req *r)
+{
+    free(r->prompt);
+    free(r->bias_ids);
+    free(r->bias);
+    for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
+    free(r->forced_text);
+    dsv4_strbuf_free(&r->content);
+    dsv4_strbuf_free(&r->reasoning);
+    for (int i = 0; i < r->n_tools; i++) {
+        free(r->tools[i].id);
+        free(r->tools[i].name);
+        free(r->tools[i].arguments);
+    }
+    free(r->tools);
+    free(r->toks);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+void srv_req_release(srv_sched *s, srv_req *r)
+{
+    if (!r) return;
+    pthread_mutex_lock(&s->mu);
+    int last = --r->refs == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (last) req_destroy(r);
+}
+
+void srv_req_cancel(srv_sched *s, srv_req *r)
+{
+    r->cancelled = 1;
+    pthread_mutex_lock(&s->mu);
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int64_t pages_for(const srv_sched *s, const srv_req *r)
+{
+    int64_t end = (int64_t)r->n_prompt + (r->sp.max_tokens > 0 ? r->sp.max_tokens : s->max_ctx);
+    if (end > s->max_ctx) end = s->max_ctx;
+    return (end + s->page_tokens - 1) / s->page_tokens;
+}
+
+dsv4_status srv_sched_submit(srv_sched *s, srv_req *r, char *err, size_t errlen)
+{
+    int64_t need = pages_for(s, r);
+    if (need > s->o.pages_total) {
+        snprintf(err, errlen, "the request needs %lld KV pages (%d prompt tokens + max_tokens %d), the pool has %lld",
+                 (long long)need, r->n_prompt, r->sp.max_tokens, (long long)s->o.pages_total);
+        return DSV4_ERR_INVALID;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->draining || s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        snprintf(err, errlen, "the server is shutting down");
+        return DSV4_ERR_STATE;
+    }
+    if (s->n_running + s->n_waiting >= s->o.max_running + s->o.max_queue) {
+        pthread_mutex_unlock(&s->mu);
+        snprintf(err, errlen, "the server is busy: %d requests running and %d waiting (--max-queue %d)",
+                 s->n_running, s->n_waiting, s->o.max_queue);
+        return DSV4_ERR_NOMEM;
+    }
+    r->refs++;
+    r->next_ = NULL;
+    if (s->q_tail) s->q_tail->next_ = r;
+    else s->q_head = r;
+    s->q_tail = r;
+    s->n_waiting++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return DSV4_OK;
+}
+
+void srv_sched_counts(srv_sched *s, int *running, int *waiting)
+{
+    pthread_mutex_lock(&s->mu);
+    *running = s->n_running;
+    *waiting = s->n_waiting;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_drain(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->draining = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_cancel_all(srv_sched *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->abort_all = 1; /* the slots are the worker's: it cancels them itself */
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- finishing ----------------------------------------------------------- */
+
+/* Marks r done with outcome o (r->mu held by the caller), records metrics and
+ * wakes its reader. */
+static void req_done_locked(srv_sched *s, srv_req *r, srv_outcome o)
+{
+    if (o == SRV_OUTCOME_STOP && r->n_tools > 0) o = SRV_OUTCOME_TOOL_CALLS;
+    r->outcome = o;
+    r->done = 1;
+    double now = srv_now();
+    if (r->n_gen > 0 && o != SRV_OUTCOME_CANCELLED) srv_metrics_observe(s->m, SRV_HIST_E2E, now - r->t_arrive);
+    srv_metrics_finish(s->m, o, r->n_prompt, r->n_gen);
+    pthread_cond_broadcast(&r->cv);
+}
+
+/* A queued request that never ran. */
+static void finish_queued(srv_sched *s, srv_req *r, srv_outcome o)
+{
+    pthread_mutex_lock(&r->mu);
+    if (o == SRV_OUTCOME_ERROR && !r->error[0]) snprintf(r->error, sizeof r->error, "internal error");
+    req_done_locked(s, r, o);
+    pthread_mutex_unlock(&r->mu);
+    srv_req_release(s, r);
+}
+
+static void slot_clear(srv_sched *s, srv_slot *sl)
+{
+    if (sl->seq >= 0) dsv4_seq_free(s->e, sl->seq);
+    dsv4_sampler_free(sl->smp);
+    dsv4_detok_free(sl->dt);
+    dsv4_stop_free(sl->sm);
+    dsv4_chat_parser_free(sl->ps);
+    s->reserved -= sl->pages;
+    memset(sl, 0, sizeof *sl);
+    sl->seq = -1;
+}
+
+/* Ends a running request: frees its sequence at once and hands the request back. */
+static void finish_slot(srv_sched *s, srv_slot *sl, srv_outcome o, const char *error)
+{
+    srv_req *r = sl->r;
+    pthread_mutex_lock(&r->mu);
+    if (error) snprintf(r->error, sizeof r->error, "%s", error);
+    req_done_locked(s, r, o);
+    pthread_mutex_unlock(&r->mu);
+    slot_clear(s, sl);
+    pthread_mutex_lock(&s->mu);
+    s->n_running--;
+    pthread_mutex_unlock(&s->mu);
+    srv_req_release(s, r);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static int grow(void **p, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    int nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+static void on_chat_event(void *user, const dsv4_chat_event *ev)
+{
+    srv_req *r = user; /* r->mu is held by the caller of the parser */
+    switch (ev->kind) {
+    case DSV4_CHAT_EV_REASONING: dsv4_strbuf_put(&r->reasoning, ev->text, ev->len); break;
+    case DSV4_CHAT_EV_CONTENT: dsv4_strbuf_put(&r->content, ev->text, ev->len); break;
+    case DSV4_CHAT_EV_TOOL_BEGIN: break;
+    case DSV4_CHAT_EV_TOOL_END: {
+        if (grow((void **)&r->tools, &r->cap_tools, r->n_tools + 1, sizeof(srv_tool_call))) break;
+        srv_tool_call *tc = &r->tools[r->n_tools];
+        char id[32];
+        /* unique per server run: the request's address and the call's index */
+        snprintf(id, sizeof id, "call_%012llx%02x", (unsigned long long)((uintptr_t)r & 0xffffffffffffull),
+                 (unsigned)ev->index & 0xff);
+        tc->id = strdup(id);
+        tc->name = strdup(ev->name ? ev->name : "");
+        tc->arguments = malloc(ev->len + 1);
+        if (!tc->id || !tc->name || !tc->arguments) {
+            free(tc->id);
+            free(tc->name);
+            free(tc->arguments);
+            break;
+        }
+        memcpy(tc->arguments, ev->text, ev->len);
+        tc->arguments[ev->len] = 0;
+        r->n_tools++;
+        break;
+    }
+    }
+}
+
+/* Text that is certain to be output (after stop-string matching). r->mu held. */
+static void emit_text(srv_slot *sl, const char *text, size_t n)
+{
+    if (!n) return;
+    if (sl->ps) dsv4_chat_parser_feed(sl->ps, text, n);
+    else dsv4_strbuf_put(&sl->r->content, text, n);
+}
+
+/* End of output without a stop string: flush detokeniser, matcher and parser. r->mu held. */
+static void flush_output(srv_slot *sl, int stopped_by_string)
+{
+    const char *t;
+    size_t n;
+    if (!stopped_by_string) {
+        dsv4_detok_flush(sl->dt, &t, &n);
+        if (sl->sm) {
+            if (dsv4_stop_feed(sl->sm, t, n, &t, &n)) {
+                emit_text(sl, t, n);
+                stopped_by_string = 1;
+            } else {
+                emit_text(sl, t, n);
+                dsv4_stop_flush(sl->sm, &t, &n);
+                emit_text(sl, t, n);
+            }
+        } else {
+            emit_text(sl, t, n);
+        }
+    }
+    if (sl->ps) {
+        dsv4_chat_parser_finish(sl->ps);
+        const char *msg;
+        sl->r->malformed_tools = dsv4_chat_parser_malformed(sl->ps, &msg);
+    }
+}
+
+/* Samples the next token of sl from row; returns 1 if the request finished. */
+static int slot_sample(srv_sched *s, srv_slot *sl, float *row)
+{
+    srv_req *r = sl->r;
+    for (int i = s->tok_vocab; i < s->V; i++) row[i] = -INFINITY; /* ids the tokenizer cannot print */
+    dsv4_sample smp;
+    if (dsv4_sampler_sample(sl->smp, row, &smp)) {
+        finish_slot(s, sl, SRV_OUTCOME_ERROR, "sampling failed");
+        return 1;
+    }
+    dsv4_finish fin = dsv4_sampler_accept(sl->smp, smp.token);
+    double now = srv_now();
+    pthread_mutex_lock(&r->mu);
+    if (r->n_gen == 0) {
+        r->t_first = now;
+        srv_metrics_observe(s->m, SRV_HIST_TTFT, now - r->t_arrive);
+    } else {
+        srv_metrics_observe(s->m, SRV_HIST_ITL, now - r->t_last);
+    }
+    r->t_last = now;
+    r->n_gen++;
+    if (r->sp.logprobs && !grow((void **)&r->toks, &r->cap_toks, r->n_toks + 1, sizeof(srv_tok))) {
+        srv_tok *t = &r->toks[r->n_toks++];
+        t->token = smp.token;
+        t->logprob = smp.logprob;
+        t->n_top = smp.n_top;
+        memcpy(t->top_ids, smp.top_ids, sizeof t->top_ids);
+        memcpy(t->top_lp, smp.top_logprobs, sizeof t->top_lp);
+    }
+    int stopped = 0;
+    if (fin != DSV4_FINISH_STOP) {
+        const char *t;
+        size_t n;
+        char err[256];
+        if (dsv4_detok_push(sl->dt, smp.token, &t, &n, err, sizeof err)) {
+            pthread_mutex_unlock(&r->mu);
+            finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+            return 1;
+        }
+        if (sl->sm) stopped = dsv4_stop_feed(sl->sm, t, n, &t, &n);
+        emit_text(sl, t, n);
+    }
+    int64_t len = sl->prefilled + (int64_t)r->n_gen; /* tokens the sequence will hold once this one is fed */
+    srv_outcome o = SRV_OUTCOME_COUNT;
+    if (fin == DSV4_FINISH_STOP || stopped) o = SRV_OUTCOME_STOP;
+    else if (fin == DSV4_FINISH_LENGTH || len >= s->max_ctx) o = SRV_OUTCOME_LENGTH;
+    if (o != SRV_OUTCOME_COUNT) flush_output(sl, stopped);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    if (o != SRV_OUTCOME_COUNT) {
+        finish_slot(s, sl, o, NULL);
+        return 1;
+    }
+    sl->last = smp.token;
+    return 0;
+}
+
+/* ---- admission --------------------------------------------------------------- */
+
+static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, char *err, size_t errlen)
+{
+    memset(sl, 0, sizeof *sl);
+    sl->seq = -1;
+    sl->r = r;
+    if (r->n_stops) {
+        const char *stops[SRV_MAX_STOPS];
+        for (int i = 0; i < r->n_stops; i++) stops[i] = r->stops[i];
+        if (dsv4_stop_create(stops, r->n_stops, &sl->sm, err, errlen)) return -1;
+    }
+    if (dsv4_sampler_create(&r->sp, s->V, r->prompt, r->n_prompt, &sl->smp, err, errlen) ||
+        dsv4_detok_create(s->tok, &sl->dt, err, errlen))
+        return -1;
+    if (r->chat) {
+        if (dsv4_chat_parser_create(r->thinking, on_chat_event, r, &sl->ps)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        if (r->forced_text) {
+            pthread_mutex_lock(&r->mu);
+            dsv4_chat_parser_feed(sl->ps, r->forced_text, strlen(r->forced_text));
+            pthread_mutex_unlock(&r->mu);
+        }
+    }
+    if (dsv4_seq_create(s->e, &sl->seq, err, errlen)) return -1;
+    sl->pages = pages_for(s, r);
+    s->reserved += sl->pages;
+    return 0;
+}
+
+/* Admits queued requests in arrival order. Called with s->mu held. */
+static void admit_locked(srv_sched *s)
+{
+    for (;;) {
+        srv_req *r = s->q_head;
+        if (!r || s->n_running >= s->o.max_running) return;
+        if (s->reserved + pages_for(s, r) > s->o.pages_total) return;
+        int k = 0;
+        while (k < s->o.max_running && s->slots[k].r) k++;
+        if (k == s->o.max_running) return;
+        s->q_head = r->next_;
+        if (!s->q_head) s->q_tail = NULL;
+        r->next_ = NULL;
+        s->n_waiting--;
+        s->n_running++;
+        srv_slot *sl = &s->slots[k];
+        char err[256];
+        pthread_mutex_unlock(&s->mu);
+        srv_metrics_observe(s->m, SRV_HIST_QUEUE, srv_now() - r->t_arrive);
+        if (slot_setup(s, sl, r, err, sizeof err)) {
+            sl->r = r;
+            finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+        }
+        pthread_mutex_lock(&s->mu);
+    }
+}
+
+/* ---- the worker --------------------------------------------------------------- */
+
+static void publish_gauges(srv_sched *s)
+{
+    int running, waiting;
+    srv_sched_counts(s, &running, &waiting);
+    int64_t fr = dsv4_pages_free(s->e);
+    srv_metrics_gauges(s->m, running, waiting, dsv4_pages_total(s->e) - fr, fr);
+}
+
+static void *worker(void *arg)
+{
+    srv_sched *s = arg;
+    const int R = s->o.max_running;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        /* queued requests that were abandoned or timed out never run */
+        double now = srv_now();
+        for (srv_req **pp = &s->q_head; *pp;) {
+            srv_req *r = *pp;
+            int timeout = r->deadline > 0 && now > r->deadline;
+            if (r->cancelled || timeout || s->stopping || s->abort_all) {
+                *pp = r->next_;
+                if (s->q_tail == r) {
+                    s->q_tail = NULL;
+                    for (srv_req *t = s->q_head; t; t = t->next_) s->q_tail = t;
+                }
+                s->n_waiting--;
+                pthread_mutex_unlock(&s->mu);
+                finish_queued(s, r, timeout && !r->cancelled ? SRV_OUTCOME_TIMEOUT : SRV_OUTCOME_CANCELLED);
+                pthread_mutex_lock(&s->mu);
+                continue;
+            }
+            pp = &r->next_;
+        }
+        if (!s->stopping) admit_locked(s);
+        int active = s->n_running;
+        if (active == 0) {
+            if (s->stopping) break;
+            pthread_mutex_unlock(&s->mu);
+            publish_gauges(s);
+            pthread_mutex_lock(&s->mu);
+            if (!s->q_head && !s->stopping) {
+                /* idle; wake up now and then for deadlines of nothing in particular */
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 1;
+                pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+            }
+            continue;
+        }
+        int stopping = s->stopping || s->abort_all;
+        pthread_mutex_unlock(&s->mu);
+
+        /* running requests that were abandoned or timed out: free at once */
+        now = srv_now();
+        for (int k = 0; k < R; k++) {
+            srv_slot *sl = &s->slots[k];
+            if (!sl->r) continue;
+            if (sl->r->cancelled || stopping) finish_slot(s, sl, SRV_OUTCOME_CANCELLED, NULL);
+            else if (sl->r->deadline > 0 && now > sl->r->deadline) finish_slot(s, sl, SRV_OUTCOME_TIMEOUT, NULL);
+        }
+
+        /* the batch: decode tokens first, then prefill chunks oldest first */
+        int n = 0, budget = s->o.chunked_prefill, n_tok = 0;
+        for (int k = 0; k < R; k++) {
+            srv_slot *sl = &s->slots[k];
+            sl->in_batch = -1;
+            if (!sl->r || sl->prefilled < sl->r->n_prompt) continue;
+            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = 1, .tokens = &sl->last,
+                                               .logits = s->logits + (size_t)k * s->V};
+            sl->in_batch = n++;
+            sl->sample = 1;
+            n_tok++;
+        }
+        /* prefills in admission order: lowest request arrival first */
+        for (;;) {
+            int best = -1;
+            for (int k = 0; k < R; k++) {
+                srv_slot *sl = &s->slots[k];
+                if (!sl->r || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
+                if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
+            }
+            if (best < 0 || budget <= 0) break;
+            srv_slot *sl = &s->slots[best];
+            int take = sl->r->n_prompt - sl->prefilled;
+            if (take > budget) take = budget;
+            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = take,
+                                               .tokens = sl->r->prompt + sl->prefilled,
+                                               .logits = s->logits + (size_t)best * s->V};
+            sl->in_batch = n++;
+            sl->sample = sl->prefilled + take == sl->r->n_prompt;
+            budget -= take;
+            n_tok += take;
+        }
+        if (n > 0) {
+            char err[512];
+            double t0 = srv_now();
+            dsv4_status st = dsv4_step(s->e, s->entries, n, err, sizeof err);
+            srv_metrics_step(s->m, srv_now() - t0, n_tok);
+            for (int k = 0; k < R; k++) {
+                srv_slot *sl = &s->slots[k];
+                if (!sl->r || sl->in_batch < 0) continue;
+                if (st != DSV4_OK) {
+                    fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
+                    finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+                    continue;
+                }
+                if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
+                if (sl->sample) slot_sample(s, sl, s->logits + (size_t)k * s->V);
+            }
+        }
+        publish_gauges(s);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    publish_gauges(s);
+    return NULL;
+}
+
+dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv_sched_opts *o, srv_metrics *m,
+                            srv_sched **out, char *err, size_t errlen)
+{
+    srv_sched *s = calloc(1, sizeof *s);
+    if (!s) return DSV4_ERR_NOMEM;
+    dsv4_model_info info;
+    dsv4_engine_info(e, &info);
+    s->e = e;
+    s->tok = tok;
+    s->o = *o;
+    s->m = m;
+    s->V = info.vocab_size;
+    s->tok_vocab = dsv4_tokenizer_vocab_size(tok);
+    if (s->tok_vocab > s->V) s->tok_vocab = s->V;
+    s->max_ctx = info.max_ctx;
+    s->page_tokens = dsv4_page_tokens(e);
+    if (s->o.max_running > info.max_seqs) s->o.max_running = info.max_seqs;
+    if (s->o.pages_total <= 0 || s->o.pages_total > dsv4_pages_total(e)) s->o.pages_total = dsv4_pages_total(e);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->slots = calloc((size_t)s->o.max_running, sizeof(srv_slot));
+    s->logits = malloc((size_t)s->o.max_running * (size_t)s->V * sizeof(float));
+    s->entries = calloc((size_t)s->o.max_running, sizeof(dsv4_batch_entry));
+    if (!s->slots || !s->logits || !s->entries) {
+        snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
+        free(s->slots);
+        free(s->logits);
+        free(s->entries);
+        free(s);
+        return DSV4_ERR_NOMEM;
+    }
+    for (int k = 0; k < s->o.max_running; k++) s->slots[k].seq = -1;
+    if (pthread_create(&s->th, NULL, worker, s)) {
+        snprintf(err, errlen, "cannot start the scheduler thread");
+        free(s->slots);
+        free(s->logits);
+        free(s->entries);
+        free(s);
+        return DSV4_ERR_NOMEM;
+    }
+    s->started = 1;
+    *out = s;
+    return DSV4_OK;
+}
+
+void srv_sched_stop(srv_sched *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    s->draining = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (s->started) pthread_join(s->th, NULL);
+    free(s->slots);
+    free(s->logits);
+    free(s->entries);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}

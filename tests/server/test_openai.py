@@ -1,0 +1,773 @@
+#!/usr/bin/env python3
+"""Black-box tests of `dsv4 serve` with the official `openai` client (pinned in tests/server/requirements.txt)
+and raw HTTP where the client would hide what the server does.
+
+Environment (set by tests/server/test_server.sh): DSV4 (the binary), DSV4_TEST_MODEL (a model folder with
+tokenizer.json). Each test class starts its own server on a free port; the shared one serves most tests.
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import openai
+
+DSV4 = os.environ["DSV4"]
+MODEL = os.path.abspath(os.environ["DSV4_TEST_MODEL"])
+START_TIMEOUT = float(os.environ.get("DSV4_TEST_START_TIMEOUT", "60"))
+CTX = 1024
+QUESTION = "What is 17*23? Number only."
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, *args, model=MODEL, wait=True):
+        self.port = free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="dsv4-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([DSV4, "serve", "-m", model, "--port", str(self.port), *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.base = f"http://127.0.0.1:{self.port}"
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self):
+        t0 = time.time()
+        while time.time() - t0 < START_TIMEOUT:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"dsv4 serve exited with {self.proc.returncode}:\n{self.logtext()}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"dsv4 serve not ready after {START_TIMEOUT} s:\n{self.logtext()}")
+
+    def logtext(self):
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def client(self, **kw):
+        kw.setdefault("api_key", "none")
+        kw.setdefault("max_retries", 0)
+        kw.setdefault("timeout", 120)
+        return openai.OpenAI(base_url=self.base + "/v1", **kw)
+
+    def request(self, method, path, body=None, headers=None, timeout=60):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+            if isinstance(body, str):
+                body = body.encode()
+            h = {"Content-Type": "application/json"}
+            h.update(headers or {})
+            c.request(method, path, body=body, headers=h)
+            r = c.getresponse()
+            data = r.read()
+            return r.status, data, dict(r.getheaders())
+        finally:
+            c.close()
+
+    def metrics(self):
+        status, data, _ = self.request("GET", "/metrics")
+        assert status == 200
+        out = {}
+        for line in data.decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def stop(self, expect_rc=0):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("dsv4 serve did not stop within 60 s of SIGTERM:\n" + self.logtext())
+        rc = self.proc.returncode
+        log = self.logtext()
+        os.unlink(self.log.name)
+        if expect_rc is not None and rc != expect_rc:
+            raise AssertionError(f"dsv4 serve exited with {rc}, expected {expect_rc}:\n{log}")
+        if "runtime error" in log or "AddressSanitizer" in log or "LeakSanitizer" in log:
+            raise AssertionError("sanitizer report in the server log:\n" + log)
+        return log
+
+
+def error_of(test, status, data, want_status, param=None):
+    test.assertEqual(status, want_status, data)
+    j = json.loads(data)
+    test.assertIn("error", j, data)
+    e = j["error"]
+    test.assertIsInstance(e["message"], str)
+    test.assertTrue(e["message"])
+    test.assertIn("type", e)
+    test.assertIn("param", e)
+    test.assertIn("code", e)
+    if param is not None:
+        test.assertEqual(e["param"], param, data)
+        test.assertIn(param.split(".")[0].split("[")[0], e["message"], data)
+    return e
+
+
+def chat_body(content=QUESTION, **kw):
+    b = {"model": MODEL_NAME, "messages": [{"role": "user", "content": content}], "temperature": 0}
+    b.update(kw)
+    return b
+
+
+def sse_events(data):
+    """The data: payloads of an event stream, in order."""
+    out = []
+    for block in data.decode().split("\n\n"):
+        if block.startswith("data: "):
+            out.append(block[6:])
+        elif block.strip():
+            raise AssertionError(f"not an SSE event: {block!r}")
+    return out
+
+
+MODEL_NAME = os.path.basename(MODEL.rstrip("/"))
+S = None  # the shared server
+
+
+def setUpModule():
+    global S
+    S = Server("--max-running-requests", "32", "--max-queue", "64", "--context-length", str(CTX),
+               "--chunked-prefill-size", "48")
+
+
+def tearDownModule():
+    S.stop()
+
+
+class Basics(unittest.TestCase):
+    def test_health_and_models(self):
+        status, data, _ = S.request("GET", "/health")
+        self.assertEqual((status, json.loads(data)), (200, {"status": "ok"}))
+        models = S.client().models.list()
+        self.assertEqual([m.id for m in models.data], [MODEL_NAME])
+        self.assertEqual(S.client().models.retrieve(MODEL_NAME).id, MODEL_NAME)
+        status, data, _ = S.request("GET", "/v1/models/nope")
+        error_of(self, status, data, 404)
+
+    def test_chat_shape_and_usage(self):
+        r = S.client().chat.completions.create(model=MODEL_NAME, messages=[
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": QUESTION}], temperature=0, max_tokens=16)
+        self.assertTrue(r.id.startswith("chatcmpl-"))
+        self.assertEqual(r.object, "chat.completion")
+        self.assertEqual(r.model, MODEL_NAME)
+        self.assertEqual(len(r.choices), 1)
+        c = r.choices[0]
+        self.assertEqual(c.index, 0)
+        self.assertEqual(c.message.role, "assistant")
+        self.assertIn(c.finish_reason, ("stop", "length", "tool_calls"))
+        self.assertIsNone(c.logprobs)
+        self.assertGreater(r.usage.prompt_tokens, 10)
+        self.assertGreaterEqual(r.usage.completion_tokens, 1)
+        self.assertLessEqual(r.usage.completion_tokens, 16)
+        self.assertEqual(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens)
+
+    def test_stream_equals_nonstream(self):
+        cl = S.client()
+        for kw in ({}, {"ignore_eos": True}):
+            ref = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
+                                             temperature=0, max_tokens=40, extra_body=kw)
+            chunks = list(cl.chat.completions.create(
+                model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}], temperature=0, max_tokens=40,
+                stream=True, stream_options={"include_usage": True}, extra_body=kw))
+            self.assertEqual(len({c.id for c in chunks}), 1, "one id for the whole stream")
+            self.assertTrue(chunks[0].id.startswith("chatcmpl-"))
+            self.assertTrue(all(c.object == "chat.completion.chunk" for c in chunks))
+            self.assertEqual(chunks[0].choices[0].delta.role, "assistant", "role first")
+            body = [c for c in chunks if c.choices]
+            finishes = [c.choices[0].finish_reason for c in body if c.choices[0].finish_reason]
+            self.assertEqual(finishes, [ref.choices[0].finish_reason], "exactly one finish reason, at the end")
+            self.assertIsNotNone(body[-1].choices[0].finish_reason)
+            usage = chunks[-1]
+            self.assertEqual(usage.choices, [], "the usage chunk comes last, without choices")
+            self.assertEqual(usage.usage.completion_tokens, ref.usage.completion_tokens)
+            self.assertEqual(usage.usage.prompt_tokens, ref.usage.prompt_tokens)
+            text = "".join(c.choices[0].delta.content or "" for c in body)
+            self.assertEqual(text, ref.choices[0].message.content or "")
+
+    def test_stream_raw_framing(self):
+        status, data, headers = S.request("POST", "/v1/chat/completions", chat_body(max_tokens=8, stream=True))
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["Content-Type"].startswith("text/event-stream"))
+        ev = sse_events(data)
+        self.assertEqual(ev[-1], "[DONE]")
+        objs = [json.loads(e) for e in ev[:-1]]
+        self.assertFalse(any("usage" in o and o["usage"] for o in objs), "no usage without include_usage")
+        self.assertEqual(objs[-1]["choices"][0]["delta"], {})
+
+    def test_max_tokens_length(self):
+        cl = S.client()
+        for kw in ({"max_tokens": 5}, {"max_completion_tokens": 5}):
+            r = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}],
+                                           temperature=0, extra_body={"ignore_eos": True}, **kw)
+            self.assertEqual(r.choices[0].finish_reason, "length")
+            self.assertEqual(r.usage.completion_tokens, 5)
+
+    def test_seed(self):
+        cl = S.client()
+        def go(seed):
+            return cl.completions.create(model=MODEL_NAME, prompt="Hello", temperature=1.0, seed=seed, max_tokens=24,
+                                         extra_body={"ignore_eos": True}).choices[0].text
+        a, b, c = go(42), go(42), go(7)
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+
+    def test_logprobs(self):
+        r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
+                                               temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
+                                               extra_body={"ignore_eos": True})
+        lp = r.choices[0].logprobs.content
+        self.assertEqual(len(lp), r.usage.completion_tokens)
+        for t in lp:
+            self.assertLessEqual(t.logprob, 0.0)
+            self.assertEqual(len(t.top_logprobs), 3)
+            tops = [x.logprob for x in t.top_logprobs]
+            self.assertEqual(tops, sorted(tops, reverse=True))
+            self.assertEqual(t.top_logprobs[0].token, t.token, "greedy picks the most likely token")
+            self.assertAlmostEqual(t.top_logprobs[0].logprob, t.logprob, places=5)
+            self.assertEqual(bytes(t.bytes).decode("utf-8", "replace"), t.token)
+        # completions: logprobs=N
+        c = S.client().completions.create(model=MODEL_NAME, prompt="Hello", max_tokens=6, temperature=0, logprobs=2,
+                                          extra_body={"ignore_eos": True})
+        l = c.choices[0].logprobs
+        self.assertEqual(len(l.tokens), 6)
+        self.assertEqual(len(l.token_logprobs), 6)
+        self.assertEqual(len(l.top_logprobs), 6)
+        self.assertEqual("".join(l.tokens), c.choices[0].text)
+        self.assertEqual(l.text_offset[0], 0)
+
+    def test_stop_strings(self):
+        cl = S.client()
+        full = cl.completions.create(model=MODEL_NAME, prompt="The quick brown fox", temperature=0, max_tokens=40,
+                                     extra_body={"ignore_eos": True}).choices[0].text
+        m = re.search(r"[A-Za-z]{2,}", full[3:])
+        self.assertIsNotNone(m, f"no word to stop at in {full!r}")
+        stop = m.group(0)
+        k = full.index(stop)
+        for stream in (False, True):
+            if stream:
+                chunks = list(cl.completions.create(model=MODEL_NAME, prompt="The quick brown fox", temperature=0,
+                                                    max_tokens=40, stop=[stop, "zzzz"], stream=True,
+                                                    extra_body={"ignore_eos": True}))
+                text = "".join(c.choices[0].text for c in chunks)
+                finish = [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason]
+                self.assertEqual(finish, ["stop"])
+            else:
+                r = cl.completions.create(model=MODEL_NAME, prompt="The quick brown fox", temperature=0,
+                                          max_tokens=40, stop=stop, extra_body={"ignore_eos": True})
+                text = r.choices[0].text
+                self.assertEqual(r.choices[0].finish_reason, "stop")
+            self.assertEqual(text, full[:k])
+        # chat: the answer ends before the stop string
+        ref = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}],
+                                         temperature=0, max_tokens=40,
+                                         extra_body={"ignore_eos": True}).choices[0].message.content
+        m = re.search(r"[A-Za-z]{2,}", ref[3:])
+        if m:
+            r = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}],
+                                           temperature=0, max_tokens=40, stop=[m.group(0)],
+                                           extra_body={"ignore_eos": True})
+            self.assertEqual(r.choices[0].finish_reason, "stop")
+            self.assertNotIn(m.group(0), r.choices[0].message.content)
+            self.assertTrue(ref.startswith(r.choices[0].message.content))
+
+    def test_reasoning_content(self):
+        cl = S.client()
+        for kw in ({"extra_body": {"chat_template_kwargs": {"thinking": True}, "ignore_eos": True}},
+                   {"reasoning_effort": "high", "extra_body": {"ignore_eos": True}}):
+            r = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
+                                           temperature=0, max_tokens=10, **kw)
+            msg = r.choices[0].message
+            reasoning = msg.model_extra.get("reasoning_content")
+            self.assertIsInstance(reasoning, str)
+            chunks = list(cl.chat.completions.create(model=MODEL_NAME, stream=True, temperature=0, max_tokens=10,
+                                                     messages=[{"role": "user", "content": QUESTION}], **kw))
+            r2 = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content") or "" for c in chunks
+                         if c.choices)
+            c2 = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            self.assertEqual(r2, reasoning)
+            self.assertEqual(c2, msg.content or "")
+            # the thinking prompt ends in <think>: the output starts as reasoning
+            self.assertTrue(reasoning, "thinking mode produced no reasoning_content")
+        # thinking off: no reasoning_content field
+        r = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
+                                       temperature=0, max_tokens=4)
+        self.assertNotIn("reasoning_content", r.choices[0].message.model_extra or {})
+
+    def test_tools_plumbing(self):
+        cl = S.client()
+        tools = [{"type": "function", "function": {
+            "name": "get_weather", "description": "Weather of a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+        msgs = [{"role": "user", "content": "Weather in Paris?"}]
+        for choice in ("auto", "none", "required", {"type": "function", "function": {"name": "get_weather"}}):
+            for stream in (False, True):
+                kw = dict(model=MODEL_NAME, messages=msgs, tools=tools, tool_choice=choice, temperature=0,
+                          max_tokens=24)
+                if not stream:
+                    r = cl.chat.completions.create(**kw)
+                    c = r.choices[0]
+                    self.assertIn(c.finish_reason, ("stop", "length", "tool_calls"))
+                    for tc in c.message.tool_calls or []:
+                        self.assertTrue(tc.id.startswith("call_"))
+                        self.assertEqual(tc.type, "function")
+                        self.assertEqual(tc.function.name, "get_weather")
+                        json.loads(tc.function.arguments)
+                    if c.finish_reason == "tool_calls":
+                        self.assertTrue(c.message.tool_calls)
+                else:
+                    chunks = list(cl.chat.completions.create(stream=True, **kw))
+                    self.assertEqual(len([c for c in chunks if c.choices and c.choices[0].finish_reason]), 1)
+        # a whole round trip: the assistant's call and the tool's result go back in
+        r = cl.chat.completions.create(model=MODEL_NAME, tools=tools, temperature=0, max_tokens=8, messages=[
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+                "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny, 21 C"}])
+        self.assertEqual(r.choices[0].message.role, "assistant")
+        # refusals
+        for body, param in (
+                (chat_body(tools=tools, tool_choice={"type": "function", "function": {"name": "nope"}}), "tool_choice"),
+                (chat_body(tool_choice="required"), "tool_choice"),
+                (chat_body(tools=tools, tool_choice="sometimes"), "tool_choice"),
+                (chat_body(tools={"a": 1}), "tools"),
+                (chat_body(tools=[{"type": "function"}]), "tools")):
+            status, data, _ = S.request("POST", "/v1/chat/completions", body)
+            error_of(self, status, data, 400, param)
+
+    def test_completions_text_and_ids(self):
+        cl = S.client()
+        r = cl.completions.create(model=MODEL_NAME, prompt="Hello there", max_tokens=8, temperature=0)
+        self.assertTrue(r.id.startswith("cmpl-"))
+        self.assertEqual(r.object, "text_completion")
+        self.assertIsInstance(r.choices[0].text, str)
+        self.assertIn(r.choices[0].finish_reason, ("stop", "length"))
+        ids = [30, 31, 32, 33, 34, 35, 36]
+        r2 = cl.completions.create(model=MODEL_NAME, prompt=ids, max_tokens=8, temperature=0)
+        self.assertEqual(r2.usage.prompt_tokens, len(ids))
+        r3 = cl.completions.create(model=MODEL_NAME, prompt=[ids], max_tokens=8, temperature=0)
+        self.assertEqual(r3.choices[0].text, r2.choices[0].text)
+        # default max_tokens is 16
+        r4 = cl.completions.create(model=MODEL_NAME, prompt=ids, temperature=0, extra_body={"ignore_eos": True})
+        self.assertEqual(r4.usage.completion_tokens, 16)
+        # streamed text equals the whole
+        chunks = list(cl.completions.create(model=MODEL_NAME, prompt=ids, max_tokens=8, temperature=0, stream=True))
+        self.assertEqual("".join(c.choices[0].text for c in chunks), r2.choices[0].text)
+
+    def test_metrics(self):
+        S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}],
+                                           max_tokens=2)
+        status, data, headers = S.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["Content-Type"].startswith("text/plain"))
+        text = data.decode()
+        for name in ("dsv4_requests_total", "dsv4_http_responses_total", "dsv4_prompt_tokens_total",
+                     "dsv4_generation_tokens_total", "dsv4_requests_running", "dsv4_requests_waiting",
+                     "dsv4_kv_pages_used", "dsv4_kv_pages_free", "dsv4_time_to_first_token_seconds_bucket",
+                     "dsv4_inter_token_latency_seconds_bucket", "dsv4_e2e_request_latency_seconds_count",
+                     "dsv4_step_duration_seconds_sum", "dsv4_queue_time_seconds_count", "dsv4_steps_total"):
+            self.assertRegex(text, r"(?m)^" + re.escape(name) + r"[{ ]", name)
+        m = S.metrics()
+        self.assertGreater(m["dsv4_generation_tokens_total"], 0)
+        self.assertGreater(m["dsv4_time_to_first_token_seconds_count"], 0)
+
+
+class Errors(unittest.TestCase):
+    def post(self, body, path="/v1/chat/completions", **kw):
+        return S.request("POST", path, body, **kw)
+
+    def test_malformed_json(self):
+        for body in (b"{", b"not json", b"[1, 2]", b'{"messages": [}', b""):
+            status, data, _ = self.post(body)
+            error_of(self, status, data, 400)
+
+    def test_invalid_utf8(self):
+        status, data, _ = self.post(b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}')
+        error_of(self, status, data, 400)
+        status, data, _ = self.post(b'{"prompt": "ab\xc3", "max_tokens": 2}', path="/v1/completions")
+        error_of(self, status, data, 400)
+
+    def test_missing_and_wrong_types(self):
+        cases = [
+            ({"model": MODEL_NAME}, "messages"),
+            ({"messages": "hi"}, "messages"),
+            ({"messages": []}, "messages"),
+            (chat_body(temperature="hot"), "temperature"),
+            (chat_body(temperature=5), "temperature"),
+            (chat_body(top_p=0), "top_p"),
+            (chat_body(max_tokens=-1), "max_tokens"),
+            (chat_body(max_tokens="ten"), "max_tokens"),
+            (chat_body(max_completion_tokens=1.5), "max_completion_tokens"),
+            (chat_body(stream="yes"), "stream"),
+            (chat_body(stream_options={"include_usage": 1}), "stream_options.include_usage"),
+            (chat_body(stop=123), "stop"),
+            (chat_body(stop=["a", 1]), "stop"),
+            (chat_body(stop=[str(i) for i in range(17)]), "stop"),
+            (chat_body(logprobs="yes"), "logprobs"),
+            (chat_body(top_logprobs=3), "top_logprobs"),
+            (chat_body(logprobs=True, top_logprobs=21), "top_logprobs"),
+            (chat_body(logit_bias={"abc": 1}), "logit_bias"),
+            (chat_body(logit_bias={"5": 1000}), "logit_bias"),
+            (chat_body(logit_bias={"99999999": 1}), "logit_bias"),
+            (chat_body(n=2), "n"),
+            (chat_body(seed="x"), "seed"),
+            (chat_body(presence_penalty=3), "presence_penalty"),
+            (chat_body(reasoning_effort="extreme"), "reasoning_effort"),
+            (chat_body(chat_template_kwargs={"thinking": "yes"}), "chat_template_kwargs"),
+            (chat_body(response_format={"type": "xml"}), "response_format"),
+            ({"messages": [{"role": "wizard", "content": "hi"}]}, None),
+            ({"messages": [{"role": "user", "content": 5}]}, None),
+            ({"messages": [{"content": "hi"}]}, None),
+            (chat_body(model=5), "model"),
+        ]
+        for body, param in cases:
+            with self.subTest(body=body):
+                status, data, _ = self.post(body)
+                e = error_of(self, status, data, 400, param)
+                self.assertEqual(e["type"], "invalid_request_error")
+                if param is None:
+                    self.assertTrue(e["param"].startswith("messages"), e)
+        for body, param in (({"max_tokens": 3}, "prompt"), ({"prompt": 5}, "prompt"), ({"prompt": ""}, "prompt"),
+                            ({"prompt": [1, -1]}, "prompt"), ({"prompt": [1, 999999]}, "prompt"),
+                            ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "a", "echo": True}, "echo"),
+                            ({"prompt": "a", "logprobs": 50}, "logprobs")):
+            with self.subTest(body=body):
+                status, data, _ = self.post(body, path="/v1/completions")
+                error_of(self, status, data, 400, param)
+
+    def test_openai_client_raises(self):
+        with self.assertRaises(openai.BadRequestError) as cm:
+            S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}],
+                                               temperature=7)
+        self.assertEqual(cm.exception.status_code, 400)
+        with self.assertRaises(openai.NotFoundError):
+            S.client().chat.completions.create(model="gpt-17", messages=[{"role": "user", "content": "hi"}])
+
+    def test_context_limit(self):
+        long_text = "one two three four five six seven eight nine ten " * 200
+        status, data, _ = self.post(chat_body(content=long_text))
+        e = error_of(self, status, data, 400, "messages")
+        self.assertIn(str(CTX), e["message"])
+        self.assertEqual(e["code"], "context_length_exceeded")
+        status, data, _ = self.post({"prompt": [20 + i % 400 for i in range(CTX)], "max_tokens": 1},
+                                     path="/v1/completions")
+        e = error_of(self, status, data, 400, "prompt")
+        self.assertIn(str(CTX), e["message"])
+        status, data, _ = self.post(chat_body(max_tokens=CTX))
+        e = error_of(self, status, data, 400, "max_tokens")
+        self.assertIn(str(CTX), e["message"])
+
+    def test_routes_and_methods(self):
+        for method, path in (("GET", "/v2/whatever"), ("POST", "/v1/embeddings"), ("GET", "/")):
+            status, data, _ = S.request(method, path)
+            error_of(self, status, data, 404)
+        for method, path in (("GET", "/v1/chat/completions"), ("PUT", "/v1/completions"), ("POST", "/health"),
+                             ("DELETE", "/v1/models")):
+            status, data, headers = S.request(method, path)
+            error_of(self, status, data, 405)
+            self.assertIn("Allow", headers)
+
+    def test_oversized_body(self):
+        # Content-Length over the limit: refused before the body is read
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100000000\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 413"), data[:200])
+        # a chunked body that grows past the limit
+        s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        piece = b"x" * 65536
+        try:
+            for _ in range(9 * 16):  # 9 MiB > the 8 MiB default
+                s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        data = s.recv(65536)
+        s.close()
+        self.assertTrue(data.startswith(b"HTTP/1.1 413"), data[:200])
+        status, _, _ = S.request("GET", "/health")
+        self.assertEqual(status, 200)
+
+    def test_garbage_connections(self):
+        # junk bytes, a truncated request, a half-sent body: the server shrugs
+        for raw in (b"\x00\x01\x02garbage\r\n\r\n", b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 50\r\n"
+                    b"\r\n{\"messages\"", b"GET /health HTTP/1.1\r\n" + b"X-A: " + b"a" * 100000 + b"\r\n\r\n"):
+            s = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+            try:
+                s.sendall(raw)
+                s.shutdown(socket.SHUT_WR)
+                s.recv(65536)
+            except OSError:
+                pass
+            s.close()
+        status, _, _ = S.request("GET", "/health")
+        self.assertEqual(status, 200)
+
+
+def read_some_events(port, body, n_events):
+    """Opens a stream, reads n_events events and returns the socket (still open)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    buf = b""
+    while buf.count(b"\n\n") < n_events + 1:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise AssertionError(f"stream ended early: {buf[:500]!r}")
+        buf += chunk
+    assert buf.startswith(b"HTTP/1.1 200"), buf[:200]
+    return s
+
+
+def wait_for(pred, timeout=10):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+class Concurrency(unittest.TestCase):
+    def test_disconnect_frees_pages(self):
+        cl = S.client()
+        solo = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Tell me a story"}],
+                                          temperature=0, max_tokens=200, extra_body={"ignore_eos": True})
+        before = S.metrics()
+        s = read_some_events(S.port, chat_body(max_tokens=CTX - 64, ignore_eos=True, stream=True), 3)
+        # somebody else, running while the stream is cut
+        other = {}
+        t = threading.Thread(target=lambda: other.update(r=cl.chat.completions.create(
+            model=MODEL_NAME, messages=[{"role": "user", "content": "Tell me a story"}], temperature=0,
+            max_tokens=200, extra_body={"ignore_eos": True})))
+        t.start()
+        self.assertGreaterEqual(S.metrics()["dsv4_kv_pages_used"], 1)
+        s.close()
+        self.assertTrue(wait_for(lambda: S.metrics()['dsv4_requests_total{outcome="cancelled"}'] >
+                                 before['dsv4_requests_total{outcome="cancelled"}']), "the stream was not cancelled")
+        t.join()
+        self.assertTrue(wait_for(lambda: S.metrics()["dsv4_kv_pages_used"] == 0), "pages not freed")
+        m = S.metrics()
+        self.assertEqual(m["dsv4_requests_running"], 0)
+        self.assertEqual(m["dsv4_kv_pages_used"], 0)
+        self.assertEqual(other["r"].choices[0].message.content, solo.choices[0].message.content)
+        # a non-streaming request whose client leaves is cancelled too
+        before = S.metrics()
+        c = http.client.HTTPConnection("127.0.0.1", S.port, timeout=30)
+        c.request("POST", "/v1/chat/completions", json.dumps(chat_body(max_tokens=CTX - 64, ignore_eos=True)),
+                  {"Content-Type": "application/json"})
+        self.assertTrue(wait_for(lambda: S.metrics()["dsv4_requests_running"] == 1))
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        self.assertTrue(wait_for(lambda: S.metrics()['dsv4_requests_total{outcome="cancelled"}'] >
+                                 before['dsv4_requests_total{outcome="cancelled"}']), "not cancelled")
+        self.assertTrue(wait_for(lambda: S.metrics()["dsv4_kv_pages_used"] == 0), "pages not freed")
+
+    def test_32_concurrent_streams_match_sequential(self):
+        cl = S.client()
+        prompts = [f"Question {i}: count from {i} to {i + 7}." + " pad" * (i * 3) for i in range(32)]
+        def stream(p):
+            chunks = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": p}],
+                                                temperature=0, max_tokens=24, stream=True,
+                                                extra_body={"ignore_eos": True})
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        sequential = [stream(p) for p in prompts]
+        results = [None] * 32
+        def worker(i):
+            results[i] = stream(prompts[i])
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(results, sequential)
+        self.assertGreater(len(set(sequential)), 1)
+
+
+class Options(unittest.TestCase):
+    def test_api_key(self):
+        srv = Server("--api-key", "sekrit", "--context-length", "256")
+        try:
+            with self.assertRaises(openai.AuthenticationError):
+                srv.client(api_key="wrong").models.list()
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2))
+            error_of(self, status, data, 401)
+            r = srv.client(api_key="sekrit").chat.completions.create(
+                model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+            self.assertEqual(r.choices[0].message.role, "assistant")
+            self.assertEqual(srv.request("GET", "/health")[0], 200)
+            self.assertEqual(srv.request("GET", "/metrics")[0], 200)
+        finally:
+            srv.stop()
+
+    def test_queue_full(self):
+        srv = Server("--max-running-requests", "1", "--max-queue", "0", "--context-length", "4096")
+        try:
+            s = read_some_events(srv.port, chat_body(max_tokens=4000, ignore_eos=True, stream=True), 2)
+            with self.assertRaises(openai.RateLimitError) as cm:
+                srv.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}],
+                                                     max_tokens=2)
+            self.assertEqual(cm.exception.status_code, 429)
+            s.close()
+            self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
+            r = srv.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}],
+                                                     max_tokens=2)
+            self.assertEqual(r.choices[0].message.role, "assistant")
+        finally:
+            srv.stop()
+        # a queue of one: one runs, one waits, the third is refused
+        srv = Server("--max-running-requests", "1", "--max-queue", "1", "--context-length", "4096")
+        try:
+            s1 = read_some_events(srv.port, chat_body(max_tokens=4000, ignore_eos=True, stream=True), 2)
+            res = {}
+            t = threading.Thread(target=lambda: res.update(r=srv.request("POST", "/v1/chat/completions",
+                                                                         chat_body(max_tokens=2))))
+            t.start()
+            self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_waiting"] == 1))
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2))
+            e = error_of(self, status, data, 429)
+            self.assertEqual(e["type"], "rate_limit_error")
+            s1.close()
+            t.join()
+            self.assertEqual(res["r"][0], 200)
+        finally:
+            srv.stop()
+
+    def test_deadline(self):
+        srv = Server("--request-timeout", "0.3", "--context-length", "4096")
+        try:
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=4000, ignore_eos=True))
+            error_of(self, status, data, 504)
+            self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_kv_pages_used"] == 0))
+            self.assertEqual(srv.metrics()['dsv4_requests_total{outcome="timeout"}'], 1)
+        finally:
+            srv.stop()
+
+    def test_health_while_loading(self):
+        # tokenizer.json as a FIFO: loading blocks until the test writes it
+        d = tempfile.mkdtemp(prefix="dsv4-loading-")
+        for f in os.listdir(MODEL):
+            if f != "tokenizer.json":
+                os.symlink(os.path.join(MODEL, f), os.path.join(d, f))
+        fifo = os.path.join(d, "tokenizer.json")
+        os.mkfifo(fifo)
+        srv = Server(model=d, wait=False)
+        try:
+            self.assertTrue(wait_for(lambda: _status(srv, "/health") == 503, timeout=START_TIMEOUT))
+            status, data, _ = srv.request("GET", "/health")
+            error_of(self, status, data, 503)
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2))
+            error_of(self, status, data, 503)
+            with open(os.path.join(MODEL, "tokenizer.json"), "rb") as src, open(fifo, "wb") as dst:
+                dst.write(src.read())
+            srv.wait_ready()
+            self.assertIn("ready:", srv.logtext())
+        finally:
+            srv.stop()
+
+    def test_sigterm_is_graceful(self):
+        srv = Server("--context-length", "2048")
+        s = read_some_events(srv.port, chat_body(max_tokens=300, ignore_eos=True, stream=True), 2)
+        srv.proc.send_signal(signal.SIGTERM)
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+        s.close()
+        self.assertIn(b"data: [DONE]", buf, "the stream in flight was finished")
+        self.assertIn(b'"finish_reason":"length"', buf, buf[-600:])
+        log = srv.stop()
+        self.assertIn("shutting down", log)
+        self.assertIn("stopped", log)
+
+    def test_bad_options(self):
+        for args in (["--port", "70000"], ["--mem-fraction", "2"], ["--moe-backend", "w4a16", "--backend", "cpu"],
+                     ["--moe-backend", "fast"], ["--max-running-requests", "0"], ["--bogus", "1"],
+                     ["--host", "not-an-address"]):
+            p = subprocess.run([DSV4, "serve", "-m", MODEL, *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 1, (args, p.stderr))
+            self.assertTrue(p.stderr.startswith("dsv4 serve:"), p.stderr)
+            if "w4a16" in args:
+                self.assertIn("cpu", p.stderr)
+        p = subprocess.run([DSV4, "serve", "-m", "/nonexistent", "--port", str(free_port())], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("/nonexistent", p.stderr)
+
+    def test_check_command(self):
+        p = subprocess.run([DSV4, "check", "--url", S.base, "--timeout", "30"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("answer:", p.stdout)
+        self.assertIn("latency:", p.stdout)
+        p = subprocess.run([DSV4, "check", "--url", f"http://127.0.0.1:{free_port()}", "--timeout", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("no server", p.stderr)
+
+    def test_bench_command(self):
+        out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        p = subprocess.run([DSV4, "bench", "--url", S.base, "--concurrency", "1,4", "--num-prompts", "8",
+                            "--input-len", "32", "--output-len", "8", "--json", out], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            j = json.load(f)
+        os.unlink(out)
+        self.assertEqual([r["concurrency"] for r in j["results"]], [1, 4])
+        for r in j["results"]:
+            self.assertEqual(r["completed"], 8)
+            self.assertEqual(r["failed"], 0)
+            self.assertEqual(r["total_output_tokens"], 64)
+            self.assertEqual(r["total_input_tokens"], 256)
+            for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+                self.assertEqual(set(r[k]), {"mean", "p50", "p90", "p99"})
+                self.assertGreater(r[k]["p99"], 0)
+                self.assertLessEqual(r[k]["p50"], r[k]["p99"])
+
+
+def _status(srv, path):
+    try:
+        return srv.request("GET", path, timeout=5)[0]
+    except OSError:
+        return None
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
