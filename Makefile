@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure test clean format asan
+.PHONY: all deps configure test clean format asan serve
 
 all: $(BUILD)/dsv4
 
@@ -19,6 +19,15 @@ $(BUILD)/dsv4: $(BUILD)/Makefile FORCE
 test: $(BUILD)/dsv4
 	@scripts/deps.sh --test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Serve the embedded model (models/tiny) on 127.0.0.1:30000; SERVE_ARGS adds options (e.g. --port 8000).
+# Until models/tiny exists, the synthetic test model (random weights, test tokenizer) stands in.
+SERVE_ARGS ?=
+serve: $(BUILD)/dsv4
+	@if [ -f models/tiny/config.json ]; then m=models/tiny; else \
+	  m=$$(DSV4=$(BUILD)/dsv4 DSV4_BUILD=$(BUILD) sh tests/server/make_model.sh) && \
+	  echo "make serve: models/tiny is not there yet; serving the synthetic test model $$m (random weights)" >&2; \
+	fi; exec $(BUILD)/dsv4 serve -m $$m $(SERVE_ARGS)
 
 asan:
 	$(MAKE) BUILD=build-asan CMAKE_FLAGS="-DDSV4_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" test
