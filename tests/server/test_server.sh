@@ -14,4 +14,6 @@ DSV4_TEST_MODEL=$(sh "$here/make_model.sh")
 flock -u 9
 exec 9>&-
 export DSV4_TEST_MODEL
+# for sanitizer builds (make asan, test_server_asan.sh); no effect on others
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:suppressions=$here/ubsan.supp}
 exec "$py" "$here/test_openai.py" "$@"
