@@ -8,7 +8,11 @@
 
 #include "dsv4.h"
 
-#define DSV4_DEFAULT_MODEL "models/tiny"
+/* The embedded default model: ./models/tiny when it exists, else the one next
+ * to the binary's source tree (build/dsv4 -> models/tiny), else the one of the
+ * source tree the binary was built from. */
+const char *cli_default_model(void);
+#define DSV4_DEFAULT_MODEL cli_default_model()
 
 int cmd_logits(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

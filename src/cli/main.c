@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -61,6 +62,33 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
+}
+
+static int is_model_dir(const char *d)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/config.json", d);
+    return access(p, R_OK) == 0;
+}
+
+const char *cli_default_model(void)
+{
+    static char buf[4096];
+    if (is_model_dir("models/tiny")) return "models/tiny";
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 32);
+    if (n > 0) {
+        buf[n] = 0;
+        char *slash = strrchr(buf, '/');
+        if (slash) {
+            strcpy(slash, "/../models/tiny");
+            if (is_model_dir(buf)) return buf;
+        }
+    }
+#ifdef DSV4_SOURCE_DIR
+    snprintf(buf, sizeof buf, "%s/models/tiny", DSV4_SOURCE_DIR);
+    if (is_model_dir(buf)) return buf;
+#endif
+    return "models/tiny";
 }
 
 int cli_numerics(const char *s)
