@@ -103,6 +103,7 @@ class Server:
                 raise AssertionError("dsv4 serve did not stop within 60 s of SIGTERM:\n" + self.logtext())
         rc = self.proc.returncode
         log = self.logtext()
+        self.log.close()
         os.unlink(self.log.name)
         if expect_rc is not None and rc != expect_rc:
             raise AssertionError(f"dsv4 serve exited with {rc}, expected {expect_rc}:\n{log}")
@@ -537,11 +538,18 @@ class Errors(unittest.TestCase):
         self.assertEqual(status, 200)
 
 
-def read_some_events(port, body, n_events):
+def long_stream(max_tokens):
+    """A completions stream that runs for max_tokens tokens whatever the model says: raw text (no chat parser
+    holding anything back), a token-id prompt, ignore_eos."""
+    return {"model": MODEL_NAME, "prompt": [30, 31, 32, 33, 34], "max_tokens": max_tokens, "ignore_eos": True,
+            "temperature": 0, "stream": True}
+
+
+def read_some_events(port, body, n_events, path="/v1/completions"):
     """Opens a stream, reads n_events events and returns the socket (still open)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     data = json.dumps(body).encode()
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n" % len(data) + data)
     buf = b""
     while buf.count(b"\n\n") < n_events + 1:
@@ -568,7 +576,7 @@ class Concurrency(unittest.TestCase):
         solo = cl.chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Tell me a story"}],
                                           temperature=0, max_tokens=200, extra_body={"ignore_eos": True})
         before = S.metrics()
-        s = read_some_events(S.port, chat_body(max_tokens=CTX - 64, ignore_eos=True, stream=True), 3)
+        s = read_some_events(S.port, long_stream(CTX - 64), 3)
         # somebody else, running while the stream is cut
         other = {}
         t = threading.Thread(target=lambda: other.update(r=cl.chat.completions.create(
@@ -637,7 +645,7 @@ class Options(unittest.TestCase):
     def test_queue_full(self):
         srv = Server("--max-running-requests", "1", "--max-queue", "0", "--context-length", "4096")
         try:
-            s = read_some_events(srv.port, chat_body(max_tokens=4000, ignore_eos=True, stream=True), 2)
+            s = read_some_events(srv.port, long_stream(4000), 2)
             with self.assertRaises(openai.RateLimitError) as cm:
                 srv.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}],
                                                      max_tokens=2)
@@ -652,7 +660,7 @@ class Options(unittest.TestCase):
         # a queue of one: one runs, one waits, the third is refused
         srv = Server("--max-running-requests", "1", "--max-queue", "1", "--context-length", "4096")
         try:
-            s1 = read_some_events(srv.port, chat_body(max_tokens=4000, ignore_eos=True, stream=True), 2)
+            s1 = read_some_events(srv.port, long_stream(4000), 2)
             res = {}
             t = threading.Thread(target=lambda: res.update(r=srv.request("POST", "/v1/chat/completions",
                                                                          chat_body(max_tokens=2))))
@@ -701,7 +709,7 @@ class Options(unittest.TestCase):
 
     def test_sigterm_is_graceful(self):
         srv = Server("--context-length", "2048")
-        s = read_some_events(srv.port, chat_body(max_tokens=300, ignore_eos=True, stream=True), 2)
+        s = read_some_events(srv.port, long_stream(300), 2)
         srv.proc.send_signal(signal.SIGTERM)
         buf = b""
         while True:
