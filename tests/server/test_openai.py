@@ -22,6 +22,9 @@ import openai
 
 DSV4 = os.environ["DSV4"]
 MODEL = os.path.abspath(os.environ["DSV4_TEST_MODEL"])
+# the embedded model is trained: it must answer the check's question right
+EMBEDDED = os.path.realpath(MODEL) == os.path.realpath(
+    os.path.join(os.environ.get("DSV4_SRC", os.path.join(os.path.dirname(__file__), "..", "..")), "models", "tiny"))
 START_TIMEOUT = float(os.environ.get("DSV4_TEST_START_TIMEOUT", "60"))
 CTX = 1024
 QUESTION = "What is 17*23? Number only."
@@ -744,6 +747,8 @@ class Options(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("answer:", p.stdout)
         self.assertIn("latency:", p.stdout)
+        if EMBEDDED:
+            self.assertIn("answer: 391\n", p.stdout)
         p = subprocess.run([DSV4, "check", "--url", f"http://127.0.0.1:{free_port()}", "--timeout", "1"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
