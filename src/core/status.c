@@ -4,7 +4,20 @@
  * The sentence in a caller's `err` buffer says what went wrong; this short name
  * says which kind of failure it was ("format error: model-00002...: ...").
  */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/err.h"
 #include "dsv4.h"
+
+void dsv4_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
 
 const char *dsv4_status_str(dsv4_status st)
 {

@@ -20,17 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/err.h"
 #include "engine/sample.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---------------------------------------------------------------- PRNG -- */
 
@@ -147,7 +139,7 @@ dsv4_status dsv4_sampler_create(const dsv4_sampling_params *p, int vocab_size, c
     *out = NULL;
 #define REFUSE(...)                                                                                                    \
     do {                                                                                                               \
-        set_err(err, errlen, __VA_ARGS__);                                                                             \
+        dsv4_errf(err, errlen, __VA_ARGS__);                                                                             \
         return DSV4_ERR_INVALID;                                                                                       \
     } while (0)
     if (vocab_size <= 0)
@@ -238,7 +230,7 @@ dsv4_status dsv4_sampler_create(const dsv4_sampling_params *p, int vocab_size, c
     return DSV4_OK;
 nomem:
     dsv4_sampler_free(s);
-    set_err(err, errlen, "out of memory for a sampler over %d tokens", vocab_size);
+    dsv4_errf(err, errlen, "out of memory for a sampler over %d tokens", vocab_size);
     return DSV4_ERR_NOMEM;
 }
 
@@ -455,12 +447,12 @@ dsv4_status dsv4_stop_create(const char *const *stops, int n_stops, dsv4_stop_ma
 {
     *out = NULL;
     if (n_stops < 0 || (n_stops && !stops)) {
-        set_err(err, errlen, "stop: bad array");
+        dsv4_errf(err, errlen, "stop: bad array");
         return DSV4_ERR_INVALID;
     }
     for (int i = 0; i < n_stops; i++)
         if (!stops[i] || !*stops[i]) {
-            set_err(err, errlen, "stop[%d]: a stop string must not be empty", i);
+            dsv4_errf(err, errlen, "stop[%d]: a stop string must not be empty", i);
             return DSV4_ERR_INVALID;
         }
     dsv4_stop_matcher *m = calloc(1, sizeof *m);
@@ -477,7 +469,7 @@ dsv4_status dsv4_stop_create(const char *const *stops, int n_stops, dsv4_stop_ma
     return DSV4_OK;
 nomem:
     dsv4_stop_free(m);
-    set_err(err, errlen, "out of memory");
+    dsv4_errf(err, errlen, "out of memory");
     return DSV4_ERR_NOMEM;
 }
 

@@ -23,17 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/err.h"
 #include "text/chat.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ------------------------------------------------------------ templates -- */
 
@@ -272,7 +264,7 @@ static dsv4_status render_extras(render_ctx *c, const wmsg *w)
     if (m->response_format) {
         int t = dsv4_pyjson_truthy(m->response_format, strlen(m->response_format));
         if (t < 0) {
-            set_err(c->err, c->errlen, "messages[%d].response_format: not valid JSON", w->orig);
+            dsv4_errf(c->err, c->errlen, "messages[%d].response_format: not valid JSON", w->orig);
             return DSV4_ERR_INVALID;
         }
         if (t) {
@@ -311,7 +303,7 @@ static dsv4_status render_tool_calls(render_ctx *c, const wmsg *w)
     for (int k = 0; k < m->n_tool_calls; k++) {
         const dsv4_chat_tool_call *tc = &m->tool_calls[k];
         if (!tc->name) {
-            set_err(c->err, c->errlen, "messages[%d].tool_calls[%d]: the function has no name", w->orig, k);
+            dsv4_errf(c->err, c->errlen, "messages[%d].tool_calls[%d]: the function has no name", w->orig, k);
             return DSV4_ERR_INVALID;
         }
         if (k > 0)
@@ -322,7 +314,7 @@ static dsv4_status render_tool_calls(render_ctx *c, const wmsg *w)
         char e2[160];
         dsv4_status st = dsv4_pyjson_argument_items(tc->arguments ? tc->arguments : "{}", emit_param, c, e2, sizeof e2);
         if (st) {
-            set_err(c->err, c->errlen, "messages[%d].tool_calls[%d]: %s", w->orig, k, e2);
+            dsv4_errf(c->err, c->errlen, "messages[%d].tool_calls[%d]: %s", w->orig, k, e2);
             return st;
         }
         TRY(emit_text(p, "\n</") || emit_special(p, DSV4_TOK_DSML) || emit_text(p, "invoke>"));
@@ -352,7 +344,7 @@ static dsv4_status render_message(render_ctx *c, int i, int last_user)
         break;
     case DSV4_CHAT_DEVELOPER:
         if (!m->content || !*m->content) {
-            set_err(c->err, c->errlen, "messages[%d]: a developer message needs content", w->orig);
+            dsv4_errf(c->err, c->errlen, "messages[%d]: a developer message needs content", w->orig);
             return DSV4_ERR_INVALID;
         }
         TRY(emit_special(p, DSV4_TOK_USER) || emit_text(p, m->content));
@@ -386,7 +378,7 @@ static dsv4_status render_message(render_ctx *c, int i, int last_user)
         break;
     }
     default:
-        set_err(c->err, c->errlen, "messages[%d]: unexpected role", w->orig);
+        dsv4_errf(c->err, c->errlen, "messages[%d]: unexpected role", w->orig);
         return DSV4_ERR_INVALID;
     }
 
@@ -416,11 +408,11 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
 {
     memset(out, 0, sizeof *out);
     if (n_msgs < 0 || (n_msgs > 0 && !msgs)) {
-        set_err(err, errlen, "no messages");
+        dsv4_errf(err, errlen, "no messages");
         return DSV4_ERR_INVALID;
     }
     if ((unsigned)o->reasoning_effort > DSV4_EFFORT_MAX) {
-        set_err(err, errlen, "reasoning_effort: unknown value %d", (int)o->reasoning_effort);
+        dsv4_errf(err, errlen, "reasoning_effort: unknown value %d", (int)o->reasoning_effort);
         return DSV4_ERR_INVALID;
     }
     wmsg *w = calloc((size_t)n_msgs + 1, sizeof *w);
@@ -435,12 +427,12 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
     for (int i = 0; i < n_msgs; i++) {
         const dsv4_chat_message *m = &msgs[i];
         if ((unsigned)m->role > DSV4_CHAT_LATEST_REMINDER || (unsigned)m->task > DSV4_CHAT_TASK_READ_URL) {
-            set_err(err, errlen, "messages[%d]: unknown role or task", i);
+            dsv4_errf(err, errlen, "messages[%d]: unknown role or task", i);
             st = DSV4_ERR_INVALID;
             goto done;
         }
         if (m->n_tool_calls < 0 || (m->n_tool_calls > 0 && !m->tool_calls)) {
-            set_err(err, errlen, "messages[%d]: bad tool_calls", i);
+            dsv4_errf(err, errlen, "messages[%d]: bad tool_calls", i);
             st = DSV4_ERR_INVALID;
             goto done;
         }
@@ -465,7 +457,7 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
             if (m->tools) {
                 int t = dsv4_pyjson_truthy(m->tools, strlen(m->tools));
                 if (t < 0) {
-                    set_err(err, errlen, "messages[%d].tools: not valid JSON", i);
+                    dsv4_errf(err, errlen, "messages[%d].tools: not valid JSON", i);
                     st = DSV4_ERR_INVALID;
                     goto done;
                 }
@@ -473,7 +465,7 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
                     c.scratch.len = 0;
                     char e2[200];
                     if ((st = dsv4_pyjson_tool_schemas(m->tools, &c.scratch, e2, sizeof e2))) {
-                        set_err(err, errlen, "messages[%d].%s", i, e2);
+                        dsv4_errf(err, errlen, "messages[%d].%s", i, e2);
                         goto done;
                     }
                 }
@@ -529,7 +521,7 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
         goto nomem;
     goto done;
 nomem:
-    set_err(err, errlen, "out of memory");
+    dsv4_errf(err, errlen, "out of memory");
     st = DSV4_ERR_NOMEM;
 done:
     dsv4_strbuf_free(&c.scratch);

@@ -21,17 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/err.h"
 #include "text/chat.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ------------------------------------------------------------- strbuf -- */
 
@@ -672,14 +664,14 @@ dsv4_status dsv4_pyjson_redump(const char *json, size_t n, dsv4_strbuf *out, cha
     pj_doc d;
     int root = pj_parse(&d, json, n);
     if (root < 0) {
-        set_err(err, errlen, "not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
+        dsv4_errf(err, errlen, "not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
         pj_free(&d);
         return DSV4_ERR_FORMAT;
     }
     int rc = pj_dump(&d, root, out);
     pj_free(&d);
     if (rc) {
-        set_err(err, errlen, "out of memory");
+        dsv4_errf(err, errlen, "out of memory");
         return DSV4_ERR_NOMEM;
     }
     return DSV4_OK;
@@ -722,12 +714,12 @@ dsv4_status dsv4_pyjson_tool_schemas(const char *tools_json, dsv4_strbuf *out, c
     int root = pj_parse(&d, tools_json, strlen(tools_json));
     dsv4_status st = DSV4_OK;
     if (root < 0) {
-        set_err(err, errlen, "tools: not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
+        dsv4_errf(err, errlen, "tools: not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
         st = DSV4_ERR_INVALID;
         goto done;
     }
     if (d.nodes[root].type != PJ_ARR) {
-        set_err(err, errlen, "tools: expected an array of {\"type\": \"function\", \"function\": {...}}");
+        dsv4_errf(err, errlen, "tools: expected an array of {\"type\": \"function\", \"function\": {...}}");
         st = DSV4_ERR_INVALID;
         goto done;
     }
@@ -735,12 +727,12 @@ dsv4_status dsv4_pyjson_tool_schemas(const char *tools_json, dsv4_strbuf *out, c
     for (int t = d.nodes[root].child; t >= 0; t = d.nodes[t].next, i++) {
         int fn = d.nodes[t].type == PJ_OBJ ? pj_member(&d, t, "function") : -1;
         if (fn < 0) {
-            set_err(err, errlen, "tools[%d]: expected an object with a \"function\" member", i);
+            dsv4_errf(err, errlen, "tools[%d]: expected an object with a \"function\" member", i);
             st = DSV4_ERR_INVALID;
             goto done;
         }
         if ((i > 0 && sb_puts(out, "\n")) || pj_dump(&d, fn, out)) {
-            set_err(err, errlen, "out of memory");
+            dsv4_errf(err, errlen, "out of memory");
             st = DSV4_ERR_NOMEM;
             goto done;
         }
@@ -761,13 +753,13 @@ dsv4_status dsv4_pyjson_argument_items(const char *arguments, dsv4_pyjson_item_f
         /* json.loads failed: the official encoder renders {"arguments": text}. */
         pj_free(&d);
         if (fn(user, "arguments", 9, arguments, n, 1)) {
-            set_err(err, errlen, "out of memory");
+            dsv4_errf(err, errlen, "out of memory");
             return DSV4_ERR_NOMEM;
         }
         return DSV4_OK;
     }
     if (d.nodes[root].type != PJ_OBJ) {
-        set_err(err, errlen, "tool call arguments must be a JSON object");
+        dsv4_errf(err, errlen, "tool call arguments must be a JSON object");
         st = DSV4_ERR_INVALID;
         goto done;
     }
@@ -788,7 +780,7 @@ dsv4_status dsv4_pyjson_argument_items(const char *arguments, dsv4_pyjson_item_f
                 rc = fn(user, d.arena.p + kn->off, kn->len, val.p, val.len, 0);
         }
         if (rc) {
-            set_err(err, errlen, "out of memory");
+            dsv4_errf(err, errlen, "out of memory");
             st = DSV4_ERR_NOMEM;
             break;
         }
@@ -846,7 +838,7 @@ dsv4_status dsv4_chat_effort_parse(const char *s, dsv4_reasoning_effort *out, ch
     } else if (!strcmp(s, "max") || !strcmp(s, "xhigh")) {
         *out = DSV4_EFFORT_MAX;
     } else {
-        set_err(err, errlen, "reasoning_effort: expected one of none, low, medium, high, xhigh, max; got \"%s\"", s);
+        dsv4_errf(err, errlen, "reasoning_effort: expected one of none, low, medium, high, xhigh, max; got \"%s\"", s);
         return DSV4_ERR_INVALID;
     }
     return DSV4_OK;
@@ -877,7 +869,7 @@ static dsv4_status content_text(conv_storage *s, const json_t *c, int is_tool, c
         return *out ? DSV4_OK : DSV4_ERR_NOMEM;
     }
     if (!json_is_array(c)) {
-        set_err(err, errlen, "%s.content: expected a string, null or an array of content parts", where);
+        dsv4_errf(err, errlen, "%s.content: expected a string, null or an array of content parts", where);
         return DSV4_ERR_INVALID;
     }
     dsv4_strbuf b = {0};
@@ -898,7 +890,7 @@ static dsv4_status content_text(conv_storage *s, const json_t *c, int is_tool, c
                 goto nomem;
         } else {
             dsv4_strbuf_free(&b);
-            set_err(err, errlen, "%s.content[%zu]: only text parts are supported (got type \"%s\")", where, i,
+            dsv4_errf(err, errlen, "%s.content[%zu]: only text parts are supported (got type \"%s\")", where, i,
                     type ? type : "?");
             return DSV4_ERR_UNSUPPORTED;
         }
@@ -920,7 +912,7 @@ static dsv4_status opt_string(conv_storage *s, const json_t *m, const char *key,
     if (!v || json_is_null(v))
         return DSV4_OK;
     if (!json_is_string(v)) {
-        set_err(err, errlen, "%s.%s: expected a string", where, key);
+        dsv4_errf(err, errlen, "%s.%s: expected a string", where, key);
         return DSV4_ERR_INVALID;
     }
     *out = keep_copy(s, json_string_value(v));
@@ -933,7 +925,7 @@ static dsv4_status tool_calls_from_json(conv_storage *s, const json_t *tcs, cons
     if (!tcs || json_is_null(tcs))
         return DSV4_OK;
     if (!json_is_array(tcs)) {
-        set_err(err, errlen, "%s.tool_calls: expected an array", where);
+        dsv4_errf(err, errlen, "%s.tool_calls: expected an array", where);
         return DSV4_ERR_INVALID;
     }
     size_t n = json_array_size(tcs);
@@ -961,7 +953,7 @@ static dsv4_status tool_calls_from_json(conv_storage *s, const json_t *tcs, cons
         const char *name = json_string_value(json_object_get(fn, "name"));
         const json_t *args = json_object_get(fn, "arguments");
         if (!json_is_object(fn) || !name) {
-            set_err(err, errlen, "%s.tool_calls[%zu]: expected {\"function\": {\"name\": ..., \"arguments\": ...}}",
+            dsv4_errf(err, errlen, "%s.tool_calls[%zu]: expected {\"function\": {\"name\": ..., \"arguments\": ...}}",
                     where, i);
             return DSV4_ERR_INVALID;
         }
@@ -977,7 +969,7 @@ static dsv4_status tool_calls_from_json(conv_storage *s, const json_t *tcs, cons
         else if (json_is_object(args))
             calls[i].arguments = keep_dump(s, args);
         else {
-            set_err(err, errlen, "%s.tool_calls[%zu].function.arguments: expected a JSON string or an object", where,
+            dsv4_errf(err, errlen, "%s.tool_calls[%zu].function.arguments: expected a JSON string or an object", where,
                     i);
             return DSV4_ERR_INVALID;
         }
@@ -994,12 +986,12 @@ static dsv4_status message_from_json(conv_storage *s, const json_t *j, int idx, 
     snprintf(where, sizeof where, "messages[%d]", idx);
     memset(m, 0, sizeof *m);
     if (!json_is_object(j)) {
-        set_err(err, errlen, "%s: expected an object", where);
+        dsv4_errf(err, errlen, "%s: expected an object", where);
         return DSV4_ERR_INVALID;
     }
     const char *role = json_string_value(json_object_get(j, "role"));
     if (!role) {
-        set_err(err, errlen, "%s.role: missing", where);
+        dsv4_errf(err, errlen, "%s.role: missing", where);
         return DSV4_ERR_INVALID;
     }
     size_t r;
@@ -1007,7 +999,7 @@ static dsv4_status message_from_json(conv_storage *s, const json_t *j, int idx, 
         if (!strcmp(role, role_names[r].name))
             break;
     if (r == sizeof role_names / sizeof role_names[0]) {
-        set_err(err, errlen,
+        dsv4_errf(err, errlen,
                 "%s.role: unknown role \"%s\" (expected system, user, assistant, tool, developer or latest_reminder)",
                 where, role);
         return DSV4_ERR_INVALID;
@@ -1026,7 +1018,7 @@ static dsv4_status message_from_json(conv_storage *s, const json_t *j, int idx, 
     const json_t *tools = json_object_get(j, "tools");
     if (tools && !json_is_null(tools)) {
         if (!json_is_array(tools)) {
-            set_err(err, errlen, "%s.tools: expected an array", where);
+            dsv4_errf(err, errlen, "%s.tools: expected an array", where);
             return DSV4_ERR_INVALID;
         }
         if (!(m->tools = keep_dump(s, tools)))
@@ -1043,7 +1035,7 @@ static dsv4_status message_from_json(conv_storage *s, const json_t *j, int idx, 
             if (t && !strcmp(t, task_names[k]))
                 break;
         if (k == (int)(sizeof task_names / sizeof task_names[0])) {
-            set_err(err, errlen, "%s.task: expected one of action, query, authority, domain, title, read_url", where);
+            dsv4_errf(err, errlen, "%s.task: expected one of action, query, authority, domain, title, read_url", where);
             return DSV4_ERR_INVALID;
         }
         m->task = (dsv4_chat_task)k;
@@ -1074,15 +1066,15 @@ dsv4_status dsv4_chat_conv_from_json(const json_t *messages, const json_t *tools
 {
     memset(out, 0, sizeof *out);
     if (!json_is_array(messages)) {
-        set_err(err, errlen, "messages: expected an array");
+        dsv4_errf(err, errlen, "messages: expected an array");
         return DSV4_ERR_INVALID;
     }
     if (tools && !json_is_null(tools) && !json_is_array(tools)) {
-        set_err(err, errlen, "tools: expected an array");
+        dsv4_errf(err, errlen, "tools: expected an array");
         return DSV4_ERR_INVALID;
     }
     if (response_format && !json_is_null(response_format) && !json_is_object(response_format)) {
-        set_err(err, errlen, "response_format: expected an object");
+        dsv4_errf(err, errlen, "response_format: expected an object");
         return DSV4_ERR_INVALID;
     }
     int attach_tools = tools && json_array_size(tools) > 0;
@@ -1093,7 +1085,7 @@ dsv4_status dsv4_chat_conv_from_json(const json_t *messages, const json_t *tools
     out->messages = calloc(n + 1, sizeof *out->messages);
     if (!out->storage_ || !out->messages) {
         dsv4_chat_conv_free(out);
-        set_err(err, errlen, "out of memory");
+        dsv4_errf(err, errlen, "out of memory");
         return DSV4_ERR_NOMEM;
     }
     conv_storage *s = out->storage_;
@@ -1108,7 +1100,7 @@ dsv4_status dsv4_chat_conv_from_json(const json_t *messages, const json_t *tools
         dsv4_status st = message_from_json(s, json_array_get(messages, i), (int)i, &out->messages[k], err, errlen);
         if (st) {
             if (st == DSV4_ERR_NOMEM)
-                set_err(err, errlen, "out of memory");
+                dsv4_errf(err, errlen, "out of memory");
             dsv4_chat_conv_free(out);
             return st;
         }
@@ -1121,6 +1113,6 @@ dsv4_status dsv4_chat_conv_from_json(const json_t *messages, const json_t *tools
     return DSV4_OK;
 nomem:
     dsv4_chat_conv_free(out);
-    set_err(err, errlen, "out of memory");
+    dsv4_errf(err, errlen, "out of memory");
     return DSV4_ERR_NOMEM;
 }

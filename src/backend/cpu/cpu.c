@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/hc_math.h"
 #include "core/pool.h"
 #include "model/quant.h"
 
@@ -496,38 +497,10 @@ static void cpu_swiglu(dsv4_backend *be, const float *g, const float *u, size_t 
 
 /* ==== hyper-connections ================================================= */
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 void dsv4_cpu_hc_split(const float *m, const float *scale, const float *base, int hc, int iters, float eps,
                        float *pre, float *post, float *comb)
 {
-    for (int i = 0; i < hc; i++) {
-        pre[i] = sigmoidf(m[i] * scale[0] + base[i]) + eps;
-        post[i] = 2.0f * sigmoidf(m[hc + i] * scale[1] + base[hc + i]);
-    }
-    for (int j = 0; j < hc; j++) {
-        float *row = comb + j * hc, mx = -INFINITY, s = 0;
-        for (int k = 0; k < hc; k++) {
-            row[k] = m[2 * hc + j * hc + k] * scale[2] + base[2 * hc + j * hc + k];
-            mx = fmaxf(mx, row[k]);
-        }
-        for (int k = 0; k < hc; k++) s += (row[k] = expf(row[k] - mx));
-        for (int k = 0; k < hc; k++) row[k] = row[k] / s + eps;
-    }
-    /* column normalise, then (iters - 1) x (row, column) */
-    for (int it = 0; it < iters; it++) {
-        if (it > 0)
-            for (int j = 0; j < hc; j++) {
-                float s = 0;
-                for (int k = 0; k < hc; k++) s += comb[j * hc + k];
-                for (int k = 0; k < hc; k++) comb[j * hc + k] /= s + eps;
-            }
-        for (int k = 0; k < hc; k++) {
-            float s = 0;
-            for (int j = 0; j < hc; j++) s += comb[j * hc + k];
-            for (int j = 0; j < hc; j++) comb[j * hc + k] /= s + eps;
-        }
-    }
+    dsv4_hc_split(m, scale, base, hc, iters, eps, pre, post, comb);
 }
 
 typedef struct {
@@ -548,7 +521,7 @@ static void hc_task(void *vctx, int64_t t)
     float m[n_mix], pre[hc];
     for (int i = 0; i < n_mix; i++) m[i] = dsv4_cpu_dot_f32(p->fn + (size_t)i * hc * D, x, hc * D) * rho;
     if (c->head) {
-        for (int i = 0; i < hc; i++) pre[i] = sigmoidf(m[i] * p->scale[0] + p->base[i]) + p->hc_eps;
+        for (int i = 0; i < hc; i++) pre[i] = dsv4_sigmoid(m[i] * p->scale[0] + p->base[i]) + p->hc_eps;
     } else {
         dsv4_cpu_hc_split(m, p->scale, p->base, hc, p->sinkhorn_iters, p->hc_eps, pre, c->post + (size_t)t * hc,
                           c->comb + (size_t)t * hc * hc);

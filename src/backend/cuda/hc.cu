@@ -2,44 +2,12 @@
  * hc.cu - manifold-constrained hyper-connections on the GPU: hc_pre (mixing
  * coefficients with Sinkhorn, collapse), hc_post (expand + mix) and the final
  * HC head. One block per token; the Sinkhorn iterations of a token run in one
- * thread (hc x hc is tiny), exactly as the CPU backend does them.
+ * thread (hc x hc is tiny) through the same dsv4_hc_split as the CPU backend.
  */
 #include "backend/cuda/common.cuh"
+#include "backend/hc_math.h"
 
 #define HC_MAX 16
-
-__device__ static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-__device__ static void hc_split(const float *m, const float *scale, const float *base, int hc, int iters, float eps,
-                                float *pre, float *post, float *comb)
-{
-    for (int i = 0; i < hc; i++) {
-        pre[i] = sigm(m[i] * scale[0] + base[i]) + eps;
-        post[i] = 2.0f * sigm(m[hc + i] * scale[1] + base[hc + i]);
-    }
-    for (int j = 0; j < hc; j++) {
-        float *row = comb + j * hc, mx = -INFINITY, s = 0;
-        for (int k = 0; k < hc; k++) {
-            row[k] = m[2 * hc + j * hc + k] * scale[2] + base[2 * hc + j * hc + k];
-            mx = fmaxf(mx, row[k]);
-        }
-        for (int k = 0; k < hc; k++) s += (row[k] = expf(row[k] - mx));
-        for (int k = 0; k < hc; k++) row[k] = row[k] / s + eps;
-    }
-    for (int it = 0; it < iters; it++) {
-        if (it > 0)
-            for (int j = 0; j < hc; j++) {
-                float s = 0;
-                for (int k = 0; k < hc; k++) s += comb[j * hc + k];
-                for (int k = 0; k < hc; k++) comb[j * hc + k] /= s + eps;
-            }
-        for (int k = 0; k < hc; k++) {
-            float s = 0;
-            for (int j = 0; j < hc; j++) s += comb[j * hc + k];
-            for (int j = 0; j < hc; j++) comb[j * hc + k] /= s + eps;
-        }
-    }
-}
 
 __global__ void k_hc_pre(dsv4_hc_params p, const float *X, float *u, float *post, float *comb, bool head)
 {
@@ -64,9 +32,9 @@ __global__ void k_hc_pre(dsv4_hc_params p, const float *X, float *u, float *post
     __syncthreads();
     if (threadIdx.x == 0) {
         if (head) {
-            for (int i = 0; i < hc; i++) pre[i] = sigm(m[i] * p.scale[0] + p.base[i]) + p.hc_eps;
+            for (int i = 0; i < hc; i++) pre[i] = dsv4_sigmoid(m[i] * p.scale[0] + p.base[i]) + p.hc_eps;
         } else {
-            hc_split(m, p.scale, p.base, hc, p.sinkhorn_iters, p.hc_eps, pre, post + (size_t)t * hc,
+            dsv4_hc_split(m, p.scale, p.base, hc, p.sinkhorn_iters, p.hc_eps, pre, post + (size_t)t * hc,
                      comb + (size_t)t * hc * hc);
         }
     }
