@@ -602,6 +602,7 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, /* restart over TIME_WAIT */
                             MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)(o->max_connections > 0 ? o->max_connections : 256),
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_THREAD_STACK_SIZE,
