@@ -325,6 +325,15 @@ static void fill(const tspec *t, rng_t *r, uint8_t *buf, uint64_t first, uint64_
 static dsv4_status write_shard(const char *dir, const char *fname, shard *s, uint64_t seed, json_t *wmap,
                                uint64_t *total, char *err, size_t errlen)
 {
+    /* Larger elements first, as the safetensors library lays tensors out:
+     * every tensor then starts at a multiple of its element size. */
+    tspec *sorted = malloc((size_t)s->n * sizeof(tspec));
+    int m = 0;
+    for (size_t es = 8; es >= 1; es /= 2)
+        for (int i = 0; i < s->n; i++)
+            if (dsv4_dtype_size(s->t[i].dt) == es) sorted[m++] = s->t[i];
+    memcpy(s->t, sorted, (size_t)m * sizeof(tspec));
+    free(sorted);
     json_t *h = json_object();
     uint64_t off = 0;
     for (int i = 0; i < s->n; i++) {

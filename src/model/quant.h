@@ -24,6 +24,34 @@
 DSV4_HD uint32_t dsv4_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 DSV4_HD float dsv4_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
+/* ---- unaligned element loads -------------------------------------------
+ * safetensors does not promise that a tensor starts at a multiple of its
+ * element size, so host code reads checkpoint bytes through memcpy. */
+DSV4_HD uint16_t dsv4_ld_u16(const void *p, int64_t i)
+{
+    uint16_t v;
+    memcpy(&v, (const char *)p + 2 * i, 2);
+    return v;
+}
+DSV4_HD int32_t dsv4_ld_i32(const void *p, int64_t i)
+{
+    int32_t v;
+    memcpy(&v, (const char *)p + 4 * i, 4);
+    return v;
+}
+DSV4_HD int64_t dsv4_ld_i64(const void *p, int64_t i)
+{
+    int64_t v;
+    memcpy(&v, (const char *)p + 8 * i, 8);
+    return v;
+}
+DSV4_HD float dsv4_ld_f32(const void *p, int64_t i)
+{
+    float v;
+    memcpy(&v, (const char *)p + 4 * i, 4);
+    return v;
+}
+
 /* ---- BF16 / F16 ------------------------------------------------------- */
 
 DSV4_HD float dsv4_bf16_to_f32(uint16_t h) { return dsv4_bits_f32((uint32_t)h << 16); }

@@ -139,7 +139,7 @@ static dsv4_status check_scales(binder *b, const dsv4_st_tensor *t)
         float v;
         if (t->dtype == DSV4_DT_F8_E8M0) v = ((const uint8_t *)t->data)[i] == 255 ? NAN : 1.0f;
         else if (t->dtype == DSV4_DT_F8_E4M3) v = dsv4_e4m3_to_f32(((const uint8_t *)t->data)[i]);
-        else if (t->dtype == DSV4_DT_BF16) v = dsv4_bf16_to_f32(((const uint16_t *)t->data)[i]);
+        else if (t->dtype == DSV4_DT_BF16) v = dsv4_bf16_to_f32(dsv4_ld_u16(t->data, i));
         else memcpy(&v, (const char *)t->data + 4 * i, 4);
         if (!isfinite(v) || v < 0) {
             snprintf(b->err, b->errlen, "%s: scale element %" PRId64 " is %s in %s; the checkpoint is corrupt", t->name,
@@ -300,8 +300,8 @@ static dsv4_status bind_f32(binder *b, dsv4_w *w, const char *name, int ndim, in
     for (int64_t i = 0; i < n; i++) {
         switch (w->dtype) {
         case DSV4_DT_F32: memcpy(&w->f32[i], (const char *)w->host + 4 * i, 4); break;
-        case DSV4_DT_BF16: w->f32[i] = dsv4_bf16_to_f32(((const uint16_t *)w->host)[i]); break;
-        default: w->f32[i] = dsv4_f16_to_f32(((const uint16_t *)w->host)[i]); break;
+        case DSV4_DT_BF16: w->f32[i] = dsv4_bf16_to_f32(dsv4_ld_u16(w->host, i)); break;
+        default: w->f32[i] = dsv4_f16_to_f32(dsv4_ld_u16(w->host, i)); break;
         }
     }
     return DSV4_OK;
@@ -335,7 +335,7 @@ static dsv4_status check_tid2eid(binder *b, const dsv4_w *w, int n_experts)
 {
     int64_t n = w->ne[0] * w->ne[1];
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = w->dtype == DSV4_DT_I64 ? ((const int64_t *)w->host)[i] : ((const int32_t *)w->host)[i];
+        int64_t v = w->dtype == DSV4_DT_I64 ? dsv4_ld_i64(w->host, i) : dsv4_ld_i32(w->host, i);
         if (v < 0 || v >= n_experts) {
             snprintf(b->err, b->errlen, "%s: entry [%" PRId64 "][%" PRId64 "] = %" PRId64
                      " is not an expert id (0..%d)", w->name, i / w->ne[1], i % w->ne[1], v, n_experts - 1);

@@ -111,7 +111,7 @@ static inline v16f load_bf16(const uint16_t *p)
 static inline v16f load_f16(const uint16_t *p)
 {
     float f[16];
-    for (int l = 0; l < 16; l++) f[l] = dsv4_f16_to_f32(p[l]);
+    for (int l = 0; l < 16; l++) f[l] = dsv4_f16_to_f32(dsv4_ld_u16(p, l));
     return load_f32(f);
 }
 
@@ -156,9 +156,9 @@ static inline float load_w1(int K, const wsrc *s, int r, int i)
 {
     const uint8_t *row = s->data + (size_t)r * s->row_bytes;
     switch (K) {
-    case K_BF16: return dsv4_bf16_to_f32(((const uint16_t *)row)[i]);
-    case K_F32: return ((const float *)row)[i];
-    default: return dsv4_f16_to_f32(((const uint16_t *)row)[i]);
+    case K_BF16: return dsv4_bf16_to_f32(dsv4_ld_u16(row, i));
+    case K_F32: return dsv4_ld_f32(row, i);
+    default: return dsv4_f16_to_f32(dsv4_ld_u16(row, i));
     }
 }
 
@@ -321,8 +321,8 @@ static void cpu_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, i
         for (int64_t i = 0; i < D; i++) {
             switch (emb->dtype) {
             case DSV4_DT_F32: memcpy(&o[i], row + 4 * i, 4); break;
-            case DSV4_DT_BF16: o[i] = dsv4_bf16_to_f32(((const uint16_t *)row)[i]); break;
-            default: o[i] = dsv4_f16_to_f32(((const uint16_t *)row)[i]); break;
+            case DSV4_DT_BF16: o[i] = dsv4_bf16_to_f32(dsv4_ld_u16(row, i)); break;
+            default: o[i] = dsv4_f16_to_f32(dsv4_ld_u16(row, i)); break;
             }
         }
     }
@@ -882,8 +882,8 @@ static void cpu_moe_route(dsv4_backend *be, const float *logits, int n, int n_ex
         if (tid2eid && tid2eid->name) {
             for (int i = 0; i < k; i++) {
                 size_t o = (size_t)tokens[t] * k + i;
-                it[i] = tid2eid->dtype == DSV4_DT_I64 ? (int32_t)((const int64_t *)tid2eid->host)[o]
-                                                       : ((const int32_t *)tid2eid->host)[o];
+                it[i] = tid2eid->dtype == DSV4_DT_I64 ? (int32_t)dsv4_ld_i64(tid2eid->host, (int64_t)o)
+                                                       : dsv4_ld_i32(tid2eid->host, (int64_t)o);
             }
         } else {
             for (int e = 0; e < n_experts; e++) sel[e] = s[e] + (bias ? bias[e] : 0.0f);
