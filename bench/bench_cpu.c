@@ -1,12 +1,14 @@
 /*
  * bench_cpu.c - prefill and decode throughput of the engine on one model.
  *
- *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--threads T] [--numerics plain|reference]
- *                   [--backend cpu|cuda] [--json FILE]
+ *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
+ *                   [--backend cpu|cuda] [--json FILE] [--profile FILE]
  *
- * Prefills N random token ids as one sequence (timed), then decodes M tokens
- * one step at a time feeding back the argmax (timed), and prints tokens/s for
- * both plus the weight bytes streamed per decode token. Results are only
+ * --profile FILE times every op family (table on stdout, JSON in FILE).
+ *
+ * Prefills N random token ids in each of B sequences in one step (timed), then
+ * decodes M steps of B tokens feeding back each sequence's argmax (timed), and
+ * prints tokens/s for both. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
 #include <stdio.h>
@@ -28,29 +30,33 @@ int main(int argc, char **argv)
     dsv4_engine_opts o;
     dsv4_engine_opts_default(&o);
     o.backend = DSV4_BACKEND_CPU;
-    int N = 256, M = 64;
-    const char *json = NULL;
+    int N = 256, M = 64, B = 1;
+    const char *json = NULL, *prof_json = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) o.model_dir = argv[i + 1];
         else if (!strcmp(argv[i], "--prompt")) N = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--decode")) M = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--batch")) B = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) o.n_threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--numerics")) o.numerics = strcmp(argv[i + 1], "plain") ? DSV4_NUMERICS_REFERENCE : DSV4_NUMERICS_PLAIN;
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else if (!strcmp(argv[i], "--profile")) prof_json = argv[i + 1];
         else if (!strcmp(argv[i], "--backend")) o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
             fprintf(stderr, "bench_cpu: unknown option %s\n", argv[i]);
             return 2;
         }
     }
-    if (!o.model_dir || N < 1 || M < 1) {
-        fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--threads T] [--numerics plain|reference] [--json FILE]\n");
+    if (!o.model_dir || N < 1 || M < 1 || B < 1) {
+        fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
+                        "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE]\n");
         return 2;
     }
-    o.max_seqs = 1;
+    o.profile = prof_json != NULL;
+    o.max_seqs = B;
     o.max_ctx = N + M;
-    o.pool_tokens = N + M;
-    o.max_batch_tokens = N;
+    o.pool_tokens = (int64_t)B * (N + M + 1024); /* pages are whole: room for rounding up */
+    o.max_batch_tokens = N * B < 4096 ? N * B : 4096;
     char err[1024];
     dsv4_engine *e;
     if (dsv4_engine_open(&o, &e, err, sizeof err) != DSV4_OK) {
@@ -59,46 +65,67 @@ int main(int argc, char **argv)
     }
     dsv4_model_info info;
     dsv4_engine_info(e, &info);
-    int32_t *ids = malloc((size_t)N * sizeof(int32_t));
+    const int V = info.vocab_size;
+    int32_t *ids = malloc((size_t)B * N * sizeof(int32_t)), *tok = malloc((size_t)B * sizeof(int32_t));
+    int *seq = malloc((size_t)B * sizeof(int));
+    dsv4_batch_entry *be = malloc((size_t)B * sizeof(*be));
     uint64_t r = 42;
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < B * N; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (int32_t)((r >> 33) % (uint64_t)info.vocab_size);
+        ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
     }
-    float *logits = malloc((size_t)info.vocab_size * sizeof(float));
-    int seq;
-    dsv4_seq_create(e, &seq, err, sizeof err);
+    float *logits = malloc((size_t)B * V * sizeof(float));
+    for (int b = 0; b < B; b++) dsv4_seq_create(e, &seq[b], err, sizeof err);
     double t0 = now_s();
-    dsv4_batch_entry b = {.seq = seq, .n_tokens = N, .tokens = ids, .logits = logits};
-    if (dsv4_step(e, &b, 1, err, sizeof err) != DSV4_OK) {
+    for (int b = 0; b < B; b++)
+        be[b] = (dsv4_batch_entry){.seq = seq[b], .n_tokens = N, .tokens = ids + (size_t)b * N,
+                                   .logits = logits + (size_t)b * V};
+    if (dsv4_step(e, be, B, err, sizeof err) != DSV4_OK) {
         fprintf(stderr, "bench_cpu: %s\n", err);
         return 1;
     }
     double t1 = now_s();
     for (int k = 0; k < M; k++) {
-        int32_t tok = 0;
-        for (int v = 1; v < info.vocab_size; v++)
-            if (logits[v] > logits[tok]) tok = v;
-        b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = &tok, .logits = logits};
-        if (dsv4_step(e, &b, 1, err, sizeof err) != DSV4_OK) {
+        for (int b = 0; b < B; b++) {
+            const float *lg = logits + (size_t)b * V;
+            int32_t best = 0;
+            for (int v = 1; v < V; v++)
+                if (lg[v] > lg[best]) best = v;
+            tok[b] = best;
+            be[b] = (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b], .logits = logits + (size_t)b * V};
+        }
+        if (dsv4_step(e, be, B, err, sizeof err) != DSV4_OK) {
             fprintf(stderr, "bench_cpu: %s\n", err);
             return 1;
         }
     }
     double t2 = now_s();
-    double pf = N / (t1 - t0), dc = M / (t2 - t1);
-    printf("model %s  backend %s  threads %d  prefill %d tokens: %.1f tok/s (%.1f ms)  decode %d tokens: %.1f tok/s (%.2f ms/token)\n",
-           o.model_dir, info.backend, o.n_threads, N, pf, (t1 - t0) * 1e3, M, dc, (t2 - t1) * 1e3 / M);
+    const double pf_tok_s = (double)B * N / (t1 - t0), dc_tok_s = (double)B * M / (t2 - t1), step_ms = (t2 - t1) * 1e3 / M;
+    printf("model %s  backend %s  batch %d  prefill %d tokens each: %.1f tok/s (%.1f ms)  decode %d steps: %.3f ms/step, "
+           "%.1f tok/s\n",
+           o.model_dir, info.backend, B, N, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s);
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
-            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"prompt\": %d, \"decode\": %d, \"prefill_tok_s\": %.2f, "
-                       "\"decode_tok_s\": %.2f, \"decode_ms_per_token\": %.4f}\n",
-                    o.model_dir, info.backend, o.n_threads, N, M, pf, dc, (t2 - t1) * 1e3 / M);
+            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"batch\": %d, \"prompt\": %d, "
+                       "\"decode\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, "
+                       "\"decode_ms_per_token\": %.4f}\n",
+                    o.model_dir, info.backend, o.n_threads, B, N, M, pf_tok_s, dc_tok_s, step_ms, step_ms / B);
+            fclose(f);
+        }
+    }
+    if (prof_json) {
+        dsv4_profile_print(e, stdout, 0);
+        FILE *f = fopen(prof_json, "w");
+        if (f) {
+            dsv4_profile_print(e, f, 1);
             fclose(f);
         }
     }
     free(ids);
+    free(tok);
+    free(seq);
+    free(be);
     free(logits);
     dsv4_engine_close(e);
     return 0;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,6 +55,7 @@ typedef struct {
     int64_t pool_tokens;       /* KV pool capacity in tokens over all sequences; 0 = max_ctx * max_seqs / 2 */
     int64_t max_batch_tokens;  /* largest batch step in tokens; 0 = 2048 */
     int verbose;               /* log load phases to stderr */
+    int profile;               /* time every op family (dsv4_profile_print) */
 } dsv4_engine_opts;
 
 typedef struct dsv4_engine dsv4_engine;
@@ -73,6 +75,12 @@ typedef struct {
     const char *backend; /* "cpu" or "cuda" */
 } dsv4_model_info;
 void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
+
+/* --profile: time per op family (attention, indexer + top-k, compressors,
+ * routed experts, shared expert, dense projections, hyper-connections,
+ * norms/RoPE, head, other), for decode and prefill steps separately, as a
+ * table or (json) one JSON object. Device backends time with events. */
+void dsv4_profile_print(const dsv4_engine *e, FILE *out, int json);
 
 /* Sequences. A new sequence is empty (position 0). */
 dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen);

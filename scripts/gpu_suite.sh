@@ -25,7 +25,13 @@ for f in tiny_a q_stock q_nvfp4; do
   done
 done
 if [ "${FLASH_LAYERS:-0}" -gt 0 ]; then
+  # Flash-shaped layers at several batch sizes, with the per-op-family profile
   $B/dsv4 mkmodel --preset flash --layers "$FLASH_LAYERS" -o /tmp/flash >/dev/null 2>&1
-  $B/dsv4 inspect -m /tmp/flash | tail -5
-  $B/bench_cpu -m /tmp/flash --prompt 64 --decode 16 --backend cuda --numerics plain --json "$OUT/bench-flash-cuda.json" 2>&1 | tail -1
+  $B/dsv4 inspect -m /tmp/flash > "$OUT/inspect-flash.txt"
+  tail -6 "$OUT/inspect-flash.txt"
+  for bs in ${FLASH_BATCHES:-1 8 16 64}; do
+    timeout 240 $B/bench_cpu -m /tmp/flash --prompt 32 --decode 16 --batch "$bs" --backend cuda --numerics plain \
+      --json "$OUT/bench-flash-b$bs.json" --profile "$OUT/profile-flash-b$bs.json" > "$OUT/profile-flash-b$bs.txt" 2>&1
+    head -1 "$OUT/profile-flash-b$bs.txt"
+  done
 fi

@@ -21,6 +21,21 @@
 
 typedef struct dsv4_backend dsv4_backend;
 
+/* Op families for --profile. */
+typedef enum {
+    DSV4_PROF_ATTN = 0,      /* sparse attention + window store */
+    DSV4_PROF_INDEXER,       /* indexer projections, simulation, scores and top-k */
+    DSV4_PROF_COMPRESS,      /* compressor projections and pooling */
+    DSV4_PROF_ROUTED,        /* router + routed experts */
+    DSV4_PROF_SHARED,        /* shared expert */
+    DSV4_PROF_DENSE,         /* attention projections (wq_a, wq_b, wkv, wo_a, wo_b) */
+    DSV4_PROF_HC,            /* hyper-connections (pre, post, head collapse) */
+    DSV4_PROF_NORM,          /* RMSNorms, RoPE, BF16 rounding, KV simulation */
+    DSV4_PROF_HEAD,          /* final norm + LM head + logits readback */
+    DSV4_PROF_OTHER,         /* embedding, plan upload, the rest */
+    DSV4_PROF_COUNT
+} dsv4_prof_family;
+
 /* Hyper-connection mixing parameters of one site (attention or FFN half). */
 typedef struct {
     int hc;              /* streams */
@@ -87,6 +102,12 @@ struct dsv4_backend {
     /* Called at the start of every forward step with the plan and state the
      * ops will be given (device backends copy the plan and page table). */
     void (*step_begin)(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv);
+
+    /* --profile: prof_mark(f) starts attributing time to family f (ending the
+     * previous family's span); prof_collect waits for the device and adds the
+     * step's spans into ms[DSV4_PROF_COUNT]. Both NULL when not supported. */
+    void (*prof_mark)(dsv4_backend *be, int family);
+    void (*prof_collect)(dsv4_backend *be, double *ms);
 
     /* memory: zeroed on allocation */
     void *(*alloc)(dsv4_backend *be, size_t bytes);

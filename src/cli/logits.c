@@ -17,7 +17,7 @@
 static void logits_usage(FILE *f)
 {
     fprintf(f, "usage: dsv4 logits [-m DIR] --ids 5,17,...|@FILE [--prefill P] [--chunk C]\n"
-               "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] -o FILE\n");
+               "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] [--profile] -o FILE\n");
 }
 
 int cmd_logits(int argc, char **argv)
@@ -34,6 +34,10 @@ int cmd_logits(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             logits_usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--profile")) {
+            o.profile = 1;
+            continue;
         }
         if (!v) return cli_fail(C, "%s needs a value", a);
         i++;
@@ -101,6 +105,7 @@ int cmd_logits(int argc, char **argv)
         fclose(f) != 0) {
         rc = cli_fail(C, "%s: cannot write", out_path);
     }
+    if (o.profile) dsv4_profile_print(e, stderr, 0);
 done:
     free(logits);
     free(ids);

@@ -267,6 +267,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;
+    e->profile = o->profile && e->be->prof_mark && e->be->prof_collect;
     load_ctx lc = {.be = e->be, .err = err, .errlen = errlen};
     if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
 
@@ -485,4 +486,37 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
         }
     }
     return DSV4_OK;
+}
+
+/* ---- profile ------------------------------------------------------------ */
+
+static const char *const prof_names[DSV4_PROF_COUNT] = {
+    "attention", "indexer + top-k", "compressors", "routed experts", "shared expert",
+    "dense projections", "hyper-connections", "norms / RoPE", "head", "other"};
+
+void dsv4_profile_print(const dsv4_engine *e, FILE *out, int json)
+{
+    static const char *const kind[2] = {"decode", "prefill"};
+    if (json) fprintf(out, "{\"backend\": \"%s\"", e->be->name);
+    for (int k = 0; k < 2; k++) {
+        double total = 0;
+        for (int i = 0; i < DSV4_PROF_COUNT; i++) total += e->prof_ms[k][i];
+        const int64_t steps = e->prof_steps[k], toks = e->prof_tokens[k];
+        if (json) {
+            fprintf(out, ", \"%s\": {\"steps\": %lld, \"tokens\": %lld, \"ms_total\": %.4f, \"families\": {", kind[k],
+                    (long long)steps, (long long)toks, total);
+            for (int i = 0; i < DSV4_PROF_COUNT; i++)
+                fprintf(out, "%s\"%s\": %.4f", i ? ", " : "", prof_names[i], e->prof_ms[k][i]);
+            fprintf(out, "}}");
+            continue;
+        }
+        if (!steps) continue;
+        fprintf(out, "%s: %lld steps, %lld tokens, %.3f ms per step (%s)\n", kind[k], (long long)steps,
+                (long long)toks, total / steps, e->be->name);
+        fprintf(out, "  %-20s %12s %8s\n", "op family", "ms/step", "share");
+        for (int i = 0; i < DSV4_PROF_COUNT; i++)
+            fprintf(out, "  %-20s %12.4f %7.1f%%\n", prof_names[i], e->prof_ms[k][i] / steps,
+                    total > 0 ? 100.0 * e->prof_ms[k][i] / total : 0.0);
+    }
+    if (json) fprintf(out, "}\n");
 }

@@ -53,6 +53,10 @@ struct dsv4_engine {
     float *freqs_main;      /* [rope_dim/2] */
     float *freqs_compress;  /* [rope_dim/2] */
     int64_t max_batch_tokens;
+    /* --profile: milliseconds per op family, [0] decode steps, [1] prefill steps */
+    bool profile;
+    double prof_ms[2][DSV4_PROF_COUNT];
+    int64_t prof_steps[2], prof_tokens[2];
 };
 
 /* Run the forward pass over `plan`; the logits of token t are written to the

@@ -28,6 +28,12 @@ typedef struct {
     bool ref;
 } fwd;
 
+/* --profile: attribute what follows to op family fam. */
+static inline void mark(fwd *f, int fam)
+{
+    if (f->e->profile) f->be->prof_mark(f->be, fam);
+}
+
 /* Round to BF16 in reference numerics: the reference's BF16 activations. */
 static void bf16_point(fwd *f, float *x, size_t n)
 {
@@ -52,6 +58,7 @@ static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool inde
     const dsv4_config *c = f->c;
     dsv4_backend *be = f->be;
     int w = cw->coff * cw->d;
+    mark(f, DSV4_PROF_COMPRESS);
     be->linear(be, &cw->wkv, f->s->h, c->dim, f->T, f->s->ca, w);
     be->linear(be, &cw->wgate, f->s->h, c->dim, f->T, f->s->cg, w);
     dsv4_compress_params p = {.layer = l,
@@ -80,17 +87,23 @@ static void attention(fwd *f, int l)
 
     /* h = RMSNorm(hc_pre(X)) */
     dsv4_hc_params hp = hc_params(c, &L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale);
+    mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->u, (size_t)T * D);
     be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
 
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq; per-head RMS; RoPE */
+    mark(f, DSV4_PROF_DENSE);
     be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
+    mark(f, DSV4_PROF_DENSE);
     be->linear(be, &L->wq_b, s->qa, c->q_lora_rank, T, s->q, H * hd);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->q, (size_t)T * H * hd);
     if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd); /* in place on the BF16 tensor, as the reference */
     else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q);
@@ -98,7 +111,9 @@ static void attention(fwd *f, int l)
     bf16_point(f, s->q, (size_t)T * H * hd);
 
     /* KV path: one shared K=V head */
+    mark(f, DSV4_PROF_DENSE);
     be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->kv, (size_t)T * hd);
     be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv);
     bf16_point(f, s->kv, (size_t)T * hd);
@@ -110,6 +125,7 @@ static void attention(fwd *f, int l)
     if (L->kind == DSV4_ATTN_CSA) {
         const int nI = c->index_n_heads, dI = c->index_head_dim;
         run_compressor(f, l, &L->idx_cmp, true);
+        mark(f, DSV4_PROF_INDEXER);
         be->linear(be, &L->idx_wq_b, s->qa, c->q_lora_rank, T, s->qi, nI * dI);
         bf16_point(f, s->qi, (size_t)T * nI * dI);
         be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false);
@@ -125,6 +141,7 @@ static void attention(fwd *f, int l)
                                   .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
                                   .reference = f->ref};
         run_compressor(f, l, &L->cmp, false);
+        mark(f, DSV4_PROF_INDEXER);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     } else if (L->kind == DSV4_ATTN_HCA) {
         run_compressor(f, l, &L->cmp, false);
@@ -141,14 +158,17 @@ static void attention(fwd *f, int l)
                            .scale = 1.0f / sqrtf((float)hd),
                            .sinks = L->attn_sink.vec,
                            .reference = f->ref};
+    mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->o, (size_t)T * H * hd);
     be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true);
     bf16_point(f, s->o, (size_t)T * H * hd);
 
     /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
     const int G = c->o_groups, R = c->o_lora_rank, gw = H * hd / G;
+    mark(f, DSV4_PROF_DENSE);
     for (int g = 0; g < G; g++) {
         dsv4_w wg = dsv4_w_rows(&L->wo_a, (int64_t)g * R, R);
         be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
@@ -157,6 +177,7 @@ static void attention(fwd *f, int l)
     be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
     bf16_point(f, s->y, (size_t)T * D);
 
+    mark(f, DSV4_PROF_HC);
     be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
     bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
 }
@@ -170,10 +191,13 @@ static void ffn(fwd *f, int l)
     const int T = f->T, D = c->dim, E = c->n_routed_experts, K = c->n_experts_per_tok, I = c->moe_inter_dim;
 
     dsv4_hc_params hp = hc_params(c, &L->hc_ffn_fn, &L->hc_ffn_base, &L->hc_ffn_scale);
+    mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
+    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->u, (size_t)T * D);
     be->rmsnorm(be, s->u, L->ffn_norm.vec, T, D, D, (float)c->rms_norm_eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
+    mark(f, DSV4_PROF_ROUTED);
 
     /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
     be->linear(be, &L->gate, s->h, D, T, s->rl, E);
@@ -190,6 +214,7 @@ static void ffn(fwd *f, int l)
                           .reference = f->ref};
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
 
+    mark(f, DSV4_PROF_SHARED);
     if (dsv4_w_present(&L->sh_w1)) {
         be->linear(be, &L->sh_w1, s->h, D, T, s->sg, I);
         be->linear(be, &L->sh_w3, s->h, D, T, s->su, I);
@@ -203,8 +228,30 @@ static void ffn(fwd *f, int l)
     }
     bf16_point(f, s->y, (size_t)T * D);
 
+    mark(f, DSV4_PROF_HC);
     be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
     bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
+}
+
+/* HC collapse, final norm and LM head for the m gathered rows of X; logits
+ * of row i go to the host buffer dst[i], in groups that fit the scratch. */
+static void head(fwd *f, int m, float **dst)
+{
+    const dsv4_config *c = f->c;
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    const int D = c->dim, V = c->vocab_size;
+    dsv4_hc_params hp = hc_params(c, &f->e->w.hc_head_fn, &f->e->w.hc_head_base, &f->e->w.hc_head_scale);
+    be->hc_head(be, &hp, s->X, m, s->u);
+    bf16_point(f, s->u, (size_t)m * D);
+    be->rmsnorm(be, s->u, f->e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h);
+    bf16_point(f, s->h, (size_t)m * D);
+    for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
+        int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
+        be->linear(be, &f->e->w.head, s->h + (size_t)r0 * D, D, nr, s->logits, V);
+        for (int i = 0; i < nr; i++)
+            be->download(be, dst[r0 + i], s->logits + (size_t)i * V, (size_t)V * sizeof(float));
+    }
 }
 
 void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
@@ -214,7 +261,8 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     dsv4_scratch *s = &e->s;
     fwd f = {.e = e, .be = be, .c = c, .plan = plan, .s = s, .T = plan->n_tok,
              .ref = e->numerics == DSV4_NUMERICS_REFERENCE};
-    const int T = plan->n_tok, D = c->dim, hc = c->hc_mult, V = c->vocab_size;
+    const int T = plan->n_tok, D = c->dim, hc = c->hc_mult;
+    mark(&f, DSV4_PROF_OTHER);
     be->step_begin(be, plan, &e->kv);
 
     /* X = hc copies of the embedding */
@@ -238,16 +286,14 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
             if (m != t) be->copy(be, s->X + (size_t)m * hc * D, s->X + (size_t)t * hc * D, (size_t)hc * D * sizeof(float));
             dst[m++] = out[t];
         }
-    if (!m) return;
-    dsv4_hc_params hp = hc_params(c, &e->w.hc_head_fn, &e->w.hc_head_base, &e->w.hc_head_scale);
-    be->hc_head(be, &hp, s->X, m, s->u);
-    bf16_point(&f, s->u, (size_t)m * D);
-    be->rmsnorm(be, s->u, e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h);
-    bf16_point(&f, s->h, (size_t)m * D);
-    for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
-        int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
-        be->linear(be, &e->w.head, s->h + (size_t)r0 * D, D, nr, s->logits, V);
-        for (int i = 0; i < nr; i++)
-            be->download(be, dst[r0 + i], s->logits + (size_t)i * V, (size_t)V * sizeof(float));
+    mark(&f, DSV4_PROF_HEAD);
+    if (m) head(&f, m, dst);
+    if (e->profile) {
+        /* a step with any multi-token segment counts as prefill */
+        int k = 0;
+        for (int i = 0; i < plan->n_seg; i++) k |= plan->segs[i].n > 1;
+        be->prof_collect(be, e->prof_ms[k]);
+        e->prof_steps[k]++;
+        e->prof_tokens[k] += T;
     }
 }

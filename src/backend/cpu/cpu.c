@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
@@ -24,6 +25,9 @@
 
 typedef struct {
     dsv4_pool *pool;
+    int prof_family;  /* -1: no span open */
+    double prof_t0;
+    double prof_ms[DSV4_PROF_COUNT];
 } cpu_impl;
 
 static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->pool; }
@@ -305,6 +309,33 @@ static dsv4_status cpu_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_
 }
 
 static void cpu_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv) {}
+
+static double cpu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* CPU ops are synchronous: a span is the host time between two marks. */
+static void cpu_prof_mark(dsv4_backend *be, int family)
+{
+    cpu_impl *im = be->impl;
+    double t = cpu_now_ms();
+    if (im->prof_family >= 0) im->prof_ms[im->prof_family] += t - im->prof_t0;
+    im->prof_family = family;
+    im->prof_t0 = t;
+}
+
+static void cpu_prof_collect(dsv4_backend *be, double *ms)
+{
+    cpu_impl *im = be->impl;
+    cpu_prof_mark(be, -1);
+    for (int i = 0; i < DSV4_PROF_COUNT; i++) {
+        ms[i] += im->prof_ms[i];
+        im->prof_ms[i] = 0;
+    }
+}
 
 static void *cpu_alloc(dsv4_backend *be, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
 static void cpu_free(dsv4_backend *be, void *p) { free(p); }
@@ -1019,6 +1050,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
         return NULL;
     }
     im->pool = dsv4_pool_create(n_threads);
+    im->prof_family = -1;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, luts_init);
     be->name = "cpu";
@@ -1026,6 +1058,8 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->destroy = cpu_destroy;
     be->weight_load = cpu_weight_load;
     be->step_begin = cpu_step_begin;
+    be->prof_mark = cpu_prof_mark;
+    be->prof_collect = cpu_prof_collect;
     be->alloc = cpu_alloc;
     be->free = cpu_free;
     be->upload = cpu_copy;

@@ -49,6 +49,7 @@ struct wdesc {
 };
 
 #define MAX_MOE_TABLES 1024
+#define MAX_PROF_EVENTS 8192
 struct cuda_impl {
     int device;
     cudaStream_t stream;
@@ -64,6 +65,10 @@ struct cuda_impl {
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
     int n_moe;
+    /* --profile: one event per mark, the family each span belongs to */
+    cudaEvent_t *prof_ev;
+    int *prof_fam;
+    int n_prof;
 };
 
 static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->impl; }

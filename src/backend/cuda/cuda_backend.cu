@@ -143,6 +143,37 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     CK(cudaMemcpy(im->d_page_table, kv->page_table, pt, cudaMemcpyHostToDevice));
 }
 
+/* ==== profiling ========================================================== */
+
+/* An event per mark on the stream; spans are read when the step is over, so
+ * profiling adds no synchronisation inside the step. */
+static void c_prof_mark(dsv4_backend *be, int family)
+{
+    cuda_impl *im = impl_of(be);
+    if (!im->prof_ev) {
+        im->prof_ev = (cudaEvent_t *)calloc(MAX_PROF_EVENTS, sizeof(cudaEvent_t));
+        im->prof_fam = (int *)calloc(MAX_PROF_EVENTS, sizeof(int));
+        for (int i = 0; i < MAX_PROF_EVENTS; i++) CK(cudaEventCreate(&im->prof_ev[i]));
+    }
+    if (im->n_prof == MAX_PROF_EVENTS) return; /* a huge step: the tail goes uncounted */
+    CK(cudaEventRecord(im->prof_ev[im->n_prof], im->stream));
+    im->prof_fam[im->n_prof++] = family;
+}
+
+static void c_prof_collect(dsv4_backend *be, double *ms)
+{
+    cuda_impl *im = impl_of(be);
+    if (!im->n_prof) return;
+    c_prof_mark(be, -1);
+    CK(cudaEventSynchronize(im->prof_ev[im->n_prof - 1]));
+    for (int i = 0; i + 1 < im->n_prof; i++) {
+        float t = 0;
+        CK(cudaEventElapsedTime(&t, im->prof_ev[i], im->prof_ev[i + 1]));
+        if (im->prof_fam[i] >= 0) ms[im->prof_fam[i]] += t;
+    }
+    im->n_prof = 0;
+}
+
 /* ==== elementwise and per-row ops ======================================== */
 
 __global__ void k_embed(wdesc w, const int32_t *tok, int n, float *out)
@@ -340,6 +371,10 @@ static void c_destroy(dsv4_backend *be)
         cudaFree(im->d_segs);
         cudaFree(im->d_page_table);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
+        if (im->prof_ev)
+            for (int i = 0; i < MAX_PROF_EVENTS; i++) cudaEventDestroy(im->prof_ev[i]);
+        free(im->prof_ev);
+        free(im->prof_fam);
         cudaStreamDestroy(im->stream);
         free(im);
     }
@@ -381,6 +416,8 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->destroy = c_destroy;
     be->weight_load = c_weight_load;
     be->step_begin = c_step_begin;
+    be->prof_mark = c_prof_mark;
+    be->prof_collect = c_prof_collect;
     be->alloc = c_alloc;
     be->free = c_free;
     be->upload = c_upload;
