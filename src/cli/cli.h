@@ -26,6 +26,10 @@ int cmd_bench(int argc, char **argv);
 
 /* Parse "5,17,3" or "@FILE" (a file holding such a list) into a malloc'ed array. */
 int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errlen);
+/* Parse a numeric option value within [lo, hi]; on failure print one line
+ * naming the option and return 1 (the exit code), else 0. */
+int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out);
 /* Parse --numerics / --backend values; -1 when unknown. */
 int cli_numerics(const char *s);
 int cli_backend(const char *s);

@@ -1,6 +1,7 @@
 /*
  * main.c - the dsv4 command line: dispatches to one subcommand per file.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,26 @@ const char *cli_default_model(void)
     if (is_model_dir(buf)) return buf;
 #endif
     return "models/tiny";
+}
+
+int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > hi)
+        return cli_fail(cmd, "%s: '%s' is not an integer in [%lld, %lld]", opt, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double d = strtod(v, &end);
+    if (*end || end == v || !(d >= lo && d <= hi)) return cli_fail(cmd, "%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
+    *out = d;
+    return 0;
 }
 
 int cli_numerics(const char *s)

@@ -148,12 +148,19 @@ static void run_usage(FILE *f)
                "                [--backend auto|cpu|cuda] [--threads N]\n");
 }
 
-static int parse_float(const char *C, const char *opt, const char *v, float lo, float hi, float *out)
+static int parse_float(const char *C, const char *opt, const char *v, double lo, double hi, float *out)
 {
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || end == v || !(d >= lo && d <= hi)) return cli_fail(C, "%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
+    double d;
+    if (cli_parse_double(C, opt, v, lo, hi, &d)) return 1;
     *out = (float)d;
+    return 0;
+}
+
+static int parse_int(const char *C, const char *opt, const char *v, long long lo, long long hi, int *out)
+{
+    long long x;
+    if (cli_parse_int(C, opt, v, lo, hi, &x)) return 1;
+    *out = (int)x;
     return 0;
 }
 
@@ -194,16 +201,19 @@ int cmd_run(int argc, char **argv)
         } else if (!strcmp(a, "--temperature")) bad = parse_float(C, a, v, 0, 100, &r.sp.temperature);
         else if (!strcmp(a, "--top-p")) bad = parse_float(C, a, v, 1e-9f, 1, &r.sp.top_p);
         else if (!strcmp(a, "--min-p")) bad = parse_float(C, a, v, 0, 1, &r.sp.min_p);
-        else if (!strcmp(a, "--top-k")) r.sp.top_k = atoi(v);
+        else if (!strcmp(a, "--top-k")) bad = parse_int(C, a, v, 0, 1 << 24, &r.sp.top_k);
         else if (!strcmp(a, "--seed")) {
             r.sp.seed = strtoull(v, NULL, 10);
             r.sp.has_seed = 1;
-        } else if (!strcmp(a, "--max-tokens")) r.sp.max_tokens = atoi(v);
+        } else if (!strcmp(a, "--max-tokens")) bad = parse_int(C, a, v, 0, 1 << 24, &r.sp.max_tokens);
         else if (!strcmp(a, "--stop")) {
             if (r.n_stops == 16) return cli_fail(C, "at most 16 --stop strings");
             stops[r.n_stops++] = v;
-        } else if (!strcmp(a, "--context")) eo.max_ctx = atoll(v);
-        else if (!strcmp(a, "--threads")) eo.n_threads = atoi(v);
+        } else if (!strcmp(a, "--context")) {
+            long long x = 0;
+            bad = cli_parse_int(C, a, v, 16, 1 << 24, &x);
+            eo.max_ctx = x;
+        } else if (!strcmp(a, "--threads")) bad = parse_int(C, a, v, 0, 4096, &eo.n_threads);
         else if (!strcmp(a, "--numerics")) {
             int n = cli_numerics(v);
             if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);

@@ -108,26 +108,6 @@ static int64_t weights_on_disk(const char *dir)
     return total;
 }
 
-static int parse_int(const char *C, const char *opt, const char *v, long long lo, long long hi, long long *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || end == v || x < lo || x > hi)
-        return cli_fail(C, "%s: '%s' is not an integer in [%lld, %lld]", opt, v, lo, hi);
-    *out = x;
-    return 0;
-}
-
-static int parse_double(const char *C, const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    double d = strtod(v, &end);
-    if (*end || end == v || !(d >= lo && d <= hi)) return cli_fail(C, "%s: '%s' is not a number in [%g, %g]", opt, v, lo, hi);
-    *out = d;
-    return 0;
-}
-
 int cmd_serve(int argc, char **argv)
 {
     const char *C = "serve";
@@ -152,19 +132,19 @@ int cmd_serve(int argc, char **argv)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) eo.model_dir = v;
         else if (!strcmp(a, "--host")) ho.host = v;
         else if (!strcmp(a, "--port")) {
-            bad = parse_int(C, a, v, 0, 65535, &port);
+            bad = cli_parse_int(C, a, v, 0, 65535, &port);
             ho.port = (int)port;
-        } else if (!strcmp(a, "--max-running-requests")) bad = parse_int(C, a, v, 1, 4096, &max_running);
-        else if (!strcmp(a, "--max-queue")) bad = parse_int(C, a, v, 0, 1 << 20, &max_queue);
-        else if (!strcmp(a, "--context-length")) bad = parse_int(C, a, v, 16, 1 << 24, &ctx);
-        else if (!strcmp(a, "--chunked-prefill-size")) bad = parse_int(C, a, v, 1, 1 << 20, &chunk);
-        else if (!strcmp(a, "--mem-fraction")) bad = parse_double(C, a, v, 0.01, 0.95, &mem_fraction);
-        else if (!strcmp(a, "--threads")) bad = parse_int(C, a, v, 0, 4096, &threads);
+        } else if (!strcmp(a, "--max-running-requests")) bad = cli_parse_int(C, a, v, 1, 4096, &max_running);
+        else if (!strcmp(a, "--max-queue")) bad = cli_parse_int(C, a, v, 0, 1 << 20, &max_queue);
+        else if (!strcmp(a, "--context-length")) bad = cli_parse_int(C, a, v, 16, 1 << 24, &ctx);
+        else if (!strcmp(a, "--chunked-prefill-size")) bad = cli_parse_int(C, a, v, 1, 1 << 20, &chunk);
+        else if (!strcmp(a, "--mem-fraction")) bad = cli_parse_double(C, a, v, 0.01, 0.95, &mem_fraction);
+        else if (!strcmp(a, "--threads")) bad = cli_parse_int(C, a, v, 0, 4096, &threads);
         else if (!strcmp(a, "--api-key")) ho.api_key = v;
         else if (!strcmp(a, "--served-model-name")) served_name = v;
-        else if (!strcmp(a, "--max-body-bytes")) bad = parse_int(C, a, v, 1024, 1LL << 32, &max_body);
-        else if (!strcmp(a, "--request-timeout")) bad = parse_double(C, a, v, 0, 1e7, &request_timeout);
-        else if (!strcmp(a, "--shutdown-timeout")) bad = parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
+        else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
+        else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
+        else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
         else if (!strcmp(a, "--numerics")) {
             int n = cli_numerics(v);
             if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);
