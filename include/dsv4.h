@@ -45,10 +45,18 @@ typedef enum {
     DSV4_BACKEND_CUDA = 2,
 } dsv4_backend_kind;
 
+typedef enum {
+    DSV4_MOE_AUTO = 0,  /* the backend's choice */
+    DSV4_MOE_W4A16 = 1, /* FP4 weights decoded in registers, high-precision activations */
+    DSV4_MOE_W4A8 = 2,  /* FP4 weights as FP8, FP8 activations, FP8 tensor cores */
+    DSV4_MOE_W4A4 = 3,  /* native FP4 tensor cores (Blackwell sm_100a / sm_120a) */
+} dsv4_moe_backend;
+
 typedef struct {
     const char *model_dir;     /* checkpoint folder (config.json + safetensors) */
     dsv4_backend_kind backend; /* AUTO picks CUDA when built and present, else CPU */
     dsv4_numerics numerics;
+    dsv4_moe_backend moe_backend; /* an explicit choice the backend cannot run is refused at open */
     int n_threads;             /* CPU threads; 0 = all cores */
     int max_seqs;              /* sequences alive at once; 0 = 16 */
     int64_t max_ctx;           /* longest sequence in tokens; 0 = 4096 */

@@ -90,6 +90,8 @@ typedef struct {
 
 struct dsv4_backend {
     const char *name;
+    char device[128];     /* "NVIDIA H200 (sm_90)", the CPU's model, ... for messages */
+    int sm;               /* CUDA compute capability x10 (90 = Hopper); 0 for the CPU */
     void *impl;
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
      * of FP8/FP4 linears not marked no_act_quant: reference numerics. */

@@ -157,6 +157,8 @@ int cmd_serve(int argc, char **argv)
             if (strcmp(v, "auto") && strcmp(v, "w4a16") && strcmp(v, "w4a8") && strcmp(v, "w4a4"))
                 return cli_fail(C, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
             moe_backend = v;
+            eo.moe_backend = !strcmp(v, "w4a16") ? DSV4_MOE_W4A16 : !strcmp(v, "w4a8") ? DSV4_MOE_W4A8
+                             : !strcmp(v, "w4a4") ? DSV4_MOE_W4A4 : DSV4_MOE_AUTO;
         } else {
             return cli_fail(C, "unknown option %s (see dsv4 serve --help)", a);
         }

@@ -179,6 +179,31 @@ static void scratch_destroy(dsv4_engine *e)
 
 /* ---- open / close ------------------------------------------------------- */
 
+/* --moe-backend: an explicit choice is honoured or refused, never replaced.
+ * Today's kernels decode FP4 in registers and keep activations at high
+ * precision (w4a16 class) on both backends; w4a8 is not built yet, and w4a4
+ * needs FP4 tensor cores (Blackwell). */
+static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be, char *err, size_t errlen)
+{
+    static const char *const names[] = {"auto", "w4a16", "w4a8", "w4a4"};
+    if (m == DSV4_MOE_AUTO) return DSV4_OK;
+    if (be->sm == 0) {
+        snprintf(err, errlen, "--moe-backend %s: the CPU backend has one MoE path; use --moe-backend auto", names[m]);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    if (m == DSV4_MOE_W4A4 && be->sm < 100) {
+        snprintf(err, errlen, "--moe-backend w4a4: %s has no FP4 tensor cores (they need sm_100a or sm_120a); "
+                              "use --moe-backend auto or w4a16", be->device);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    if (m == DSV4_MOE_W4A8 || m == DSV4_MOE_W4A4) {
+        snprintf(err, errlen, "--moe-backend %s: this build has no %s kernels yet for %s; use --moe-backend auto or "
+                              "w4a16", names[m], names[m], be->device);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    return DSV4_OK;
+}
+
 /* --backend: cpu always works; cuda needs a build with the CUDA backend and a
  * supported GPU; auto takes the GPU when there is one and says so in one line. */
 static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
@@ -264,6 +289,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
                 e->cfg.n_layers, (double)e->w.bytes / (1 << 20), t1 - t0);
 
     if ((st = backend_choose(o, &e->cfg, &e->be, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = moe_backend_check(o->moe_backend, e->be, err, errlen)) != DSV4_OK) goto fail;
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;

@@ -13,6 +13,7 @@
 #endif
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1054,6 +1055,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, luts_init);
     be->name = "cpu";
+    snprintf(be->device, sizeof be->device, "the CPU");
     be->impl = im;
     be->destroy = cpu_destroy;
     be->weight_load = cpu_weight_load;

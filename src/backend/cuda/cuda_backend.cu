@@ -412,6 +412,8 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     im->device = device;
     CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     be->name = "cuda";
+    be->sm = prop.major * 10 + prop.minor;
+    snprintf(be->device, sizeof be->device, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);
     be->impl = im;
     be->destroy = c_destroy;
     be->weight_load = c_weight_load;
