@@ -53,6 +53,7 @@ int main(int argc, char **argv)
         return 2;
     }
     o.profile = prof_json != NULL;
+    o.verbose = 1; /* load phases and their times on stderr */
     o.max_seqs = B;
     o.max_ctx = N + M;
     o.pool_tokens = (int64_t)B * (N + M + 1024); /* pages are whole: room for rounding up */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/cpu/cpu_ops.h"
 #include "engine/engine.h"
@@ -250,12 +251,26 @@ typedef struct {
     dsv4_backend *be;
     char *err;
     size_t errlen;
+    uint64_t done, total; /* bytes */
+    int bar;              /* draw a progress bar on stderr */
+    int shown;            /* percent last drawn */
 } load_ctx;
 
 static dsv4_status weight_load_one(void *vctx, dsv4_w *w)
 {
     load_ctx *c = vctx;
-    return c->be->weight_load(c->be, w, c->err, c->errlen);
+    dsv4_status st = c->be->weight_load(c->be, w, c->err, c->errlen);
+    c->done += dsv4_w_bytes(w);
+    if (c->bar && c->total) {
+        int pct = (int)(100 * c->done / c->total);
+        if (pct != c->shown) {
+            c->shown = pct;
+            fprintf(stderr, "\rdsv4: loading weights [%-40.*s] %3d%% %.2f GiB", pct * 40 / 100,
+                    "########################################", pct, c->done / 1073741824.0);
+            if (pct == 100) fputc('\n', stderr);
+        }
+    }
+    return st;
 }
 
 dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char *err, size_t errlen)
@@ -294,8 +309,16 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;
     e->profile = o->profile && e->be->prof_mark && e->be->prof_collect;
-    load_ctx lc = {.be = e->be, .err = err, .errlen = errlen};
+    /* the backend's copy of the weights (device backends upload them here) */
+    double tl = now_s();
+    load_ctx lc = {.be = e->be, .err = err, .errlen = errlen, .total = e->w.bytes, .shown = -1,
+                   .bar = o->verbose && isatty(2) && e->be->sm > 0};
     if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
+    if (o->verbose && e->be->sm > 0) {
+        double dt = now_s() - tl;
+        fprintf(stderr, "dsv4: %.2f GiB of weights to %s in %.2f s (%.1f GB/s)\n", lc.done / 1073741824.0,
+                e->be->device, dt, dt > 0 ? lc.done / dt / 1e9 : 0.0);
+    }
 
     const dsv4_config *c = &e->cfg;
     int half = c->rope_dim / 2;

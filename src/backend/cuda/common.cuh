@@ -65,6 +65,10 @@ struct cuda_impl {
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
     int n_moe;
+    /* weight upload: two pinned staging buffers, each with the event of its last copy */
+    void *pin[2];
+    cudaEvent_t pin_ev[2];
+    int pin_next;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;
     int *prof_fam;

@@ -80,6 +80,35 @@ static size_t w_scale_bytes(const dsv4_w *w)
     }
 }
 
+/* Large host-to-device copies go through two pinned 64 MiB buffers in turn:
+ * while the GPU pulls one, the CPU fills the other from the mmap (page faults
+ * included), so the transfer runs at DMA speed instead of pageable speed. */
+#define PIN_BYTES ((size_t)64 << 20)
+
+static void upload_staged(cuda_impl *im, void *dst, const void *src, size_t n)
+{
+    if (n < ((size_t)1 << 20)) {
+        CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, im->stream));
+        CK(cudaStreamSynchronize(im->stream)); /* src is pageable: done before returning */
+        return;
+    }
+    if (!im->pin[0])
+        for (int i = 0; i < 2; i++) {
+            CK(cudaHostAlloc(&im->pin[i], PIN_BYTES, cudaHostAllocDefault));
+            CK(cudaEventCreateWithFlags(&im->pin_ev[i], cudaEventDisableTiming));
+            CK(cudaEventRecord(im->pin_ev[i], im->stream));
+        }
+    for (size_t off = 0; off < n; off += PIN_BYTES) {
+        const size_t k = n - off < PIN_BYTES ? n - off : PIN_BYTES;
+        const int b = im->pin_next;
+        im->pin_next ^= 1;
+        CK(cudaEventSynchronize(im->pin_ev[b])); /* the GPU is done with this buffer */
+        memcpy(im->pin[b], (const char *)src + off, k);
+        CK(cudaMemcpyAsync((char *)dst + off, im->pin[b], k, cudaMemcpyHostToDevice, im->stream));
+        CK(cudaEventRecord(im->pin_ev[b], im->stream));
+    }
+}
+
 static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
 {
     cuda_impl *im = impl_of(be);
@@ -87,7 +116,7 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
         size_t bytes = (size_t)w->ne[0] * w->ne[1] * sizeof(float);
         void *d = NULL;
         if (cudaMalloc(&d, bytes) != cudaSuccess) goto oom;
-        CK(cudaMemcpyAsync(d, w->f32, bytes, cudaMemcpyHostToDevice, im->stream));
+        upload_staged(im, d, w->f32, bytes);
         w->vec = (const float *)d;
         w->dev = d;
         return DSV4_OK;
@@ -95,10 +124,10 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
     {
         size_t eb = w_elem_bytes(w), sb = w_scale_bytes(w);
         if (cudaMalloc(&w->dev, eb) != cudaSuccess) goto oom;
-        CK(cudaMemcpyAsync(w->dev, w->host, eb, cudaMemcpyHostToDevice, im->stream));
+        upload_staged(im, w->dev, w->host, eb);
         if (sb) {
             if (cudaMalloc(&w->dev_scale, sb) != cudaSuccess) goto oom;
-            CK(cudaMemcpyAsync(w->dev_scale, w->scale, sb, cudaMemcpyHostToDevice, im->stream));
+            upload_staged(im, w->dev_scale, w->scale, sb);
         }
         return DSV4_OK;
     }
@@ -375,6 +404,11 @@ static void c_destroy(dsv4_backend *be)
             for (int i = 0; i < MAX_PROF_EVENTS; i++) cudaEventDestroy(im->prof_ev[i]);
         free(im->prof_ev);
         free(im->prof_fam);
+        for (int i = 0; i < 2; i++)
+            if (im->pin[i]) {
+                cudaFreeHost(im->pin[i]);
+                cudaEventDestroy(im->pin_ev[i]);
+            }
         cudaStreamDestroy(im->stream);
         free(im);
     }
