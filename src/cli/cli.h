@@ -30,9 +30,10 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
  * naming the option and return 1 (the exit code), else 0. */
 int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out);
-/* Parse --numerics / --backend values; -1 when unknown. */
-int cli_numerics(const char *s);
-int cli_backend(const char *s);
+/* The engine options every command shares: --numerics, --backend,
+ * --moe-backend, --threads. Returns -1 when opt is none of them, 1 after
+ * printing one line for a bad value, 0 when applied to o. */
+int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engine_opts *o);
 /* Print "dsv4 <cmd>: <msg>" to stderr and return 1 (the exit code). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

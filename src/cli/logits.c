@@ -28,6 +28,7 @@ int cmd_logits(int argc, char **argv)
     o.model_dir = DSV4_DEFAULT_MODEL;
     const char *ids_arg = NULL, *out_path = NULL;
     long prefill = -1, chunk = 0;
+    int eopt;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -46,15 +47,8 @@ int cmd_logits(int argc, char **argv)
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
         else if (!strcmp(a, "--prefill")) prefill = strtol(v, NULL, 10);
         else if (!strcmp(a, "--chunk")) chunk = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--threads")) o.n_threads = (int)strtol(v, NULL, 10);
-        else if (!strcmp(a, "--numerics")) {
-            int n = cli_numerics(v);
-            if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);
-            o.numerics = (dsv4_numerics)n;
-        } else if (!strcmp(a, "--backend")) {
-            int b = cli_backend(v);
-            if (b < 0) return cli_fail(C, "--backend: '%s' is not one of auto, cpu, cuda", v);
-            o.backend = (dsv4_backend_kind)b;
+        else if ((eopt = cli_engine_option(C, a, v, &o)) >= 0) {
+            if (eopt) return 1;
         } else {
             logits_usage(stderr);
             return cli_fail(C, "unknown option %s", a);

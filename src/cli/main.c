@@ -112,18 +112,36 @@ int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo,
     return 0;
 }
 
-int cli_numerics(const char *s)
+int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engine_opts *o)
 {
-    if (!strcmp(s, "reference")) return DSV4_NUMERICS_REFERENCE;
-    if (!strcmp(s, "plain")) return DSV4_NUMERICS_PLAIN;
-    return -1;
-}
-
-int cli_backend(const char *s)
-{
-    if (!strcmp(s, "auto")) return DSV4_BACKEND_AUTO;
-    if (!strcmp(s, "cpu")) return DSV4_BACKEND_CPU;
-    if (!strcmp(s, "cuda")) return DSV4_BACKEND_CUDA;
+    if (!strcmp(opt, "--numerics")) {
+        if (!strcmp(v, "reference")) o->numerics = DSV4_NUMERICS_REFERENCE;
+        else if (!strcmp(v, "plain")) o->numerics = DSV4_NUMERICS_PLAIN;
+        else return cli_fail(cmd, "--numerics: '%s' is not one of reference, plain", v);
+        return 0;
+    }
+    if (!strcmp(opt, "--backend")) {
+        if (!strcmp(v, "auto")) o->backend = DSV4_BACKEND_AUTO;
+        else if (!strcmp(v, "cpu")) o->backend = DSV4_BACKEND_CPU;
+        else if (!strcmp(v, "cuda")) o->backend = DSV4_BACKEND_CUDA;
+        else return cli_fail(cmd, "--backend: '%s' is not one of auto, cpu, cuda", v);
+        return 0;
+    }
+    if (!strcmp(opt, "--moe-backend")) {
+        static const char *const names[] = {"auto", "w4a16", "w4a8", "w4a4"};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(v, names[i])) {
+                o->moe_backend = (dsv4_moe_backend)i;
+                return 0;
+            }
+        return cli_fail(cmd, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
+    }
+    if (!strcmp(opt, "--threads")) {
+        long long x = 0;
+        if (cli_parse_int(cmd, opt, v, 0, 4096, &x)) return 1;
+        o->n_threads = (int)x;
+        return 0;
+    }
     return -1;
 }
 

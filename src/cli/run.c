@@ -213,15 +213,7 @@ int cmd_run(int argc, char **argv)
             long long x = 0;
             bad = cli_parse_int(C, a, v, 16, 1 << 24, &x);
             eo.max_ctx = x;
-        } else if (!strcmp(a, "--threads")) bad = parse_int(C, a, v, 0, 4096, &eo.n_threads);
-        else if (!strcmp(a, "--numerics")) {
-            int n = cli_numerics(v);
-            if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);
-            eo.numerics = (dsv4_numerics)n;
-        } else if (!strcmp(a, "--backend")) {
-            int b = cli_backend(v);
-            if (b < 0) return cli_fail(C, "--backend: '%s' is not one of auto, cpu, cuda", v);
-            eo.backend = (dsv4_backend_kind)b;
+        } else if ((bad = cli_engine_option(C, a, v, &eo)) >= 0) {
         } else {
             run_usage(stderr);
             return cli_fail(C, "unknown option %s", a);

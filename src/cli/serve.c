@@ -118,7 +118,7 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
-    const char *served_name = NULL, *moe_backend = "auto";
+    const char *served_name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -145,20 +145,7 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
         else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
         else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
-        else if (!strcmp(a, "--numerics")) {
-            int n = cli_numerics(v);
-            if (n < 0) return cli_fail(C, "--numerics: '%s' is not one of reference, plain", v);
-            eo.numerics = (dsv4_numerics)n;
-        } else if (!strcmp(a, "--backend")) {
-            int b = cli_backend(v);
-            if (b < 0) return cli_fail(C, "--backend: '%s' is not one of auto, cpu, cuda", v);
-            eo.backend = (dsv4_backend_kind)b;
-        } else if (!strcmp(a, "--moe-backend")) {
-            if (strcmp(v, "auto") && strcmp(v, "w4a16") && strcmp(v, "w4a8") && strcmp(v, "w4a4"))
-                return cli_fail(C, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
-            moe_backend = v;
-            eo.moe_backend = !strcmp(v, "w4a16") ? DSV4_MOE_W4A16 : !strcmp(v, "w4a8") ? DSV4_MOE_W4A8
-                             : !strcmp(v, "w4a4") ? DSV4_MOE_W4A4 : DSV4_MOE_AUTO;
+        else if ((bad = cli_engine_option(C, a, v, &eo)) >= 0) {
         } else {
             return cli_fail(C, "unknown option %s (see dsv4 serve --help)", a);
         }
@@ -167,10 +154,10 @@ int cmd_serve(int argc, char **argv)
     if (ho.api_key && !ho.api_key[0]) return cli_fail(C, "--api-key: must not be empty");
     ho.max_body = (size_t)max_body;
     ho.request_timeout = request_timeout;
-    /* The CPU backend has one MoE path; the GPU kernels are what --moe-backend chooses between. */
-    if (strcmp(moe_backend, "auto") && eo.backend != DSV4_BACKEND_CUDA)
-        return cli_fail(C, "--moe-backend %s: the %s backend has no such MoE kernel (it runs its own CPU path); "
-                        "use --moe-backend auto", moe_backend, eo.backend == DSV4_BACKEND_CPU ? "cpu" : "auto (cpu)");
+    /* Refused before the listener starts when it is certain; with --backend
+     * auto the engine decides once it knows the device. */
+    if (eo.moe_backend != DSV4_MOE_AUTO && eo.backend == DSV4_BACKEND_CPU)
+        return cli_fail(C, "--moe-backend: the cpu backend has one MoE path; use --moe-backend auto");
 
     /* Signals go to sigwait below, never to a worker thread: block them before any thread starts. */
     sigset_t sigs;
