@@ -2,13 +2,22 @@
  * bench_cpu.c - prefill and decode throughput of the engine on one model.
  *
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
- *                   [--backend cpu|cuda] [--json FILE] [--profile FILE]
+ *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
+ *                   [--profile-steps P] [--no-graphs] [--host-argmax]
  *
- * --profile FILE times every op family (table on stdout, JSON in FILE).
+ * --profile FILE times every op family (table on stdout, JSON in FILE): the
+ * prefill, and --profile-steps P (default M) decode steps run op by op after
+ * the M timed ones, which run as without --profile.
+ * --fill-random opens a sparse synthetic checkpoint (dsv4 mkmodel --sparse):
+ * its matrices are generated at load (on the GPU by a kernel), so a
+ * Flash-shaped model of as many layers as fit needs no disk for its weights.
  *
  * Prefills N random token ids in each of B sequences in one step (timed), then
- * decodes M steps of B tokens feeding back each sequence's argmax (timed), and
- * prints tokens/s for both. Results are only
+ * decodes M steps of B tokens feeding back each sequence's greedy pick (timed),
+ * and prints tokens/s for both. The pick is made by the engine's sampler (on
+ * the GPU: only token ids come back); --host-argmax reads every logit back
+ * and takes the argmax here instead (the path before GPU sampling).
+ * --no-graphs runs decode steps op by op instead of replaying CUDA graphs. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
 #include <stdio.h>
@@ -32,7 +41,23 @@ int main(int argc, char **argv)
     o.backend = DSV4_BACKEND_CPU;
     int N = 256, M = 64, B = 1;
     const char *json = NULL, *prof_json = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int host_argmax = 0, prof_steps = 0;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--fill-random")) {
+            o.fill_random = 1;
+            i--; /* a flag: no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-graphs") || !strcmp(argv[i], "--host-argmax")) {
+            if (argv[i][2] == 'n') o.no_graphs = 1;
+            else host_argmax = 1;
+            i--;
+            continue;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "bench_cpu: %s needs a value\n", argv[i]);
+            return 2;
+        }
         if (!strcmp(argv[i], "-m")) o.model_dir = argv[i + 1];
         else if (!strcmp(argv[i], "--prompt")) N = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--decode")) M = atoi(argv[i + 1]);
@@ -41,6 +66,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--numerics")) o.numerics = strcmp(argv[i + 1], "plain") ? DSV4_NUMERICS_REFERENCE : DSV4_NUMERICS_PLAIN;
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else if (!strcmp(argv[i], "--profile")) prof_json = argv[i + 1];
+        else if (!strcmp(argv[i], "--profile-steps")) prof_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--backend")) o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
             fprintf(stderr, "bench_cpu: unknown option %s\n", argv[i]);
@@ -49,14 +75,16 @@ int main(int argc, char **argv)
     }
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
-                        "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE]\n");
+                        "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
+                        "[--fill-random] [--no-graphs] [--host-argmax]\n");
         return 2;
     }
     o.profile = prof_json != NULL;
     o.verbose = 1; /* load phases and their times on stderr */
     o.max_seqs = B;
-    o.max_ctx = N + M;
-    o.pool_tokens = (int64_t)B * (N + M + 1024); /* pages are whole: room for rounding up */
+    const int P = prof_json ? (prof_steps > 0 ? prof_steps : M) : 0;
+    o.max_ctx = N + M + P;
+    o.pool_tokens = (int64_t)B * (N + M + P + 1024); /* pages are whole: room for rounding up */
     o.max_batch_tokens = N * B < 4096 ? N * B : 4096;
     char err[1024];
     dsv4_engine *e;
@@ -86,32 +114,60 @@ int main(int argc, char **argv)
         return 1;
     }
     double t1 = now_s();
-    for (int k = 0; k < M; k++) {
+    dsv4_sampling_params sp;
+    dsv4_sampling_params_default(&sp);
+    sp.temperature = 0;
+    dsv4_sampler **smp = calloc((size_t)B, sizeof(*smp));
+    dsv4_sample *picks = calloc((size_t)B, sizeof(*picks));
+    for (int b = 0; b < B; b++)
+        if (dsv4_sampler_create(&sp, V, NULL, 0, &smp[b], err, sizeof err) != DSV4_OK) {
+            fprintf(stderr, "bench_cpu: %s\n", err);
+            return 1;
+        }
+    /* The timed decode runs as a user would (graphs where the backend has
+     * them); with --profile, P more steps run profiled (op by op) after it. */
+    if (prof_json) dsv4_profile_enable(e, 0);
+    double t2 = 0;
+    for (int k = 0; k < M + P; k++) {
+        if (k == M) {
+            t2 = now_s();
+            dsv4_profile_enable(e, 1);
+        }
         for (int b = 0; b < B; b++) {
             const float *lg = logits + (size_t)b * V;
             int32_t best = 0;
-            for (int v = 1; v < V; v++)
-                if (lg[v] > lg[best]) best = v;
+            if (host_argmax || k == 0) {
+                for (int v = 1; v < V; v++)
+                    if (lg[v] > lg[best]) best = v;
+            } else {
+                best = picks[b].token;
+            }
             tok[b] = best;
-            be[b] = (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b], .logits = logits + (size_t)b * V};
+            be[b] = host_argmax ? (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b],
+                                                     .logits = logits + (size_t)b * V}
+                                : (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b],
+                                                     .sampler = smp[b], .sample = &picks[b]};
         }
         if (dsv4_step(e, be, B, err, sizeof err) != DSV4_OK) {
             fprintf(stderr, "bench_cpu: %s\n", err);
             return 1;
         }
     }
-    double t2 = now_s();
+    if (!P) t2 = now_s();
     const double pf_tok_s = (double)B * N / (t1 - t0), dc_tok_s = (double)B * M / (t2 - t1), step_ms = (t2 - t1) * 1e3 / M;
     printf("model %s  backend %s  batch %d  prefill %d tokens each: %.1f tok/s (%.1f ms)  decode %d steps: %.3f ms/step, "
-           "%.1f tok/s\n",
-           o.model_dir, info.backend, B, N, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s);
+           "%.1f tok/s  (%s, %s)\n",
+           o.model_dir, info.backend, B, N, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s,
+           o.no_graphs ? "op by op" : "graphs where the backend has them",
+           host_argmax ? "host argmax over read-back logits" : "engine sampler");
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
             fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"batch\": %d, \"prompt\": %d, "
                        "\"decode\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, "
-                       "\"decode_ms_per_token\": %.4f}\n",
-                    o.model_dir, info.backend, o.n_threads, B, N, M, pf_tok_s, dc_tok_s, step_ms, step_ms / B);
+                       "\"decode_ms_per_token\": %.4f, \"graphs\": %s, \"host_argmax\": %s}\n",
+                    o.model_dir, info.backend, o.n_threads, B, N, M, pf_tok_s, dc_tok_s, step_ms, step_ms / B,
+                    o.no_graphs ? "false" : "true", host_argmax ? "true" : "false");
             fclose(f);
         }
     }
@@ -128,6 +184,9 @@ int main(int argc, char **argv)
     free(seq);
     free(be);
     free(logits);
+    for (int b = 0; b < B; b++) dsv4_sampler_free(smp[b]);
+    free(smp);
+    free(picks);
     dsv4_engine_close(e);
     return 0;
 }

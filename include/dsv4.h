@@ -64,6 +64,10 @@ typedef struct {
     int64_t max_batch_tokens;  /* largest batch step in tokens; 0 = 2048 */
     int verbose;               /* log load phases to stderr */
     int profile;               /* time every op family (dsv4_profile_print) */
+    int fill_random;           /* benchmarking aid (--fill-random): generate the matrices of a sparse synthetic
+                                  checkpoint (dsv4 mkmodel --sparse) with random values at load instead of reading
+                                  them; such a checkpoint is refused without it, any other checkpoint with it */
+    int no_graphs;             /* run decode steps op by op instead of replaying CUDA graphs (--profile implies it) */
 } dsv4_engine_opts;
 
 typedef struct dsv4_engine dsv4_engine;
@@ -89,6 +93,9 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
  * norms/RoPE, head, other), for decode and prefill steps separately, as a
  * table or (json) one JSON object. Device backends time with events. */
 void dsv4_profile_print(const dsv4_engine *e, FILE *out, int json);
+/* Turn the profile on or off between steps (a profiled step runs op by op,
+ * without graphs); returns whether it is now on (the backend may not time). */
+int dsv4_profile_enable(dsv4_engine *e, int on);
 
 /* Sequences. A new sequence is empty (position 0). */
 dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen);
@@ -100,6 +107,9 @@ int64_t dsv4_pages_free(const dsv4_engine *e);
 int64_t dsv4_pages_total(const dsv4_engine *e);
 int dsv4_page_tokens(const dsv4_engine *e);
 
+struct dsv4_sampler;
+struct dsv4_sample;
+
 /* One entry of a batch step: append n_tokens to sequence seq. */
 typedef struct {
     int seq;
@@ -107,11 +117,21 @@ typedef struct {
     const int32_t *tokens;   /* [n_tokens] */
     int all_logits;          /* 0: logits of the last token only; 1: of every token */
     float *logits;           /* [all_logits ? n_tokens : 1][vocab], filled by the step; may be NULL */
+    /* Optional: pick the token that follows the last one with this sampler
+     * (sampling section below) into *sample. On a GPU the pick is made there
+     * and only the token comes back, unless the sampler needs the host
+     * (penalties, logit_bias, logprobs). The step does not accept the token:
+     * call dsv4_sampler_accept. */
+    struct dsv4_sampler *sampler;
+    struct dsv4_sample *sample;
 } dsv4_batch_entry;
 
 /* Run one forward step over several sequences at once (decode tokens of some,
  * prefill chunks of others). Each sequence may appear at most once. The result
- * for a sequence does not depend on what else is in the batch. */
+ * for a sequence does not depend on what else is in the batch. On a GPU, steps
+ * of decode tokens only (one token per entry, each with logits or a sampler)
+ * replay a CUDA graph captured per batch size. DSV4_ERR_STATE: a sampler found
+ * no finite logit (the step itself happened). */
 dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *entries, int n_entries, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- sampling --
@@ -143,13 +163,15 @@ typedef struct {
     const int32_t *stop_ids;    /* [n_stop_ids]: generating one finishes (include EOS here); copied */
     int n_stop_ids;
     int max_tokens;             /* > 0 finishes after that many tokens; 0 = no limit */
+    int32_t vocab_limit;        /* > 0: ids at or above it are never picked nor listed in logprobs
+                                   (a server sets the tokenizer's size); 0 = the whole vocabulary */
     int logprobs;               /* 1: fill dsv4_sample.logprob */
     int top_logprobs;           /* 0..DSV4_MAX_TOP_LOGPROBS alternatives per token (needs logprobs) */
 } dsv4_sampling_params;
 
 #define DSV4_MAX_TOP_LOGPROBS 20
 
-typedef struct {
+typedef struct dsv4_sample {
     int32_t token;
     float logprob;              /* of token (when logprobs) */
     int n_top;                  /* top_logprobs entries, most likely first, lowest id first on ties */

@@ -1,8 +1,11 @@
 #!/bin/sh
 # The GPU suite, run on the GPU machine in one call (see scripts/gpu_pack.sh):
-# the golden tests on the CUDA backend, then timings of the CUDA and CPU
-# backends on the fixtures and on Flash-shaped layers made with mkmodel.
-# Results go to $OUT (default /tmp/dsv4-gpu-out).
+# the GPU tests (golden, sampling + graphs, every op against the CPU, GPU vs
+# CPU end to end), compute-sanitizer memcheck and racecheck, then timings of
+# the CUDA and CPU backends on the fixtures and on Flash-shaped layers.
+# TESTS=0, SANITIZE=0, TIMINGS=0 leave a part out (to fit a time limit);
+# FLASH_LAYERS=N|max adds the Flash runs. Results go to $OUT (default
+# /tmp/dsv4-gpu-out).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/dsv4-gpu-out}
@@ -14,24 +17,106 @@ B=.gpu
   git log --oneline -1 2>/dev/null || true
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
+if [ "${TESTS:-1}" != 0 ]; then
 echo "== golden tests on the GPU"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_golden > "$OUT/golden_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/golden_cuda.txt"
 grep -E "max \\|err\\||batched|reference|PASSED|FAILED|ERROR|exit" "$OUT/golden_cuda.txt"
-echo "== timings"
-for f in tiny_a q_stock q_nvfp4; do
-  for be in cuda cpu; do
-    $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --backend $be --numerics plain --json "$OUT/bench-$f-$be.json" 2>&1 | tail -1
+echo "== sampling on the GPU, decode graphs"
+DSV4_SRC=$PWD timeout 300 $B/test_sample_cuda > "$OUT/sample_cuda.txt" 2>&1
+echo "exit $?" >> "$OUT/sample_cuda.txt"
+grep -E "agree|bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/sample_cuda.txt"
+echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
+echo "== CUDA vs CPU, every fixture, plain and reference numerics"
+DSV4_SRC=$PWD timeout 300 $B/test_gpu_vs_cpu > "$OUT/gpu_vs_cpu.txt" 2>&1
+echo "exit $?" >> "$OUT/gpu_vs_cpu.txt"
+grep -E "^gpu-vs-cpu|tie:|MISMATCH|PASSED|FAILED|ERROR|exit" "$OUT/gpu_vs_cpu.txt"
+fi
+if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+  # memcheck and racecheck over every fixture: prefill, decode steps replayed as graphs, GPU sampling,
+  # plain and reference numerics; then the sampling kernel's own test. A clean run prints
+  # "ERROR SUMMARY: 0 errors" for each.
+  echo "== compute-sanitizer"
+  : > "$OUT/sanitizer.txt"
+  san() { # tool, label, command...
+    t=$1 l=$2
+    shift 2
+    echo "-- $t $l" >> "$OUT/sanitizer.txt"
+    DSV4_SRC=$PWD timeout 240 compute-sanitizer --tool "$t" --error-exitcode 3 "$@" >> "$OUT/sanitizer.txt" 2>&1
+    echo "exit $?" >> "$OUT/sanitizer.txt"
+  }
+  for f in tiny_a tiny_b tiny_c q_stock q_nvfp4; do
+    san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done
+  san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
+  san memcheck "tiny_b reference" $B/bench_cpu -m tests/fixtures/tiny_b --prompt 40 --decode 6 --batch 3 --backend cuda
+  for f in tiny_a q_nvfp4; do
+    san racecheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+  done
+  san racecheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
+  DSV4_SAMPLE_QUICK=1 san memcheck "test_sample_cuda (quick)" $B/test_sample_cuda
+  DSV4_SAMPLE_QUICK=2 san racecheck "test_sample_cuda (kernel, 5 settings)" $B/test_sample_cuda
+  grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY|^exit" "$OUT/sanitizer.txt" | paste - - - | head -40
+fi
+if [ "${TIMINGS:-1}" != 0 ]; then
+echo "== timings"
+# decode as served (graphs, GPU sampling) against op by op with host argmax (the path before graphs)
+# in the same run, at batch 1 and 8, and the CPU
+for f in tiny_a q_stock q_nvfp4; do
+  for bs in 1 8; do
+    $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --batch $bs --backend cuda --numerics plain \
+      --json "$OUT/bench-$f-cuda-b$bs.json" 2>&1 | tail -1
+    $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --batch $bs --backend cuda --numerics plain \
+      --no-graphs --host-argmax --json "$OUT/bench-$f-cuda-eager-b$bs.json" 2>&1 | tail -1
+  done
+  $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --backend cpu --numerics plain \
+    --json "$OUT/bench-$f-cpu.json" 2>&1 | tail -1
 done
-if [ "${FLASH_LAYERS:-0}" -gt 0 ]; then
-  # Flash-shaped layers at several batch sizes, with the per-op-family profile
-  $B/dsv4 mkmodel --preset flash --layers "$FLASH_LAYERS" -o /tmp/flash >/dev/null 2>&1
+if [ "${FLASH_LAYERS:-0}" != 0 ]; then
+  # Flash-shaped layers at several batch sizes, with the per-op-family profile. The checkpoint is sparse
+  # (mkmodel --sparse: its matrices are holes, ~4 MB of disk per layer) and bench_cpu --fill-random
+  # generates them on the GPU at load, so the disk does not bound the layer count. FLASH_LAYERS=max: as
+  # many layers as fit in the GPU's free memory less FLASH_HEADROOM_GIB (default 10) for the KV pool and
+  # scratch at batch 64; the bytes per layer come from two probe checkpoints of 3 and 5 layers (one CSA
+  # and one HCA layer apart, the pattern of every layer from the fourth on); at most Flash's 43.
+  if [ -x $B/test_synth ]; then # the GPU's fill kernel against the host's bytes, first
+    timeout 120 $B/test_synth > "$OUT/synth.txt" 2>&1
+    echo "exit $?" >> "$OUT/synth.txt"
+    grep -E "GPU|cuda|PASSED|FAILED|ERROR|exit" "$OUT/synth.txt"
+  fi
+  if [ "$FLASH_LAYERS" = max ]; then
+    rm -rf /tmp/flash-probe3 /tmp/flash-probe5
+    $B/dsv4 mkmodel --preset flash --layers 3 --sparse -o /tmp/flash-probe3 >/dev/null 2>&1
+    $B/dsv4 mkmodel --preset flash --layers 5 --sparse -o /tmp/flash-probe5 >/dev/null 2>&1
+    m3=$($B/dsv4 inspect -m /tmp/flash-probe3 --json | sed -n 's/.*"main_model_bytes": *\([0-9]*\).*/\1/p')
+    m5=$($B/dsv4 inspect -m /tmp/flash-probe5 --json | sed -n 's/.*"main_model_bytes": *\([0-9]*\).*/\1/p')
+    free_mib=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1 | tr -d ' ')
+    rm -rf /tmp/flash-probe3 /tmp/flash-probe5
+    if [ -n "$m3" ] && [ -n "$m5" ] && [ -n "$free_mib" ]; then
+      FLASH_LAYERS=$(awk -v m3="$m3" -v m5="$m5" -v f="$free_mib" -v h="${FLASH_HEADROOM_GIB:-10}" 'BEGIN {
+        per = (m5 - m3) / 2; n = 5 + int((f * 1048576 - h * 1073741824 - m5) / per)
+        if (n > 43) n = 43; if (n < 1) n = 1; print n }')
+      echo "FLASH_LAYERS=max: $FLASH_LAYERS layers ($free_mib MiB free, $(((m5 - m3) / 2 / 1048576)) MiB per layer," \
+        "${FLASH_HEADROOM_GIB:-10} GiB headroom)" | tee "$OUT/flash-layers.txt"
+    else
+      echo "FLASH_LAYERS=max: cannot size (inspect or nvidia-smi failed); skipping the Flash timings"
+      FLASH_LAYERS=0
+    fi
+  fi
+fi
+if [ "${FLASH_LAYERS:-0}" != 0 ]; then
+  rm -rf /tmp/flash
+  $B/dsv4 mkmodel --preset flash --layers "$FLASH_LAYERS" --sparse -o /tmp/flash >/dev/null 2>&1
   $B/dsv4 inspect -m /tmp/flash > "$OUT/inspect-flash.txt"
   tail -6 "$OUT/inspect-flash.txt"
+  # per batch size: the prefill (profiled), FLASH_DECODE decode steps timed as served (graphs, GPU
+  # sampling), then FLASH_PROFILE_STEPS more op by op with the profile
   for bs in ${FLASH_BATCHES:-1 8 16 64}; do
-    timeout 240 $B/bench_cpu -m /tmp/flash --prompt 32 --decode 16 --batch "$bs" --backend cuda --numerics plain \
-      --json "$OUT/bench-flash-b$bs.json" --profile "$OUT/profile-flash-b$bs.json" > "$OUT/profile-flash-b$bs.txt" 2>&1
-    head -1 "$OUT/profile-flash-b$bs.txt"
+    timeout 280 $B/bench_cpu -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" --batch "$bs" \
+      --backend cuda --numerics plain --fill-random --json "$OUT/bench-flash-b$bs.json" \
+      --profile "$OUT/profile-flash-b$bs.json" --profile-steps "${FLASH_PROFILE_STEPS:-3}" \
+      > "$OUT/profile-flash-b$bs.txt" 2>&1
+    grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
   done
+fi
 fi

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/sample.h"
 #include "engine/state.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -110,6 +111,23 @@ struct dsv4_backend {
      * step's spans into ms[DSV4_PROF_COUNT]. Both NULL when not supported. */
     void (*prof_mark)(dsv4_backend *be, int family);
     void (*prof_collect)(dsv4_backend *be, double *ms);
+
+    /* Decode graphs (both NULL when unsupported). The forward pass brackets
+     * the ops of a step it may replay - every segment one token, every token's
+     * logits wanted - with graph_begin(key) ... graph_end(key), key = n_tok.
+     * graph_begin returns 0: run the ops (the first step of this shape: it
+     * sizes the scratch), 1: run the ops, they are being captured, 2: do not
+     * run them, a graph holds them. graph_end launches what was captured or
+     * held. Between the two, ops size their scratch for any step of the shape
+     * (bounds from kv->max_ctx), never from this step's positions. */
+    int (*graph_begin)(dsv4_backend *be, int key);
+    void (*graph_end)(dsv4_backend *be, int key);
+
+    /* Sampling on the device (NULL when unsupported): for i < n, tok[i]
+     * (host) = the pick of req[i] from row rows[i] of logits [.., V]; -1 when
+     * the row has no finite maximum. Waits for the result. */
+    void (*sample)(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
+                   int32_t *tok);
 
     /* memory: zeroed on allocation */
     void *(*alloc)(dsv4_backend *be, size_t bytes);

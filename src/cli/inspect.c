@@ -22,6 +22,7 @@
 #include "model/config.h"
 #include "model/quant_config.h"
 #include "model/safetensors.h"
+#include "model/synth.h"
 #include "model/weights.h"
 
 /* H200: datasheet 4.8 TB/s; device-to-device copy measured at ~4.3 TB/s. */
@@ -189,6 +190,7 @@ int cmd_inspect(int argc, char **argv)
     snprintf(comps[7].fmt, 64, "%s", f_head);
     snprintf(comps[8].fmt, 64, "%s", mtp ? "as the layers" : "absent");
     const size_t nc = sizeof comps / sizeof comps[0];
+    const bool sparse = dsv4_synth_is_sparse(dir);
 
     if (json_out) {
         json_t *j = json_object(), *jc = json_array(), *jr = json_array();
@@ -215,6 +217,7 @@ int cmd_inspect(int argc, char **argv)
         json_object_set_new(j, "main_model_bytes", json_integer((json_int_t)main_total));
         json_object_set_new(j, "checkpoint_bytes", json_integer((json_int_t)file_total));
         json_object_set_new(j, "tensors", json_integer((json_int_t)dsv4_st_count(st)));
+        json_object_set_new(j, "synthetic_sparse", json_boolean(sparse));
         json_object_set_new(j, "gpus", json_integer(n_gpus));
         json_object_set_new(j, "fits_one_gpu", n_gpus ? json_boolean(main_total < gpu_mem) : json_null());
         json_object_set_new(j, "fits_one_h200", json_boolean(main_total < H200_BYTES));
@@ -231,6 +234,9 @@ int cmd_inspect(int argc, char **argv)
                cfg.index_n_heads, cfg.index_head_dim, cfg.index_topk);
         printf("  MoE %d routed (top-%d) + %d shared, inter %d; hc %d streams; format: %s\n", E, K,
                cfg.n_shared_experts, cfg.moe_inter_dim, cfg.hc_mult, scheme);
+        if (sparse)
+            printf("  sparse synthetic checkpoint (dsv4 mkmodel --sparse): its matrices are holes; engines generate "
+                   "them with --fill-random\n");
         /* GiB for real models, MiB for small ones */
         const bool gib = main_total >= (1ull << 32);
         const double unit = gib ? 1073741824.0 : 1048576.0;

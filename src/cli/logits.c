@@ -2,11 +2,13 @@
  * logits.c - `dsv4 logits`: the model's next-token logits for a token list.
  *
  *   dsv4 logits -m DIR --ids 5,17,... | @FILE [--prefill P] [--chunk C]
- *               [--numerics reference|plain] [--backend cpu|cuda] [--threads N] -o FILE
+ *               [--numerics reference|plain] [--backend cpu|cuda] [--threads N] [--fill-random] -o FILE
  *
  * Writes T x V little-endian float32: row t = the logits after token t. The
  * first P tokens (default all) are one prefill, in chunks of C if given; the
  * rest are decoded one step each. All modes give the same logits.
+ * --fill-random opens a sparse synthetic checkpoint (dsv4 mkmodel --sparse),
+ * generating its matrices at load.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,8 @@
 static void logits_usage(FILE *f)
 {
     fprintf(f, "usage: dsv4 logits [-m DIR] --ids 5,17,...|@FILE [--prefill P] [--chunk C]\n"
-               "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] [--profile] -o FILE\n");
+               "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] [--profile]\n"
+               "                   [--fill-random] -o FILE\n");
 }
 
 int cmd_logits(int argc, char **argv)
@@ -38,6 +41,10 @@ int cmd_logits(int argc, char **argv)
         }
         if (!strcmp(a, "--profile")) {
             o.profile = 1;
+            continue;
+        }
+        if (!strcmp(a, "--fill-random")) {
+            o.fill_random = 1;
             continue;
         }
         if (!v) return cli_fail(C, "%s needs a value", a);

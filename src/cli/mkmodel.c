@@ -1,7 +1,10 @@
 /*
  * mkmodel.c - `dsv4 mkmodel`: write a synthetic checkpoint with the real layout.
  *
- *   dsv4 mkmodel --preset flash|tiny [--layers N] [--experts mxfp4|nvfp4|bf16] [--seed S] -o DIR
+ *   dsv4 mkmodel --preset flash|tiny [--layers N] [--experts mxfp4|nvfp4|bf16] [--seed S] [--sparse] -o DIR
+ *
+ * --sparse leaves every matrix a hole in the files (no disk blocks); engines
+ * then need --fill-random, which generates them at load (benchmarks only).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +17,10 @@
 static void mk_usage(FILE *f)
 {
     fprintf(f, "usage: dsv4 mkmodel --preset flash|tiny [--layers N] [--vocab V] [--experts mxfp4|nvfp4|bf16] [--seed S]\n"
-               "                    -o DIR\n");
+               "                    [--sparse] -o DIR\n"
+               "  --sparse  leave every matrix (and its scales) as a hole in the files: no disk blocks, reads as\n"
+               "            zeros; dsv4 refuses such a checkpoint unless opened with --fill-random, which generates\n"
+               "            the matrices at load with the same conditioning (for benchmarks only)\n");
 }
 
 int cmd_mkmodel(int argc, char **argv)
@@ -27,6 +33,10 @@ int cmd_mkmodel(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             mk_usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--sparse")) {
+            o.sparse = 1;
+            continue;
         }
         if (!v) return cli_fail(C, "%s needs a value", a);
         i++;

@@ -62,7 +62,6 @@ typedef struct {
     dsv4_chat_opts chat;
     const char **stops;
     int n_stops;
-    float *logits;
 } runner;
 
 /* Generate one assistant turn for msgs; the streamed answer is left in out. */
@@ -90,15 +89,11 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
         (r->n_stops && dsv4_stop_create(r->stops, r->n_stops, &sm, err, errlen)) ||
         dsv4_seq_create(r->e, &seq, err, errlen))
         goto done;
-    dsv4_batch_entry b = {.seq = seq, .n_tokens = (int)n_ids, .tokens = ids, .logits = r->logits};
+    dsv4_sample s;
+    dsv4_batch_entry b = {.seq = seq, .n_tokens = (int)n_ids, .tokens = ids, .sampler = smp, .sample = &s};
     if (dsv4_step(r->e, &b, 1, err, errlen)) goto done;
     int64_t len = (int64_t)n_ids;
     for (;;) {
-        dsv4_sample s;
-        if (dsv4_sampler_sample(smp, r->logits, &s)) {
-            snprintf(err, errlen, "sampling failed");
-            goto done;
-        }
         dsv4_finish fin = dsv4_sampler_accept(smp, s.token);
         if (fin == DSV4_FINISH_STOP) break; /* a stop id (EOS) is not part of the answer */
         const char *text;
@@ -111,7 +106,7 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
         if (tl) dsv4_chat_parser_feed(ps, text, tl);
         if (stopped || fin == DSV4_FINISH_LENGTH || len + 1 >= r->info.max_ctx) break;
         int32_t t = s.token;
-        b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = &t, .logits = r->logits};
+        b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = &t, .sampler = smp, .sample = &s};
         if (dsv4_step(r->e, &b, 1, err, errlen)) goto done;
         len++;
     }
@@ -145,7 +140,7 @@ static void run_usage(FILE *f)
     fprintf(f, "usage: dsv4 run [-m DIR] [-p PROMPT] [--system TEXT] [--think] [--reasoning-effort high|max]\n"
                "                [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--max-tokens N]\n"
                "                [--stop STR]... [--context N] [--numerics reference|plain]\n"
-               "                [--backend auto|cpu|cuda] [--threads N]\n");
+               "                [--backend auto|cpu|cuda] [--threads N] [--cuda-graphs on|off]\n");
 }
 
 static int parse_float(const char *C, const char *opt, const char *v, double lo, double hi, float *out)
@@ -232,7 +227,6 @@ int cmd_run(int argc, char **argv)
     int32_t eos = r.info.eos_id;
     r.sp.stop_ids = &eos;
     r.sp.n_stop_ids = 1;
-    r.logits = malloc((size_t)r.info.vocab_size * sizeof(float));
     int rc = 0, tty_in = isatty(0);
     /* the conversation: system, then alternating user / assistant */
     int cap = 64, n = 0;
@@ -288,7 +282,6 @@ int cmd_run(int argc, char **argv)
     free(owned);
     free(msgs);
     free(line);
-    free(r.logits);
     dsv4_engine_close(r.e);
     dsv4_tokenizer_close(r.tok);
     return rc;

@@ -39,6 +39,12 @@ typedef struct {
     int logit_rows;
     void **out_ptr; /* [T] host */
     int32_t *tokens; int64_t *pos; int32_t *tok_seg; /* plan arrays [T] */
+    const dsv4_sample_req **req; /* [T] host: sample token t's logits on the device */
+    int32_t *pick;               /* [T] host: what was picked */
+    int *rows;                   /* [T] host: head rows to sample */
+    int *gtok;                   /* [T] host: the token of each gathered head row */
+    dsv4_sample_req *row_req;    /* [T] host */
+    int32_t *row_tok;            /* [T] host */
 } dsv4_scratch;
 
 struct dsv4_engine {
@@ -53,14 +59,18 @@ struct dsv4_engine {
     float *freqs_main;      /* [rope_dim/2] */
     float *freqs_compress;  /* [rope_dim/2] */
     int64_t max_batch_tokens;
+    float *host_logits;     /* [max_seqs, V] for host sampling without caller logits; lazily */
     /* --profile: milliseconds per op family, [0] decode steps, [1] prefill steps */
     bool profile;
+    bool graphs;            /* decode steps replay graphs (CUDA) */
     double prof_ms[2][DSV4_PROF_COUNT];
     int64_t prof_steps[2], prof_tokens[2];
 };
 
 /* Run the forward pass over `plan`; the logits of token t are written to the
- * host buffer out[t] ([V] floats) when out[t] is not NULL. */
-void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out);
+ * host buffer out[t] ([V] floats) when out[t] is not NULL, and when req[t] is
+ * not NULL the device samples token t's logits with it into pick[t]. */
+void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, const dsv4_sample_req *const *req,
+                  int32_t *pick);
 
 #endif

@@ -233,28 +233,70 @@ static void ffn(fwd *f, int l)
     bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
 }
 
-/* HC collapse, final norm and LM head for the m gathered rows of X; logits
- * of row i go to the host buffer dst[i], in groups that fit the scratch. */
-static void head(fwd *f, int m, float **dst)
+/* HC collapse and final norm of the m gathered rows of X. */
+static void head_norm(fwd *f, int m)
 {
     const dsv4_config *c = f->c;
     dsv4_backend *be = f->be;
     dsv4_scratch *s = f->s;
-    const int D = c->dim, V = c->vocab_size;
+    const int D = c->dim;
     dsv4_hc_params hp = hc_params(c, &f->e->w.hc_head_fn, &f->e->w.hc_head_base, &f->e->w.hc_head_scale);
     be->hc_head(be, &hp, s->X, m, s->u);
     bf16_point(f, s->u, (size_t)m * D);
     be->rmsnorm(be, s->u, f->e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h);
     bf16_point(f, s->h, (size_t)m * D);
-    for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
-        int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
-        be->linear(be, &f->e->w.head, s->h + (size_t)r0 * D, D, nr, s->logits, V);
-        for (int i = 0; i < nr; i++)
-            be->download(be, dst[r0 + i], s->logits + (size_t)i * V, (size_t)V * sizeof(float));
+}
+
+/* LM head of gathered rows [r0, r0 + nr) into the logits scratch. */
+static void head_logits(fwd *f, int r0, int nr)
+{
+    const int D = f->c->dim;
+    f->be->linear(f->be, &f->e->w.head, f->s->h + (size_t)r0 * D, D, nr, f->s->logits, f->c->vocab_size);
+}
+
+/* Read out gathered rows [r0, r0 + nr): logits to the host where asked
+ * (dst), device picks where asked (req; into pick[token]). */
+static void head_readout(fwd *f, int r0, int nr, float *const *dst, const dsv4_sample_req *const *req,
+                         int32_t *pick)
+{
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    const int V = f->c->vocab_size;
+    int ns = 0;
+    for (int i = 0; i < nr; i++) {
+        const int t = s->gtok[r0 + i];
+        if (dst[r0 + i]) be->download(be, dst[r0 + i], s->logits + (size_t)i * V, (size_t)V * sizeof(float));
+        if (req[t]) {
+            s->rows[ns] = i;
+            s->row_req[ns++] = *req[t];
+        }
+    }
+    if (!ns) return;
+    be->sample(be, s->logits, V, ns, s->rows, s->row_req, s->row_tok);
+    for (int j = 0; j < ns; j++) pick[s->gtok[r0 + s->rows[j]]] = s->row_tok[j];
+}
+
+/* Embedding and every layer over the step's tokens. */
+static void body(fwd *f)
+{
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    const dsv4_plan *plan = f->plan;
+    const int T = f->T, D = f->c->dim, hc = f->c->hc_mult;
+    /* X = hc copies of the embedding */
+    be->embed(be, &f->e->w.embed, plan->tokens, T, s->u);
+    bf16_point(f, s->u, (size_t)T * D);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < hc; i++)
+            be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
+    for (int l = 0; l < f->c->n_layers; l++) {
+        attention(f, l);
+        ffn(f, l);
     }
 }
 
-void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
+void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, const dsv4_sample_req *const *req,
+                  int32_t *pick)
 {
     const dsv4_config *c = &e->cfg;
     dsv4_backend *be = e->be;
@@ -265,29 +307,41 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out)
     mark(&f, DSV4_PROF_OTHER);
     be->step_begin(be, plan, &e->kv);
 
-    /* X = hc copies of the embedding */
-    be->embed(be, &e->w.embed, plan->tokens, T, s->u);
-    bf16_point(&f, s->u, (size_t)T * D);
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < hc; i++)
-            be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
-
-    for (int l = 0; l < c->n_layers; l++) {
-        attention(&f, l);
-        ffn(&f, l);
-    }
-
-    /* Head: only for the tokens whose logits were asked for, in groups that
-     * fit the logits scratch */
+    /* The head runs for the tokens whose logits or picks were asked for
+     * (gathered to the front of X), in groups that fit the logits scratch. */
     int m = 0;
     float **dst = (float **)s->out_ptr;
     for (int t = 0; t < T; t++)
-        if (out[t]) {
-            if (m != t) be->copy(be, s->X + (size_t)m * hc * D, s->X + (size_t)t * hc * D, (size_t)hc * D * sizeof(float));
-            dst[m++] = out[t];
+        if (out[t] || req[t]) {
+            dst[m] = out[t];
+            s->gtok[m++] = t;
         }
-    mark(&f, DSV4_PROF_HEAD);
-    if (m) head(&f, m, dst);
+
+    /* A decode step (one token per sequence, every token read out) is the
+     * same work every time for its batch size: a graph replays it. */
+    int g = 0;
+    if (e->graphs && !e->profile && plan->n_seg == T && m == T && T <= s->logit_rows)
+        g = be->graph_begin(be, T);
+    if (g != 2) {
+        body(&f);
+        mark(&f, DSV4_PROF_HEAD);
+        for (int i = 0; i < m; i++)
+            if (s->gtok[i] != i)
+                be->copy(be, s->X + (size_t)i * hc * D, s->X + (size_t)s->gtok[i] * hc * D,
+                         (size_t)hc * D * sizeof(float));
+        if (m) head_norm(&f, m);
+        if (g) head_logits(&f, 0, m);
+    }
+    if (g) {
+        be->graph_end(be, T);
+        head_readout(&f, 0, m, dst, req, pick);
+    } else {
+        for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
+            int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
+            head_logits(&f, r0, nr);
+            head_readout(&f, r0, nr, dst, req, pick);
+        }
+    }
     if (e->profile) {
         /* a step with any multi-token segment counts as prefill */
         int k = 0;

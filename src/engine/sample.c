@@ -68,6 +68,7 @@ double dsv4_rng_uniform(dsv4_rng *r) { return (double)(dsv4_rng_next(r) >> 11) *
 struct dsv4_sampler {
     dsv4_sampling_params p;
     int vocab;
+    int pick_vocab;    /* ids below it can be picked (vocab_limit) */
     dsv4_rng rng;
     int32_t *bias_ids; /* [n_logit_bias] */
     float *bias;
@@ -188,6 +189,7 @@ dsv4_status dsv4_sampler_create(const dsv4_sampling_params *p, int vocab_size, c
         goto nomem;
     s->p = *p;
     s->vocab = vocab_size;
+    s->pick_vocab = p->vocab_limit > 0 && p->vocab_limit < vocab_size ? p->vocab_limit : vocab_size;
     size_t v = (size_t)vocab_size;
     s->prob = malloc(v * sizeof *s->prob);
     s->cand = malloc(v * sizeof *s->cand);
@@ -254,7 +256,7 @@ dsv4_finish dsv4_sampler_accept(dsv4_sampler *s, int32_t token)
  * log-sum-exp, one for the top alternatives. */
 static void fill_logprobs(const dsv4_sampler *s, const float *logits, dsv4_sample *out)
 {
-    int v = s->vocab, k = s->p.top_logprobs;
+    int v = s->pick_vocab, k = s->p.top_logprobs;
     float m = -INFINITY;
     for (int i = 0; i < v; i++)
         if (logits[i] > m)
@@ -303,7 +305,7 @@ static uint32_t bucket_of(float x)
 dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sample *out)
 {
     const dsv4_sampling_params *p = &s->p;
-    int v = s->vocab;
+    int v = s->pick_vocab;
     float *z = s->prob; /* processed logits, then probabilities, in place */
     memcpy(z, logits, (size_t)v * sizeof *z);
     for (int i = 0; i < s->n_seen; i++) {
@@ -414,6 +416,22 @@ dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sampl
     if (p->logprobs || p->top_logprobs)
         fill_logprobs(s, logits, out);
     return DSV4_OK;
+}
+
+bool dsv4_sampler_device_req(dsv4_sampler *s, dsv4_sample_req *req)
+{
+    const dsv4_sampling_params *p = &s->p;
+    if ((p->repetition_penalty != 1.0f && s->n_seen > 0) ||
+        ((p->frequency_penalty != 0 || p->presence_penalty != 0) && s->n_gen > 0) || p->n_logit_bias > 0 ||
+        p->logprobs || p->top_logprobs)
+        return false;
+    req->temperature = p->temperature;
+    req->top_p = p->top_p;
+    req->min_p = p->min_p;
+    req->top_k = p->top_k;
+    req->vocab = s->pick_vocab;
+    req->u = p->temperature > 0 && p->top_k != 1 ? dsv4_rng_uniform(&s->rng) : 0.0;
+    return true;
 }
 
 /* --------------------------------------------------------- stop strings -- */

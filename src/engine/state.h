@@ -48,6 +48,7 @@ typedef struct {
     int *n_seq_pages;        /* [max_seqs] */
     int32_t *free_list;      /* [n_pages] stack of free page ids */
     int64_t n_free;
+    uint64_t pt_version;     /* bumped whenever page_table changes (device copies follow it) */
 } dsv4_kv;
 
 /* One sequence's part of a batch step. */

@@ -10,6 +10,13 @@
  * (std 1/sqrt(in)); quantized formats get that through their scales, with
  * codes drawn from the format's natural range. HC projections are scaled so
  * the mixing logits are O(1); norms are 1, HC biases 0, scales 1.
+ *
+ * --sparse: every matrix (embedding, head, projections, compressors, router,
+ * experts) and its scales are left as holes (the file is extended past them
+ * without writing), so they take no disk blocks and read as zeros; the
+ * headers and every other tensor are byte for byte those of a normal run.
+ * config.json gets "dsv4_synthetic_sparse": true and dsv4_synthetic.json lists
+ * each hole with its conditioning, for the engine's --fill-random (synth.h).
  */
 #include "model/mkmodel.h"
 
@@ -20,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model/quant.h"
 #include "model/safetensors.h"
+#include "model/synth.h"
 
 /* ---- random numbers ------------------------------------------------------ */
 
@@ -106,6 +115,9 @@ typedef struct {
     gen_kind g;
     double a, b;
     uint64_t off; /* in the shard's data section */
+    bool mat;     /* a matrix: a hole under --sparse */
+    bool hole;    /* --sparse: not written */
+    int scale;    /* a quantized matrix: index of its scale tensor in the shard (before sorting); -1 none */
 } tspec;
 
 typedef struct {
@@ -131,6 +143,7 @@ static tspec *add(shard *s, const char *name, dsv4_dtype dt, int ndim, int64_t d
     t->g = g;
     t->a = a;
     t->b = b;
+    t->scale = -1;
     return t;
 }
 
@@ -148,17 +161,20 @@ static void add_fp8(shard *s, const char *base, int64_t out, int64_t in)
 {
     char n[200];
     snprintf(n, sizeof n, "%s.weight", base);
+    const int w = s->n;
     add(s, n, DSV4_DT_F8_E4M3, 2, out, in, G_E4M3, 0, 0);
     snprintf(n, sizeof n, "%s.scale", base);
     add(s, n, DSV4_DT_F8_E8M0, 2, (out + 127) / 128, (in + 127) / 128, G_BYTE,
         e8m0_for(1.0 / (E4M3_CODE_STD * sqrt((double)in))), 0);
+    s->t[w].mat = true;
+    s->t[w].scale = s->n - 1;
 }
 
 static void add_bf16_mat(shard *s, const char *base, int64_t out, int64_t in)
 {
     char n[200];
     snprintf(n, sizeof n, "%s.weight", base);
-    add(s, n, DSV4_DT_BF16, 2, out, in, G_NORMAL, 1.0 / sqrt((double)in), 0);
+    add(s, n, DSV4_DT_BF16, 2, out, in, G_NORMAL, 1.0 / sqrt((double)in), 0)->mat = true;
 }
 
 static void add_expert(shard *s, const char *base, int64_t out, int64_t in, dsv4_expert_format f)
@@ -169,7 +185,10 @@ static void add_expert(shard *s, const char *base, int64_t out, int64_t in, dsv4
         return;
     }
     snprintf(n, sizeof n, "%s.weight", base);
+    const int w = s->n;
     add(s, n, f == DSV4_XF_NVFP4 ? DSV4_DT_U8 : DSV4_DT_I8, 2, out, in / 2, G_BYTES, 0, 0);
+    s->t[w].mat = true;
+    s->t[w].scale = w + 1; /* .scale (MXFP4) or .weight_scale (NVFP4), added next */
     if (f == DSV4_XF_MXFP4) {
         snprintf(n, sizeof n, "%s.scale", base);
         add(s, n, DSV4_DT_F8_E8M0, 2, out, in / 32, G_BYTE, e8m0_for(1.0 / (E2M1_STD * sqrt((double)in))), 0);
@@ -322,6 +341,32 @@ static void fill(const tspec *t, rng_t *r, uint8_t *buf, uint64_t first, uint64_
     }
 }
 
+/* --sparse: every matrix and its scales become holes, each listed in
+ * `holes` with what the engine's --fill-random needs to generate it like fill()
+ * would (synth.h): the kind of values, their standard deviation, the scale
+ * tensor and its one byte value. */
+static void mark_holes(shard *s, json_t *holes)
+{
+    for (int i = 0; i < s->n; i++) {
+        tspec *t = &s->t[i];
+        if (!t->mat) continue;
+        json_t *h;
+        if (t->g == G_NORMAL && t->dt == DSV4_DT_BF16 && t->b == 0) h = json_pack("{s:s, s:f}", "fill", "normal", "std", t->a);
+        else if (t->g == G_E4M3) h = json_pack("{s:s, s:f}", "fill", "e4m3", "std", (double)E4M3_CODE_STD);
+        else if (t->g == G_BYTES) h = json_pack("{s:s}", "fill", "e2m1");
+        else abort(); /* a matrix the generator cannot make: a bug here */
+        if (t->scale >= 0) {
+            tspec *sc = &s->t[t->scale];
+            if (sc->g != G_BYTE) abort();
+            sc->hole = true;
+            json_object_set_new(h, "scale", json_string(sc->name));
+            json_object_set_new(h, "scale_byte", json_integer((json_int_t)sc->a));
+        }
+        t->hole = true;
+        json_object_set_new(holes, t->name, h);
+    }
+}
+
 static dsv4_status write_shard(const char *dir, const char *fname, shard *s, uint64_t seed, json_t *wmap,
                                uint64_t *total, char *err, size_t errlen)
 {
@@ -370,6 +415,10 @@ static dsv4_status write_shard(const char *dir, const char *fname, shard *s, uin
         rng_t r;
         rng_seed(&r, seed, t->name);
         uint64_t nb = tbytes(t), tid = 0;
+        if (t->hole) { /* left unwritten: no disk blocks, reads as zeros */
+            ok = fseeko(f, (off_t)nb, SEEK_CUR) == 0;
+            continue;
+        }
         for (uint64_t o = 0; ok && o < nb; o += CH) {
             uint64_t k = nb - o < CH ? nb - o : CH;
             fill(t, &r, buf, o, k, &tid);
@@ -377,6 +426,8 @@ static dsv4_status write_shard(const char *dir, const char *fname, shard *s, uin
         }
     }
     free(buf);
+    /* a hole at the end of the data: the file still has its full length */
+    if (ok) ok = fflush(f) == 0 && ftruncate(fileno(f), (off_t)(8 + padded + off)) == 0;
     if (fclose(f) != 0) ok = false;
     if (!ok) {
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
@@ -386,7 +437,7 @@ static dsv4_status write_shard(const char *dir, const char *fname, shard *s, uin
     return DSV4_OK;
 }
 
-static json_t *config_json(const shapes *m, dsv4_expert_format xf)
+static json_t *config_json(const shapes *m, dsv4_expert_format xf, bool sparse)
 {
     json_t *c = json_object();
     json_t *ratios = json_array();
@@ -446,6 +497,7 @@ static json_t *config_json(const shapes *m, dsv4_expert_format xf)
     }
     json_object_set_new(c, "quantization_config", q);
     json_object_set_new(c, "expert_dtype", json_string(xf == DSV4_XF_FLOAT ? "bf16" : "fp4"));
+    if (sparse) json_object_set_new(c, "dsv4_synthetic_sparse", json_true()); /* engines refuse it without --fill-random */
 #undef SETI
 #undef SETR
     return c;
@@ -501,18 +553,18 @@ dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen)
         return DSV4_ERR_INVALID;
     }
     tables_init();
-    json_t *wmap = json_object();
+    json_t *wmap = json_object(), *holes = o->sparse ? json_object() : NULL;
     uint64_t total = 0;
     int n_shards = m.layers + 2;
     dsv4_status st = DSV4_OK;
     for (int k = 0; k < n_shards && st == DSV4_OK; k++) {
         shard s = {0};
         if (k == 0) {
-            add(&s, "embed.weight", DSV4_DT_BF16, 2, m.vocab, m.dim, G_NORMAL, 1.0, 0);
+            add(&s, "embed.weight", DSV4_DT_BF16, 2, m.vocab, m.dim, G_NORMAL, 1.0, 0)->mat = true;
         } else if (k <= m.layers) {
             add_layer(&s, &m, k - 1, xf);
         } else {
-            add(&s, "head.weight", DSV4_DT_BF16, 2, m.vocab, m.dim, G_NORMAL, 1.0 / sqrt((double)m.dim), 0);
+            add(&s, "head.weight", DSV4_DT_BF16, 2, m.vocab, m.dim, G_NORMAL, 1.0 / sqrt((double)m.dim), 0)->mat = true;
             add(&s, "norm.weight", DSV4_DT_BF16, 1, m.dim, 0, G_CONST, 1, 0);
             add(&s, "hc_head_fn", DSV4_DT_F32, 2, m.hc, (int64_t)m.hc * m.dim, G_NORMAL,
                 1.0 / sqrt((double)m.hc * m.dim), 0);
@@ -521,6 +573,7 @@ dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen)
         }
         char fname[64];
         snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", k + 1, n_shards);
+        if (holes) mark_holes(&s, holes);
         st = write_shard(o->out_dir, fname, &s, o->seed, wmap, &total, err, errlen);
         free(s.t);
         if (o->verbose) fprintf(stderr, "\rdsv4 mkmodel: %d/%d shards, %.2f GiB", k + 1, n_shards, total / 1073741824.0);
@@ -528,11 +581,19 @@ dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen)
     if (o->verbose) fputc('\n', stderr);
     if (st != DSV4_OK) {
         json_decref(wmap);
+        json_decref(holes);
         return st;
     }
     json_t *index = json_pack("{s:{s:I}, s:o}", "metadata", "total_size", (json_int_t)total, "weight_map", wmap);
     if ((st = dump_json(o->out_dir, "model.safetensors.index.json", index, err, errlen))) return st;
-    if ((st = dump_json(o->out_dir, "config.json", config_json(&m, xf), err, errlen))) return st;
+    if (holes) {
+        json_t *side = json_pack("{s:s, s:i, s:I, s:o}", "about",
+                                 "dsv4 mkmodel --sparse: the tensors below are holes in the safetensors files (they "
+                                 "read as zeros); engines generate them at load with --fill-random",
+                                 "format", 1, "seed", (json_int_t)o->seed, "holes", holes);
+        if ((st = dump_json(o->out_dir, DSV4_SYNTH_FILE, side, err, errlen))) return st;
+    }
+    if ((st = dump_json(o->out_dir, "config.json", config_json(&m, xf, o->sparse), err, errlen))) return st;
     if (xf == DSV4_XF_NVFP4 && (st = dump_json(o->out_dir, "hf_quant_config.json", hf_quant_json(&m), err, errlen)))
         return st;
     return DSV4_OK;

@@ -7,7 +7,10 @@
  * format (FP8 E4M3 attention and shared experts with UE8M0 128x128 scales)
  * and routed experts in MXFP4, NVFP4 (plus hf_quant_config.json) or BF16.
  * Bytes are generated from a fast PRNG and streamed, so a Flash-sized
- * checkpoint is written at disk speed.
+ * checkpoint is written at disk speed. With `sparse`, the matrices are holes
+ * (no disk blocks) that only an engine opened with fill_random will serve,
+ * generating them at load: a Flash-shaped model of as many layers as fit the
+ * GPU takes a few hundred MB of disk.
  */
 #ifndef DSV4_MODEL_MKMODEL_H
 #define DSV4_MODEL_MKMODEL_H
@@ -30,6 +33,7 @@ typedef struct {
     uint64_t seed;
     const char *out_dir;          /* created if missing; must not already hold a checkpoint */
     int verbose;                  /* progress on stderr */
+    int sparse;                   /* leave every matrix (and its scales) as a hole: see synth.h */
 } dsv4_mkmodel_opts;
 
 dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen);

@@ -13,6 +13,7 @@
  * string compares). It is used only while binding weights at load time; the
  * forward pass never looks a name up.
  */
+#define _GNU_SOURCE /* SEEK_DATA */
 #include "model/safetensors.h"
 
 #include <dirent.h>
@@ -84,6 +85,7 @@ typedef struct {
     const uint8_t *map; /* whole file, PROT_READ; NULL until mapped */
     size_t size;        /* bytes mapped */
     char *names;        /* arena of this file's tensor names, owned */
+    int fd;             /* kept open only for a sparse file (holes to ask about); else -1 */
 } st_file;
 
 struct dsv4_st {
@@ -156,6 +158,7 @@ static void st_free_contents(dsv4_st *st)
 {
     for (int i = 0; i < st->n_files; i++) {
         if (st->files[i].map) munmap((void *)st->files[i].map, st->files[i].size);
+        if (st->files[i].fd >= 0) close(st->files[i].fd);
         free(st->files[i].name);
         free(st->files[i].names);
     }
@@ -173,6 +176,16 @@ void dsv4_st_close(dsv4_st *st)
 static int tensor_name_cmp(const void *a, const void *b)
 {
     return strcmp(((const dsv4_st_tensor *)a)->name, ((const dsv4_st_tensor *)b)->name);
+}
+
+bool dsv4_st_in_hole(const dsv4_st *st, const dsv4_st_tensor *t)
+{
+    const st_file *f = &st->files[t->file];
+    if (f->fd < 0 || t->nbytes == 0) return false;
+    const off_t begin = (off_t)((const uint8_t *)t->data - f->map);
+    const off_t data = lseek(f->fd, begin, SEEK_DATA); /* the first byte at or after begin that is not a hole */
+    if (data < 0) return errno == ENXIO;               /* none: a hole up to the end of the file */
+    return (uint64_t)data >= (uint64_t)begin + t->nbytes;
 }
 
 const dsv4_st_tensor *dsv4_st_find(const dsv4_st *st, const char *name)
@@ -436,6 +449,7 @@ static dsv4_status st_load_file(dsv4_st *st, const char *dir, const char *name, 
     }
     st_file *f = &st->files[st->n_files];
     memset(f, 0, sizeof *f);
+    f->fd = -1;
     f->name = strdup(name);
     if (!f->name) return st_fail(err, errlen, DSV4_ERR_NOMEM, "%s: out of memory", name);
     st->n_files++; /* from here on dsv4_st_close frees whatever this file holds */
@@ -469,7 +483,10 @@ static dsv4_status st_load_file(dsv4_st *st, const char *dir, const char *name, 
     }
     void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int map_errno = errno;
-    close(fd); /* the mapping keeps the file alive */
+    /* the mapping keeps the file alive; a sparse file (fewer blocks than
+     * bytes) keeps its descriptor for dsv4_st_in_hole */
+    if (map != MAP_FAILED && (uint64_t)sb.st_blocks * 512 < (uint64_t)sb.st_size) f->fd = fd;
+    else close(fd);
     if (map == MAP_FAILED)
         return st_fail(err, errlen, DSV4_ERR_IO, "%s: mmap of %lld bytes failed: %s", name, (long long)sb.st_size,
                        strerror(map_errno));

@@ -10,6 +10,7 @@
 #ifndef DSV4_MODEL_SAFETENSORS_H
 #define DSV4_MODEL_SAFETENSORS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,11 @@ typedef struct dsv4_st dsv4_st;
  * else (fallback) every *.safetensors file in DIR. */
 dsv4_status dsv4_st_open(const char *dir, dsv4_st **out, char *err, size_t errlen);
 void dsv4_st_close(dsv4_st *st);
+
+/* Whether every byte of t lies in a hole of its (sparse) file: it reads as
+ * zeros, and reading it through the mapping would only fault in zero pages
+ * (slowly, a page at a time). False whenever unsure. */
+bool dsv4_st_in_hole(const dsv4_st *st, const dsv4_st_tensor *t);
 
 /* Look a tensor up by name; NULL if absent. */
 const dsv4_st_tensor *dsv4_st_find(const dsv4_st *st, const char *name);

@@ -25,7 +25,26 @@ typedef enum {
     DSV4_WF_NVFP4,     /* E2M1 pairs, one E4M3 scale per 16 along in, times a global F32 scale */
 } dsv4_wfmt;
 
-/* One weight tensor. `host` points into the checkpoint mmap (never written);
+/* --fill-random: how a hole of a sparse synthetic checkpoint is generated at
+ * load (model/synth.h; the values in model/synth_gen.h). */
+typedef enum {
+    DSV4_SYNTH_NONE = 0,    /* read from the checkpoint */
+    DSV4_SYNTH_NORMAL_BF16, /* BF16 elements, std * N(0,1) */
+    DSV4_SYNTH_E4M3,        /* FP8 E4M3 codes of std * N(0,1) (never NaN) */
+    DSV4_SYNTH_E2M1,        /* uniformly random bytes: two E2M1 codes each (all finite) */
+} dsv4_synth_kind;
+
+typedef struct {
+    dsv4_synth_kind kind;
+    uint64_t key;           /* dsv4_synth_key(seed, tensor name) */
+    float mul;              /* NORMAL_BF16, E4M3: value = centred Irwin-Hall integer * mul (= std * sqrt(3) / 65536) */
+    int scale_byte;         /* quantized: every byte of the scales; -1: the scales are read from the checkpoint */
+    uint64_t elem_bytes;    /* bytes of the elements, as in the checkpoint */
+    uint64_t scale_bytes;   /* bytes of the scales (when scale_byte >= 0) */
+} dsv4_synth;
+
+/* One weight tensor. `host` points into the checkpoint mmap (never written),
+ * or, for a generated tensor on the CPU, into memory the backend owns;
  * `f32` is an FP32 copy made at load for small vectors only (norms, biases,
  * HC parameters), NULL otherwise; `dev` belongs to the backend. A view of
  * some rows (dsv4_w_rows) keeps the base pointers and sets row0. */
@@ -50,6 +69,7 @@ typedef struct {
     const float *vec;     /* small vectors: FP32 in backend memory (the CPU: f32 itself) */
     void *dev;            /* matrices: elements in backend memory (NULL on the CPU: host is used) */
     void *dev_scale;      /* matrices: scales in backend memory */
+    dsv4_synth synth;     /* --fill-random: generate instead of reading (kind NONE: read) */
 } dsv4_w;
 
 /* Bytes of one row of a matrix's elements as stored. */

@@ -8,14 +8,15 @@
  * pages, so nothing is ever preempted), (3) builds one batch from a decode
  * token for every running sequence that has finished its prompt plus prefill
  * chunks of the others, oldest first, under the --chunked-prefill-size token
- * budget, (4) runs dsv4_step, and (5) samples each sequence from its own
- * logits row, detokenises, matches stop strings, parses the chat output and
- * appends to the request under its lock. Arrivals join at the next iteration.
+ * budget, (4) runs dsv4_step, which also picks each sampling sequence's next
+ * token with its own sampler (on the GPU when the backend has one: only the
+ * token ids come back), and (5) detokenises, matches stop strings, parses the
+ * chat output and appends to the request under its lock. Arrivals join at the
+ * next iteration.
  *
  * Batch invariance: the engine computes each sequence's logits independently
- * of its batch-mates, each request owns its sampler (PRNG included) and reads
- * only its own row, so a greedy request gives the same tokens alone or in any
- * company.
+ * of its batch-mates and each request owns its sampler (PRNG included), so a
+ * greedy request gives the same tokens alone or in any company.
  *
  * Nothing in the token loop allocates except the per-request output buffers
  * (text, logprobs), which grow geometrically and are bounded by max_tokens.
@@ -39,7 +40,8 @@ typedef struct srv_sched_slot {
     dsv4_stop_matcher *sm;
     dsv4_chat_parser *ps;
     int in_batch;          /* its entry index in this step, or -1 */
-    int sample;            /* this step's logits are for sampling */
+    int sample;            /* this step picks its next token */
+    dsv4_sample picked;    /* what the step picked */
 } srv_slot;
 
 struct srv_sched {
@@ -63,7 +65,6 @@ struct srv_sched {
     /* worker-private */
     srv_slot *slots;        /* [max_running] */
     int64_t reserved;       /* pages reserved by running requests */
-    float *logits;          /* [max_running][V] */
     dsv4_batch_entry *entries;
 };
 
@@ -324,14 +325,13 @@ static void flush_output(srv_slot *sl, int stopped_by_string)
     }
 }
 
-/* Samples the next token of sl from row; returns 1 if the request finished. */
-static int slot_sample(srv_sched *s, srv_slot *sl, float *row)
+/* Takes the token the step picked for sl; returns 1 if the request finished. */
+static int slot_sample(srv_sched *s, srv_slot *sl)
 {
     srv_req *r = sl->r;
-    for (int i = s->tok_vocab; i < s->V; i++) row[i] = -INFINITY; /* ids the tokenizer cannot print */
-    dsv4_sample smp;
-    if (dsv4_sampler_sample(sl->smp, row, &smp)) {
-        finish_slot(s, sl, SRV_OUTCOME_ERROR, "sampling failed");
+    const dsv4_sample smp = sl->picked;
+    if (smp.token < 0) {
+        finish_slot(s, sl, SRV_OUTCOME_ERROR, "sampling failed: no finite logit");
         return 1;
     }
     dsv4_finish fin = dsv4_sampler_accept(sl->smp, smp.token);
@@ -393,6 +393,7 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, char *err, size_t 
         for (int i = 0; i < r->n_stops; i++) stops[i] = r->stops[i];
         if (dsv4_stop_create(stops, r->n_stops, &sl->sm, err, errlen)) return -1;
     }
+    r->sp.vocab_limit = s->tok_vocab; /* ids the tokenizer cannot print are never picked */
     if (dsv4_sampler_create(&r->sp, s->V, r->prompt, r->n_prompt, &sl->smp, err, errlen) ||
         dsv4_detok_create(s->tok, &sl->dt, err, errlen))
         return -1;
@@ -510,7 +511,7 @@ static void *worker(void *arg)
             sl->in_batch = -1;
             if (!sl->r || sl->prefilled < sl->r->n_prompt) continue;
             s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = 1, .tokens = &sl->last,
-                                               .logits = s->logits + (size_t)k * s->V};
+                                               .sampler = sl->smp, .sample = &sl->picked};
             sl->in_batch = n++;
             sl->sample = 1;
             n_tok++;
@@ -527,11 +528,12 @@ static void *worker(void *arg)
             srv_slot *sl = &s->slots[best];
             int take = sl->r->n_prompt - sl->prefilled;
             if (take > budget) take = budget;
+            sl->sample = sl->prefilled + take == sl->r->n_prompt;
             s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = take,
                                                .tokens = sl->r->prompt + sl->prefilled,
-                                               .logits = s->logits + (size_t)best * s->V};
+                                               .sampler = sl->sample ? sl->smp : NULL,
+                                               .sample = sl->sample ? &sl->picked : NULL};
             sl->in_batch = n++;
-            sl->sample = sl->prefilled + take == sl->r->n_prompt;
             budget -= take;
             n_tok += take;
         }
@@ -543,13 +545,14 @@ static void *worker(void *arg)
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
                 if (!sl->r || sl->in_batch < 0) continue;
-                if (st != DSV4_OK) {
+                /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
+                if (st != DSV4_OK && st != DSV4_ERR_STATE) {
                     fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
                     finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
                     continue;
                 }
                 if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
-                if (sl->sample) slot_sample(s, sl, s->logits + (size_t)k * s->V);
+                if (sl->sample) slot_sample(s, sl);
             }
         }
         publish_gauges(s);
@@ -581,12 +584,10 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->slots = calloc((size_t)s->o.max_running, sizeof(srv_slot));
-    s->logits = malloc((size_t)s->o.max_running * (size_t)s->V * sizeof(float));
     s->entries = calloc((size_t)s->o.max_running, sizeof(dsv4_batch_entry));
-    if (!s->slots || !s->logits || !s->entries) {
+    if (!s->slots || !s->entries) {
         snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
         free(s->slots);
-        free(s->logits);
         free(s->entries);
         free(s);
         return DSV4_ERR_NOMEM;
@@ -595,7 +596,6 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
         free(s->slots);
-        free(s->logits);
         free(s->entries);
         free(s);
         return DSV4_ERR_NOMEM;
@@ -615,7 +615,6 @@ void srv_sched_stop(srv_sched *s)
     pthread_mutex_unlock(&s->mu);
     if (s->started) pthread_join(s->th, NULL);
     free(s->slots);
-    free(s->logits);
     free(s->entries);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);

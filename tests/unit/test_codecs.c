@@ -136,6 +136,18 @@ static void test_fp8_block_linear(void **state)
                     .block_cols = bc};
         check_linear(be, &w, deq);
     }
+    /* the NaN codes S.1111.111 decode to NaN on every path (vector and tail) */
+    q[(size_t)3 * in + 17] = 0x7f;
+    q[(size_t)4 * in + in - 1] = 0xff;
+    dsv4_w w = {.name = "fp8", .dtype = DSV4_DT_F8_E4M3, .fmt = DSV4_WF_FP8, .ndim = 2, .ne = {out, in},
+                .host = q, .scale = sc8, .scale_dtype = DSV4_DT_F8_E8M0, .scale_cols = scn, .block_rows = br,
+                .block_cols = bc};
+    float *x = malloc((size_t)in * sizeof(float)), *y = malloc((size_t)out * sizeof(float));
+    for (int i = 0; i < in; i++) x[i] = frand();
+    be->linear(be, &w, x, in, 1, y, out);
+    assert_true(isnan(y[3]) && isnan(y[4]) && isfinite(y[2]) && isfinite(y[5]));
+    free(x);
+    free(y);
     free(q);
     free(deq);
     be->destroy(be);

@@ -23,12 +23,15 @@
 #include "backend/hc_math.h"
 #include "core/pool.h"
 #include "model/quant.h"
+#include "model/synth.h"
 
 typedef struct {
     dsv4_pool *pool;
     int prof_family;  /* -1: no span open */
     double prof_t0;
     double prof_ms[DSV4_PROF_COUNT];
+    void **owned;     /* --fill-random: generated weights, freed at destroy */
+    size_t n_owned, cap_owned;
 } cpu_impl;
 
 static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->pool; }
@@ -192,7 +195,11 @@ static void decode_row(int K, const wsrc *s, int r, int n, float *dst)
                 __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + i)));
                 __m512i bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), 20),
                                                _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
-                _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(bits), two120), vsc));
+                __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(bits), two120), vsc);
+                /* S.1111.111 is NaN in E4M3 (the table's value), not 480 */
+                const __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)),
+                                                              _mm512_set1_epi32(0x7f));
+                _mm512_storeu_ps(dst + i, _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN)));
             }
 #endif
             for (; i < b1; i++) dst[i] = lut_e4m3[row[i]] * sc;
@@ -303,9 +310,40 @@ TILE_CASES(K_F16)
 
 /* ==== memory =========================================================== */
 
+/* Memory of the backend's own, freed at destroy; NULL when out of memory. */
+static void *cpu_keep(cpu_impl *im, size_t bytes)
+{
+    if (im->n_owned == im->cap_owned) {
+        size_t cap = im->cap_owned ? 2 * im->cap_owned : 256;
+        void **p = realloc(im->owned, cap * sizeof(void *));
+        if (!p) return NULL;
+        im->owned = p;
+        im->cap_owned = cap;
+    }
+    void *m = malloc(bytes ? bytes : 1);
+    if (m) im->owned[im->n_owned++] = m;
+    return m;
+}
+
 static dsv4_status cpu_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
 {
     w->vec = w->f32; /* matrices are read from the mmap where they are */
+    if (w->synth.kind == DSV4_SYNTH_NONE) return DSV4_OK;
+    /* --fill-random: the tensor is a hole of the checkpoint; generate it here
+     * (the same bytes the GPU's fill kernel makes) and read that instead */
+    cpu_impl *im = be->impl;
+    void *d = cpu_keep(im, w->synth.elem_bytes);
+    void *sc = w->synth.scale_byte >= 0 ? cpu_keep(im, w->synth.scale_bytes) : NULL;
+    if (!d || (w->synth.scale_byte >= 0 && !sc)) {
+        snprintf(err, errlen, "%s: out of memory generating the weights (--fill-random)", w->name);
+        return DSV4_ERR_NOMEM;
+    }
+    dsv4_synth_fill_host(&w->synth, d, 0, w->synth.elem_bytes);
+    w->host = d;
+    if (sc) {
+        memset(sc, w->synth.scale_byte, w->synth.scale_bytes);
+        w->scale = sc;
+    }
     return DSV4_OK;
 }
 
@@ -740,7 +778,7 @@ int dsv4_cpu_topk(const float *score, int n, int k, int32_t *idx)
     }
     float *pairs = scratch(S_TOPK, (size_t)n * 2 * sizeof(float));
     for (int i = 0; i < n; i++) {
-        pairs[2 * i] = score[i];
+        pairs[2 * i] = isnan(score[i]) ? -INFINITY : score[i]; /* NaN ranks last: a total order */
         pairs[2 * i + 1] = (float)i;
     }
     qsort(pairs, (size_t)n, 2 * sizeof(float), topk_cmp_desc);
@@ -1036,7 +1074,11 @@ static void cpu_destroy(dsv4_backend *be)
 {
     if (!be) return;
     cpu_impl *im = be->impl;
-    if (im) dsv4_pool_destroy(im->pool);
+    if (im) {
+        dsv4_pool_destroy(im->pool);
+        for (size_t i = 0; i < im->n_owned; i++) free(im->owned[i]);
+        free(im->owned);
+    }
     free(im);
     free(be);
 }

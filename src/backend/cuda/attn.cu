@@ -82,8 +82,10 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     int max_rows = p->window;
     if (p->kind == DSV4_ATTN_CSA) max_rows += p->topk;
     if (p->kind == DSV4_ATTN_HCA) {
-        int64_t mx = 0;
-        for (int t = 0; t < plan->n_tok; t++) mx = plan->pos[t] > mx ? plan->pos[t] : mx;
+        /* a graph serves every step of its size: bound by the context limit */
+        int64_t mx = im->graph_mode ? kv->max_ctx - 1 : 0;
+        if (!im->graph_mode)
+            for (int t = 0; t < plan->n_tok; t++) mx = plan->pos[t] > mx ? plan->pos[t] : mx;
         max_rows += (int)((mx + 1) / p->ratio);
     }
     attn_args A;

@@ -33,7 +33,7 @@ static inline void cuda_check(cudaError_t e, const char *what, const char *file,
 }
 #define CK_LAUNCH() CK(cudaGetLastError())
 
-enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_COUNT };
+enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_SAMPLE, CS_COUNT };
 
 /* Weight descriptor as kernels see it. */
 struct wdesc {
@@ -50,6 +50,12 @@ struct wdesc {
 
 #define MAX_MOE_TABLES 1024
 #define MAX_PROF_EVENTS 8192
+#define MAX_GRAPH_KEY 512
+struct cuda_graph {
+    cudaGraphExec_t exec;
+    unsigned gen;
+    bool seen;
+};
 struct cuda_impl {
     int device;
     cudaStream_t stream;
@@ -57,7 +63,7 @@ struct cuda_impl {
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
     dsv4_seg *d_segs;
-    size_t cap_tok, cap_seg, cap_pt;
+    size_t cap_pos, cap_tok, cap_ts, cap_seg, cap_pt; /* bytes */
     /* grow-only scratch */
     void *scratch[CS_COUNT];
     size_t scratch_cap[CS_COUNT];
@@ -69,6 +75,21 @@ struct cuda_impl {
     void *pin[2];
     cudaEvent_t pin_ev[2];
     int pin_next;
+    /* the plan's way up: one pinned buffer, the event of its last copy; the
+     * page table goes up when its version moves */
+    char *plan_pin;
+    size_t plan_pin_cap;
+    cudaEvent_t plan_ev;
+    uint64_t pt_version;
+    /* decode graphs (graph.cu), by batch size. Device buffers that move
+     * (scratch growth) bump gen; graphs of an older gen are captured again. */
+    bool graph_mode, capturing;
+    int graph_state; /* what graph_begin answered */
+    unsigned gen;
+    struct cuda_graph *graphs; /* [MAX_GRAPH_KEY + 1] */
+    /* sampling: requests up and picks down through one pinned buffer */
+    void *smp_pin, *d_smp;
+    int smp_cap;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;
     int *prof_fam;
@@ -205,5 +226,10 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
                     float *wts);
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                       const float *wts, float *out);
+void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
+                 int32_t *tok);
+int cuda_graph_begin(dsv4_backend *be, int key);
+void cuda_graph_end(dsv4_backend *be, int key);
+void cuda_graphs_destroy(cuda_impl *im);
 
 #endif

@@ -11,6 +11,8 @@
 
 #include <string.h>
 
+#include "backend/cuda/fill.cuh"
+
 extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
 extern "C" int dsv4_cuda_device_count(void);
 
@@ -47,6 +49,13 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);
     if (im->scratch_cap[slot] < bytes) {
+        if (im->capturing) {
+            /* the step before a capture sizes everything: a broken invariant */
+            fprintf(stderr, "dsv4: CUDA scratch %d grew inside a graph capture (%zu > %zu bytes)\n", slot, bytes,
+                    im->scratch_cap[slot]);
+            abort();
+        }
+        im->gen++; /* graphs holding the old buffer are stale */
         if (im->scratch[slot]) {
             CK(cudaStreamSynchronize(im->stream));
             CK(cudaFree(im->scratch[slot]));
@@ -121,6 +130,7 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
         w->dev = d;
         return DSV4_OK;
     }
+    if (w->synth.kind != DSV4_SYNTH_NONE) return cuda_weight_fill(be, w, err, errlen); /* --fill-random */
     {
         size_t eb = w_elem_bytes(w), sb = w_scale_bytes(w);
         if (cudaMalloc(&w->dev, eb) != cudaSuccess) goto oom;
@@ -136,40 +146,58 @@ oom:
     return DSV4_ERR_NOMEM;
 }
 
-static void grow(void **p, size_t *cap, size_t need)
+/* Device buffers of the plan: grown (never shrunk) before the step's copies;
+ * growth moves them, so graphs captured before are stale. */
+static void grow(cuda_impl *im, void **p, size_t *cap, size_t need)
 {
     if (*cap >= need) return;
+    CK(cudaStreamSynchronize(im->stream)); /* earlier steps may still read it */
     if (*p) CK(cudaFree(*p));
     *cap = need + need / 2 + 64;
     CK(cudaMalloc(p, *cap));
+    im->gen++;
 }
 
+/* The plan (and the page table when it changed) go up in one pinned buffer
+ * with asynchronous copies ordered before the step's kernels: no wait on the
+ * previous step, only on the copies out of the same pinned buffer. */
 static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv)
 {
     cuda_impl *im = impl_of(be);
-    CK(cudaStreamSynchronize(im->stream)); /* the previous step no longer reads these */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
-    if (im->cap_tok < nt) {
-        cudaFree(im->d_tokens);
-        cudaFree(im->d_tok_seg);
-        cudaFree(im->d_pos);
-        im->cap_tok = nt + nt / 2 + 16;
-        CK(cudaMalloc((void **)&im->d_tokens, im->cap_tok * sizeof(int32_t)));
-        CK(cudaMalloc((void **)&im->d_tok_seg, im->cap_tok * sizeof(int32_t)));
-        CK(cudaMalloc((void **)&im->d_pos, im->cap_tok * sizeof(int64_t)));
+    grow(im, (void **)&im->d_pos, &im->cap_pos, nt * sizeof(int64_t));
+    grow(im, (void **)&im->d_tokens, &im->cap_tok, nt * sizeof(int32_t));
+    grow(im, (void **)&im->d_tok_seg, &im->cap_ts, nt * sizeof(int32_t));
+    grow(im, (void **)&im->d_segs, &im->cap_seg, ns * sizeof(dsv4_seg));
+    const size_t old_pt = im->cap_pt;
+    grow(im, (void **)&im->d_page_table, &im->cap_pt, pt);
+    const bool pt_up = kv->pt_version != im->pt_version || im->cap_pt != old_pt;
+
+    const size_t o_tok = nt * sizeof(int64_t), o_ts = o_tok + nt * sizeof(int32_t), o_seg = o_ts + nt * sizeof(int32_t),
+                 o_pt = (o_seg + ns * sizeof(dsv4_seg) + 7) & ~(size_t)7, need = o_pt + (pt_up ? pt : 0);
+    if (im->plan_pin) CK(cudaEventSynchronize(im->plan_ev)); /* the last copies out of it are done */
+    if (im->plan_pin_cap < need) {
+        if (im->plan_pin) CK(cudaFreeHost(im->plan_pin));
+        im->plan_pin_cap = need + need / 2 + 4096;
+        CK(cudaHostAlloc((void **)&im->plan_pin, im->plan_pin_cap, cudaHostAllocDefault));
+        if (!im->plan_ev) CK(cudaEventCreateWithFlags(&im->plan_ev, cudaEventDisableTiming));
     }
-    if (im->cap_seg < ns) {
-        cudaFree(im->d_segs);
-        im->cap_seg = ns + 16;
-        CK(cudaMalloc((void **)&im->d_segs, im->cap_seg * sizeof(dsv4_seg)));
+    char *h = im->plan_pin;
+    memcpy(h, plan->pos, nt * sizeof(int64_t));
+    memcpy(h + o_tok, plan->tokens, nt * sizeof(int32_t));
+    memcpy(h + o_ts, plan->tok_seg, nt * sizeof(int32_t));
+    memcpy(h + o_seg, plan->segs, ns * sizeof(dsv4_seg));
+    CK(cudaMemcpyAsync(im->d_pos, h, nt * sizeof(int64_t), cudaMemcpyHostToDevice, im->stream));
+    CK(cudaMemcpyAsync(im->d_tokens, h + o_tok, nt * sizeof(int32_t), cudaMemcpyHostToDevice, im->stream));
+    CK(cudaMemcpyAsync(im->d_tok_seg, h + o_ts, nt * sizeof(int32_t), cudaMemcpyHostToDevice, im->stream));
+    CK(cudaMemcpyAsync(im->d_segs, h + o_seg, ns * sizeof(dsv4_seg), cudaMemcpyHostToDevice, im->stream));
+    if (pt_up) {
+        memcpy(h + o_pt, kv->page_table, pt);
+        CK(cudaMemcpyAsync(im->d_page_table, h + o_pt, pt, cudaMemcpyHostToDevice, im->stream));
+        im->pt_version = kv->pt_version;
     }
-    grow((void **)&im->d_page_table, &im->cap_pt, pt);
-    CK(cudaMemcpy(im->d_tokens, plan->tokens, nt * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(im->d_tok_seg, plan->tok_seg, nt * sizeof(int32_t), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(im->d_pos, plan->pos, nt * sizeof(int64_t), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(im->d_segs, plan->segs, ns * sizeof(dsv4_seg), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(im->d_page_table, kv->page_table, pt, cudaMemcpyHostToDevice));
+    CK(cudaEventRecord(im->plan_ev, im->stream));
 }
 
 /* ==== profiling ========================================================== */
@@ -399,6 +427,11 @@ static void c_destroy(dsv4_backend *be)
         cudaFree(im->d_pos);
         cudaFree(im->d_segs);
         cudaFree(im->d_page_table);
+        cuda_graphs_destroy(im);
+        if (im->plan_pin) cudaFreeHost(im->plan_pin);
+        if (im->plan_ev) cudaEventDestroy(im->plan_ev);
+        if (im->smp_pin) cudaFreeHost(im->smp_pin);
+        cudaFree(im->d_smp);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
         if (im->prof_ev)
             for (int i = 0; i < MAX_PROF_EVENTS; i++) cudaEventDestroy(im->prof_ev[i]);
@@ -478,5 +511,8 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->moe_route = cuda_moe_route;
     be->moe_experts = cuda_moe_experts;
     be->swiglu = cuda_swiglu;
+    be->graph_begin = cuda_graph_begin;
+    be->graph_end = cuda_graph_end;
+    be->sample = cuda_sample;
     return be;
 }

@@ -40,7 +40,8 @@ __global__ void k_indexer(idx_args A, const dsv4_seg *segs, const int32_t *tok_s
                 acc += wh * dq;
             }
         }
-        sc[c] = A.reference ? dsv4_round_bf16(acc) : acc;
+        const float v = A.reference ? dsv4_round_bf16(acc) : acc;
+        sc[c] = isnan(v) ? -INFINITY : v; /* NaN ranks last, as on the CPU: exactly k are kept */
     }
     __syncthreads();
     const int k = N < A.topk ? (int)N : A.topk;
@@ -74,10 +75,12 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
 {
     cuda_impl *im = impl_of(be);
     int64_t max_n = 1;
-    for (int t = 0; t < plan->n_tok; t++) {
-        int64_t n = (plan->pos[t] + 1) / p->ratio;
-        if (n > max_n) max_n = n;
-    }
+    if (im->graph_mode) max_n = kv->max_ctx / p->ratio > 1 ? kv->max_ctx / p->ratio : 1; /* any step of a graph */
+    else
+        for (int t = 0; t < plan->n_tok; t++) {
+            int64_t n = (plan->pos[t] + 1) / p->ratio;
+            if (n > max_n) max_n = n;
+        }
     idx_args A;
     A.ratio = p->ratio;
     A.nh = p->n_heads;

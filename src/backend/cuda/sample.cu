@@ -1,0 +1,303 @@
+/*
+ * sample.cu - next-token sampling on the GPU (the request is a
+ * dsv4_sample_req, engine/sample.h): only the picked token ids come back.
+ *
+ * One block per row. Greedy is an argmax (NaN ignored, lowest id on ties).
+ * Otherwise z_i = exp((l_i - max) / T) as the host computes it, each
+ * token's mass is z_i in 2^-40 fixed point (integer sums: the same in any
+ * order, so the pick is deterministic), and the kept set is the host
+ * sampler's: the top_k tokens, then the smallest prefix holding top_p of
+ * their mass, then z >= min_p, in (z descending, id ascending) order. The
+ * boundary of that prefix is found by radix selection on z's bits (three
+ * 10-bit levels of count and mass histograms), ties at the boundary value
+ * going to the lower ids. The draw walks the kept tokens in id order.
+ * A sampler made for fewer ids than the model has (the server's, sized to
+ * the tokenizer) sees only that prefix of the row.
+ */
+#include "backend/cuda/common.cuh"
+
+#define SMP_THREADS 1024
+#define SMP_BINS 1024
+#define FIX_ONE 1099511627776.0 /* 2^40 */
+
+struct smp_req {
+    float temperature, top_p, min_p;
+    int top_k, vocab;
+    double u;
+    int row;
+};
+
+__device__ __forceinline__ uint64_t fix_of(float z) { return (uint64_t)((double)z * FIX_ONE); }
+
+__device__ __forceinline__ uint32_t bits_of(float z) { return __float_as_uint(z); }
+
+/* Inclusive scan over the block (blockDim.x == SMP_THREADS); sh holds 32. */
+template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    for (int o = 1; o < 32; o <<= 1) {
+        T n = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += n;
+    }
+    __syncthreads();
+    if (lane == 31) sh[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        T w = sh[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            T n = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += n;
+        }
+        sh[lane] = w;
+    }
+    __syncthreads();
+    if (wid > 0) v += sh[wid - 1];
+    *total = sh[31];
+    __syncthreads();
+    return v;
+}
+
+/* The boundary of a kept prefix: tokens with bits > v, and the first `ties`
+ * (by id) of those with bits == v. all: every token. */
+struct boundary {
+    bool all;
+    uint32_t v;
+    uint64_t ties;
+    uint64_t mass; /* of the prefix */
+};
+
+/* The shortest prefix (z descending, id ascending) whose count reaches
+ * `count` (by_mass false) or whose mass reaches `mass` (by_mass true). */
+__device__ static boundary select_prefix(const float *z, int V, bool by_mass, uint64_t target, uint32_t *hc,
+                                         uint64_t *hm, uint64_t *sh3)
+{
+    __shared__ uint32_t s_prefix;
+    __shared__ uint64_t s_bc, s_bm;
+    __shared__ int s_found;
+    if (threadIdx.x == 0) {
+        s_prefix = 0;
+        s_bc = 0;
+        s_bm = 0;
+        s_found = 1;
+    }
+    __syncthreads();
+    for (int level = 20; level >= 0; level -= 10) {
+        for (int b = threadIdx.x; b < SMP_BINS; b += blockDim.x) {
+            hc[b] = 0;
+            hm[b] = 0;
+        }
+        __syncthreads();
+        const uint32_t prefix = s_prefix;
+        const int hi = level + 10;
+        for (int i = threadIdx.x; i < V; i += blockDim.x) {
+            const uint32_t b = bits_of(z[i]);
+            if (hi < 32 && (b >> hi) != (prefix >> hi)) continue;
+            const int bin = (int)((b >> level) & (SMP_BINS - 1));
+            atomicAdd(&hc[bin], 1u);
+            atomicAdd((unsigned long long *)&hm[bin], (unsigned long long)fix_of(z[i]));
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint64_t c = s_bc, m = s_bm;
+            int bin = -1;
+            for (int b = SMP_BINS - 1; b >= 0; b--) {
+                if (by_mass ? m + hm[b] >= target : c + hc[b] >= target) {
+                    bin = b;
+                    break;
+                }
+                c += hc[b];
+                m += hm[b];
+            }
+            if (bin < 0) s_found = 0;
+            else {
+                s_prefix |= (uint32_t)bin << level;
+                s_bc = c;
+                s_bm = m;
+                if (level == 0) {
+                    /* the boundary value itself: how many of its ties are needed */
+                    const uint64_t q = hc[bin] ? hm[bin] / hc[bin] : 0;
+                    uint64_t ties;
+                    if (by_mass) ties = q ? (target - m + q - 1) / q : hc[bin];
+                    else ties = target - c;
+                    if (ties > hc[bin]) ties = hc[bin];
+                    sh3[0] = ties;
+                    sh3[1] = m + ties * q;
+                }
+            }
+        }
+        __syncthreads();
+        if (!s_found) break;
+    }
+    boundary B;
+    B.all = !s_found;
+    B.v = s_prefix;
+    B.ties = B.all ? 0 : sh3[0];
+    B.mass = B.all ? 0 : sh3[1];
+    __syncthreads();
+    return B;
+}
+
+/* Whether a token of unnormalised probability q is kept; *tie_rank counts
+ * the boundary ties met so far in id order. */
+__device__ __forceinline__ bool kept(float q, float floor_z, const boundary &B, uint64_t *tie_rank)
+{
+    if (B.all) return q >= floor_z;
+    const uint32_t b = bits_of(q);
+    const bool in = b > B.v || (b == B.v && *tie_rank < B.ties);
+    *tie_rank += b == B.v;
+    return in && q >= floor_z;
+}
+
+__global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int ld, const smp_req *reqs, float *zbuf,
+                                                        int32_t *tok)
+{
+    __shared__ uint32_t hc[SMP_BINS];
+    __shared__ uint64_t hm[SMP_BINS];
+    __shared__ uint64_t sh[32];
+    __shared__ uint64_t sh3[4];
+    __shared__ float s_bv;
+    __shared__ int s_bi;
+    const smp_req R = reqs[blockIdx.x];
+    const int V = R.vocab; /* the sampler's ids: a prefix of the row */
+    const float *l = logits + (size_t)R.row * ld;
+    float *z = zbuf + (size_t)blockIdx.x * ld;
+
+    /* argmax, NaN ignored, lowest id on ties */
+    float bv = -INFINITY;
+    int bi = -1;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float v = isnan(l[i]) ? -INFINITY : l[i];
+        if (bi < 0 || v > bv) {
+            bv = v;
+            bi = i;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) {
+            bv = ov;
+            bi = oi;
+        }
+    }
+    __shared__ float wv[32];
+    __shared__ int wi[32];
+    if ((threadIdx.x & 31) == 0) {
+        wv[threadIdx.x >> 5] = bv;
+        wi[threadIdx.x >> 5] = bi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float v = wv[0];
+        int id = wi[0];
+        for (int w = 1; w < SMP_THREADS / 32; w++)
+            if (wi[w] >= 0 && (id < 0 || wv[w] > v || (wv[w] == v && wi[w] < id))) {
+                v = wv[w];
+                id = wi[w];
+            }
+        s_bv = v;
+        s_bi = id;
+    }
+    __syncthreads();
+    const float zmax = s_bv;
+    if (!isfinite(zmax)) {
+        if (threadIdx.x == 0) tok[blockIdx.x] = -1;
+        return;
+    }
+    if (R.temperature <= 0 || R.top_k == 1) {
+        if (threadIdx.x == 0) tok[blockIdx.x] = s_bi;
+        return;
+    }
+
+    /* unnormalised probabilities: the top token has exactly 1 */
+    const float inv_t = 1.0f / R.temperature;
+    uint64_t qs = 0;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float q = isnan(l[i]) ? 0.0f : expf((l[i] - zmax) * inv_t);
+        z[i] = q;
+        qs += fix_of(q);
+    }
+    uint64_t total;
+    block_scan_incl<uint64_t>(qs, sh, &total);
+
+    boundary B;
+    B.all = true;
+    if (R.top_k > 0) B = select_prefix(z, V, false, (uint64_t)R.top_k, hc, hm, sh3);
+    if (R.top_p < 1.0f) {
+        const uint64_t kept = R.top_k > 0 && !B.all ? B.mass : total;
+        uint64_t target = (uint64_t)ceil((double)R.top_p * (double)kept);
+        if (target < 1) target = 1;
+        const boundary P = select_prefix(z, V, true, target, hc, hm, sh3);
+        if (!P.all && (B.all || P.v > B.v || (P.v == B.v && P.ties < B.ties))) B = P;
+    }
+    const float floor_z = R.min_p > 0 ? R.min_p : 0.0f;
+
+    /* each thread walks a contiguous run of ids: ties at the boundary are
+     * ranked by id through a scan of their counts */
+    const int C = (V + SMP_THREADS - 1) / SMP_THREADS;
+    const int i0 = threadIdx.x * C, i1 = i0 + C < V ? i0 + C : V;
+    uint64_t nt = 0;
+    if (!B.all)
+        for (int i = i0; i < i1; i++) nt += bits_of(z[i]) == B.v;
+    uint64_t tot_ties;
+    uint64_t tie0 = block_scan_incl<uint64_t>(nt, sh, &tot_ties) - nt;
+    uint64_t km = 0;
+    {
+        uint64_t tr = tie0;
+        for (int i = i0; i < i1; i++)
+            if (kept(z[i], floor_z, B, &tr)) km += fix_of(z[i]);
+    }
+    uint64_t mass;
+    const uint64_t m0 = block_scan_incl<uint64_t>(km, sh, &mass) - km;
+    const double u = R.u < 0 ? 0 : R.u;
+    uint64_t target = (uint64_t)(u * (double)mass);
+    if (target >= mass) target = mass - 1;
+    if (threadIdx.x == 0) tok[blockIdx.x] = s_bi; /* fallback: the top token */
+    __syncthreads();
+    if (km && target >= m0 && target < m0 + km) {
+        uint64_t acc = m0, tr = tie0;
+        for (int i = i0; i < i1; i++) {
+            const float q = z[i];
+            if (kept(q, floor_z, B, &tr) && (acc += fix_of(q)) > target) {
+                tok[blockIdx.x] = i;
+                break;
+            }
+        }
+    }
+}
+
+void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
+                 int32_t *tok)
+{
+    cuda_impl *im = impl_of(be);
+    if (n <= 0) return;
+    if (im->smp_cap < n) {
+        CK(cudaStreamSynchronize(im->stream));
+        cudaFreeHost(im->smp_pin);
+        cudaFree(im->d_smp);
+        im->smp_cap = n + 16;
+        const size_t bytes = (size_t)im->smp_cap * (sizeof(smp_req) + sizeof(int32_t));
+        CK(cudaHostAlloc(&im->smp_pin, bytes, cudaHostAllocDefault));
+        CK(cudaMalloc(&im->d_smp, bytes));
+    }
+    smp_req *hr = (smp_req *)im->smp_pin;
+    int32_t *ht = (int32_t *)(hr + im->smp_cap);
+    for (int i = 0; i < n; i++) {
+        hr[i].temperature = req[i].temperature;
+        hr[i].top_p = req[i].top_p;
+        hr[i].min_p = req[i].min_p;
+        hr[i].top_k = req[i].top_k;
+        hr[i].vocab = req[i].vocab > 0 && req[i].vocab < V ? req[i].vocab : V;
+        hr[i].u = req[i].u;
+        hr[i].row = rows[i];
+    }
+    smp_req *dr = (smp_req *)im->d_smp;
+    int32_t *dt = (int32_t *)(dr + im->smp_cap);
+    float *zbuf = (float *)cuda_scratch(be, CS_SAMPLE, (size_t)n * V * sizeof(float));
+    CK(cudaMemcpyAsync(dr, hr, (size_t)n * sizeof(smp_req), cudaMemcpyHostToDevice, im->stream));
+    k_sample<<<n, SMP_THREADS, 0, im->stream>>>(logits, V, dr, zbuf, dt);
+    CK_LAUNCH();
+    CK(cudaMemcpyAsync(ht, dt, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost, im->stream));
+    CK(cudaStreamSynchronize(im->stream));
+    memcpy(tok, ht, (size_t)n * sizeof(int32_t));
+}

@@ -1,0 +1,2153 @@
+/*
+ * test_ops_cuda.c - every op of the CUDA backend against its CPU twin.
+ *
+ * Each op runs on both backends with the same input bits: fresh random inputs
+ * per case (seed = base seed + case number, printed with every case), sizes
+ * that are multiples of no tile or block (rows 1/3/7/13, dims 37/129/300 where
+ * the op allows), the outputs poisoned with the NaN pattern 0x7fc00000 before
+ * every run. Results are compared element by element within a tolerance
+ * stated per op (table below), NaN and Inf must sit in exactly the same places
+ * when a case plants them in its inputs, and finite inputs must give finite
+ * outputs everywhere - which is also how an output left unwritten shows up.
+ * Strided outputs must leave the bytes between rows untouched.
+ *
+ * The stateful ops (compress, indexer_topk, attn, kv_store) run six batch
+ * steps of three sequences (segments of 1 to 37 tokens, listed out of slot
+ * order, positions crossing compression windows and page boundaries, pages
+ * handed out of order) over a paged state laid out as engine.c lays it out,
+ * with sliding, CSA and HCA layers. Both backends get the same layout and
+ * page table (host bookkeeping shared, memory from each backend's alloc).
+ * After each op the slots and pages are compared, then the CPU's copy is
+ * uploaded over the GPU's, so every op is checked on identical inputs and
+ * differences never accumulate.
+ *
+ * Tolerances. "mag" is the sum of the absolute values of the terms an output
+ * sums (for a dot product sum |x_i w_i|): two fixed but different summation
+ * orders in FP32 differ by a few ulps of it, so 1e-5 of it is ~10x the
+ * expected difference and far below what a wrong element, scale or index
+ * gives (of the order of the output itself).
+ *   embed, add, round_bf16, kv_sim, idx_sim, kv_store, compressor state:
+ *       exact (copies, sums of two terms, and codecs whose every step is
+ *       exact or correctly rounded in the shared quant.h code)
+ *   linear, moe_experts (plain) ........... |d| <= 1e-5 (|ref| + mag)
+ *   rmsnorm, swiglu, moe_route weights .... |d| <= 1e-5 |ref| (no cancellation)
+ *   rope .................................. |d| <= 1e-5 (|ref| + |a| + |b|) of the rotated pair
+ *   hc_pre / hc_head u, hc_post ........... |d| <= 1e-5 (|ref| + mag)
+ *   hc_pre post, comb ..................... |d| <= 1e-5 (|ref| + 1): both are O(1) by construction
+ *   compressed rows (plain) ............... |d| <= 1e-5 (|ref| + 1): rows are RMS-normalised
+ *   attn (plain) .......................... |d| <= 1e-5 (|ref| + max|v|)
+ *   moe_route / indexer_topk indices ...... exact; top-k inputs are drawn with clear gaps, and an
+ *       indexer choice that differs must be a near-tie of the CPU's own scores: within 1e-5 of
+ *       the scores' terms (sum_h |w_h| sum_i |q_i k_i|) plus 1e-5 relative, 2^-5 relative in
+ *       reference numerics, where each term and the score are rounded to BF16
+ * Reference numerics round to BF16 (and FP8/FP4 grids) inside the ops, after
+ * sums the two backends order differently: a one-ulp FP32 difference then
+ * flips a rounding now and then (probability ~1e-4 per rounding). Those ops
+ * keep the tight bound above for all but a fraction of the elements and allow
+ * the rest what one or two flipped roundings can move them (bound, fraction):
+ *   rmsnorm_bf16 ........ exact, else 2^-6 |ref| (a flipped mean moves a row by 1-2 BF16 ulps), 1/3
+ *   attn ................ 2^-7 (|ref| + max|v|): one BF16 weight off by an ulp, 1/4
+ *   moe_experts ......... 2^-6 (|ref| + mag), with act_quant 2^-3 (an FP8 step of one term), 1/2
+ *   compressed rows ..... FP8: 0.25 (|ref| + 1), FP4: 2 (|ref| + 1) (a grid step), 5 % of the pages
+ * and their outputs must be BF16-exact where the op ends in BF16. An op that
+ * ignored the reference flag would miss the tight bound almost everywhere.
+ *
+ * Skipped (77) without a CUDA build or GPU. DSV4_OPS_SELFTEST=1 runs the same
+ * comparisons CPU (1 thread) against CPU (2 threads) - they must agree
+ * exactly - so the harness is exercised where there is no GPU; the harness
+ * test (always run) checks that the comparisons fail on deliberately wrong
+ * results and on deliberately broken ops. DSV4_OPS_SEED=n moves the seeds.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_ops.h"
+#include "model/quant.h"
+
+#define POISON 0x7fc00000u
+
+/* side[0] is the CPU reference (its memory is host memory: host-side
+ * recomputations read it directly); side[1] is the backend under test. */
+static dsv4_backend *side[2];
+static bool selftest;
+static uint64_t base_seed = 20250611;
+
+/* ==== accounting ========================================================== */
+
+static int n_fail; /* failed checks in the current test */
+static bool quiet; /* the harness test: count failures, print nothing */
+static int case_no;
+static uint64_t case_seed;
+static char case_desc[160];
+static int case_checks, case_fail0, case_ties, case_loose;
+/* largest |d| / tight bound over the elements within it: the margin of FP32
+ * ops; in reference numerics a difference is 0 or a flipped rounding, which
+ * lands anywhere below the bound (or counts as a flip above it) */
+static double case_worst;
+
+static void say(const char *fmt, ...)
+{
+    if (quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
+/* ==== random inputs ======================================================= */
+
+static uint64_t rng_s;
+static uint64_t rnd_u64(void)
+{
+    uint64_t z = (rng_s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int rnd_int(int n)
+{
+    return (int)(rnd_u64() % (uint64_t)n);
+}
+/* uniform in [-1, 1) */
+static float rnd_uni(void)
+{
+    return (float)((double)(rnd_u64() >> 40) * 0x1p-24) * 2.0f - 1.0f;
+}
+static float rnd_norm(void) /* mean 0, variance 1, bounded */
+{
+    float s = 0;
+    for (int i = 0; i < 4; i++) s += rnd_uni();
+    return s * 0.8660254f;
+}
+static float *rnd_vec(size_t n, float scale)
+{
+    float *v = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) v[i] = rnd_norm() * scale;
+    return v;
+}
+
+static void case_begin(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(case_desc, sizeof case_desc, fmt, ap);
+    va_end(ap);
+    case_no++;
+    case_seed = base_seed + (uint64_t)case_no;
+    rng_s = case_seed;
+    case_checks = case_ties = case_loose = 0;
+    case_fail0 = n_fail;
+    case_worst = 0;
+}
+
+static void case_end(void)
+{
+    say("case %3d seed %llu  %-78s %3d checks, worst %.3f of tol", case_no, (unsigned long long)case_seed, case_desc,
+        case_checks, case_worst);
+    if (case_loose) say(", %d elements within a rounding flip", case_loose);
+    if (case_ties) say(", %d near-tie choices", case_ties);
+    say("%s\n", n_fail == case_fail0 ? "" : "  FAILED");
+}
+
+/* ==== comparisons ========================================================= */
+
+typedef struct {
+    double tol; /* |got - ref| <= tol * (|ref| + scale + mag[i]) */
+    double scale;
+    const double *mag; /* per-element magnitude, or NULL */
+    double loose;      /* beyond tol but within loose * (...): allowed ... */
+    double loose_frac; /* ... for at most this fraction of the finite elements */
+    bool nonfinite;    /* inputs hold NaN/Inf: non-finite outputs allowed where both agree */
+    bool bf16;         /* every finite element of got must be BF16-exact */
+} tolspec;
+
+static const tolspec EXACT = {0};
+static const tolspec EXACT_NF = {.nonfinite = true};
+
+static uint32_t bits(float f)
+{
+    return dsv4_f32_bits(f);
+}
+
+static void fail_line(const char *what, const char *fmt, ...)
+{
+    n_fail++;
+    if (quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  FAIL case %d (seed %llu) %s: %s: ", case_no, (unsigned long long)case_seed, case_desc, what);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+/* Compare n floats of the backend under test (got) against the CPU (ref). */
+static bool check_f32(const char *what, const float *ref, const float *got, size_t n, tolspec t)
+{
+    size_t bad = 0, n_loose = 0, n_fin = 0, n_nan = 0, first = (size_t)-1;
+    double worst = 0, max_abs = 0, max_rel = 0;
+    const char *why = "";
+    case_checks++;
+    for (size_t i = 0; i < n; i++) {
+        const float r = ref[i], g = got[i];
+        if (!isfinite(r) || !isfinite(g)) {
+            bool same = (isnan(r) && isnan(g)) || (!isnan(r) && r == g);
+            n_nan++;
+            if (!same || !t.nonfinite) {
+                if (!bad++) {
+                    first = i;
+                    why = !same ? "non-finite mismatch" : "non-finite output from finite inputs";
+                }
+            }
+            continue;
+        }
+        n_fin++;
+        const double d = fabs((double)g - (double)r);
+        const double sc = fabs((double)r) + t.scale + (t.mag ? t.mag[i] : 0.0);
+        /* non-exact specs: differences below the normal range do not count */
+        const double bound = t.tol * sc + (t.tol > 0 ? 1e-37 : 0.0);
+        if (d > max_abs) max_abs = d;
+        if (d > 0) {
+            double rel = d / (fabs((double)r) > 1e-30 ? fabs((double)r) : 1e-30);
+            if (rel > max_rel) max_rel = rel;
+        }
+        if (d > bound) {
+            if (t.loose > 0 && d <= t.loose * sc)
+                n_loose++;
+            else if (!bad++) {
+                first = i;
+                why = "difference over tolerance";
+            }
+        } else if (bound > 0 && d / bound > worst) {
+            worst = d / bound;
+        }
+        if (t.bf16 && g != dsv4_round_bf16(g) && !bad++) {
+            first = i;
+            why = "not BF16-exact";
+        }
+    }
+    if (worst > case_worst) case_worst = worst;
+    case_loose += (int)n_loose;
+    bool ok = bad == 0 && (double)n_loose <= t.loose_frac * (double)n_fin;
+    if (!ok) {
+        if (bad)
+            fail_line(what,
+                      "%zu of %zu elements bad (%s), first at %zu: cpu %.9g (0x%08x) vs %.9g (0x%08x); "
+                      "max |d| %.3g, max rel %.3g, tol %.1e",
+                      bad, n, why, first, (double)ref[first], bits(ref[first]), (double)got[first], bits(got[first]),
+                      max_abs, max_rel, t.tol);
+        else
+            fail_line(what, "%zu of %zu finite elements only within the loose bound (allowed %.0f%%)", n_loose, n_fin,
+                      100 * t.loose_frac);
+    }
+    (void)n_nan;
+    return ok;
+}
+
+static bool check_i32(const char *what, const int32_t *ref, const int32_t *got, size_t n)
+{
+    case_checks++;
+    for (size_t i = 0; i < n; i++)
+        if (ref[i] != got[i]) {
+            fail_line(what, "element %zu: cpu %d vs %d", i, ref[i], got[i]);
+            return false;
+        }
+    return true;
+}
+
+/* The bytes between rows of a strided output must keep the poison. */
+static void check_pad(const char *what, const float *buf, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (int j = cols; j < ld; j++)
+            if (bits(buf[(size_t)r * ld + j]) != POISON) {
+                fail_line(what, "row %d column %d (past the row's %d) was written: 0x%08x", r, j, cols,
+                          bits(buf[(size_t)r * ld + j]));
+                return;
+            }
+}
+
+/* In-place ops: elements outside what the op owns keep their input bits. */
+static void check_kept(const char *what, const float *got, const float *in, const bool *owned, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!owned[i] && bits(got[i]) != bits(in[i])) {
+            fail_line(what, "element %zu, not the op's, changed from 0x%08x to 0x%08x", i, bits(in[i]), bits(got[i]));
+            return;
+        }
+}
+
+/* ==== backend memory ====================================================== */
+
+static void *bnew(dsv4_backend *be, size_t bytes)
+{
+    void *p = be->alloc(be, bytes ? bytes : 4);
+    if (!p) fail_msg("%s: out of memory allocating %zu bytes", be->name, bytes);
+    return p;
+}
+static void *bdup(dsv4_backend *be, const void *h, size_t bytes)
+{
+    void *p = bnew(be, bytes);
+    if (bytes) be->upload(be, p, h, bytes);
+    return p;
+}
+static void fill_poison(void *p, size_t bytes)
+{
+    uint32_t v = POISON;
+    for (size_t i = 0; i + 4 <= bytes; i += 4) memcpy((char *)p + i, &v, 4);
+    for (size_t i = bytes & ~(size_t)3; i < bytes; i++) ((unsigned char *)p)[i] = 0xff;
+}
+static void *bpoison(dsv4_backend *be, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 4);
+    fill_poison(h, bytes);
+    void *p = bdup(be, h, bytes);
+    free(h);
+    return p;
+}
+static void *bhost(dsv4_backend *be, const void *d, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 4);
+    if (bytes) be->download(be, h, d, bytes);
+    return h;
+}
+static void bfree(dsv4_backend *be, void *p)
+{
+    if (p) be->free(be, p);
+}
+
+/* Keep until the end: the CUDA backend caches MoE descriptor tables by the
+ * host address of the expert arrays, so those addresses must not be reused. */
+static void *kept[1024];
+static int n_kept;
+static void keep(void *p)
+{
+    if (n_kept == (int)(sizeof kept / sizeof kept[0])) abort();
+    kept[n_kept++] = p;
+}
+
+/* Ops that take the plan's tokens or positions (embed, rope, moe_route) read
+ * them, on the GPU, from the copy step_begin made: each case begins a step. */
+static int32_t dummy_page_table[1];
+static dsv4_layer_state dummy_ls;
+static dsv4_kv dummy_kv = {.max_seqs = 1,
+                           .max_pages_per_seq = 1,
+                           .page_tokens = 1,
+                           .n_pages = 1,
+                           .layer = &dummy_ls,
+                           .page_table = dummy_page_table};
+
+/* Page-table versions unique over the run: the CUDA backend re-uploads its
+ * copy of a page table only when the version it is handed moves, and the test
+ * hands it several dsv4_kv. */
+static uint64_t pt_versions;
+
+static void begin_step(int n, const int32_t *tok, const int64_t *pos)
+{
+    dummy_kv.pt_version = ++pt_versions;
+    int32_t *tk = calloc((size_t)n, sizeof(int32_t)), *ts = calloc((size_t)n, sizeof(int32_t));
+    int64_t *ps = calloc((size_t)n, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        tk[i] = tok ? tok[i] : 0;
+        ps[i] = pos ? pos[i] : i;
+    }
+    dsv4_seg seg = {.slot = 0, .pos0 = 0, .n = n, .t0 = 0};
+    dsv4_plan plan = {.n_tok = n, .n_seg = 1, .segs = &seg, .tokens = tk, .pos = ps, .tok_seg = ts};
+    for (int s = 0; s < 2; s++) side[s]->step_begin(side[s], &plan, &dummy_kv);
+    free(tk);
+    free(ts);
+    free(ps);
+}
+
+/* ==== weights ============================================================= */
+
+typedef enum { WK_BF16, WK_F16, WK_F32, WK_FP8_E8M0, WK_FP8_F32, WK_MXFP4, WK_NVFP4 } wkind;
+static const char *const wk_name[] = {"BF16", "F16", "F32", "FP8+E8M0", "FP8+F32", "MXFP4", "NVFP4"};
+
+typedef struct {
+    dsv4_w w; /* the host description (what weights.c binds) */
+    void *el, *sc;
+    dsv4_w on[2]; /* as each backend's weight_load left it */
+} wmat;
+
+static uint16_t rnd_f16(void)
+{
+    /* mostly normal values 2^-6 .. 2^2, one in 32 subnormal */
+    int e = rnd_int(32) == 0 ? 0 : 9 + rnd_int(8);
+    return (uint16_t)((rnd_u64() & 1 ? 0x8000 : 0) | e << 10 | (rnd_u64() & 0x3ff));
+}
+static uint8_t rnd_e4m3(void)
+{
+    uint8_t b;
+    do b = (uint8_t)rnd_u64();
+    while ((b & 0x7f) == 0x7f);
+    return b;
+}
+
+/* A random [out, in] matrix in format k; FP8 blocks br x bc. plant: one NaN
+ * element (a NaN/Inf group scale for the FP4 formats) in row out - 2. */
+static void wmat_make(wmat *m, wkind k, int out, int in, int br, int bc, bool plant)
+{
+    memset(m, 0, sizeof *m);
+    dsv4_w *w = &m->w;
+    w->name = wk_name[k];
+    w->ndim = 2;
+    w->ne[0] = out;
+    w->ne[1] = in;
+    const size_t n = (size_t)out * in;
+    const int pr = out - 2, pc = in > 3 ? 3 : 0;
+    switch (k) {
+    case WK_BF16: {
+        uint16_t *e = malloc(n * 2);
+        for (size_t i = 0; i < n; i++) e[i] = dsv4_f32_to_bf16(rnd_norm() * 0.5f);
+        if (plant) e[(size_t)pr * in + pc] = 0x7fc0;
+        w->dtype = DSV4_DT_BF16;
+        m->el = e;
+        break;
+    }
+    case WK_F16: {
+        uint16_t *e = malloc(n * 2);
+        for (size_t i = 0; i < n; i++) e[i] = rnd_f16();
+        if (plant) e[(size_t)pr * in + pc] = 0x7e00;
+        w->dtype = DSV4_DT_F16;
+        m->el = e;
+        break;
+    }
+    case WK_F32: {
+        float *e = rnd_vec(n, 0.5f);
+        if (plant) e[(size_t)pr * in + pc] = NAN;
+        w->dtype = DSV4_DT_F32;
+        m->el = e;
+        break;
+    }
+    case WK_FP8_E8M0:
+    case WK_FP8_F32: {
+        uint8_t *e = malloc(n);
+        for (size_t i = 0; i < n; i++) e[i] = rnd_e4m3();
+        if (plant) e[(size_t)pr * in + pc] = 0x7f;
+        const int sr = (out + br - 1) / br, scn = (in + bc - 1) / bc;
+        if (k == WK_FP8_E8M0) {
+            uint8_t *s = malloc((size_t)sr * scn);
+            for (int i = 0; i < sr * scn; i++) s[i] = (uint8_t)(120 + rnd_int(11));
+            m->sc = s;
+            w->scale_dtype = DSV4_DT_F8_E8M0;
+        } else {
+            float *s = malloc((size_t)sr * scn * sizeof(float));
+            for (int i = 0; i < sr * scn; i++) s[i] = ldexpf(1.0f + (float)rnd_int(64) / 64.0f, rnd_int(9) - 6);
+            m->sc = s;
+            w->scale_dtype = DSV4_DT_F32;
+        }
+        w->dtype = DSV4_DT_F8_E4M3;
+        w->fmt = DSV4_WF_FP8;
+        w->block_rows = br;
+        w->block_cols = bc;
+        w->scale_cols = scn;
+        m->el = e;
+        break;
+    }
+    case WK_MXFP4:
+    case WK_NVFP4: {
+        const int g = k == WK_MXFP4 ? 32 : 16;
+        uint8_t *e = malloc(n / 2), *s = malloc((size_t)out * (in / g));
+        for (size_t i = 0; i < n / 2; i++) e[i] = (uint8_t)rnd_u64();
+        for (int i = 0; i < out * (in / g); i++)
+            s[i] = k == WK_MXFP4 ? (uint8_t)(118 + rnd_int(16)) : rnd_e4m3() & 0x7f;
+        if (plant)
+            s[(size_t)pr * (in / g)] = k == WK_MXFP4 ? 0xff : 0x7f; /* E8M0 255 decodes to Inf, E4M3 0x7f is NaN */
+        w->dtype = k == WK_MXFP4 ? DSV4_DT_I8 : DSV4_DT_U8;
+        w->fmt = k == WK_MXFP4 ? DSV4_WF_MXFP4 : DSV4_WF_NVFP4;
+        w->scale_dtype = k == WK_MXFP4 ? DSV4_DT_F8_E8M0 : DSV4_DT_F8_E4M3;
+        w->scale_cols = in / g;
+        w->scale2 = k == WK_MXFP4 ? 1.0f : 0.0123f;
+        m->el = e;
+        m->sc = s;
+        break;
+    }
+    }
+    w->host = m->el;
+    w->scale = m->sc;
+    char err[256];
+    for (int s = 0; s < 2; s++) {
+        m->on[s] = m->w;
+        if (side[s]->weight_load(side[s], &m->on[s], err, sizeof err) != DSV4_OK) fail_msg("weight_load: %s", err);
+    }
+}
+
+static void wmat_free(wmat *m)
+{
+    for (int s = 0; s < 2; s++) {
+        bfree(side[s], m->on[s].dev);
+        bfree(side[s], m->on[s].dev_scale);
+    }
+    free(m->el);
+    free(m->sc);
+}
+
+/* Element (r, i) of a weight by the format's definition, r absolute. */
+static float w_at_host(const dsv4_w *w, int64_t r, int64_t i)
+{
+    const int64_t n = w->ne[1];
+    switch (w->fmt) {
+    case DSV4_WF_FLOAT:
+        if (w->dtype == DSV4_DT_BF16) return dsv4_bf16_to_f32(dsv4_ld_u16(w->host, r * n + i));
+        if (w->dtype == DSV4_DT_F32) return dsv4_ld_f32(w->host, r * n + i);
+        return dsv4_f16_to_f32(dsv4_ld_u16(w->host, r * n + i));
+    case DSV4_WF_FP8: {
+        const int64_t k = (r / w->block_rows) * w->scale_cols + i / w->block_cols;
+        const float s =
+            w->scale_dtype == DSV4_DT_F32 ? dsv4_ld_f32(w->scale, k) : dsv4_e8m0_to_f32(((const uint8_t *)w->scale)[k]);
+        return dsv4_e4m3_to_f32(((const uint8_t *)w->host)[r * n + i]) * s;
+    }
+    default: {
+        const uint8_t b = ((const uint8_t *)w->host)[r * (n / 2) + i / 2];
+        const float v = dsv4_e2m1_to_f32((uint8_t)(i & 1 ? b >> 4 : b & 15));
+        const uint8_t *sc = w->scale;
+        if (w->fmt == DSV4_WF_MXFP4) return v * dsv4_e8m0_to_f32(sc[r * w->scale_cols + i / 32]);
+        return v * dsv4_e4m3_to_f32(sc[r * w->scale_cols + i / 16]) * w->scale2;
+    }
+    }
+}
+
+static double fin(double v)
+{
+    return isfinite(v) ? v : 0.0;
+}
+
+/* The reference's act_quant (FP8 per 128 along the row, power-of-two scales),
+ * for the magnitudes only. */
+static void act_quant_host(const float *x, int ldx, int n, int in, float *out)
+{
+    for (int t = 0; t < n; t++)
+        for (int b0 = 0; b0 < in; b0 += 128) {
+            const int b1 = b0 + 128 < in ? b0 + 128 : in;
+            float amax = 1e-4f;
+            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(x[(size_t)t * ldx + i]));
+            const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
+            for (int i = b0; i < b1; i++)
+                out[(size_t)t * in + i] =
+                    dsv4_e4m3_round(fminf(fmaxf(x[(size_t)t * ldx + i] / sc, -448.0f), 448.0f)) * sc;
+        }
+}
+
+/* ==== embed =============================================================== */
+
+static void embed_case(dsv4_dtype dt, int V, int D, int n, bool nonfinite)
+{
+    const char *dn = dt == DSV4_DT_BF16 ? "BF16" : dt == DSV4_DT_F16 ? "F16" : "F32";
+    case_begin("embed %s V=%d D=%d n=%d%s", dn, V, D, n, nonfinite ? " NaN/Inf rows" : "");
+    const size_t es = dt == DSV4_DT_F32 ? 4 : 2, ne = (size_t)V * D;
+    uint8_t *tab = malloc(ne * es);
+    for (size_t i = 0; i < ne; i++) {
+        if (dt == DSV4_DT_F32) {
+            float f = rnd_norm();
+            memcpy(tab + 4 * i, &f, 4);
+        } else {
+            uint16_t h = dt == DSV4_DT_BF16 ? dsv4_f32_to_bf16(rnd_norm()) : rnd_f16();
+            memcpy(tab + 2 * i, &h, 2);
+        }
+    }
+    int32_t tok[64];
+    for (int i = 0; i < n; i++) tok[i] = rnd_int(V);
+    tok[0] = V - 1;
+    if (n > 2) tok[n - 1] = 0, tok[1] = tok[n - 2]; /* both ends of the table, a repeat */
+    if (nonfinite) {
+        tok[2] = 3, tok[4] = 5;
+        const uint16_t hn = dt == DSV4_DT_BF16 ? 0x7fc0 : 0x7e00, hi = dt == DSV4_DT_BF16 ? 0x7f80 : 0x7c00;
+        const float fn = NAN, fi = -INFINITY;
+        if (dt == DSV4_DT_F32) {
+            memcpy(tab + 4 * ((size_t)3 * D + 5), &fn, 4);
+            memcpy(tab + 4 * ((size_t)5 * D + 1), &fi, 4);
+        } else {
+            memcpy(tab + 2 * ((size_t)3 * D + 5), &hn, 2);
+            memcpy(tab + 2 * ((size_t)5 * D + 1), &hi, 2);
+        }
+    }
+    dsv4_w w = {.name = "embed", .dtype = dt, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {V, D}, .host = tab};
+    begin_step(n, tok, NULL);
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_w ws = w;
+        char err[256];
+        if (side[s]->weight_load(side[s], &ws, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
+        float *out = bpoison(side[s], (size_t)n * D * 4);
+        side[s]->embed(side[s], &ws, tok, n, out);
+        res[s] = bhost(side[s], out, (size_t)n * D * 4);
+        bfree(side[s], out);
+        bfree(side[s], ws.dev);
+    }
+    check_f32("embed", res[0], res[1], (size_t)n * D, nonfinite ? EXACT_NF : EXACT);
+    free(res[0]);
+    free(res[1]);
+    free(tab);
+    case_end();
+}
+
+static void test_embed(void **state)
+{
+    embed_case(DSV4_DT_BF16, 41, 129, 7, false);
+    embed_case(DSV4_DT_F16, 41, 300, 13, false);
+    embed_case(DSV4_DT_F32, 41, 37, 3, false);
+    embed_case(DSV4_DT_BF16, 41, 129, 7, true);
+    embed_case(DSV4_DT_F16, 41, 37, 7, true);
+    embed_case(DSV4_DT_F32, 41, 300, 7, true);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== linear ============================================================== */
+
+typedef struct {
+    wkind k;
+    int n, out, in;
+    int br, bc;     /* FP8 blocks */
+    int xpad, ypad; /* ldx = in + xpad, ldy = rows + ypad */
+    int v0, vn;     /* a view of rows [v0, v0+vn) when vn > 0 */
+    bool aq, no_aq; /* be->act_quant; the weight marked no_act_quant */
+    bool nonfinite;
+} lin_spec;
+
+static void linear_case(const lin_spec *c)
+{
+    const bool view = c->vn > 0;
+    const int rows = view ? c->vn : c->out, ldx = c->in + c->xpad, ldy = rows + c->ypad, n = c->n;
+    char blk[32] = "";
+    if (c->k == WK_FP8_E8M0 || c->k == WK_FP8_F32) snprintf(blk, sizeof blk, " %dx%d", c->br, c->bc);
+    char vw[40] = "";
+    if (view) snprintf(vw, sizeof vw, " rows[%d,%d)", c->v0, c->v0 + c->vn);
+    case_begin("linear %s%s n=%d out=%d in=%d ldx=%d ldy=%d%s%s%s%s", wk_name[c->k], blk, n, c->out, c->in, ldx, ldy,
+               vw, c->aq ? " act_quant" : "", c->no_aq ? " no_act_quant" : "", c->nonfinite ? " NaN/Inf" : "");
+    wmat m;
+    wmat_make(&m, c->k, c->out, c->in, c->br, c->bc, c->nonfinite);
+    /* x: blocks of 128 at different scales (act_quant picks a scale per block);
+     * the gap between rows is poison, which must never be read */
+    float *x = malloc((size_t)n * ldx * sizeof(float));
+    fill_poison(x, (size_t)n * ldx * sizeof(float));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < c->in; i++) x[(size_t)t * ldx + i] = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+    if (c->nonfinite && n >= 3) {
+        x[(size_t)1 * ldx + 2] = NAN;
+        x[(size_t)(n - 1) * ldx + c->in - 1] = INFINITY;
+    }
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        dsv4_w w = view ? dsv4_w_rows(&m.on[s], c->v0, c->vn) : m.on[s];
+        w.no_act_quant = c->no_aq;
+        be->act_quant = c->aq;
+        float *dx = bdup(be, x, (size_t)n * ldx * 4), *dy = bpoison(be, (size_t)n * ldy * 4);
+        be->linear(be, &w, dx, ldx, n, dy, ldy);
+        res[s] = bhost(be, dy, (size_t)n * ldy * 4);
+        /* batch invariance: a token alone gives the bits it gives in the batch */
+        const int probe[2] = {0, n - 1}; /* the first and the last token */
+        for (int k = 0; k < (n > 1 ? 2 : 1); k++) {
+            const int t = probe[k];
+            float *d1 = bpoison(be, (size_t)ldy * 4);
+            be->linear(be, &w, dx + (size_t)t * ldx, ldx, 1, d1, ldy);
+            float *h1 = bhost(be, d1, (size_t)rows * 4);
+            if (memcmp(h1, res[s] + (size_t)t * ldy, (size_t)rows * 4))
+                fail_line(s ? "batch invariance (backend under test)" : "batch invariance (cpu)",
+                          "token %d alone differs from token %d in the batch", t, t);
+            free(h1);
+            bfree(be, d1);
+        }
+        be->act_quant = false;
+        bfree(be, dx);
+        bfree(be, dy);
+    }
+    /* magnitudes from the activations the op multiplies */
+    const bool quantised = c->aq && !c->no_aq && m.w.fmt != DSV4_WF_FLOAT;
+    float *xa = malloc((size_t)n * c->in * sizeof(float));
+    if (quantised)
+        act_quant_host(x, ldx, n, c->in, xa);
+    else
+        for (int t = 0; t < n; t++) memcpy(xa + (size_t)t * c->in, x + (size_t)t * ldx, (size_t)c->in * 4);
+    double *mag = calloc((size_t)n * rows, sizeof(double));
+    float *ga = malloc((size_t)n * rows * 4), *gb = malloc((size_t)n * rows * 4);
+    for (int r = 0; r < rows; r++) {
+        const int64_t ra = (view ? c->v0 : 0) + r;
+        for (int i = 0; i < c->in; i++) {
+            const double wv = fin(fabs((double)w_at_host(&m.w, ra, i)));
+            for (int t = 0; t < n; t++) mag[(size_t)t * rows + r] += wv * fin(fabs((double)xa[(size_t)t * c->in + i]));
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        memcpy(ga + (size_t)t * rows, res[0] + (size_t)t * ldy, (size_t)rows * 4);
+        memcpy(gb + (size_t)t * rows, res[1] + (size_t)t * ldy, (size_t)rows * 4);
+    }
+    check_f32("y", ga, gb, (size_t)n * rows, (tolspec){.tol = 1e-5, .mag = mag, .nonfinite = c->nonfinite});
+    check_pad("y padding (cpu)", res[0], n, rows, ldy);
+    check_pad("y padding", res[1], n, rows, ldy);
+    free(mag);
+    free(ga);
+    free(gb);
+    free(xa);
+    free(x);
+    free(res[0]);
+    free(res[1]);
+    wmat_free(&m);
+    case_end();
+}
+
+static void test_linear(void **state)
+{
+    const wkind fl[] = {WK_BF16, WK_F16, WK_F32};
+    for (int i = 0; i < 3; i++) {
+        const lin_spec cs[] = {
+            {fl[i], 1, 37, 129, .xpad = 0},
+            {fl[i], 3, 129, 300, .xpad = 7, .ypad = 5},
+            {fl[i], 13, 300, 37, .ypad = 3},
+            {fl[i], 7, 37, 300, .xpad = 1, .ypad = 2, .v0 = 5, .vn = 27},
+            {fl[i], 7, 129, 37, .aq = true}, /* act_quant leaves float weights alone */
+            {fl[i], 7, 37, 129, .xpad = 3, .nonfinite = true},
+        };
+        for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
+    }
+    const wkind f8[] = {WK_FP8_E8M0, WK_FP8_F32};
+    for (int i = 0; i < 2; i++) {
+        const lin_spec cs[] = {
+            /* partial last blocks along both dimensions */
+            {f8[i], 7, 150, 300, 128, 128, .xpad = 7, .ypad = 5},
+            {f8[i], 13, 37, 129, 128, 128, .xpad = 0},
+            {f8[i], 1, 300, 37, 128, 128, .xpad = 0},
+            /* a view crossing a block row; odd block shapes */
+            {f8[i], 3, 150, 300, 128, 128, .ypad = 1, .v0 = 121, .vn = 20},
+            {f8[i], 3, 101, 203, 48, 80, .xpad = 2, .v0 = 13, .vn = 61},
+            {f8[i], 7, 150, 300, 128, 128, .xpad = 4, .aq = true},
+            {f8[i], 13, 129, 129, 128, 128, .aq = true, .no_aq = true},
+            {f8[i], 7, 37, 300, 128, 128, .aq = true, .nonfinite = true},
+            {f8[i], 7, 37, 129, 128, 128, .nonfinite = true},
+        };
+        for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
+    }
+    const lin_spec fp4[] = {
+        {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
+        {WK_MXFP4, 13, 129, 96, .xpad = 0},
+        {WK_MXFP4, 1, 300, 32, .xpad = 0},
+        {WK_MXFP4, 3, 129, 160, .v0 = 7, .vn = 51},
+        {WK_MXFP4, 7, 37, 288, .aq = true},
+        {WK_MXFP4, 7, 37, 160, .aq = true, .no_aq = true},
+        {WK_MXFP4, 7, 37, 96, .nonfinite = true},
+        {WK_NVFP4, 7, 37, 144, .xpad = 3, .ypad = 2},
+        {WK_NVFP4, 13, 129, 48, .xpad = 0},
+        {WK_NVFP4, 1, 300, 16, .xpad = 0},
+        {WK_NVFP4, 3, 129, 144, .v0 = 7, .vn = 51},
+        {WK_NVFP4, 7, 37, 272, .aq = true},
+        {WK_NVFP4, 7, 37, 144, .aq = true, .no_aq = true},
+        {WK_NVFP4, 7, 37, 48, .nonfinite = true},
+    };
+    for (size_t j = 0; j < sizeof fp4 / sizeof fp4[0]; j++) linear_case(&fp4[j]);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== norms and RoPE ====================================================== */
+
+static void rmsnorm_case(int rows, int dim, int pad, bool weighted, bool inplace, bool nonfinite)
+{
+    const int ld = dim + pad;
+    case_begin("rmsnorm rows=%d dim=%d ld=%d%s%s%s", rows, dim, ld, weighted ? " weighted" : "",
+               inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)rows * ld;
+    float *x = malloc(n * 4), *w = rnd_vec((size_t)dim, 0.3f);
+    fill_poison(x, n * 4);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < dim; i++) x[(size_t)r * ld + i] = rnd_norm() * (float)(r + 1);
+    for (int i = 0; i < dim; i++) w[i] += 1.0f;
+    if (nonfinite) {
+        x[(size_t)(rows / 2) * ld + dim / 2] = NAN;
+        x[(size_t)(rows - 1) * ld] = -INFINITY;
+    }
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *dx = bdup(be, x, n * 4), *dw = weighted ? bdup(be, w, (size_t)dim * 4) : NULL;
+        float *dy = inplace ? dx : bpoison(be, n * 4);
+        be->rmsnorm(be, dx, dw, rows, dim, ld, 1e-6f, dy);
+        res[s] = bhost(be, dy, n * 4);
+        bfree(be, dx);
+        bfree(be, dw);
+        if (!inplace) bfree(be, dy);
+    }
+    float *ga = malloc((size_t)rows * dim * 4), *gb = malloc((size_t)rows * dim * 4);
+    for (int r = 0; r < rows; r++) {
+        memcpy(ga + (size_t)r * dim, res[0] + (size_t)r * ld, (size_t)dim * 4);
+        memcpy(gb + (size_t)r * dim, res[1] + (size_t)r * ld, (size_t)dim * 4);
+    }
+    check_f32("y", ga, gb, (size_t)rows * dim, (tolspec){.tol = 1e-5, .nonfinite = nonfinite});
+    check_pad("y padding", res[1], rows, dim, ld);
+    free(ga);
+    free(gb);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    free(w);
+    case_end();
+}
+
+static void rmsnorm_bf16_case(int rows, int dim, bool nonfinite)
+{
+    case_begin("rmsnorm_bf16 rows=%d dim=%d%s", rows, dim, nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)rows * dim;
+    float *x = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = dsv4_round_bf16(rnd_norm() * 2.0f); /* the reference's BF16 q */
+    if (nonfinite) {
+        x[dim + 3] = NAN;
+        x[n - 1] = INFINITY;
+    }
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *dx = bdup(side[s], x, n * 4);
+        side[s]->rmsnorm_bf16(side[s], dx, rows, dim);
+        res[s] = bhost(side[s], dx, n * 4);
+        bfree(side[s], dx);
+    }
+    check_f32("x", res[0], res[1], n,
+              (tolspec){.loose = 0x1p-6, .loose_frac = 0.34, .bf16 = true, .nonfinite = nonfinite});
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    case_end();
+}
+
+static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, bool yarn, bool nonfinite)
+{
+    const int ld = H * hd + pad;
+    case_begin("rope n_tok=%d heads=%d head_dim=%d rope_dim=%d ld_tok=%d%s%s%s", n_tok, H, hd, rd, ld,
+               inverse ? " inverse" : "", yarn ? " yarn" : "", nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)n_tok * ld;
+    float *x = malloc(n * 4), freqs[256];
+    int64_t pos[64];
+    fill_poison(x, n * 4);
+    for (int t = 0; t < n_tok; t++)
+        for (int i = 0; i < H * hd; i++) x[(size_t)t * ld + i] = rnd_norm();
+    for (int t = 0; t < n_tok; t++) pos[t] = t == 0 ? 0 : t == 1 ? 1048573 : rnd_int(70000);
+    dsv4_rope_freqs(yarn ? 160000.0 : 10000.0, rd, yarn, 16.0, 65536.0, 32.0, 1.0, freqs);
+    if (nonfinite) {
+        x[hd - rd + 1] = NAN;                            /* token 0, head 0, rotated pair 0 */
+        x[(size_t)(n_tok - 1) * ld + hd - 1] = INFINITY; /* the last token's head 0, last pair */
+    }
+    bool *owned = calloc(n, sizeof(bool));
+    double *mag = calloc(n, sizeof(double));
+    for (int t = 0; t < n_tok; t++)
+        for (int h = 0; h < H; h++)
+            for (int i = hd - rd; i < hd; i++) {
+                const size_t e = (size_t)t * ld + (size_t)h * hd + i, p = e - ((i - (hd - rd)) & 1);
+                owned[e] = true;
+                mag[e] = fin(fabs((double)x[p])) + fin(fabs((double)x[p + 1]));
+            }
+    begin_step(n_tok, NULL, pos);
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *dx = bdup(side[s], x, n * 4), *df = bdup(side[s], freqs, (size_t)(rd / 2) * 4);
+        side[s]->rope(side[s], dx, n_tok, H, ld, hd, rd, pos, df, inverse);
+        res[s] = bhost(side[s], dx, n * 4);
+        bfree(side[s], dx);
+        bfree(side[s], df);
+    }
+    /* compare the rotated elements; every other element keeps its bits */
+    size_t m = 0;
+    float *ga = malloc(n * 4), *gb = malloc(n * 4);
+    double *mg = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        if (owned[i]) ga[m] = res[0][i], gb[m] = res[1][i], mg[m++] = mag[i];
+    check_f32("x", ga, gb, m, (tolspec){.tol = 1e-5, .mag = mg, .nonfinite = nonfinite});
+    check_kept("x outside the rotated dims", res[1], x, owned, n);
+    free(ga);
+    free(gb);
+    free(mg);
+    free(owned);
+    free(mag);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    case_end();
+}
+
+static void test_norms_rope(void **state)
+{
+    rmsnorm_case(3, 37, 0, true, false, false);
+    rmsnorm_case(7, 129, 5, true, false, false);
+    rmsnorm_case(13, 300, 3, false, false, false);
+    rmsnorm_case(7, 300, 0, true, true, false);
+    rmsnorm_case(13, 37, 7, false, true, false);
+    rmsnorm_case(7, 129, 2, true, false, true);
+    rmsnorm_bf16_case(3, 37, false);
+    rmsnorm_bf16_case(7, 129, false);
+    rmsnorm_bf16_case(13, 300, false);
+    rmsnorm_bf16_case(7, 129, true);
+    rope_case(7, 3, 90, 16, 5, false, true, false);
+    rope_case(13, 1, 90, 16, 0, false, true, false);
+    rope_case(7, 3, 38, 38, 3, true, false, false);
+    rope_case(3, 2, 300, 64, 0, true, true, false);
+    rope_case(13, 3, 90, 16, 1, true, true, false);
+    rope_case(7, 3, 90, 16, 2, false, true, true);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== elementwise ops and the cache simulations =========================== */
+
+static void round_bf16_case(size_t n)
+{
+    case_begin("round_bf16 n=%zu (ties, subnormals, overflow, NaN, Inf)", n);
+    float *x = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)rnd_u64();
+        switch (i % 8) {
+        case 0:
+            u = (u & 0xffff0000u) | 0x8000u;
+            break; /* exact ties */
+        case 1:
+            u = (u & 0xffff0000u) | 0x7fffu;
+            break;
+        case 2:
+            u = (u & 0x807fffffu);
+            break; /* subnormals */
+        case 3:
+            u = (u & 0x80000000u) | 0x7f7f8000u | (u & 0x7fffu);
+            break; /* round up to Inf */
+        default:
+            u = (u & 0x80000000u) | ((u & 0x3fffffffu) + 0x20000000u);
+            break;
+        }
+        memcpy(&x[i], &u, 4);
+    }
+    x[5] = NAN;
+    x[6] = -INFINITY;
+    x[9] = INFINITY;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *d = bdup(side[s], x, n * 4);
+        side[s]->round_bf16(side[s], d, n);
+        res[s] = bhost(side[s], d, n * 4);
+        bfree(side[s], d);
+    }
+    check_f32("x", res[0], res[1], n, (tolspec){.nonfinite = true, .bf16 = true});
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    case_end();
+}
+
+static void add_case(size_t n, bool inplace, bool nonfinite)
+{
+    case_begin("add n=%zu%s%s", n, inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "");
+    float *a = rnd_vec(n, 3.0f), *b = rnd_vec(n, 1e-3f);
+    if (nonfinite) {
+        a[3] = NAN, b[n - 1] = INFINITY, a[7] = INFINITY, b[7] = -INFINITY, a[8] = -INFINITY;
+    }
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *da = bdup(side[s], a, n * 4), *db = bdup(side[s], b, n * 4),
+              *dy = inplace ? da : bpoison(side[s], n * 4);
+        side[s]->add(side[s], da, db, n, dy);
+        res[s] = bhost(side[s], dy, n * 4);
+        bfree(side[s], da);
+        bfree(side[s], db);
+        if (!inplace) bfree(side[s], dy);
+    }
+    check_f32("y", res[0], res[1], n, nonfinite ? EXACT_NF : EXACT);
+    free(res[0]);
+    free(res[1]);
+    free(a);
+    free(b);
+    case_end();
+}
+
+static void swiglu_case(size_t n, float limit, bool inplace, bool nonfinite)
+{
+    case_begin("swiglu n=%zu limit=%g%s%s", n, (double)limit, inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "");
+    float *g = rnd_vec(n, 4.0f), *u = rnd_vec(n, 4.0f);
+    g[0] = -120.0f, g[1] = 95.0f, u[2] = 1e30f, g[3] = 0.0f; /* exp over- and underflow, clamp */
+    if (nonfinite) g[4] = NAN, u[5] = NAN, g[6] = INFINITY, g[7] = -INFINITY, u[8] = -INFINITY;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *dg = bdup(side[s], g, n * 4), *du = bdup(side[s], u, n * 4),
+              *dm = inplace ? dg : bpoison(side[s], n * 4);
+        side[s]->swiglu(side[s], dg, du, n, limit, dm);
+        res[s] = bhost(side[s], dm, n * 4);
+        bfree(side[s], dg);
+        bfree(side[s], du);
+        if (!inplace) bfree(side[s], dm);
+    }
+    /* without a clamp 1e30 * 95 overflows: that Inf is legitimate */
+    check_f32("m", res[0], res[1], n, (tolspec){.tol = 1e-5, .nonfinite = nonfinite || limit <= 0});
+    free(res[0]);
+    free(res[1]);
+    free(g);
+    free(u);
+    case_end();
+}
+
+static void kv_sim_case(int rows, int nope, int ld, bool nonfinite)
+{
+    case_begin("kv_sim rows=%d nope=%d ld=%d%s", rows, nope, ld, nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)rows * ld;
+    float *x = malloc(n * 4);
+    bool *owned = calloc(n, sizeof(bool));
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < ld; i++) {
+            /* blocks of 64 at scales 1e-6 (under the 1e-4 amax floor) .. 1e3 */
+            const float sc = powf(10.0f, (float)((i / 64 + r) % 4) * 3.0f - 6.0f);
+            x[(size_t)r * ld + i] = dsv4_round_bf16(rnd_norm() * sc);
+            owned[(size_t)r * ld + i] = i < nope;
+        }
+    if (nonfinite) x[ld + 2] = NAN, x[(size_t)(rows - 1) * ld + nope - 1] = INFINITY;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *d = bdup(side[s], x, n * 4);
+        side[s]->kv_sim(side[s], d, rows, ld, nope);
+        res[s] = bhost(side[s], d, n * 4);
+        bfree(side[s], d);
+    }
+    check_f32("x", res[0], res[1], n, (tolspec){.nonfinite = nonfinite, .bf16 = true});
+    check_kept("x past nope", res[1], x, owned, n);
+    free(owned);
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    case_end();
+}
+
+static void idx_sim_case(int rows, int dim, bool nonfinite)
+{
+    case_begin("idx_sim rows=%d dim=%d%s", rows, dim, nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)rows * dim;
+    float *x = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = dsv4_round_bf16(rnd_norm() * (float)(1 + (i / (size_t)dim) % 3));
+    if (nonfinite) x[dim + 1] = NAN, x[n - 2] = INFINITY;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *d = bdup(side[s], x, n * 4);
+        side[s]->idx_sim(side[s], d, rows, dim);
+        res[s] = bhost(side[s], d, n * 4);
+        bfree(side[s], d);
+    }
+    check_f32("x", res[0], res[1], n, (tolspec){.nonfinite = nonfinite, .bf16 = true});
+    free(res[0]);
+    free(res[1]);
+    free(x);
+    case_end();
+}
+
+static void test_elementwise(void **state)
+{
+    round_bf16_case(1037);
+    add_case(1001, false, false);
+    add_case(37, true, false);
+    add_case(129, false, true);
+    swiglu_case(1003, 0.0f, false, false);
+    swiglu_case(1003, 7.0f, true, false);
+    swiglu_case(300, 7.0f, false, true);
+    swiglu_case(129, 0.0f, true, true);
+    kv_sim_case(3, 74, 90, false);
+    kv_sim_case(7, 128, 144, false);
+    kv_sim_case(13, 37, 53, false);
+    kv_sim_case(7, 284, 300, true);
+    idx_sim_case(7, 32, false);
+    idx_sim_case(13, 64, false);
+    idx_sim_case(3, 128, false);
+    idx_sim_case(7, 64, true);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== hyper-connections =================================================== */
+
+static void hc_case(int hc, int D, int n, bool head, bool nonfinite)
+{
+    case_begin("%s hc=%d D=%d n=%d%s", head ? "hc_head" : "hc_pre", hc, D, n, nonfinite ? " NaN/Inf" : "");
+    const int F = hc * D, mix = head ? hc : (2 + hc) * hc;
+    float *X = rnd_vec((size_t)n * F, 1.0f), *fn = rnd_vec((size_t)mix * F, 2.0f / sqrtf((float)F));
+    float *base = rnd_vec((size_t)mix, 0.5f), scale[3];
+    for (int i = 0; i < 3; i++) scale[i] = 0.3f + 0.7f * (rnd_uni() + 1) / 2;
+    if (nonfinite && n >= 3) X[(size_t)1 * F + 7] = NAN, X[(size_t)(n - 1) * F + F - 1] = -INFINITY;
+    float *ru[2], *rp[2], *rc[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *dX = bdup(be, X, (size_t)n * F * 4), *dfn = bdup(be, fn, (size_t)mix * F * 4);
+        float *db = bdup(be, base, (size_t)mix * 4), *dsc = bdup(be, scale, sizeof scale);
+        float *du = bpoison(be, (size_t)n * D * 4);
+        float *dp = head ? NULL : bpoison(be, (size_t)n * hc * 4),
+              *dc = head ? NULL : bpoison(be, (size_t)n * hc * hc * 4);
+        dsv4_hc_params p = {.hc = hc,
+                            .dim = D,
+                            .sinkhorn_iters = 20,
+                            .hc_eps = 1e-6f,
+                            .norm_eps = 1e-6f,
+                            .fn = dfn,
+                            .base = db,
+                            .scale = dsc};
+        if (head)
+            be->hc_head(be, &p, dX, n, du);
+        else
+            be->hc_pre(be, &p, dX, n, du, dp, dc);
+        ru[s] = bhost(be, du, (size_t)n * D * 4);
+        rp[s] = head ? NULL : bhost(be, dp, (size_t)n * hc * 4);
+        rc[s] = head ? NULL : bhost(be, dc, (size_t)n * hc * hc * 4);
+        bfree(be, dX), bfree(be, dfn), bfree(be, db), bfree(be, dsc), bfree(be, du), bfree(be, dp), bfree(be, dc);
+    }
+    /* u = sum_i pre_i X_i with pre_i in (0, 1 + eps] */
+    double *mag = calloc((size_t)n * D, sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < hc; i++)
+            for (int d = 0; d < D; d++)
+                mag[(size_t)t * D + d] += fin(fabs((double)X[(size_t)t * F + (size_t)i * D + d]));
+    check_f32("u", ru[0], ru[1], (size_t)n * D, (tolspec){.tol = 1e-5, .mag = mag, .nonfinite = nonfinite});
+    if (!head) {
+        check_f32("post", rp[0], rp[1], (size_t)n * hc, (tolspec){.tol = 1e-5, .scale = 1, .nonfinite = nonfinite});
+        check_f32("comb", rc[0], rc[1], (size_t)n * hc * hc,
+                  (tolspec){.tol = 1e-5, .scale = 1, .nonfinite = nonfinite});
+    }
+    for (int s = 0; s < 2; s++) free(ru[s]), free(rp[s]), free(rc[s]);
+    free(mag);
+    free(X);
+    free(fn);
+    free(base);
+    case_end();
+}
+
+static void hc_post_case(int hc, int D, int n, bool nonfinite)
+{
+    case_begin("hc_post hc=%d D=%d n=%d%s", hc, D, n, nonfinite ? " NaN/Inf" : "");
+    const size_t nx = (size_t)n * hc * D;
+    float *X = rnd_vec(nx, 1.0f), *o = rnd_vec((size_t)n * D, 1.0f), *post = malloc((size_t)n * hc * 4);
+    float *comb = malloc((size_t)n * hc * hc * 4);
+    for (int i = 0; i < n * hc; i++) post[i] = rnd_uni() + 1.0f;
+    for (int i = 0; i < n * hc * hc; i++) comb[i] = (rnd_uni() + 1.0f) / (float)hc;
+    if (nonfinite && n >= 3) o[D + 2] = NAN, X[nx - 1] = INFINITY, comb[0] = NAN;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *dX = bdup(be, X, nx * 4), *dO = bdup(be, o, (size_t)n * D * 4);
+        float *dp = bdup(be, post, (size_t)n * hc * 4), *dc = bdup(be, comb, (size_t)n * hc * hc * 4);
+        be->hc_post(be, hc, D, dO, dp, dc, n, dX);
+        res[s] = bhost(be, dX, nx * 4);
+        bfree(be, dX), bfree(be, dO), bfree(be, dp), bfree(be, dc);
+    }
+    double *mag = calloc(nx, sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k < hc; k++)
+            for (int d = 0; d < D; d++) {
+                double m = fin(fabs((double)post[t * hc + k] * o[(size_t)t * D + d]));
+                for (int j = 0; j < hc; j++)
+                    m += fin(fabs((double)comb[((size_t)t * hc + j) * hc + k] * X[((size_t)t * hc + j) * D + d]));
+                mag[((size_t)t * hc + k) * D + d] = m;
+            }
+    check_f32("X", res[0], res[1], nx, (tolspec){.tol = 1e-5, .mag = mag, .nonfinite = nonfinite});
+    free(mag);
+    free(res[0]);
+    free(res[1]);
+    free(X);
+    free(o);
+    free(post);
+    free(comb);
+    case_end();
+}
+
+static void test_hc(void **state)
+{
+    hc_case(4, 129, 7, false, false);
+    hc_case(3, 300, 13, false, false);
+    hc_case(4, 37, 1, false, false);
+    hc_case(4, 129, 7, false, true);
+    hc_case(4, 129, 7, true, false);
+    hc_case(3, 300, 13, true, false);
+    hc_case(4, 37, 7, true, true);
+    hc_post_case(4, 129, 7, false);
+    hc_post_case(3, 300, 13, false);
+    hc_post_case(4, 37, 1, false);
+    hc_post_case(4, 129, 7, true);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== MoE ================================================================= */
+
+static double sqrt_softplus_d(double x)
+{
+    return sqrt(x > 20 ? x : log1p(exp(x)));
+}
+
+static void moe_route_case(int n, int E, int k, bool bias, int hash /* 0, 64 (I64), 32 (I32) */, bool renorm,
+                           float route_scale)
+{
+    case_begin("moe_route n=%d E=%d k=%d%s%s%s scale=%g", n, E, k, bias ? " bias" : "",
+               hash == 64   ? " hash I64"
+               : hash == 32 ? " hash I32"
+                            : "",
+               renorm ? " renorm" : "", (double)route_scale);
+    const int V = 50;
+    float *lg = malloc((size_t)n * E * 4), *b = rnd_vec((size_t)E, 0.3f);
+    int32_t tok[64];
+    for (int t = 0; t < n; t++) tok[t] = rnd_int(V);
+    /* top-k routing: redraw a token's logits until its k-th and (k+1)-th
+     * choices are 1e-4 apart, so FP32 rounding cannot decide the set */
+    for (int t = 0; t < n; t++) {
+        for (;;) {
+            double v[1024];
+            for (int e = 0; e < E; e++) {
+                lg[(size_t)t * E + e] = rnd_norm() * 2.0f;
+                v[e] = sqrt_softplus_d(lg[(size_t)t * E + e]) + (bias ? b[e] : 0.0);
+            }
+            double kth = -INFINITY, next = -INFINITY;
+            for (int j = 0; j <= k; j++) { /* k+1 largest, by selection */
+                double best = -INFINITY;
+                int bi = -1;
+                for (int e = 0; e < E; e++)
+                    if (v[e] > best) best = v[e], bi = e;
+                if (j == k - 1) kth = best;
+                if (j == k) next = best;
+                v[bi] = -INFINITY;
+            }
+            if (hash || kth - next > 1e-4 * (1 + fabs(kth))) break;
+        }
+    }
+    /* tid2eid [V, k] */
+    int64_t *t64 = malloc((size_t)V * k * 8);
+    int32_t *t32 = malloc((size_t)V * k * 4);
+    for (int i = 0; i < V * k; i++) t64[i] = t32[i] = rnd_int(E);
+    dsv4_w tw = {.name = hash ? "tid2eid" : NULL,
+                 .dtype = hash == 32 ? DSV4_DT_I32 : DSV4_DT_I64,
+                 .ndim = 2,
+                 .ne = {V, k},
+                 .host = hash == 32 ? (const void *)t32 : (const void *)t64};
+    begin_step(n, tok, NULL);
+    int32_t *ri[2];
+    float *rw[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        dsv4_w ws = tw;
+        char err[256];
+        if (hash && be->weight_load(be, &ws, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
+        float *dl = bdup(be, lg, (size_t)n * E * 4), *db = bias ? bdup(be, b, (size_t)E * 4) : NULL;
+        int32_t *di = bpoison(be, (size_t)n * k * 4);
+        float *dw = bpoison(be, (size_t)n * k * 4);
+        be->moe_route(be, dl, n, E, k, db, hash ? &ws : NULL, tok, renorm, route_scale, di, dw);
+        ri[s] = bhost(be, di, (size_t)n * k * 4);
+        rw[s] = bhost(be, dw, (size_t)n * k * 4);
+        bfree(be, dl), bfree(be, db), bfree(be, di), bfree(be, dw), bfree(be, ws.dev);
+    }
+    check_i32("idx", ri[0], ri[1], (size_t)n * k);
+    check_f32("weights", rw[0], rw[1], (size_t)n * k, (tolspec){.tol = 1e-5});
+    for (int s = 0; s < 2; s++) free(ri[s]), free(rw[s]);
+    free(lg);
+    free(b);
+    free(t64);
+    free(t32);
+    case_end();
+}
+
+typedef struct {
+    wkind k;
+    int n, D, I, E, K;
+    float limit;
+    bool ref, aq, nonfinite;
+} moe_spec;
+
+static void moe_experts_case(const moe_spec *c)
+{
+    const int n = c->n, D = c->D, I = c->I, E = c->E, K = c->K;
+    case_begin("moe_experts %s n=%d D=%d inter=%d E=%d k=%d limit=%g%s%s%s", wk_name[c->k], n, D, I, E, K,
+               (double)c->limit, c->ref ? " reference" : "", c->aq ? " act_quant" : "", c->nonfinite ? " NaN/Inf" : "");
+    wmat *w1 = calloc((size_t)E, sizeof(wmat)), *w3 = calloc((size_t)E, sizeof(wmat)),
+         *w2 = calloc((size_t)E, sizeof(wmat));
+    for (int e = 0; e < E; e++) {
+        wmat_make(&w1[e], c->k, I, D, 128, 128, false);
+        wmat_make(&w3[e], c->k, I, D, 128, 128, false);
+        wmat_make(&w2[e], c->k, D, I, 128, 128, false);
+    }
+    float *x = rnd_vec((size_t)n * D, 1.0f), *wts = malloc((size_t)n * K * 4);
+    int32_t *idx = malloc((size_t)n * K * 4);
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < K; j++) {
+            int e, dup;
+            do {
+                e = rnd_int(E), dup = 0;
+                for (int q = 0; q < j; q++) dup |= idx[t * K + q] == e;
+            } while (dup);
+            idx[t * K + j] = e; /* distinct, in no particular order */
+            wts[t * K + j] = 0.1f + (rnd_uni() + 1.0f);
+        }
+    if (c->nonfinite && n >= 5) x[(size_t)1 * D + 3] = NAN, x[(size_t)3 * D + 5] = INFINITY;
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        /* the arrays stay allocated: the CUDA backend keys its tables by them */
+        dsv4_w *a1 = malloc((size_t)E * sizeof(dsv4_w)), *a3 = malloc((size_t)E * sizeof(dsv4_w));
+        dsv4_w *a2 = malloc((size_t)E * sizeof(dsv4_w));
+        keep(a1), keep(a3), keep(a2);
+        for (int e = 0; e < E; e++) a1[e] = w1[e].on[s], a3[e] = w3[e].on[s], a2[e] = w2[e].on[s];
+        dsv4_moe_params p = {.n_experts = E,
+                             .k = K,
+                             .dim = D,
+                             .inter = I,
+                             .swiglu_limit = c->limit,
+                             .w1 = a1,
+                             .w3 = a3,
+                             .w2 = a2,
+                             .reference = c->ref};
+        be->act_quant = c->aq;
+        float *dx = bdup(be, x, (size_t)n * D * 4), *dw = bdup(be, wts, (size_t)n * K * 4);
+        int32_t *di = bdup(be, idx, (size_t)n * K * 4);
+        float *dout = bpoison(be, (size_t)n * D * 4);
+        be->moe_experts(be, &p, dx, n, di, dw, dout);
+        res[s] = bhost(be, dout, (size_t)n * D * 4);
+        be->act_quant = false;
+        bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
+    }
+    /* magnitudes: a double-precision pass over the same computation, summing
+     * absolute values (and the sensitivity of silu(g) u to g and u) */
+    const bool q = c->aq && w1[0].w.fmt != DSV4_WF_FLOAT;
+    float *xa = malloc((size_t)n * D * 4);
+    if (q)
+        act_quant_host(x, D, n, D, xa);
+    else
+        memcpy(xa, x, (size_t)n * D * 4);
+    double *mag = calloc((size_t)n * D, sizeof(double)), *mm = malloc((size_t)I * sizeof(double));
+    for (int t = 0; t < n; t++)
+        for (int j = 0; j < K; j++) {
+            const int e = idx[t * K + j];
+            const double wt = wts[t * K + j];
+            for (int r = 0; r < I; r++) {
+                double g = 0, u = 0, mg = 0, mu = 0;
+                for (int i = 0; i < D; i++) {
+                    const double xi = fin(xa[(size_t)t * D + i]), a = w_at_host(&w1[e].w, r, i),
+                                 b = w_at_host(&w3[e].w, r, i);
+                    g += xi * a, u += xi * b, mg += fabs(xi * a), mu += fabs(xi * b);
+                }
+                const double sg = g / (1 + exp(-g));
+                mm[r] = wt * (fabs(sg * u) + 1.2 * fabs(u) * mg + fabs(sg) * mu + 1e-30);
+                if (q) mm[r] *= 1.07; /* FP8 activations: 2^-4 relative */
+            }
+            for (int d = 0; d < D; d++) {
+                double y = 0;
+                for (int r = 0; r < I; r++) y += fabs((double)w_at_host(&w2[e].w, d, r)) * mm[r];
+                mag[(size_t)t * D + d] += y;
+            }
+        }
+    tolspec t = {.tol = 1e-5, .mag = mag, .nonfinite = c->nonfinite};
+    if (c->ref) t.loose = c->aq ? 0x1p-3 : 0x1p-6, t.loose_frac = 0.5;
+    check_f32("out", res[0], res[1], (size_t)n * D, t);
+    free(mag);
+    free(mm);
+    free(xa);
+    free(res[0]);
+    free(res[1]);
+    for (int e = 0; e < E; e++) wmat_free(&w1[e]), wmat_free(&w3[e]), wmat_free(&w2[e]);
+    free(w1);
+    free(w3);
+    free(w2);
+    free(x);
+    free(wts);
+    free(idx);
+    case_end();
+}
+
+static void test_moe(void **state)
+{
+    moe_route_case(13, 37, 3, true, 0, true, 2.5f);
+    moe_route_case(7, 37, 6, false, 0, false, 1.0f);
+    moe_route_case(13, 16, 6, true, 0, true, 1.5f);
+    moe_route_case(1, 129, 8, true, 0, true, 2.5f);
+    moe_route_case(13, 37, 3, false, 64, true, 2.5f);
+    moe_route_case(7, 16, 6, false, 32, false, 1.0f);
+    const moe_spec cs[] = {
+        {WK_BF16, 7, 129, 37, 7, 3, 7.0f, .ref = false},
+        {WK_BF16, 1, 300, 37, 5, 3, 0.0f, .ref = false},
+        {WK_F32, 13, 37, 129, 7, 2, 10.0f, .ref = false},
+        {WK_FP8_E8M0, 7, 129, 37, 7, 3, 7.0f, .ref = false},
+        {WK_FP8_F32, 13, 300, 129, 5, 3, 7.0f, .ref = false},
+        {WK_MXFP4, 7, 160, 96, 7, 3, 7.0f, .ref = false},
+        {WK_NVFP4, 13, 144, 48, 7, 4, 7.0f, .ref = false},
+        {WK_BF16, 7, 129, 37, 7, 3, 7.0f, .ref = true},
+        {WK_FP8_E8M0, 7, 129, 37, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_MXFP4, 13, 160, 96, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_NVFP4, 7, 144, 48, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_MXFP4, 7, 160, 96, 7, 3, 7.0f, .aq = true},
+        {WK_BF16, 7, 129, 37, 7, 3, 7.0f, .nonfinite = true},
+        {WK_FP8_F32, 7, 129, 37, 7, 3, 0.0f, .nonfinite = true},
+        {WK_MXFP4, 7, 160, 96, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) moe_experts_case(&cs[i]);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== the decode state: compress, indexer_topk, attn, kv_store ============= */
+
+enum { L_SLIDE, L_CSA, L_HCA, NL };
+enum { C_IDX, C_CSA, C_HCA, NC }; /* the compressors: CSA indexer keys, CSA rows, HCA rows */
+#define MAXSEQ 3
+
+typedef struct {
+    const char *name;
+    int hd, H, rope, window, P, rc, rh, topk, nI, dI, max_ctx;
+} scen_cfg;
+
+typedef struct {
+    const scen_cfg *c;
+    bool ref, nonfinite;
+    dsv4_layer_state ls[NL];
+    dsv4_kv kv[2];
+    bool live[MAXSEQ];
+    int64_t len[MAXSEQ];
+    int n_seq_pages[MAXSEQ];
+    int32_t *page_table, *free_list;
+    int64_t n_free;
+    float *ape[2][NC], *norm[2][NC], *freqs[2], *sinks[2][NL];
+    size_t slot_bytes, page_bytes;
+} scen;
+
+typedef struct {
+    int layer;
+    bool indexer;
+    int ratio, coff, d;
+} cmp_desc;
+
+static cmp_desc cmp_of(const scen *S, int which)
+{
+    const scen_cfg *c = S->c;
+    if (which == C_IDX) return (cmp_desc){L_CSA, true, c->rc, 2, c->dI};
+    if (which == C_CSA) return (cmp_desc){L_CSA, false, c->rc, 2, c->hd};
+    return (cmp_desc){L_HCA, false, c->rh, 1, c->hd};
+}
+
+/* The layout of engine.c's kv_init, the reset of its seq_reset_state (with
+ * the window ring and the pages poisoned: nothing may read them unwritten). */
+static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite)
+{
+    memset(S, 0, sizeof *S);
+    S->c = c;
+    S->ref = ref;
+    S->nonfinite = nonfinite;
+    size_t so = 0, po = 0;
+    const int hd = c->hd, dI = c->dI;
+    for (int l = 0; l < NL; l++) {
+        dsv4_layer_state *ls = &S->ls[l];
+        ls->win = so;
+        so += (size_t)c->window * hd;
+        if (l == L_CSA) {
+            ls->cmp_rows = 2 * c->rc;
+            ls->cmp_kv = so, so += (size_t)2 * c->rc * 2 * hd;
+            ls->cmp_score = so, so += (size_t)2 * c->rc * 2 * hd;
+            ls->idx_kv = so, so += (size_t)2 * c->rc * 2 * dI;
+            ls->idx_score = so, so += (size_t)2 * c->rc * 2 * dI;
+            ls->pg_cmp = po, po += (size_t)(c->P / c->rc) * hd;
+            ls->pg_idx = po, po += (size_t)(c->P / c->rc) * dI;
+        } else if (l == L_HCA) {
+            ls->cmp_rows = c->rh;
+            ls->cmp_kv = so, so += (size_t)c->rh * hd;
+            ls->cmp_score = so, so += (size_t)c->rh * hd;
+            ls->pg_cmp = po, po += (size_t)(c->P / c->rh) * hd;
+        }
+    }
+    const int mpps = (c->max_ctx + c->P - 1) / c->P;
+    const int64_t n_pages = (int64_t)MAXSEQ * mpps + 2;
+    S->page_table = calloc((size_t)MAXSEQ * mpps, sizeof(int32_t));
+    S->free_list = calloc((size_t)n_pages, sizeof(int32_t));
+    for (int64_t i = 0; i < n_pages; i++) S->free_list[i] = (int32_t)i;
+    for (int64_t i = n_pages - 1; i > 0; i--) { /* pages handed out in no order */
+        int j = rnd_int((int)i + 1);
+        int32_t tmp = S->free_list[i];
+        S->free_list[i] = S->free_list[j], S->free_list[j] = tmp;
+    }
+    S->n_free = n_pages;
+    S->slot_bytes = (size_t)MAXSEQ * so * sizeof(float);
+    S->page_bytes = (size_t)n_pages * po * sizeof(float);
+    float *slots = malloc(S->slot_bytes), *pages = malloc(S->page_bytes);
+    fill_poison(pages, S->page_bytes);
+    for (int s = 0; s < MAXSEQ; s++) {
+        float *b = slots + (size_t)s * so;
+        for (size_t i = 0; i < so; i++) b[i] = 0.0f;
+        for (int l = 0; l < NL; l++) {
+            const dsv4_layer_state *ls = &S->ls[l];
+            fill_poison(b + ls->win, (size_t)c->window * hd * sizeof(float));
+            if (l == L_SLIDE) continue;
+            const size_t w = l == L_CSA ? 2 * (size_t)hd : (size_t)hd;
+            for (size_t i = 0; i < (size_t)ls->cmp_rows * w; i++) b[ls->cmp_score + i] = -INFINITY;
+            if (l == L_CSA)
+                for (size_t i = 0; i < (size_t)ls->cmp_rows * 2 * dI; i++) b[ls->idx_score + i] = -INFINITY;
+        }
+    }
+    /* per-compressor ape and norm, RoPE frequencies (YaRN), sinks */
+    float *ape[NC], *norm[NC], freqs[128], *sinks[NL];
+    for (int k = 0; k < NC; k++) {
+        cmp_desc cd = cmp_of(S, k);
+        ape[k] = rnd_vec((size_t)cd.ratio * cd.coff * cd.d, 1.0f);
+        norm[k] = rnd_vec((size_t)cd.d, 0.1f);
+        for (int i = 0; i < cd.d; i++) norm[k][i] += 1.0f;
+    }
+    dsv4_rope_freqs(160000.0, c->rope, 1, 16.0, 65536.0, 32.0, 1.0, freqs);
+    for (int l = 0; l < NL; l++) sinks[l] = rnd_vec((size_t)c->H, 1.0f);
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        dsv4_kv *kv = &S->kv[s];
+        kv->max_seqs = MAXSEQ;
+        kv->max_ctx = c->max_ctx;
+        kv->page_tokens = c->P;
+        kv->max_pages_per_seq = mpps;
+        kv->n_pages = n_pages;
+        kv->slot_floats = so;
+        kv->page_floats = po;
+        kv->layer = S->ls;
+        kv->slots = bdup(be, slots, S->slot_bytes);
+        kv->pages = bdup(be, pages, S->page_bytes);
+        kv->live = S->live;
+        kv->len = S->len;
+        kv->page_table = S->page_table;
+        kv->n_seq_pages = S->n_seq_pages;
+        kv->free_list = S->free_list;
+        kv->n_free = n_pages;
+        for (int k = 0; k < NC; k++) {
+            cmp_desc cd = cmp_of(S, k);
+            S->ape[s][k] = bdup(be, ape[k], (size_t)cd.ratio * cd.coff * cd.d * 4);
+            S->norm[s][k] = bdup(be, norm[k], (size_t)cd.d * 4);
+        }
+        S->freqs[s] = bdup(be, freqs, (size_t)(c->rope / 2) * 4);
+        for (int l = 0; l < NL; l++) S->sinks[s][l] = bdup(be, sinks[l], (size_t)c->H * 4);
+    }
+    for (int k = 0; k < NC; k++) free(ape[k]), free(norm[k]);
+    for (int l = 0; l < NL; l++) free(sinks[l]);
+    for (int s = 0; s < MAXSEQ; s++) S->live[s] = true;
+    free(slots);
+    free(pages);
+}
+
+static void scen_free(scen *S)
+{
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        bfree(be, S->kv[s].slots);
+        bfree(be, S->kv[s].pages);
+        for (int k = 0; k < NC; k++) bfree(be, S->ape[s][k]), bfree(be, S->norm[s][k]);
+        bfree(be, S->freqs[s]);
+        for (int l = 0; l < NL; l++) bfree(be, S->sinks[s][l]);
+    }
+    free(S->page_table);
+    free(S->free_list);
+}
+
+/* Compare both states, then give the backend under test the CPU's. */
+static void state_check_sync(scen *S, const char *what, tolspec pages_tol)
+{
+    char w[96];
+    float *sa = bhost(side[0], S->kv[0].slots, S->slot_bytes), *sb = bhost(side[1], S->kv[1].slots, S->slot_bytes);
+    float *pa = bhost(side[0], S->kv[0].pages, S->page_bytes), *pb = bhost(side[1], S->kv[1].pages, S->page_bytes);
+    snprintf(w, sizeof w, "%s: slots", what);
+    check_f32(w, sa, sb, S->slot_bytes / 4, EXACT_NF); /* ring poison and -inf scores are legitimate */
+    snprintf(w, sizeof w, "%s: pages", what);
+    pages_tol.nonfinite = true; /* pages not written yet hold the poison */
+    check_f32(w, pa, pb, S->page_bytes / 4, pages_tol);
+    side[1]->upload(side[1], S->kv[1].slots, sa, S->slot_bytes);
+    side[1]->upload(side[1], S->kv[1].pages, pa, S->page_bytes);
+    free(sa), free(sb), free(pa), free(pb);
+}
+
+/* Every compressed row the sequences of this step have completed is finite
+ * on both backends (finite inputs). */
+static void rows_check(scen *S, const dsv4_plan *plan, cmp_desc cd, const char *what)
+{
+    float *pg[2];
+    for (int s = 0; s < 2; s++) pg[s] = bhost(side[s], S->kv[s].pages, S->page_bytes);
+    for (int si = 0; si < plan->n_seg; si++) {
+        const dsv4_seg *sg = &plan->segs[si];
+        const int64_t rows = (sg->pos0 + sg->n) / cd.ratio;
+        for (int s = 0; s < 2; s++) {
+            dsv4_kv kv = S->kv[s];
+            kv.pages = pg[s];
+            for (int64_t r = 0; r < rows; r++) {
+                const float *row = dsv4_kv_cmp_row(&kv, cd.layer, sg->slot, r, cd.ratio, cd.indexer, cd.d);
+                for (int i = 0; i < cd.d; i++)
+                    if (!isfinite(row[i])) {
+                        fail_line(what, "%s: slot %d compressed row %lld element %d is %g (0x%08x)",
+                                  s ? "backend under test" : "cpu", sg->slot, (long long)r, i, (double)row[i],
+                                  bits(row[i]));
+                        r = rows;
+                        break;
+                    }
+            }
+        }
+    }
+    free(pg[0]), free(pg[1]);
+}
+
+static void run_compress(scen *S, const dsv4_plan *plan, int which, bool plant)
+{
+    const cmp_desc cd = cmp_of(S, which);
+    const int T = plan->n_tok, w = cd.coff * cd.d;
+    float *a = rnd_vec((size_t)T * w, 1.0f), *g = rnd_vec((size_t)T * w, 2.0f);
+    if (plant) a[(size_t)(plan->segs[0].t0 + plan->segs[0].n / 2) * w + 3] = NAN;
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *da = bdup(be, a, (size_t)T * w * 4), *dg = bdup(be, g, (size_t)T * w * 4);
+        dsv4_compress_params p = {.layer = cd.layer,
+                                  .indexer = cd.indexer,
+                                  .ratio = cd.ratio,
+                                  .coff = cd.coff,
+                                  .d = cd.d,
+                                  .rope_dim = S->c->rope,
+                                  .ape = S->ape[s][which],
+                                  .norm = S->norm[s][which],
+                                  .freqs = S->freqs[s],
+                                  .norm_eps = 1e-6f,
+                                  .reference = S->ref};
+        be->compress(be, &p, plan, &S->kv[s], da, dg);
+        bfree(be, da), bfree(be, dg);
+    }
+    static const char *const names[NC] = {"compress (CSA indexer keys)", "compress (CSA rows)", "compress (HCA rows)"};
+    tolspec t = {.tol = 1e-5, .scale = 1};
+    if (S->ref) {
+        t.bf16 = true;
+        t.loose = which == C_IDX ? 2.0 : 0.25;
+        t.loose_frac = 0.05;
+    }
+    if (!S->nonfinite) rows_check(S, plan, cd, names[which]);
+    state_check_sync(S, names[which], t);
+    free(a), free(g);
+}
+
+/* The CPU's indexer score of compressed row c for token t (host copy of its
+ * formula); *mag = sum over heads of |w_h scale| sum_i |q_hi key_i|. */
+static float cpu_index_score(const dsv4_kv *kv, const dsv4_indexer_params *p, const dsv4_plan *plan, const float *q,
+                             const float *w, int t, int64_t c, double *mag)
+{
+    const dsv4_seg *sg = &plan->segs[plan->tok_seg[t]];
+    const float *key = dsv4_kv_cmp_row(kv, p->layer, sg->slot, c, p->ratio, true, p->head_dim);
+    float sc = 0;
+    *mag = 0;
+    for (int h = 0; h < p->n_heads; h++) {
+        const float *qh = q + ((size_t)t * p->n_heads + h) * p->head_dim;
+        const float dq = dsv4_cpu_dot_f32(qh, key, p->head_dim);
+        const float wh = p->reference ? dsv4_round_bf16(w[(size_t)t * p->n_heads + h] * p->scale)
+                                      : w[(size_t)t * p->n_heads + h] * p->scale;
+        if (p->reference)
+            sc += dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * wh);
+        else if (dq > 0)
+            sc += wh * dq;
+        double m = 0;
+        for (int i = 0; i < p->head_dim; i++) m += fin(fabs((double)qh[i] * key[i]));
+        *mag += fabs((double)wh) * m;
+    }
+    return p->reference ? dsv4_round_bf16(sc) : sc;
+}
+
+static void run_indexer(scen *S, const dsv4_plan *plan, int32_t *idx_out, int32_t *cnt_out, bool plant)
+{
+    const scen_cfg *c = S->c;
+    const int T = plan->n_tok, K = c->topk;
+    float *q = rnd_vec((size_t)T * c->nI * c->dI, 1.0f), *w = rnd_vec((size_t)T * c->nI, 1.0f);
+    if (plant) q[(size_t)(plan->segs[0].t0) * c->nI * c->dI + c->dI + 2] = NAN; /* its head 1 drops out */
+    dsv4_indexer_params p = {.layer = L_CSA,
+                             .ratio = c->rc,
+                             .n_heads = c->nI,
+                             .head_dim = c->dI,
+                             .topk = K,
+                             .scale = 1.0f / sqrtf((float)c->dI) / sqrtf((float)c->nI),
+                             .reference = S->ref};
+    int32_t *ri[2], *rc[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *dq = bdup(be, q, (size_t)T * c->nI * c->dI * 4), *dw = bdup(be, w, (size_t)T * c->nI * 4);
+        int32_t *di = bpoison(be, (size_t)T * K * 4), *dc = bpoison(be, (size_t)T * 4);
+        be->indexer_topk(be, &p, plan, &S->kv[s], dq, dw, di, dc);
+        ri[s] = bhost(be, di, (size_t)T * K * 4);
+        rc[s] = bhost(be, dc, (size_t)T * 4);
+        bfree(be, dq), bfree(be, dw), bfree(be, di), bfree(be, dc);
+    }
+    /* counts exactly; choices exactly, or swapped only between near-tied
+     * candidates of the CPU's own scores */
+    check_i32("indexer_topk: cnt", rc[0], rc[1], (size_t)T);
+    case_checks++;
+    const double eps = S->ref ? 0x1p-5 : 1e-5;
+    for (int t = 0; t < T; t++) {
+        const int64_t N = (plan->pos[t] + 1) / c->rc;
+        const int want = N < K ? (int)N : K;
+        if (rc[0][t] != want) fail_line("indexer_topk: cnt (cpu)", "token %d: %d, expected %d", t, rc[0][t], want);
+        if (rc[0][t] != rc[1][t] || rc[0][t] != want) continue;
+        const int32_t *a = ri[0] + (size_t)t * K, *b = ri[1] + (size_t)t * K;
+        if (!memcmp(a, b, (size_t)want * 4)) continue;
+        bool ok = true;
+        for (int i = 0; i < want && ok; i++) {
+            bool in_b = false;
+            for (int j = 0; j < want; j++) in_b |= a[i] == b[j];
+            if (in_b) continue;
+            for (int j = 0; j < want && ok; j++) {
+                bool in_a = false;
+                for (int k = 0; k < want; k++) in_a |= b[j] == a[k];
+                if (in_a) continue;
+                if (b[j] < 0 || b[j] >= N) {
+                    ok = false;
+                    break;
+                }
+                double mx, my;
+                const double x = cpu_index_score(&S->kv[0], &p, plan, q, w, t, a[i], &mx),
+                             y = cpu_index_score(&S->kv[0], &p, plan, q, w, t, b[j], &my);
+                if (!(fabs(x - y) <= eps * fmax(fabs(x), fabs(y)) + 1e-5 * fmax(mx, my))) ok = false;
+            }
+        }
+        if (ok)
+            case_ties++;
+        else
+            fail_line("indexer_topk: idx", "token %d (pos %lld): the choices differ beyond near-ties", t,
+                      (long long)plan->pos[t]);
+    }
+    memcpy(idx_out, ri[0], (size_t)T * K * 4);
+    memcpy(cnt_out, rc[0], (size_t)T * 4);
+    for (int s = 0; s < 2; s++) free(ri[s]), free(rc[s]);
+    free(q), free(w);
+}
+
+static int attn_planted_nan; /* the nonfinite scenario must reach some output */
+
+static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *idx, const int32_t *cnt, bool plant)
+{
+    static const char *const names[NL] = {"attn (sliding)", "attn (CSA)", "attn (HCA)"};
+    static const char *const store[NL] = {"kv_store (sliding)", "kv_store (CSA)", "kv_store (HCA)"};
+    const scen_cfg *c = S->c;
+    const int T = plan->n_tok, H = c->H, hd = c->hd, K = c->topk;
+    float *q = rnd_vec((size_t)T * H * hd, 1.0f), *kv = rnd_vec((size_t)T * hd, 1.0f);
+    if (plant) {
+        q[((size_t)plan->segs[0].t0 * H + 1) * hd + 5] = NAN;
+        kv[(size_t)(plan->segs[plan->n_seg - 1].t0) * hd + 7] = INFINITY;
+    }
+    /* the values a query can see: this step's rows, the rings, the pages */
+    double vmax = 0;
+    for (size_t i = 0; i < (size_t)T * hd; i++) vmax = fmax(vmax, fin(fabs((double)kv[i])));
+    const float *pa = S->kv[0].pages; /* the CPU's memory */
+    for (size_t i = 0; i < S->page_bytes / 4; i++) vmax = fmax(vmax, fin(fabs((double)pa[i])));
+    const float *sl = S->kv[0].slots;
+    for (int s = 0; s < MAXSEQ; s++)
+        for (size_t i = 0; i < (size_t)c->window * hd; i++)
+            vmax = fmax(vmax, fin(fabs((double)sl[(size_t)s * S->kv[0].slot_floats + S->ls[layer].win + i])));
+    const int ratio = layer == L_CSA ? c->rc : layer == L_HCA ? c->rh : 0;
+    const dsv4_attn_kind kind = layer == L_CSA ? DSV4_ATTN_CSA : layer == L_HCA ? DSV4_ATTN_HCA : DSV4_ATTN_SLIDING;
+    float *ro[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        float *dq = bdup(be, q, (size_t)T * H * hd * 4), *dkv = bdup(be, kv, (size_t)T * hd * 4);
+        int32_t *di = bdup(be, idx, (size_t)T * K * 4), *dc = bdup(be, cnt, (size_t)T * 4);
+        float *dout = bpoison(be, (size_t)T * H * hd * 4);
+        dsv4_attn_params p = {.layer = layer,
+                              .kind = kind,
+                              .ratio = ratio,
+                              .n_heads = H,
+                              .head_dim = hd,
+                              .window = c->window,
+                              .topk = K,
+                              .scale = 1.0f / sqrtf((float)hd),
+                              .sinks = S->sinks[s][layer],
+                              .reference = S->ref};
+        be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc, dout);
+        ro[s] = bhost(be, dout, (size_t)T * H * hd * 4);
+        be->kv_store(be, layer, c->window, hd, plan, &S->kv[s], dkv);
+        bfree(be, dq), bfree(be, dkv), bfree(be, di), bfree(be, dc), bfree(be, dout);
+    }
+    tolspec t = {.tol = 1e-5, .scale = vmax, .nonfinite = S->nonfinite};
+    if (S->ref) t.loose = 0x1p-7, t.loose_frac = 0.25;
+    check_f32(names[layer], ro[0], ro[1], (size_t)T * H * hd, t);
+    if (plant)
+        for (size_t i = 0; i < (size_t)T * H * hd; i++) attn_planted_nan += !isfinite(ro[0][i]);
+    state_check_sync(S, store[layer], EXACT);
+    free(ro[0]), free(ro[1]);
+    free(q), free(kv);
+}
+
+typedef struct {
+    int slot, n;
+} segdef;
+
+/* Six steps of three sequences: prefills of 7..37 tokens next to decodes,
+ * segments out of slot order, one sequence sitting a step out. */
+static const segdef steps[][4] = {
+    {{1, 13}, {0, 7}, {2, 1}, {-1, 0}}, {{0, 1}, {2, 30}, {1, 4}, {-1, 0}}, {{2, 1}, {0, 19}, {1, 11}, {-1, 0}},
+    {{1, 1}, {0, 1}, {2, 1}, {-1, 0}},  {{0, 33}, {2, 2}, {-1, 0}},         {{1, 37}, {0, 3}, {2, 5}, {-1, 0}},
+};
+
+static void scenario(const scen_cfg *c, bool ref, bool nonfinite)
+{
+    case_begin("state %s (head_dim %d, %d heads, window %d, page %d, CSA 1/%d top-%d, HCA 1/%d)%s%s", c->name, c->hd,
+               c->H, c->window, c->P, c->rc, c->topk, c->rh, ref ? " reference" : "", nonfinite ? " NaN/Inf" : "");
+    scen S;
+    scen_init(&S, c, ref, nonfinite);
+    attn_planted_nan = 0;
+    const int n_steps = (int)(sizeof steps / sizeof steps[0]);
+    for (int st = 0; st < n_steps; st++) {
+        dsv4_seg segs[4];
+        int n_seg = 0, T = 0;
+        for (int i = 0; i < 4 && steps[st][i].slot >= 0; i++) {
+            const int sl = steps[st][i].slot, n = steps[st][i].n;
+            segs[n_seg++] = (dsv4_seg){.slot = sl, .pos0 = S.len[sl], .n = n, .t0 = T};
+            T += n;
+            /* the pages the step needs, as dsv4_step reserves them */
+            const int64_t want = (S.len[sl] + n + c->P - 1) / c->P;
+            while (S.n_seq_pages[sl] < want) {
+                if (S.n_free == 0) fail_msg("test bug: page pool too small");
+                S.page_table[(size_t)sl * S.kv[0].max_pages_per_seq + S.n_seq_pages[sl]++] = S.free_list[--S.n_free];
+            }
+        }
+        int32_t *tok = malloc((size_t)T * 4), *tseg = malloc((size_t)T * 4);
+        int64_t *pos = malloc((size_t)T * 8);
+        for (int si = 0; si < n_seg; si++)
+            for (int i = 0; i < segs[si].n; i++) {
+                tok[segs[si].t0 + i] = rnd_int(50);
+                pos[segs[si].t0 + i] = segs[si].pos0 + i;
+                tseg[segs[si].t0 + i] = si;
+            }
+        dsv4_plan plan = {.n_tok = T, .n_seg = n_seg, .segs = segs, .tokens = tok, .pos = pos, .tok_seg = tseg};
+        S.kv[0].pt_version = S.kv[1].pt_version = ++pt_versions; /* pages were reserved (and the kv is new) */
+        for (int s = 0; s < 2; s++) side[s]->step_begin(side[s], &plan, &S.kv[s]);
+        const bool plant = nonfinite && st == 2;
+        int32_t *idx = calloc((size_t)T * c->topk, 4), *cnt = calloc((size_t)T, 4);
+        for (int l = 0; l < NL; l++) {
+            /* forward.c's order: indexer keys, rows, top-k, attention, ring */
+            if (l == L_CSA) {
+                run_compress(&S, &plan, C_IDX, false);
+                run_compress(&S, &plan, C_CSA, false);
+                run_indexer(&S, &plan, idx, cnt, plant);
+            } else if (l == L_HCA) {
+                run_compress(&S, &plan, C_HCA, plant);
+            }
+            run_attn(&S, &plan, l, idx, cnt, plant);
+        }
+        for (int si = 0; si < n_seg; si++) S.len[segs[si].slot] += segs[si].n;
+        free(idx), free(cnt), free(tok), free(tseg), free(pos);
+    }
+    if (nonfinite && !attn_planted_nan) fail_line("harness", "the planted NaN/Inf reached no attention output");
+    scen_free(&S);
+    case_end();
+}
+
+static const scen_cfg cfg_small = {"small", .hd = 90, .H = 3,    .rope = 16, .window = 5, .P = 24,
+                                   .rc = 4, .rh = 8,  .topk = 5, .nI = 3,    .dI = 64,    .max_ctx = 96};
+static const scen_cfg cfg_wide = {"wide",  .hd = 300, .H = 2,    .rope = 64, .window = 7, .P = 32,
+                                  .rc = 4, .rh = 16,  .topk = 3, .nI = 5,    .dI = 128,   .max_ctx = 96};
+
+static void test_state_plain(void **state)
+{
+    scenario(&cfg_small, false, false);
+    scenario(&cfg_wide, false, false);
+    assert_int_equal(n_fail, 0);
+}
+
+static void test_state_reference(void **state)
+{
+    scenario(&cfg_small, true, false);
+    scenario(&cfg_wide, true, false);
+    assert_int_equal(n_fail, 0);
+}
+
+static void test_state_nonfinite(void **state)
+{
+    scenario(&cfg_small, false, true);
+    assert_int_equal(n_fail, 0);
+}
+
+/* ==== the harness itself ================================================== */
+
+/* Broken ops: each must be caught. They wrap a second CPU backend. */
+static dsv4_backend *real;
+static void bad_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    real->linear(be, w, x, ldx, n > 1 ? n - 1 : n, y, ldy); /* leaves the last token unwritten */
+}
+static void bad_linear_value(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    real->linear(be, w, x, ldx, n, y, ldy);
+    y[0] += 0.01f; /* CPU memory */
+}
+static void bad_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+{
+    real->swiglu(be, g, u, n, 0.0f, m); /* ignores the clamp */
+}
+static void bad_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
+                     const int64_t *pos, const float *freqs, bool inverse)
+{
+    real->rope(be, x, n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, freqs, !inverse);
+}
+static void bad_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
+                         const float *kv_new)
+{
+}
+static void bad_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                     const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
+{
+    dsv4_attn_params p2 = *p;
+    p2.reference = !p->reference;
+    real->attn(be, &p2, plan, kv, q, kv_new, idx, cnt, out);
+}
+static void bad_indexer(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                        const float *q, const float *w, int32_t *idx, int32_t *cnt)
+{
+    dsv4_indexer_params p2 = *p;
+    p2.topk = p->topk > 1 ? p->topk - 1 : 1;
+    real->indexer_topk(be, &p2, plan, kv, q, w, idx, cnt);
+}
+/* Not broken: the CPU's scores, exact ties going to the higher index. The
+ * choices differ from the CPU's only between equal scores: accepted. */
+static int ties_reversed;
+static void ties_indexer(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                         const float *q, const float *w, int32_t *idx, int32_t *cnt)
+{
+    for (int t = 0; t < plan->n_tok; t++) {
+        const int N = (int)((plan->pos[t] + 1) / p->ratio), k = N < p->topk ? N : p->topk;
+        float *sc = malloc((size_t)(N > 0 ? N : 1) * sizeof(float));
+        bool *taken = calloc((size_t)(N > 0 ? N : 1), sizeof(bool));
+        double mag;
+        for (int c = 0; c < N; c++) sc[c] = cpu_index_score(kv, p, plan, q, w, t, c, &mag);
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int c = N - 1; c >= 0; c--)
+                if (!taken[c] && (best < 0 || sc[c] > sc[best])) best = c;
+            for (int c = 0; c < best; c++) ties_reversed += !taken[c] && sc[c] == sc[best];
+            taken[best] = true;
+        }
+        for (int c = 0, m = 0; c < N; c++)
+            if (taken[c]) idx[(size_t)t * p->topk + m++] = c;
+        cnt[t] = k;
+        free(sc);
+        free(taken);
+    }
+}
+static void bad_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
+                         const float *a, const float *g)
+{
+    dsv4_compress_params p2 = *p;
+    p2.norm_eps = 1e-2f;
+    real->compress(be, &p2, plan, kv, a, g);
+}
+static void bad_moe(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                    const float *wts, float *out)
+{
+    dsv4_moe_params p2 = *p;
+    p2.reference = !p->reference;
+    real->moe_experts(be, &p2, x, n, idx, wts, out);
+}
+
+/* Run fn against a backend with one op replaced; it must record failures. */
+static void expect_caught(const char *what, dsv4_backend *broken, void (*fn)(void))
+{
+    dsv4_backend *saved = side[1];
+    side[1] = broken;
+    const int before = n_fail, cases = case_no;
+    quiet = true;
+    fn();
+    quiet = false;
+    const int caught = n_fail - before;
+    n_fail = before;
+    case_no = cases;
+    side[1] = saved;
+    printf("harness: %-58s %s (%d failed checks)\n", what, caught ? "caught" : "NOT CAUGHT", caught);
+    if (!caught) n_fail++;
+}
+
+static void run_lin(void)
+{
+    const lin_spec c = {WK_FP8_E8M0, 7, 150, 300, 128, 128, .ypad = 3};
+    linear_case(&c);
+}
+static void run_swiglu(void)
+{
+    swiglu_case(300, 7.0f, false, false);
+}
+static void run_rope(void)
+{
+    rope_case(7, 3, 90, 16, 5, false, true, false);
+}
+static void run_state(void)
+{
+    scenario(&cfg_small, false, false);
+}
+static void run_state_ref(void)
+{
+    scenario(&cfg_small, true, false);
+}
+static void run_state_ref_ties(void)
+{
+    ties_reversed = 0;
+    scenario(&cfg_small, true, false);
+    printf("harness: %-58s %d ties went the other way, %d accepted as near-ties\n",
+           "indexer_topk breaking ties the other way", ties_reversed, case_ties);
+    if (!ties_reversed || !case_ties) fail_line("harness", "the tie-breaking case was not exercised");
+}
+static void run_moe_ref(void)
+{
+    const moe_spec c = {WK_BF16, 7, 129, 37, 7, 3, 7.0f, .ref = true};
+    moe_experts_case(&c);
+}
+
+static void test_harness(void **state)
+{
+    /* the comparison on hand-made results */
+    case_begin("harness: comparisons on hand-made results");
+    quiet = true;
+    float r[100], g[100];
+    for (int i = 0; i < 100; i++) r[i] = g[i] = dsv4_round_bf16((float)(i - 50) * 0.37f);
+    const tolspec t5 = {.tol = 1e-5};
+    struct {
+        const char *what;
+        int idx;
+        float val;
+        tolspec t;
+        bool pass;
+    } cs[] = {
+        {"identical", -1, 0, t5, true},
+        {"within tolerance", 10, 0, t5, true},
+        {"over tolerance", 10, 0, t5, false},
+        {"NaN where the CPU is finite", 20, NAN, t5, false},
+        {"the poison (unwritten) where the CPU is finite", 21, 0, t5, false},
+        {"Inf where the CPU is finite, non-finite allowed", 22, INFINITY, {.tol = 1e-5, .nonfinite = true}, false},
+        {"not BF16-exact", 23, 0, {.tol = 1e-2, .bf16 = true}, false},
+        {"one loose element of 100 allowed 5%", 10, 0, {.tol = 1e-6, .loose = 1e-3, .loose_frac = 0.05}, true},
+        {"beyond the loose bound", 10, 0, {.tol = 1e-6, .loose = 1e-5, .loose_frac = 0.05}, false},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        memcpy(g, r, sizeof g);
+        if (cs[k].idx >= 0) g[cs[k].idx] = cs[k].val;
+        if (k == 1) g[10] = r[10] * (1 + 5e-6f);
+        if (k == 2 || k == 8) g[10] = r[10] * (1 + 3e-5f);
+        if (k == 4) memcpy(&g[21], &(uint32_t){POISON}, 4);
+        if (k == 6) g[23] = r[23] * (1 + 1e-5f);
+        if (k == 7) g[10] = r[10] * (1 + 1e-4f);
+        const int before = n_fail;
+        check_f32(cs[k].what, r, g, 100, cs[k].t);
+        const bool passed = n_fail == before;
+        n_fail = before;
+        if (passed != cs[k].pass) {
+            quiet = false;
+            fail_line(cs[k].what, "the comparison %s", passed ? "passed" : "failed");
+            quiet = true;
+        }
+    }
+    /* NaN / Inf placement with non-finite inputs */
+    float a[4] = {NAN, INFINITY, 1.0f, -INFINITY}, b[4] = {NAN, INFINITY, 1.0f, -INFINITY};
+    int before = n_fail;
+    check_f32("same NaN/Inf places", a, b, 4, EXACT_NF);
+    bool ok1 = n_fail == before;
+    b[3] = INFINITY;
+    check_f32("Inf of the other sign", a, b, 4, EXACT_NF);
+    bool ok2 = n_fail == before + 1;
+    b[3] = -INFINITY, b[2] = NAN;
+    check_f32("NaN where the CPU has a number", a, b, 4, EXACT_NF);
+    bool ok3 = n_fail == before + 2;
+    b[2] = 1.0f, b[0] = 2.0f;
+    check_f32("a number where the CPU has NaN", a, b, 4, EXACT_NF);
+    bool ok4 = n_fail == before + 3;
+    float pad[6];
+    fill_poison(pad, sizeof pad);
+    pad[5] = 0;
+    check_pad("a written gap", pad, 2, 2, 3);
+    bool ok5 = n_fail == before + 4;
+    n_fail = before;
+    quiet = false;
+    if (!ok1 || !ok2 || !ok3 || !ok4 || !ok5) fail_line("non-finite placement", "%d%d%d%d%d", ok1, ok2, ok3, ok4, ok5);
+    case_end();
+
+    /* broken ops against a second CPU backend */
+    real = dsv4_backend_cpu_create(2);
+    dsv4_backend broken = *real;
+    broken.linear = bad_linear;
+    expect_caught("linear that skips its last token", &broken, run_lin);
+    broken = *real, broken.linear = bad_linear_value;
+    expect_caught("linear with one output off by 0.01", &broken, run_lin);
+    broken = *real, broken.swiglu = bad_swiglu;
+    expect_caught("swiglu without its clamp", &broken, run_swiglu);
+    broken = *real, broken.rope = bad_rope;
+    expect_caught("rope rotating the wrong way", &broken, run_rope);
+    broken = *real, broken.kv_store = bad_kv_store;
+    expect_caught("kv_store that stores nothing", &broken, run_state);
+    broken = *real, broken.compress = bad_compress;
+    expect_caught("compress with the wrong norm eps", &broken, run_state);
+    broken = *real, broken.indexer_topk = bad_indexer;
+    expect_caught("indexer_topk keeping one too few", &broken, run_state);
+    broken = *real, broken.indexer_topk = ties_indexer;
+    {
+        dsv4_backend *saved = side[1];
+        const int cases = case_no, fails0 = n_fail;
+        side[1] = &broken;
+        quiet = true;
+        run_state_ref_ties();
+        quiet = false;
+        side[1] = saved;
+        case_no = cases;
+        if (n_fail != fails0)
+            printf("harness: the tie-breaking indexer was REJECTED (%d failed checks)\n", n_fail - fails0);
+    }
+    broken = *real, broken.attn = bad_attn;
+    expect_caught("attn ignoring reference numerics", &broken, run_state_ref);
+    broken = *real, broken.moe_experts = bad_moe;
+    expect_caught("moe_experts ignoring reference numerics", &broken, run_moe_ref);
+    real->destroy(real);
+    real = NULL;
+    assert_int_equal(n_fail, 0);
+}
+
+static int reset_failures(void **state)
+{
+    n_fail = 0;
+    return 0;
+}
+
+int main(void)
+{
+    const char *st = getenv("DSV4_OPS_SELFTEST");
+    selftest = st && *st && strcmp(st, "0") != 0;
+    const char *sd = getenv("DSV4_OPS_SEED");
+    if (sd && *sd) base_seed = strtoull(sd, NULL, 0);
+    if (!selftest) {
+#ifndef DSV4_HAVE_CUDA
+        printf("test_ops_cuda: this build has no CUDA backend: skipped (DSV4_OPS_SELFTEST=1 checks the harness, "
+               "CPU against CPU)\n");
+        return 77;
+#else
+        if (dsv4_cuda_device_count() <= 0) {
+            printf("test_ops_cuda: no CUDA device: skipped (DSV4_OPS_SELFTEST=1 checks the harness, CPU against "
+                   "CPU)\n");
+            return 77;
+        }
+#endif
+    }
+    side[0] = dsv4_backend_cpu_create(1);
+    if (selftest) {
+        side[1] = dsv4_backend_cpu_create(2);
+    } else {
+#ifdef DSV4_HAVE_CUDA
+        char err[256];
+        side[1] = dsv4_backend_cuda_create(0, err, sizeof err);
+        if (!side[1]) {
+            printf("test_ops_cuda: %s: skipped\n", err);
+            side[0]->destroy(side[0]);
+            return 77;
+        }
+#endif
+    }
+    if (!side[0] || !side[1]) {
+        printf("test_ops_cuda: cannot create the backends\n");
+        return 1;
+    }
+    printf("test_ops_cuda: %s (%s) against the CPU reference (%s); base seed %llu (DSV4_OPS_SEED), case seed = base "
+           "+ case number\n",
+           selftest ? "a second CPU backend, DSV4_OPS_SELFTEST" : side[1]->name, side[1]->device, side[0]->device,
+           (unsigned long long)base_seed);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_harness, reset_failures),
+        cmocka_unit_test_setup(test_embed, reset_failures),
+        cmocka_unit_test_setup(test_linear, reset_failures),
+        cmocka_unit_test_setup(test_norms_rope, reset_failures),
+        cmocka_unit_test_setup(test_elementwise, reset_failures),
+        cmocka_unit_test_setup(test_hc, reset_failures),
+        cmocka_unit_test_setup(test_moe, reset_failures),
+        cmocka_unit_test_setup(test_state_plain, reset_failures),
+        cmocka_unit_test_setup(test_state_reference, reset_failures),
+        cmocka_unit_test_setup(test_state_nonfinite, reset_failures),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    side[1]->destroy(side[1]);
+    side[0]->destroy(side[0]);
+    for (int i = 0; i < n_kept; i++) free(kept[i]);
+    return rc;
+}
