@@ -1,29 +1,40 @@
 /*
  * linear.cu - y = W x for every weight format, on the GPU.
  *
- * Correctness-first: one warp per (output row, token), lanes striding the
- * input dimension, a fixed butterfly reduction: each output is the same
- * computation whatever the batch. Weights are decoded in registers from their
+ * One warp per (output row, group of up to 8 tokens): the row is read 16
+ * bytes per lane at a time and decoded once for the whole group
+ * (rowdot.cuh), with a fixed butterfly reduction per token: each output is
+ * the same computation whatever the batch. Weights are decoded in registers from their
  * checkpoint format (BF16/F16/F32, FP8 block-scaled, MXFP4, NVFP4). In
  * reference numerics the activations in front of FP8/FP4 weights are first
  * quantised to FP8 per 128 (the reference's act_quant).
  */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/rowdot.cuh"
 
 #define LIN_WARPS 8
+#define LIN_TOK 8 /* tokens per warp: each weight element is decoded once for all of them */
 
-__global__ void k_linear(wdesc w, const float *x, int ldx, float *y, int ldy)
+/* One warp per (output row, group of up to LIN_TOK tokens). Every token's
+ * dot product runs over the same lane-strided indices in the same order and
+ * reduces with the same butterfly, so a token's output does not depend on
+ * which or how many tokens share its warp (batch invariance, and the same
+ * bits as one token per warp). */
+__global__ void k_linear(wdesc w, const float *x, int ldx, int n, float *y, int ldy)
 {
     const int lane = threadIdx.x & 31;
     const int64_t r = (int64_t)blockIdx.x * LIN_WARPS + (threadIdx.x >> 5);
-    const int t = blockIdx.y;
+    const int t0 = blockIdx.y * LIN_TOK;
+    const int nt = n - t0 < LIN_TOK ? n - t0 : LIN_TOK;
     if (r >= w.rows) return;
-    const float *xt = x + (size_t)t * ldx;
-    const int64_t ra = w.row0 + r;
-    float acc = 0;
-    for (int64_t i = lane; i < w.cols; i += 32) acc += xt[i] * w_at(w, ra, i);
-    acc = warp_sum(acc);
-    if (lane == 0) y[(size_t)t * ldy + r] = acc;
+    float acc[LIN_TOK];
+#pragma unroll
+    for (int k = 0; k < LIN_TOK; k++) acc[k] = 0;
+    row_dot<LIN_TOK>(w, w.row0 + r, x + (size_t)t0 * ldx, ldx, nt, acc);
+#pragma unroll
+    for (int k = 0; k < LIN_TOK; k++) {
+        const float v = warp_sum(acc[k]);
+        if (lane == 0 && k < nt) y[(size_t)(t0 + k) * ldy + r] = v;
+    }
 }
 
 __global__ void k_act_quant(const float *x, int ldx, int in, float *out)
@@ -56,7 +67,7 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
         x = xq;
         ldx = (int)w->ne[1];
     }
-    dim3 grid((unsigned)((w->ne[0] + LIN_WARPS - 1) / LIN_WARPS), (unsigned)n);
-    k_linear<<<grid, 32 * LIN_WARPS, 0, im->stream>>>(wdesc_of(w), x, ldx, y, ldy);
+    dim3 grid((unsigned)((w->ne[0] + LIN_WARPS - 1) / LIN_WARPS), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
+    k_linear<<<grid, 32 * LIN_WARPS, 0, im->stream>>>(wdesc_of(w), x, ldx, n, y, ldy);
     CK_LAUNCH();
 }

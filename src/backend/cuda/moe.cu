@@ -8,7 +8,7 @@
  * token sums its slots in ascending expert id, the CPU's fixed order. Expert
  * descriptors are uploaded once per layer and kept.
  */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/rowdot.cuh"
 
 #include <string.h>
 
@@ -89,10 +89,8 @@ __global__ void k_expert_gate_up(const wdesc *w1, const wdesc *w3, const float *
     const float *xt = x + (size_t)(ts / k) * D;
     const wdesc a = w1[e], b = w3[e];
     float g = 0, u = 0;
-    for (int i = lane; i < D; i += 32) {
-        g += xt[i] * w_at(a, a.row0 + r, i);
-        u += xt[i] * w_at(b, b.row0 + r, i);
-    }
+    row_dot<1>(a, a.row0 + r, xt, D, 1, &g);
+    row_dot<1>(b, b.row0 + r, xt, D, 1, &u);
     g = warp_sum(g);
     u = warp_sum(u);
     if (lane == 0) {
@@ -125,7 +123,7 @@ __global__ void k_expert_down(const wdesc *w2, const float *M, int I, int k, con
     const wdesc w = w2[idx[ts]];
     const float *m = M + (size_t)ts * I;
     float y = 0;
-    for (int i = lane; i < I; i += 32) y += m[i] * w_at(w, w.row0 + r, i);
+    row_dot<1>(w, w.row0 + r, m, I, 1, &y);
     y = warp_sum(y);
     if (lane == 0) Y[(size_t)ts * D + r] = reference ? dsv4_round_bf16(y) : y;
 }

@@ -1,0 +1,119 @@
+/*
+ * rowdot.cuh - one warp's dot products of a weight row with up to NT token
+ * rows, reading the weights 16 bytes per lane at a time.
+ *
+ * A row is cut into 16-byte chunks (16 FP8, 32 FP4, 8 BF16/F16 or 4 F32
+ * elements); lane l takes chunks l, l + 32, ..., decodes each chunk into
+ * registers with the same values as w_at (branch-free decoders below) and
+ * accumulates the chunk's elements in order into each token's sum; the warp
+ * then reduces with the fixed butterfly. Every token's sum is the same
+ * sequence of operations whatever the other tokens are (batch invariance).
+ * Rows whose bytes are not whole chunks (or are misaligned) take the scalar
+ * path: lanes stride single elements through w_at.
+ */
+#ifndef DSV4_BACKEND_CUDA_ROWDOT_CUH
+#define DSV4_BACKEND_CUDA_ROWDOT_CUH
+
+#include "backend/cuda/common.cuh"
+
+/* E4M3 by bit placement: exponent and mantissa at FP32's top mantissa bits
+ * give the value times 2^-120 (subnormals land on FP32 subnormals); S.1111.111
+ * is NaN. Exact, equal to dsv4_e4m3_to_f32. */
+__device__ __forceinline__ float fp8_val(uint32_t b)
+{
+    const float v = __uint_as_float(((b & 0x7fu) << 20) | ((b & 0x80u) << 24)) * 0x1p120f;
+    return (b & 0x7fu) == 0x7fu ? __int_as_float(0x7fc00000) : v;
+}
+
+/* E2M1 {0, .5, 1, 1.5, 2, 3, 4, 6} with sign, equal to dsv4_e2m1_to_f32. */
+__device__ __forceinline__ float e2m1_val(uint32_t c)
+{
+    const uint32_t m = c & 7u;
+    const uint32_t bits = m < 2u ? (m ? 0x3f000000u : 0u) : ((((m >> 1) + 126u) << 23) | ((m & 1u) << 22));
+    return __uint_as_float(bits | ((c & 8u) << 28));
+}
+
+/* Elements per 16-byte chunk of each element kind (RK_*, common.cuh). */
+template <int K> struct rk_elems {
+    static constexpr int n = K == RK_F32 ? 4 : K <= RK_F16 ? 8 : K == RK_FP8 ? 16 : 32;
+};
+
+/* Decode 16-byte chunk c of absolute row ra into wv[rk_elems<K>::n]. */
+template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, int64_t ra, int64_t c, float *wv)
+{
+    const uint4 q = __ldg((const uint4 *)((const char *)w.data + ra * w.row_bytes) + c);
+    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+    if constexpr (K == RK_F32) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) wv[e] = __uint_as_float(u[e]);
+    } else if constexpr (K == RK_BF16 || K == RK_F16) {
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const uint16_t h = (uint16_t)(u[e >> 1] >> (16 * (e & 1)));
+            wv[e] = K == RK_BF16 ? __uint_as_float((uint32_t)h << 16) : dsv4_f16_to_f32(h);
+        }
+    } else if constexpr (K == RK_FP8) {
+        const int64_t k = (ra / w.br) * w.scale_cols + (c * 16) / w.bc;
+        const float s = w.sdtype == DSV4_DT_F32 ? ((const float *)w.scale)[k]
+                                                : dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
+#pragma unroll
+        for (int e = 0; e < 16; e++) wv[e] = fp8_val((u[e >> 2] >> (8 * (e & 3))) & 0xffu) * s;
+    } else if constexpr (K == RK_MXFP4) {
+        const float s = dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[ra * w.scale_cols + c]);
+#pragma unroll
+        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * s;
+    } else { /* NVFP4: two groups of 16, value * e4m3 scale * global scale as w_at */
+        const uint8_t *sr = (const uint8_t *)w.scale + ra * w.scale_cols + 2 * c;
+        const float s0 = fp8_val(sr[0]), s1 = fp8_val(sr[1]);
+#pragma unroll
+        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * (e < 16 ? s0 : s1) * w.scale2;
+    }
+}
+
+template <int NT, int K>
+__device__ __forceinline__ void row_dot_chunks(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
+                                               float *acc)
+{
+    constexpr int NE = rk_elems<K>::n;
+    const int lane = threadIdx.x & 31;
+    const int64_t nch = w.row_bytes / 16;
+    for (int64_t c = lane; c < nch; c += 32) {
+        float wv[NE];
+        chunk_decode<K>(w, ra, c, wv);
+        const int64_t i0 = c * NE;
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            if (t < nt) {
+                const float *xt = x + (size_t)t * ldx + i0;
+                float a = acc[t];
+#pragma unroll
+                for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
+                acc[t] = a;
+            }
+        }
+    }
+}
+
+/* acc[t] (t < nt) += W[ra, :] . x[t, :] over this lane's share; reduce after. */
+template <int NT>
+__device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float *x, int ldx, int nt, float *acc)
+{
+    switch (w.vec) {
+    case 1 + RK_F32: row_dot_chunks<NT, RK_F32>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_BF16: row_dot_chunks<NT, RK_BF16>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_F16: row_dot_chunks<NT, RK_F16>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_FP8: row_dot_chunks<NT, RK_FP8>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_MXFP4: row_dot_chunks<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_NVFP4: row_dot_chunks<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc); return;
+    default: break;
+    }
+    const int lane = threadIdx.x & 31;
+    for (int64_t i = lane; i < w.cols; i += 32) {
+        const float wv = w_at(w, ra, i);
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            if (t < nt) acc[t] = fmaf(x[(size_t)t * ldx + i], wv, acc[t]);
+    }
+}
+
+#endif
