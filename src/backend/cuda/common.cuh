@@ -33,7 +33,7 @@ static inline void cuda_check(cudaError_t e, const char *what, const char *file,
 }
 #define CK_LAUNCH() CK(cudaGetLastError())
 
-enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_SAMPLE, CS_COUNT };
+enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_SAMPLE, CS_HC, CS_COUNT };
 
 /* Weight descriptor as kernels see it. */
 struct wdesc {
@@ -214,6 +214,8 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
 
 /* op family entry points (each .cu file), installed by cuda_backend.cu */
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+/* y = W x for a weight given as a descriptor (no act_quant). */
+void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
 void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y);
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim);

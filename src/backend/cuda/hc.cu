@@ -1,65 +1,94 @@
 /*
  * hc.cu - manifold-constrained hyper-connections on the GPU: hc_pre (mixing
  * coefficients with Sinkhorn, collapse), hc_post (expand + mix) and the final
- * HC head. One block per token; the Sinkhorn iterations of a token run in one
- * thread (hc x hc is tiny) through the same dsv4_hc_split as the CPU backend.
+ * HC head. The mixing logits are one linear over the step's tokens; the
+ * Sinkhorn iterations of a token run in one thread (hc x hc is tiny) through
+ * the same dsv4_hc_split as the CPU backend; the collapse is elementwise.
  */
 #include "backend/cuda/common.cuh"
 #include "backend/hc_math.h"
 
+#include <string.h>
+
 #define HC_MAX 16
 
-__global__ void k_hc_pre(dsv4_hc_params p, const float *X, float *u, float *post, float *comb, bool head)
+/* Per token: rho = 1 / RMS of the streams, the mixing logits m (raw dot
+ * products, from the linear) times rho, then Sinkhorn (or the head's
+ * sigmoid) into pre (scratch), post and comb. */
+__global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, float *pre_out, float *post,
+                           float *comb, bool head)
 {
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
-    __shared__ float pre[HC_MAX];
-    const int t = blockIdx.x, hc = p.hc, D = p.dim, F = hc * D;
+    const int t = blockIdx.x, hc = p.hc, F = hc * p.dim;
     const int n_mix = head ? hc : (2 + hc) * hc;
     const float *x = X + (size_t)t * F;
     float s = 0;
     for (int i = threadIdx.x; i < F; i += blockDim.x) s += x[i] * x[i];
     s = block_sum(s, sh);
     const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
-    /* one warp per mixing row */
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int r = wid; r < n_mix; r += nw) {
-        float a = 0;
-        for (int i = lane; i < F; i += 32) a += p.fn[(size_t)r * F + i] * x[i];
-        a = warp_sum(a);
-        if (lane == 0) m[r] = a * rho;
-    }
+    for (int r = threadIdx.x; r < n_mix; r += blockDim.x) m[r] = mraw[(size_t)t * n_mix + r] * rho;
     __syncthreads();
     if (threadIdx.x == 0) {
+        float *pre = pre_out + (size_t)t * hc;
         if (head) {
             for (int i = 0; i < hc; i++) pre[i] = dsv4_sigmoid(m[i] * p.scale[0] + p.base[i]) + p.hc_eps;
         } else {
             dsv4_hc_split(m, p.scale, p.base, hc, p.sinkhorn_iters, p.hc_eps, pre, post + (size_t)t * hc,
-                     comb + (size_t)t * hc * hc);
+                          comb + (size_t)t * hc * hc);
         }
     }
-    __syncthreads();
-    for (int d = threadIdx.x; d < D; d += blockDim.x) {
-        float a = 0;
-        for (int i = 0; i < hc; i++) a += pre[i] * x[(size_t)i * D + d];
-        u[(size_t)t * D + d] = a;
-    }
+}
+
+/* u[t, d] = sum_i pre[t, i] X[t, i, d] */
+__global__ void k_hc_collapse(int hc, int D, int n, const float *X, const float *pre, float *u)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= (int64_t)n * D) return;
+    const int t = (int)(id / D), d = (int)(id % D);
+    const float *x = X + (size_t)t * hc * D, *pt = pre + (size_t)t * hc;
+    float a = 0;
+    for (int i = 0; i < hc; i++) a += pt[i] * x[(size_t)i * D + d];
+    u[id] = a;
+}
+
+/* The mixing logits as one linear over all tokens (fn read once per group of
+ * tokens, spread over the GPU), the per-token split, then the collapse. */
+static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
+                       float *comb, bool head)
+{
+    if (n <= 0) return;
+    if (p->hc > HC_MAX) abort(); /* refused at config load */
+    cuda_impl *im = impl_of(be);
+    const int hc = p->hc, F = hc * p->dim, n_mix = head ? hc : (2 + hc) * hc;
+    float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * (n_mix + hc) * sizeof(float));
+    float *pre = mraw + (size_t)n * n_mix;
+    wdesc w;
+    memset(&w, 0, sizeof w);
+    w.data = p->fn;
+    w.fmt = DSV4_WF_FLOAT;
+    w.dtype = DSV4_DT_F32;
+    w.rows = n_mix;
+    w.cols = F;
+    w.br = w.bc = 128;
+    w.row_bytes = (int64_t)F * 4;
+    w.vec = w.row_bytes % 16 == 0 && (uintptr_t)p->fn % 16 == 0 ? 1 + RK_F32 : 0;
+    cuda_linear_desc(be, w, X, F, n, mraw, n_mix);
+    k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, pre, post, comb, head);
+    CK_LAUNCH();
+    const int64_t total = (int64_t)n * p->dim;
+    k_hc_collapse<<<(unsigned)((total + 255) / 256), 256, 0, im->stream>>>(hc, p->dim, n, X, pre, u);
+    CK_LAUNCH();
 }
 
 void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post, float *comb)
 {
-    if (n <= 0) return;
-    if (p->hc > HC_MAX) abort(); /* refused at config load */
-    k_hc_pre<<<n, 256, 0, impl_of(be)->stream>>>(*p, X, u, post, comb, false);
-    CK_LAUNCH();
+    hc_pre_run(be, p, X, n, u, post, comb, false);
 }
 
 void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
 {
-    if (n <= 0) return;
-    if (p->hc > HC_MAX) abort();
-    k_hc_pre<<<n, 256, 0, impl_of(be)->stream>>>(*p, X, u, NULL, NULL, true);
-    CK_LAUNCH();
+    hc_pre_run(be, p, X, n, u, NULL, NULL, true);
 }
 
 __global__ void k_hc_post(int hc, int dim, const float *o, const float *post, const float *comb, int n, float *X)

@@ -57,6 +57,13 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
     CK_LAUNCH();
 }
 
+void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    dim3 grid((unsigned)((w.rows + LIN_WARPS - 1) / LIN_WARPS), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
+    k_linear<<<grid, 32 * LIN_WARPS, 0, impl_of(be)->stream>>>(w, x, ldx, n, y, ldy);
+    CK_LAUNCH();
+}
+
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
 {
     if (n <= 0 || w->ne[0] <= 0) return;
@@ -67,7 +74,5 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
         x = xq;
         ldx = (int)w->ne[1];
     }
-    dim3 grid((unsigned)((w->ne[0] + LIN_WARPS - 1) / LIN_WARPS), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
-    k_linear<<<grid, 32 * LIN_WARPS, 0, im->stream>>>(wdesc_of(w), x, ldx, n, y, ldy);
-    CK_LAUNCH();
+    cuda_linear_desc(be, wdesc_of(w), x, ldx, n, y, ldy);
 }

@@ -18,49 +18,69 @@
 
 __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : log1pf(expf(x))); }
 
+/* One warp per token: the scores once (each lane its experts), then k rounds
+ * of a warp argmax over score + bias (ties to the lower id, as the CPU's top-k);
+ * lane 0 sorts the ids and computes the weights in ascending id order. */
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
 {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x & 31;
+    const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (t >= n) return;
     const float *lg = logits + (size_t)t * E;
     int32_t *it = idx + (size_t)t * k;
     float *wt = wts + (size_t)t * k;
     if (tid2eid) {
-        for (int i = 0; i < k; i++) {
-            const size_t o = (size_t)tokens[t] * k + i;
-            it[i] = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
+        if (lane < k) {
+            const size_t o = (size_t)tokens[t] * k + lane;
+            it[lane] = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
         }
     } else {
-        /* k passes of argmax over score + bias; ties to the lower index */
-        unsigned taken[MAX_E / 32] = {0};
+        float sc[MAX_E / 32]; /* NaN ranks last */
+        uint32_t taken = 0;
+        for (int j = 0; j < MAX_E / 32; j++) {
+            const int e = lane + 32 * j;
+            const float v = e < E ? sqrt_softplus(lg[e]) + (bias ? bias[e] : 0.0f) : -INFINITY;
+            sc[j] = isnan(v) ? -INFINITY : v;
+        }
         for (int i = 0; i < k; i++) {
             int best = -1;
             float bv = -INFINITY;
-            for (int e = 0; e < E; e++) {
-                if (taken[e >> 5] >> (e & 31) & 1) continue;
-                const float v = sqrt_softplus(lg[e]) + (bias ? bias[e] : 0.0f);
-                if (best < 0 || v > bv) {
+            for (int j = 0; j < MAX_E / 32; j++) {
+                const int e = lane + 32 * j;
+                if (e < E && !(taken >> j & 1u) && (best < 0 || sc[j] > bv)) {
                     best = e;
-                    bv = v;
+                    bv = sc[j];
                 }
             }
-            taken[best >> 5] |= 1u << (best & 31);
-            it[i] = best;
-        }
-        /* ascending ids, as the CPU's top-k returns them */
-        for (int i = 1; i < k; i++)
-            for (int j = i; j > 0 && it[j] < it[j - 1]; j--) {
-                int32_t x = it[j];
-                it[j] = it[j - 1];
-                it[j - 1] = x;
+            for (int o = 16; o > 0; o >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+                const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+                if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
+                    bv = ov;
+                    best = ob;
+                }
             }
+            if (lane == 0) it[i] = best;
+            if ((best & 31) == lane) taken |= 1u << (best >> 5);
+        }
+        __syncwarp();
+        if (lane == 0) /* ascending ids, as the CPU's top-k returns them */
+            for (int i = 1; i < k; i++)
+                for (int j = i; j > 0 && it[j] < it[j - 1]; j--) {
+                    int32_t x = it[j];
+                    it[j] = it[j - 1];
+                    it[j - 1] = x;
+                }
     }
-    float sum = 0;
-    for (int i = 0; i < k; i++) sum += (wt[i] = sqrt_softplus(lg[it[i]]));
-    for (int i = 0; i < k; i++) {
-        if (renorm) wt[i] /= sum + 1e-20f;
-        wt[i] *= route_scale;
+    __syncwarp();
+    if (lane == 0) {
+        float sum = 0;
+        for (int i = 0; i < k; i++) sum += (wt[i] = sqrt_softplus(lg[it[i]]));
+        for (int i = 0; i < k; i++) {
+            if (renorm) wt[i] /= sum + 1e-20f;
+            wt[i] *= route_scale;
+        }
     }
 }
 
@@ -71,7 +91,7 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     if (k > MAX_K || n_experts > MAX_E) abort(); /* refused at load for this backend */
     cuda_impl *im = impl_of(be);
     const bool hash = tid2eid && tid2eid->name;
-    k_route<<<(n + 63) / 64, 64, 0, im->stream>>>(logits, n, n_experts, k, bias, hash ? tid2eid->dev : NULL,
+    k_route<<<(n + 3) / 4, 128, 0, im->stream>>>(logits, n, n_experts, k, bias, hash ? tid2eid->dev : NULL,
                                                   hash && tid2eid->dtype == DSV4_DT_I64, im->d_tokens, renorm,
                                                   route_scale, idx, wts);
     CK_LAUNCH();
