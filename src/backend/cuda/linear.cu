@@ -14,27 +14,34 @@
 #define LIN_WARPS 8
 #define LIN_TOK 8 /* tokens per warp: each weight element is decoded once for all of them */
 
-/* One warp per (output row, group of up to LIN_TOK tokens). Every token's
- * dot product runs over the same lane-strided indices in the same order and
- * reduces with the same butterfly, so a token's output does not depend on
- * which or how many tokens share its warp (batch invariance, and the same
- * bits as one token per warp). */
-__global__ void k_linear(wdesc w, const float *x, int ldx, int n, float *y, int ldy)
+/* S warps per (output row, group of up to LIN_TOK tokens), S in {1, 2, 4,
+ * 8} chosen from the weight's shape alone: a matrix of few rows is split
+ * along its columns so the grid fills the GPU. Each warp reduces its lanes
+ * with the fixed butterfly, then the first warp of the row adds the parts in
+ * order: every token's output is the same computation whatever the batch
+ * (batch invariance). */
+__global__ void k_linear(wdesc w, const float *x, int ldx, int n, float *y, int ldy, int S)
 {
-    const int lane = threadIdx.x & 31;
-    const int64_t r = (int64_t)blockIdx.x * LIN_WARPS + (threadIdx.x >> 5);
+    __shared__ float part_sum[LIN_WARPS][LIN_TOK];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int64_t r = (int64_t)blockIdx.x * (LIN_WARPS / S) + wid / S;
+    const int part = wid % S;
     const int t0 = blockIdx.y * LIN_TOK;
     const int nt = n - t0 < LIN_TOK ? n - t0 : LIN_TOK;
-    if (r >= w.rows) return;
     float acc[LIN_TOK];
 #pragma unroll
     for (int k = 0; k < LIN_TOK; k++) acc[k] = 0;
-    row_dot<LIN_TOK>(w, w.row0 + r, x + (size_t)t0 * ldx, ldx, nt, acc);
+    if (r < w.rows) row_dot<LIN_TOK>(w, w.row0 + r, x + (size_t)t0 * ldx, ldx, nt, acc, part, S);
 #pragma unroll
     for (int k = 0; k < LIN_TOK; k++) {
         const float v = warp_sum(acc[k]);
-        if (lane == 0 && k < nt) y[(size_t)(t0 + k) * ldy + r] = v;
+        if (lane == 0) part_sum[wid][k] = v;
     }
+    if (S > 1) __syncthreads();
+    if (r >= w.rows || part != 0 || lane >= nt) return;
+    float v = part_sum[wid][lane];
+    for (int p = 1; p < S; p++) v += part_sum[wid + p][lane];
+    y[(size_t)(t0 + lane) * ldy + r] = v;
 }
 
 __global__ void k_act_quant(const float *x, int ldx, int in, float *out)
@@ -57,10 +64,21 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
     CK_LAUNCH();
 }
 
+/* Warps per row: enough rows x parts to fill the GPU (about 4,096 warps),
+ * at most 8, and each part at least two strips of 32 chunks. Shape only. */
+static int linear_split(const wdesc &w)
+{
+    const int64_t strips = w.vec ? (w.row_bytes / 16 + 31) / 32 : (w.cols + 31) / 32;
+    int S = 1;
+    while (S < LIN_WARPS && w.rows * S < 4096 && strips >= 4 * S) S *= 2;
+    return S;
+}
+
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
 {
-    dim3 grid((unsigned)((w.rows + LIN_WARPS - 1) / LIN_WARPS), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
-    k_linear<<<grid, 32 * LIN_WARPS, 0, impl_of(be)->stream>>>(w, x, ldx, n, y, ldy);
+    const int S = linear_split(w), rows_per_block = LIN_WARPS / S;
+    dim3 grid((unsigned)((w.rows + rows_per_block - 1) / rows_per_block), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
+    k_linear<<<grid, 32 * LIN_WARPS, 0, impl_of(be)->stream>>>(w, x, ldx, n, y, ldy, S);
     CK_LAUNCH();
 }
 

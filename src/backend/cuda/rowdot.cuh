@@ -39,9 +39,8 @@ template <int K> struct rk_elems {
 };
 
 /* Decode 16-byte chunk c of absolute row ra into wv[rk_elems<K>::n]. */
-template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, int64_t ra, int64_t c, float *wv)
+template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, int64_t ra, int64_t c, uint4 q, float *wv)
 {
-    const uint4 q = __ldg((const uint4 *)((const char *)w.data + ra * w.row_bytes) + c);
     const uint32_t u[4] = {q.x, q.y, q.z, q.w};
     if constexpr (K == RK_F32) {
 #pragma unroll
@@ -72,55 +71,72 @@ template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, in
 
 template <int NT, int K>
 __device__ __forceinline__ void row_dot_chunks(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
-                                               float *acc)
+                                               float *acc, int part, int nparts)
 {
     constexpr int NE = rk_elems<K>::n;
     const int lane = threadIdx.x & 31;
     const bool xal = ((uintptr_t)x % 16 == 0) && ldx % 4 == 0;
     const int64_t nch = w.row_bytes / 16;
-    for (int64_t c = lane; c < nch; c += 32) {
-        float wv[NE];
-        chunk_decode<K>(w, ra, c, wv);
-        const int64_t i0 = c * NE;
+    /* UNROLL chunks' loads are issued before any is used (the row's bytes in
+     * flight, not one chunk at a time); they are then accumulated in order */
+    constexpr int UNROLL = 4;
+    const uint4 *row = (const uint4 *)((const char *)w.data + ra * w.row_bytes);
+    const int64_t step = (int64_t)nparts * 32;
+    for (int64_t c0 = part * 32 + lane; c0 < nch; c0 += UNROLL * step) {
+        uint4 q[UNROLL];
 #pragma unroll
-        for (int t = 0; t < NT; t++) {
-            if (t < nt) {
-                const float *xt = x + (size_t)t * ldx + i0;
-                float a = acc[t];
-                if (xal) { /* the same products in the same order, four floats per load */
+        for (int u = 0; u < UNROLL; u++)
+            if (c0 + u * step < nch) q[u] = __ldg(row + c0 + u * step);
 #pragma unroll
-                    for (int e = 0; e < NE; e += 4) {
-                        const float4 v = __ldg((const float4 *)(xt + e));
-                        a = fmaf(v.x, wv[e], a);
-                        a = fmaf(v.y, wv[e + 1], a);
-                        a = fmaf(v.z, wv[e + 2], a);
-                        a = fmaf(v.w, wv[e + 3], a);
+        for (int u = 0; u < UNROLL; u++) {
+            const int64_t c = c0 + u * step;
+            if (c >= nch) break;
+            float wv[NE];
+            chunk_decode<K>(w, ra, c, q[u], wv);
+            const int64_t i0 = c * NE;
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                if (t < nt) {
+                    const float *xt = x + (size_t)t * ldx + i0;
+                    float a = acc[t];
+                    if (xal) { /* the same products in the same order, four floats per load */
+#pragma unroll
+                        for (int e = 0; e < NE; e += 4) {
+                            const float4 v = __ldg((const float4 *)(xt + e));
+                            a = fmaf(v.x, wv[e], a);
+                            a = fmaf(v.y, wv[e + 1], a);
+                            a = fmaf(v.z, wv[e + 2], a);
+                            a = fmaf(v.w, wv[e + 3], a);
+                        }
+                    } else {
+#pragma unroll
+                        for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
                     }
-                } else {
-#pragma unroll
-                    for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
+                    acc[t] = a;
                 }
-                acc[t] = a;
             }
         }
     }
 }
 
-/* acc[t] (t < nt) += W[ra, :] . x[t, :] over this lane's share; reduce after. */
+/* acc[t] (t < nt) += W[ra, :] . x[t, :] over this lane's share of part
+ * `part` of `nparts` (the row's 32-chunk strips dealt round robin to the
+ * parts); the caller reduces the lanes, then the parts in order. */
 template <int NT>
-__device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float *x, int ldx, int nt, float *acc)
+__device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float *x, int ldx, int nt, float *acc,
+                                        int part = 0, int nparts = 1)
 {
     switch (w.vec) {
-    case 1 + RK_F32: row_dot_chunks<NT, RK_F32>(w, ra, x, ldx, nt, acc); return;
-    case 1 + RK_BF16: row_dot_chunks<NT, RK_BF16>(w, ra, x, ldx, nt, acc); return;
-    case 1 + RK_F16: row_dot_chunks<NT, RK_F16>(w, ra, x, ldx, nt, acc); return;
-    case 1 + RK_FP8: row_dot_chunks<NT, RK_FP8>(w, ra, x, ldx, nt, acc); return;
-    case 1 + RK_MXFP4: row_dot_chunks<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc); return;
-    case 1 + RK_NVFP4: row_dot_chunks<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc); return;
+    case 1 + RK_F32: row_dot_chunks<NT, RK_F32>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_BF16: row_dot_chunks<NT, RK_BF16>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_F16: row_dot_chunks<NT, RK_F16>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_FP8: row_dot_chunks<NT, RK_FP8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_MXFP4: row_dot_chunks<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_NVFP4: row_dot_chunks<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
     default: break;
     }
     const int lane = threadIdx.x & 31;
-    for (int64_t i = lane; i < w.cols; i += 32) {
+    for (int64_t i = part * 32 + lane; i < w.cols; i += nparts * 32) {
         const float wv = w_at(w, ra, i);
 #pragma unroll
         for (int t = 0; t < NT; t++)
