@@ -2,8 +2,9 @@
  * attn.cu - sparse attention with sinks on the GPU (MODEL.md §3.6): a query
  * sees its window rows (ring for earlier steps, this step's rows otherwise)
  * and its compressed rows (the indexer's choice on CSA layers, all visible
- * rows on HCA layers). One block per (token, head); scores go to scratch,
- * then a fixed-order max / sum and a per-dimension weighted sum.
+ * rows on HCA layers). One block per (token, head): a warp per row scores
+ * it (and keeps its address), then a fixed-order max / sum and a
+ * per-dimension weighted sum over the kept addresses.
  */
 #include "backend/cuda/common.cuh"
 
@@ -33,10 +34,11 @@ __device__ static const float *row_ptr(const attn_args &A, const dsv4_seg &s, in
 
 __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                        const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx,
-                       const int32_t *cnt, float *scores, float *out)
+                       const int32_t *cnt, float *scores, const float **rows, float *out)
 {
     __shared__ float sh[32];
     const int t = blockIdx.x / A.H, h = blockIdx.x % A.H;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     const int64_t lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
@@ -47,30 +49,33 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
     const int nr = nwin + ncmp;
     const float *qh = q + ((size_t)t * A.H + h) * A.hd;
     float *sc = scores + (size_t)blockIdx.x * A.max_rows;
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
+    const float **rp = rows + (size_t)blockIdx.x * A.max_rows;
+    /* one warp per row: lanes stride the head dimension, a fixed butterfly */
+    for (int j = wid; j < nr; j += nw) {
         const float *r = row_ptr(A, s, pos, t, j, nwin, lo, kv_new, idx, page_table);
         float d = 0;
-        for (int i = 0; i < A.hd; i++) d += qh[i] * r[i];
-        d *= A.scale;
-        sc[j] = d;
-        mx = fmaxf(mx, d);
+        for (int i = lane; i < A.hd; i += 32) d += qh[i] * r[i];
+        d = warp_sum(d) * A.scale;
+        if (lane == 0) {
+            sc[j] = d;
+            rp[j] = r;
+        }
     }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
     mx = block_max(mx, sh);
     float den = 0;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) {
         const float e = expf(sc[j] - mx);
-        sc[j] = e;
+        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
         den += e;
     }
     den = block_sum(den, sh) + expf(A.sinks[h] - mx); /* the sink adds mass, no value */
     float *o = out + ((size_t)t * A.H + h) * A.hd;
     for (int i = threadIdx.x; i < A.hd; i += blockDim.x) {
         float acc = 0;
-        for (int j = 0; j < nr; j++) {
-            const float e = A.reference ? dsv4_round_bf16(sc[j]) : sc[j];
-            acc += e * row_ptr(A, s, pos, t, j, nwin, lo, kv_new, idx, page_table)[i];
-        }
+        for (int j = 0; j < nr; j++) acc += sc[j] * rp[j][i];
         o[i] = acc / den;
     }
 }
@@ -107,8 +112,11 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     A.pg_off = kv->layer[p->layer].pg_cmp;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    float *scores = (float *)cuda_scratch(be, CS_ROWS, (size_t)plan->n_tok * p->n_heads * max_rows * sizeof(float));
+    const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
+    char *scr = (char *)cuda_scratch(be, CS_ROWS, nrows * (sizeof(float) + sizeof(float *)));
+    const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
+    float *scores = (float *)(scr + nrows * sizeof(float *));
     k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
-                                                             im->d_page_table, q, kv_new, idx, cnt, scores, out);
+                                                             im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);
     CK_LAUNCH();
 }

@@ -2,7 +2,7 @@
  * indexer.cu - the lightning indexer on the GPU (MODEL.md §3.6.2): scores of
  * every visible compressed key, then the top-k, written in ascending index
  * order with ties going to the lower index (as the CPU backend). One block per
- * token. The selection ranks every candidate against every other (O(N^2) per
+ * token, a warp per candidate key. The selection ranks every candidate against every other (O(N^2) per
  * token): simple and exact; a radix select replaces it when it is timed.
  */
 #include "backend/cuda/common.cuh"
@@ -25,11 +25,14 @@ __global__ void k_indexer(idx_args A, const dsv4_seg *segs, const int32_t *tok_s
     const int64_t N = (pos[t] + 1) / A.ratio;
     const float *qt = q + (size_t)t * A.nh * A.hd, *wt = w + (size_t)t * A.nh;
     float *sc = scores + (size_t)t * 2 * A.max_n;
-    for (int64_t c = threadIdx.x; c < N; c += blockDim.x) {
+    /* one warp per candidate key; lane l takes heads l, l + 32, ... (each a
+     * serial dot product over the head dimension), then a fixed butterfly */
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int64_t c = wid; c < N; c += nw) {
         const float *key =
             cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c, A.ratio, A.hd);
         float acc = 0;
-        for (int h = 0; h < A.nh; h++) {
+        for (int h = lane; h < A.nh; h += 32) {
             float dq = 0;
             for (int i = 0; i < A.hd; i++) dq += qt[(size_t)h * A.hd + i] * key[i];
             float wh = wt[h] * A.scale;
@@ -40,8 +43,11 @@ __global__ void k_indexer(idx_args A, const dsv4_seg *segs, const int32_t *tok_s
                 acc += wh * dq;
             }
         }
-        const float v = A.reference ? dsv4_round_bf16(acc) : acc;
-        sc[c] = isnan(v) ? -INFINITY : v; /* NaN ranks last, as on the CPU: exactly k are kept */
+        acc = warp_sum(acc);
+        if (lane == 0) {
+            const float v = A.reference ? dsv4_round_bf16(acc) : acc;
+            sc[c] = isnan(v) ? -INFINITY : v; /* NaN ranks last, as on the CPU: exactly k are kept */
+        }
     }
     __syncthreads();
     const int k = N < A.topk ? (int)N : A.topk;
