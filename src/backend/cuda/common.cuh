@@ -47,7 +47,7 @@ struct wdesc {
     int64_t scale_cols;
     float scale2;
     int64_t row_bytes; /* bytes of one row of elements */
-    int vec;           /* 1 + RK_*: rows are whole 16-byte chunks (rowdot.cuh); 0: element by element */
+    int vec;           /* 1 + RK_*: rows are whole 4-byte words (rowdot.cuh); 0: element by element */
 };
 
 /* Element kinds of rowdot.cuh's chunked path. */
@@ -122,14 +122,15 @@ static inline wdesc wdesc_of(const dsv4_w *w)
     d.scale2 = w->scale2;
     int k;
     switch (w->fmt) {
-    case DSV4_WF_FP8: d.row_bytes = d.cols, k = d.bc % 16 ? -1 : RK_FP8; break;
+    case DSV4_WF_FP8: d.row_bytes = d.cols, k = RK_FP8; break;
     case DSV4_WF_MXFP4: d.row_bytes = d.cols / 2, k = RK_MXFP4; break;
     case DSV4_WF_NVFP4: d.row_bytes = d.cols / 2, k = RK_NVFP4; break;
     default:
         d.row_bytes = d.cols * dsv4_dtype_size(w->dtype);
         k = w->dtype == DSV4_DT_F32 ? RK_F32 : w->dtype == DSV4_DT_BF16 ? RK_BF16 : RK_F16;
     }
-    d.vec = k >= 0 && d.row_bytes % 16 == 0 && (uintptr_t)w->dev % 16 == 0 ? 1 + k : 0;
+    /* rowdot.cuh's word path: whole 4-byte words per row, an FP8 scale block of whole words */
+    d.vec = k >= 0 && d.row_bytes % 4 == 0 && (uintptr_t)w->dev % 4 == 0 && (k != RK_FP8 || d.bc % 4 == 0) ? 1 + k : 0;
     return d;
 }
 

@@ -1,9 +1,10 @@
 /*
  * hc.cu - manifold-constrained hyper-connections on the GPU: hc_pre (mixing
  * coefficients with Sinkhorn, collapse), hc_post (expand + mix) and the final
- * HC head. The mixing logits are one linear over the step's tokens; the
- * Sinkhorn iterations of a token run in one thread (hc x hc is tiny) through
- * the same dsv4_hc_split as the CPU backend; the collapse is elementwise.
+ * HC head. The mixing logits are one linear over the step's tokens; a
+ * token's Sinkhorn iterations do dsv4_hc_split's arithmetic (the CPU's) with
+ * each row and column sum in one thread and the divisions side by side; the
+ * collapse is elementwise.
  */
 #include "backend/cuda/common.cuh"
 #include "backend/hc_math.h"
@@ -29,15 +30,52 @@ __global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, 
     const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
     for (int r = threadIdx.x; r < n_mix; r += blockDim.x) m[r] = mraw[(size_t)t * n_mix + r] * rho;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float *pre = pre_out + (size_t)t * hc;
-        if (head) {
-            for (int i = 0; i < hc; i++) pre[i] = dsv4_sigmoid(m[i] * p.scale[0] + p.base[i]) + p.hc_eps;
-        } else {
-            dsv4_hc_split(m, p.scale, p.base, hc, p.sinkhorn_iters, p.hc_eps, pre, post + (size_t)t * hc,
-                          comb + (size_t)t * hc * hc);
+    /* dsv4_hc_split's arithmetic, spread over threads: every sum is still one
+     * thread adding in the CPU's order, the divisions run side by side */
+    __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
+    const int tid = threadIdx.x;
+    const float eps = p.hc_eps;
+    if (tid < hc) {
+        s_pre[tid] = dsv4_sigmoid(m[tid] * p.scale[0] + p.base[tid]) + eps;
+        if (!head) {
+            s_post[tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
+            float *row = s_comb + tid * hc, mx = -INFINITY, sm = 0;
+            for (int k = 0; k < hc; k++) {
+                row[k] = m[2 * hc + tid * hc + k] * p.scale[2] + p.base[2 * hc + tid * hc + k];
+                mx = fmaxf(mx, row[k]);
+            }
+            for (int k = 0; k < hc; k++) sm += (row[k] = expf(row[k] - mx));
+            for (int k = 0; k < hc; k++) row[k] = row[k] / sm + eps;
         }
     }
+    __syncthreads();
+    if (!head)
+        for (int it = 0; it < p.sinkhorn_iters; it++) {
+            if (it > 0) { /* rows */
+                if (tid < hc) {
+                    float sm = 0;
+                    for (int k = 0; k < hc; k++) sm += s_comb[tid * hc + k];
+                    s_sum[tid] = sm;
+                }
+                __syncthreads();
+                if (tid < hc * hc) s_comb[tid] /= s_sum[tid / hc] + eps;
+                __syncthreads();
+            }
+            if (tid < hc) { /* columns */
+                float sm = 0;
+                for (int j = 0; j < hc; j++) sm += s_comb[j * hc + tid];
+                s_sum[tid] = sm;
+            }
+            __syncthreads();
+            if (tid < hc * hc) s_comb[tid] /= s_sum[tid % hc] + eps;
+            __syncthreads();
+        }
+    for (int i = threadIdx.x; i < hc; i += blockDim.x) {
+        pre_out[(size_t)t * hc + i] = s_pre[i];
+        if (!head) post[(size_t)t * hc + i] = s_post[i];
+    }
+    if (!head)
+        for (int i = threadIdx.x; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
 }
 
 /* u[t, d] = sum_i pre[t, i] X[t, i, d] */

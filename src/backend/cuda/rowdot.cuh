@@ -1,15 +1,15 @@
 /*
  * rowdot.cuh - one warp's dot products of a weight row with up to NT token
- * rows, reading the weights 16 bytes per lane at a time.
+ * rows, a 4-byte word of weights per lane at a time.
  *
- * A row is cut into 16-byte chunks (16 FP8, 32 FP4, 8 BF16/F16 or 4 F32
- * elements); lane l takes chunks l, l + 32, ..., decodes each chunk into
- * registers with the same values as w_at (branch-free decoders below) and
- * accumulates the chunk's elements in order into each token's sum; the warp
- * then reduces with the fixed butterfly. Every token's sum is the same
- * sequence of operations whatever the other tokens are (batch invariance).
- * Rows whose bytes are not whole chunks (or are misaligned) take the scalar
- * path: lanes stride single elements through w_at.
+ * A row is cut into 128-byte strips of 32 words (4 FP8, 8 FP4, 2 BF16/F16 or
+ * 1 F32 element each); lane l takes word l of every strip of its part,
+ * decodes it in registers with the same values as w_at (branch-free decoders
+ * below) and accumulates the word's elements in order into each token's sum;
+ * the warp reduces with the fixed butterfly, the caller adds the parts in
+ * order. Every token's sum is the same sequence of operations whatever the
+ * other tokens are (batch invariance). Rows that are not whole words (or
+ * misaligned) take the scalar path: lanes stride single elements via w_at.
  */
 #ifndef DSV4_BACKEND_CUDA_ROWDOT_CUH
 #define DSV4_BACKEND_CUDA_ROWDOT_CUH
@@ -33,73 +33,70 @@ __device__ __forceinline__ float e2m1_val(uint32_t c)
     return __uint_as_float(bits | ((c & 8u) << 28));
 }
 
-/* Elements per 16-byte chunk of each element kind (RK_*, common.cuh). */
+/* Elements per 4-byte word of each element kind (RK_*, common.cuh). */
 template <int K> struct rk_elems {
-    static constexpr int n = K == RK_F32 ? 4 : K <= RK_F16 ? 8 : K == RK_FP8 ? 16 : 32;
+    static constexpr int n = K == RK_F32 ? 1 : K <= RK_F16 ? 2 : K == RK_FP8 ? 4 : 8;
 };
 
-/* Decode 16-byte chunk c of absolute row ra into wv[rk_elems<K>::n]. */
-template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, int64_t ra, int64_t c, uint4 q, float *wv)
+/* Decode word wi (4 bytes, u) of absolute row ra into wv[rk_elems<K>::n]. */
+template <int K> __device__ __forceinline__ void word_decode(const wdesc &w, int64_t ra, int64_t wi, uint32_t u, float *wv)
 {
-    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
     if constexpr (K == RK_F32) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) wv[e] = __uint_as_float(u[e]);
-    } else if constexpr (K == RK_BF16 || K == RK_F16) {
-#pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const uint16_t h = (uint16_t)(u[e >> 1] >> (16 * (e & 1)));
-            wv[e] = K == RK_BF16 ? __uint_as_float((uint32_t)h << 16) : dsv4_f16_to_f32(h);
-        }
+        wv[0] = __uint_as_float(u);
+    } else if constexpr (K == RK_BF16) {
+        wv[0] = __uint_as_float(u << 16);
+        wv[1] = __uint_as_float(u & 0xffff0000u);
+    } else if constexpr (K == RK_F16) {
+        wv[0] = dsv4_f16_to_f32((uint16_t)u);
+        wv[1] = dsv4_f16_to_f32((uint16_t)(u >> 16));
     } else if constexpr (K == RK_FP8) {
-        const int64_t k = (ra / w.br) * w.scale_cols + (c * 16) / w.bc;
-        const float s = w.sdtype == DSV4_DT_F32 ? ((const float *)w.scale)[k]
-                                                : dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
+        const int64_t k = (ra / w.br) * w.scale_cols + (wi * 4) / w.bc;
+        const float s = w.sdtype == DSV4_DT_F32 ? __ldg((const float *)w.scale + k)
+                                                : dsv4_e8m0_to_f32(__ldg((const uint8_t *)w.scale + k));
 #pragma unroll
-        for (int e = 0; e < 16; e++) wv[e] = fp8_val((u[e >> 2] >> (8 * (e & 3))) & 0xffu) * s;
+        for (int e = 0; e < 4; e++) wv[e] = fp8_val((u >> (8 * e)) & 0xffu) * s;
     } else if constexpr (K == RK_MXFP4) {
-        const float s = dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[ra * w.scale_cols + c]);
+        const float s = dsv4_e8m0_to_f32(__ldg((const uint8_t *)w.scale + ra * w.scale_cols + wi / 4));
 #pragma unroll
-        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * s;
-    } else { /* NVFP4: two groups of 16, value * e4m3 scale * global scale as w_at */
-        const uint8_t *sr = (const uint8_t *)w.scale + ra * w.scale_cols + 2 * c;
-        const float s0 = fp8_val(sr[0]), s1 = fp8_val(sr[1]);
+        for (int e = 0; e < 8; e++) wv[e] = e2m1_val((u >> (4 * e)) & 15u) * s;
+    } else { /* NVFP4: a group of 16 is two words; value * e4m3 scale * global scale as w_at */
+        const float s = fp8_val(__ldg((const uint8_t *)w.scale + ra * w.scale_cols + wi / 2));
 #pragma unroll
-        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * (e < 16 ? s0 : s1) * w.scale2;
+        for (int e = 0; e < 8; e++) wv[e] = e2m1_val((u >> (4 * e)) & 15u) * s * w.scale2;
     }
 }
 
+/* Lane l takes word l of each 32-word (128-byte) strip of the row, so a
+ * warp's weight loads are one contiguous 128 bytes and its activation loads
+ * contiguous too; strips are dealt round robin to the parts, UNROLL strips'
+ * loads in flight before any is used, accumulated in strip order. */
 template <int NT, int K>
-__device__ __forceinline__ void row_dot_chunks(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
-                                               float *acc, int part, int nparts)
+__device__ __forceinline__ void row_dot_words(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
+                                              float *acc, int part, int nparts)
 {
-    constexpr int NE = rk_elems<K>::n;
+    constexpr int NE = rk_elems<K>::n, UNROLL = 8;
     const int lane = threadIdx.x & 31;
     const bool xal = ((uintptr_t)x % 16 == 0) && ldx % 4 == 0;
-    const int64_t nch = w.row_bytes / 16;
-    /* UNROLL chunks' loads are issued before any is used (the row's bytes in
-     * flight, not one chunk at a time); they are then accumulated in order */
-    constexpr int UNROLL = 4;
-    const uint4 *row = (const uint4 *)((const char *)w.data + ra * w.row_bytes);
-    const int64_t step = (int64_t)nparts * 32;
-    for (int64_t c0 = part * 32 + lane; c0 < nch; c0 += UNROLL * step) {
-        uint4 q[UNROLL];
+    const uint32_t *row = (const uint32_t *)((const char *)w.data + ra * w.row_bytes);
+    const int64_t nw = w.row_bytes / 4, step = (int64_t)nparts * 32;
+    for (int64_t w0 = part * 32 + lane; w0 - lane < nw; w0 += UNROLL * step) {
+        uint32_t q[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
-            if (c0 + u * step < nch) q[u] = __ldg(row + c0 + u * step);
+            if (w0 + u * step < nw) q[u] = __ldg(row + w0 + u * step);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            const int64_t c = c0 + u * step;
-            if (c >= nch) break;
+            const int64_t wi = w0 + u * step;
+            if (wi >= nw) break;
             float wv[NE];
-            chunk_decode<K>(w, ra, c, q[u], wv);
-            const int64_t i0 = c * NE;
+            word_decode<K>(w, ra, wi, q[u], wv);
+            const int64_t i0 = wi * NE;
 #pragma unroll
             for (int t = 0; t < NT; t++) {
                 if (t < nt) {
                     const float *xt = x + (size_t)t * ldx + i0;
                     float a = acc[t];
-                    if (xal) { /* the same products in the same order, four floats per load */
+                    if (NE >= 4 && xal) { /* the same products in the same order, four floats per load */
 #pragma unroll
                         for (int e = 0; e < NE; e += 4) {
                             const float4 v = __ldg((const float4 *)(xt + e));
@@ -127,12 +124,12 @@ __device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float 
                                         int part = 0, int nparts = 1)
 {
     switch (w.vec) {
-    case 1 + RK_F32: row_dot_chunks<NT, RK_F32>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_BF16: row_dot_chunks<NT, RK_BF16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_F16: row_dot_chunks<NT, RK_F16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_FP8: row_dot_chunks<NT, RK_FP8>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_MXFP4: row_dot_chunks<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_NVFP4: row_dot_chunks<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_F32: row_dot_words<NT, RK_F32>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_BF16: row_dot_words<NT, RK_BF16>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_F16: row_dot_words<NT, RK_F16>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_FP8: row_dot_words<NT, RK_FP8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_MXFP4: row_dot_words<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_NVFP4: row_dot_words<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
     default: break;
     }
     const int lane = threadIdx.x & 31;
