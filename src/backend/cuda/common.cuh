@@ -48,6 +48,7 @@ struct wdesc {
     float scale2;
     int64_t row_bytes; /* bytes of one row of elements */
     int vec;           /* 1 + RK_*: rows are whole 4-byte words (rowdot.cuh); 0: element by element */
+    int chunk16;       /* FP8 / unquantized rows of whole 16-byte chunks: rowdot.cuh's chunk path */
 };
 
 /* Element kinds of rowdot.cuh's chunked path. */
@@ -131,6 +132,8 @@ static inline wdesc wdesc_of(const dsv4_w *w)
     }
     /* rowdot.cuh's word path: whole 4-byte words per row, an FP8 scale block of whole words */
     d.vec = k >= 0 && d.row_bytes % 4 == 0 && (uintptr_t)w->dev % 4 == 0 && (k != RK_FP8 || d.bc % 4 == 0) ? 1 + k : 0;
+    d.chunk16 = d.vec && k <= RK_FP8 && d.row_bytes % 16 == 0 && (uintptr_t)w->dev % 16 == 0 &&
+                (k != RK_FP8 || d.bc % 16 == 0);
     return d;
 }
 

@@ -111,6 +111,7 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     w.br = w.bc = 128;
     w.row_bytes = (int64_t)F * 4;
     w.vec = w.row_bytes % 16 == 0 && (uintptr_t)p->fn % 16 == 0 ? 1 + RK_F32 : 0;
+    w.chunk16 = w.vec != 0;
     cuda_linear_desc(be, w, X, F, n, mraw, n_mix);
     k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, pre, post, comb, head);
     CK_LAUNCH();

@@ -68,7 +68,7 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
  * at most 8, and each part at least two strips of 32 chunks. Shape only. */
 static int linear_split(const wdesc &w)
 {
-    const int64_t strips = w.vec ? (w.row_bytes / 4 + 31) / 32 : (w.cols + 31) / 32;
+    const int64_t strips = !w.vec ? (w.cols + 31) / 32 : (w.row_bytes / (w.chunk16 ? 16 : 4) + 31) / 32;
     int S = 1;
     while (S < LIN_WARPS && w.rows * S < 4096 && strips >= 4 * S) S *= 2;
     return S;
