@@ -99,11 +99,11 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
 
 /* One warp per (row, token-slot): y = W_e x_t for the slot's expert e. */
 __global__ void k_expert_gate_up(const wdesc *w1, const wdesc *w3, const float *x, int D, int k, const int32_t *idx,
-                                 int I, bool reference, float *G, float *U)
+                                 int I, bool reference, float *G, float *U, int ts0)
 {
     const int lane = threadIdx.x & 31;
     const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
-    const int ts = blockIdx.y; /* token * k + slot */
+    const int ts = ts0 + blockIdx.y; /* token * k + slot */
     if (r >= I) return;
     const int e = idx[ts];
     const float *xt = x + (size_t)(ts / k) * D;
@@ -134,11 +134,11 @@ __global__ void k_expert_act(float *G, const float *U, int I, size_t total, floa
 }
 
 __global__ void k_expert_down(const wdesc *w2, const float *M, int I, int k, const int32_t *idx, int D,
-                              bool reference, float *Y)
+                              bool reference, float *Y, int ts0)
 {
     const int lane = threadIdx.x & 31;
     const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
-    const int ts = blockIdx.y;
+    const int ts = ts0 + blockIdx.y;
     if (r >= D) return;
     const wdesc w = w2[idx[ts]];
     const float *m = M + (size_t)ts * I;
@@ -207,17 +207,24 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
         cuda_act_quant(be, x, D, n, D, xq);
         x = xq;
     }
-    dim3 g1((unsigned)((I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)nk);
-    k_expert_gate_up<<<g1, 32 * MOE_WARPS, 0, im->stream>>>(tab, tab + E, x, D, k, idx, I, p->reference, G, U);
-    CK_LAUNCH();
+    /* (token, slot) pairs along grid y, at most 65,535 per launch */
+    for (size_t ts0 = 0; ts0 < nk; ts0 += 65535) {
+        dim3 g1((unsigned)((I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
+        k_expert_gate_up<<<g1, 32 * MOE_WARPS, 0, im->stream>>>(tab, tab + E, x, D, k, idx, I, p->reference, G, U,
+                                                                (int)ts0);
+        CK_LAUNCH();
+    }
     const size_t tot = nk * I;
     k_expert_act<<<(unsigned)((tot + 255) / 256), 256, 0, im->stream>>>(G, U, I, tot, p->swiglu_limit, wts,
                                                                        p->reference);
     CK_LAUNCH();
     if (aq) cuda_act_quant(be, G, I, (int)nk, I, G); /* in place: each block reads then writes its own 128 */
-    dim3 g2((unsigned)((D + MOE_WARPS - 1) / MOE_WARPS), (unsigned)nk);
-    k_expert_down<<<g2, 32 * MOE_WARPS, 0, im->stream>>>(tab + 2 * E, G, I, k, idx, D, p->reference, Y);
-    CK_LAUNCH();
+    for (size_t ts0 = 0; ts0 < nk; ts0 += 65535) {
+        dim3 g2((unsigned)((D + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
+        k_expert_down<<<g2, 32 * MOE_WARPS, 0, im->stream>>>(tab + 2 * E, G, I, k, idx, D, p->reference, Y,
+                                                             (int)ts0);
+        CK_LAUNCH();
+    }
     const int64_t tot2 = (int64_t)n * D;
     k_expert_sum<<<(unsigned)((tot2 + 255) / 256), 256, 0, im->stream>>>(Y, idx, k, D, n, out);
     CK_LAUNCH();
