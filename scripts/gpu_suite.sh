@@ -119,4 +119,32 @@ if [ "${FLASH_LAYERS:-0}" != 0 ]; then
     grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
   done
 fi
+if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
+  # dsv4 serve on a Flash-shaped checkpoint of SERVE_LAYERS layers (default 8: the prefill of the present
+  # kernels bounds how many requests fit a call) driven by dsv4 bench at each concurrency
+  rm -rf /tmp/flash-serve
+  $B/dsv4 mkmodel --preset flash --layers "${SERVE_LAYERS:-8}" --sparse -o /tmp/flash-serve >/dev/null 2>&1
+  $B/dsv4 serve -m /tmp/flash-serve --port 0 --fill-random --tokenizer $B/tokenizer-v4.json \
+    --max-running-requests 64 --context-length 1024 > "$OUT/serve-flash.log" 2>&1 &
+  spid=$!
+  port=
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's/.*ready: http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$OUT/serve-flash.log")
+    [ -n "$port" ] && break
+    kill -0 $spid 2>/dev/null || break
+    sleep 0.5
+  done
+  if [ -n "$port" ]; then
+    for c in ${SERVE_CONCURRENCY:-1 8 16 64}; do
+      n=$((2 * c)); [ $n -lt 8 ] && n=8
+      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency $c --num-prompts $n --input-len 64 \
+        --output-len 32 --vocab-range 1000,100000 --json "$OUT/serve-flash-c$c.json" > "$OUT/serve-flash-c$c.txt" 2>&1
+      tail -4 "$OUT/serve-flash-c$c.txt"
+    done
+  else
+    tail -3 "$OUT/serve-flash.log"
+  fi
+  kill $spid 2>/dev/null
+  wait $spid 2>/dev/null
+fi
 fi

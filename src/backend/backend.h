@@ -129,6 +129,9 @@ struct dsv4_backend {
     void (*sample)(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
                    int32_t *tok);
 
+    /* Bytes of backend memory still free (NULL: host memory, the engine asks the OS). */
+    int64_t (*mem_free)(dsv4_backend *be);
+
     /* memory: zeroed on allocation */
     void *(*alloc)(dsv4_backend *be, size_t bytes);
     void (*free)(dsv4_backend *be, void *p);

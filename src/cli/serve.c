@@ -4,7 +4,7 @@
  *   dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]
  *              [--context-length N] [--mem-fraction F] [--chunked-prefill-size N] [--backend auto|cpu|cuda]
  *              [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY] [--numerics reference|plain] [--threads N]
- *              [--cuda-graphs on|off]
+ *              [--cuda-graphs on|off] [--tokenizer FILE] [--fill-random]
  *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
  *
  * Start-up order: options, then the HTTP listener (so /health answers 503
@@ -14,7 +14,6 @@
  * requests in flight finish (up to --shutdown-timeout), then everything stops;
  * a second signal cancels what is left at once.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,12 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "model/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -57,58 +54,17 @@ static void serve_usage(FILE *f)
             "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
             "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
             "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off]\n"
-            "                  [--served-model-name NAME]\n"
+            "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
             "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]\n"
             "\n"
             "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
             "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
-            "KV pool from --mem-fraction 0.5 of the memory left after the weights (capped at what the running\n"
-            "requests can use). See docs/SERVER.md.\n",
+            "KV pool from --mem-fraction 0.5 of the memory left after the weights and activations (the GPU's on\n"
+            "the GPU; capped at what the running requests can use). --tokenizer: a tokenizer.json other than the\n"
+            "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks). See docs/SERVER.md.\n",
             DSV4_DEFAULT_MODEL);
 }
 
-/* Bytes of KV pool per token of context (the growing, paged part of the state). */
-static double kv_bytes_per_token(const dsv4_config *c)
-{
-    double b = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        int r = c->layer_ratio[l];
-        if (c->layer_kind[l] == DSV4_ATTN_CSA) b += 4.0 * (c->head_dim + c->index_head_dim) / r;
-        else if (c->layer_kind[l] == DSV4_ATTN_HCA) b += 4.0 * c->head_dim / r;
-    }
-    return b > 0 ? b : 4;
-}
-
-static int64_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return (int64_t)sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
-    char line[256];
-    long long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
-    fclose(f);
-    return kb > 0 ? (int64_t)kb * 1024 : (int64_t)sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
-}
-
-/* Bytes of the checkpoint's safetensors files (what the mapped weights will occupy). */
-static int64_t weights_on_disk(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int64_t total = 0;
-    struct dirent *de;
-    char path[4096];
-    while ((de = readdir(d))) {
-        size_t n = strlen(de->d_name);
-        if (n < 12 || strcmp(de->d_name + n - 12, ".safetensors")) continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        struct stat st;
-        if (!stat(path, &st)) total += (int64_t)st.st_size;
-    }
-    closedir(d);
-    return total;
-}
 
 int cmd_serve(int argc, char **argv)
 {
@@ -120,12 +76,16 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
-    const char *served_name = NULL;
+    const char *served_name = NULL, *tokenizer = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             serve_usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--fill-random")) { /* a flag: benchmarking a sparse synthetic checkpoint */
+            eo.fill_random = 1;
+            continue;
         }
         if (!v) return cli_fail(C, "%s needs a value (see dsv4 serve --help)", a);
         i++;
@@ -144,6 +104,7 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--threads")) bad = cli_parse_int(C, a, v, 0, 4096, &threads);
         else if (!strcmp(a, "--api-key")) ho.api_key = v;
         else if (!strcmp(a, "--served-model-name")) served_name = v;
+        else if (!strcmp(a, "--tokenizer")) tokenizer = v;
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
         else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
         else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
@@ -186,37 +147,21 @@ int cmd_serve(int argc, char **argv)
     int rc = 1;
     char path[4096];
     t0 = now_s();
-    snprintf(path, sizeof path, "%s/tokenizer.json", eo.model_dir);
+    if (tokenizer) snprintf(path, sizeof path, "%s", tokenizer);
+    else snprintf(path, sizeof path, "%s/tokenizer.json", eo.model_dir);
     if (dsv4_tokenizer_open(path, &tok, err, sizeof err)) {
         cli_fail(C, "%s", err);
         goto out;
     }
     logf_("tokenizer %s: %d ids [%.3f s]", path, (int)dsv4_tokenizer_vocab_size(tok), now_s() - t0);
 
-    /* KV pool: a fraction of the memory left once the weights are resident, never more than every running
-     * request at full context can use. */
-    t0 = now_s();
-    dsv4_config cfg;
-    if (dsv4_config_load(eo.model_dir, &cfg, err, sizeof err)) {
-        cli_fail(C, "%s", err);
-        goto out;
-    }
-    int64_t weight_bytes = weights_on_disk(eo.model_dir);
-    double per_tok = kv_bytes_per_token(&cfg);
-    int64_t avail = mem_available();
-    int64_t left = avail - weight_bytes > 0 ? avail - weight_bytes : 0;
-    int64_t pool_tokens = (int64_t)((double)left * mem_fraction / per_tok);
-    if (pool_tokens > max_running * ctx) pool_tokens = max_running * ctx;
-    if (pool_tokens < ctx) pool_tokens = ctx;
-    logf_("KV pool: %.2f KiB per token, %lld tokens = %.1f MiB (--mem-fraction %.2f of %.1f GiB available less "
-          "%.1f MiB of weights, capped at %lld running x %lld context) [%.3f s]",
-          per_tok / 1024, (long long)pool_tokens, (double)pool_tokens * per_tok / (1 << 20), mem_fraction,
-          (double)avail / (1 << 30), (double)weight_bytes / (1 << 20), max_running, ctx, now_s() - t0);
-
     t0 = now_s();
     eo.max_seqs = (int)max_running;
     eo.max_ctx = ctx;
-    eo.pool_tokens = pool_tokens;
+    /* KV pool: a fraction of the memory left once the weights and activations are in place (the GPU's on
+     * the GPU), never more than every running request at full context can use */
+    eo.pool_tokens = 0;
+    eo.pool_fraction = mem_fraction;
     eo.max_batch_tokens = chunk + max_running;
     eo.n_threads = (int)threads;
     eo.verbose = 1;
@@ -226,9 +171,10 @@ int cmd_serve(int argc, char **argv)
     }
     dsv4_model_info info;
     dsv4_engine_info(e, &info);
-    logf_("engine %s: %d layers, vocabulary %d, backend %s, context %lld, %lld KV pages of %d tokens [%.3f s]",
+    logf_("engine %s: %d layers, vocabulary %d, backend %s, context %lld, KV pool %lld pages of %d tokens "
+          "(--mem-fraction %.2f, capped at %lld running x %lld context) [%.3f s]",
           eo.model_dir, info.n_layers, info.vocab_size, info.backend, (long long)info.max_ctx,
-          (long long)dsv4_pages_total(e), dsv4_page_tokens(e), now_s() - t0);
+          (long long)dsv4_pages_total(e), dsv4_page_tokens(e), mem_fraction, max_running, ctx, now_s() - t0);
     if (dsv4_tokenizer_vocab_size(tok) > info.vocab_size)
         logf_("warning: the tokenizer has %d ids, the model %d: ids beyond the model are never generated",
               (int)dsv4_tokenizer_vocab_size(tok), info.vocab_size);

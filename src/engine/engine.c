@@ -46,8 +46,24 @@ static int64_t lcm64(int64_t a, int64_t b)
 
 /* ---- state layout ------------------------------------------------------ */
 
-static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_t pool_tokens, char *err,
-                           size_t errlen)
+/* Host memory the OS could give us now (MemAvailable). */
+static int64_t host_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    long long kb = -1;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1) break;
+        fclose(f);
+    }
+    return kb > 0 ? (int64_t)kb * 1024 : (int64_t)sysconf(_SC_AVPHYS_PAGES) * sysconf(_SC_PAGESIZE);
+}
+
+/* pool_tokens 0 with pool_bytes > 0: as many pages as pool_bytes holds after
+ * the sequence slots, capped at every sequence at full context, at least one. */
+static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_t pool_tokens, int64_t pool_bytes,
+                           char *err, size_t errlen)
 {
     const dsv4_config *c = &e->cfg;
     dsv4_kv *kv = &e->kv;
@@ -98,6 +114,14 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     }
     kv->slot_floats = so;
     kv->page_floats = po > 0 ? po : 1;
+    if (pool_tokens <= 0) {
+        const int64_t page_bytes = (int64_t)kv->page_floats * (int64_t)sizeof(float);
+        const int64_t left = pool_bytes - (int64_t)max_seqs * (int64_t)so * (int64_t)sizeof(float);
+        int64_t np = left > 0 ? left / page_bytes : 0;
+        if (np > (int64_t)max_seqs * kv->max_pages_per_seq) np = (int64_t)max_seqs * kv->max_pages_per_seq;
+        if (np < kv->max_pages_per_seq) np = kv->max_pages_per_seq;
+        kv->n_pages = np;
+    }
     kv->slots = e->be->alloc(e->be, (size_t)max_seqs * so * sizeof(float));
     kv->pages = e->be->alloc(e->be, (size_t)kv->n_pages * kv->page_floats * sizeof(float));
     kv->live = calloc((size_t)max_seqs, sizeof(bool));
@@ -361,15 +385,25 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     int max_seqs = o->max_seqs > 0 ? o->max_seqs : 16;
     int64_t max_ctx = o->max_ctx > 0 ? o->max_ctx : 4096;
     if (max_ctx > c->max_position_embeddings) max_ctx = c->max_position_embeddings;
-    int64_t pool_tokens = o->pool_tokens > 0 ? o->pool_tokens : max_ctx * max_seqs / 2;
-    if (pool_tokens < max_ctx) pool_tokens = max_ctx;
     e->max_batch_tokens = o->max_batch_tokens > 0 ? o->max_batch_tokens : 2048;
-    if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, err, errlen)) != DSV4_OK) goto fail;
+    /* activations first: a pool sized from free memory comes out of what they leave */
     if ((st = scratch_init(e, (int)e->max_batch_tokens)) != DSV4_OK) {
         snprintf(err, errlen, "out of memory allocating activations for %lld tokens per step",
                  (long long)e->max_batch_tokens);
         goto fail;
     }
+    int64_t pool_tokens = o->pool_tokens, pool_bytes = 0;
+    if (pool_tokens <= 0 && o->pool_fraction > 0) {
+        int64_t fr = e->be->mem_free ? e->be->mem_free(e->be) : host_mem_available() - (int64_t)e->w.bytes;
+        pool_bytes = (int64_t)((double)(fr > 0 ? fr : 0) * o->pool_fraction);
+        if (o->verbose)
+            fprintf(stderr, "dsv4: KV pool from %.2f of %.2f GiB free (%s)\n", o->pool_fraction,
+                    (double)fr / 1073741824.0, e->be->mem_free ? e->be->device : "host memory less the checkpoint");
+    } else {
+        if (pool_tokens <= 0) pool_tokens = max_ctx * max_seqs / 2;
+        if (pool_tokens < max_ctx) pool_tokens = max_ctx;
+    }
+    if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
     if (o->verbose)
         fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens, "
                 "ready in %.3f s\n", e->be->name, e->numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference",

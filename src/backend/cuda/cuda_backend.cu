@@ -28,6 +28,14 @@ static void *c_alloc(dsv4_backend *be, size_t bytes)
 
 static void c_free(dsv4_backend *be, void *p) { CK(cudaFree(p)); }
 
+static int64_t c_mem_free(dsv4_backend *be)
+{
+    size_t fr = 0, total = 0;
+    CK(cudaStreamSynchronize(impl_of(be)->stream));
+    CK(cudaMemGetInfo(&fr, &total));
+    return (int64_t)fr;
+}
+
 static void c_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, impl_of(be)->stream));
@@ -488,6 +496,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->prof_mark = c_prof_mark;
     be->prof_collect = c_prof_collect;
     be->alloc = c_alloc;
+    be->mem_free = c_mem_free;
     be->free = c_free;
     be->upload = c_upload;
     be->download = c_download;
