@@ -60,6 +60,10 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
 fi
 if [ "${TIMINGS:-1}" != 0 ]; then
 echo "== timings"
+# every decode linear shape of a Flash layer and the routed experts at batch 1/8/16/64, beside the
+# device-to-device copy bandwidth measured in the same run
+timeout 240 $B/bench_kernels --json "$OUT/kernels.json" > "$OUT/kernels.txt" 2>&1
+tail -60 "$OUT/kernels.txt"
 # decode as served (graphs, GPU sampling) against op by op with host argmax (the path before graphs)
 # in the same run, at batch 1 and 8, and the CPU
 for f in tiny_a q_stock q_nvfp4; do

@@ -1,0 +1,284 @@
+/*
+ * bench_kernels.c - the decode kernels of the CUDA backend on DeepSeek-V4-Flash
+ * shapes, each beside the device-to-device copy bandwidth measured in the same
+ * run (METHOD.md: bytes read plus bytes written over the time).
+ *
+ *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]
+ *
+ * For every weight shape of a Flash layer (FP8 projections, the BF16 LM head,
+ * the F32 hyper-connection mixer) and every batch: the linear op on B token
+ * rows, timed over N back-to-back launches on rotating weight copies (more
+ * than the L2 cache, so the weights come from HBM); then the routed experts
+ * (256 MXFP4 experts, top-6 random routing) on B tokens, whose bytes are the
+ * experts the batch touches. Reports microseconds per call, GB/s of weight
+ * bytes and that as a share of the copy bandwidth. Exit 77 without a GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+
+#ifdef DSV4_HAVE_CUDA
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+
+/* Random bytes for a format: FP8 codes never NaN, scales near 2^-7. */
+static void fill_bytes(uint8_t *p, size_t n, int fp8)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t r = rnd();
+        for (size_t k = 0; k < 8 && i + k < n; k++) {
+            uint8_t b = (uint8_t)(r >> (8 * k));
+            if (fp8 && (b & 0x7f) == 0x7f) b ^= 1;
+            p[i + k] = b;
+        }
+    }
+}
+
+typedef struct {
+    const char *name;
+    dsv4_wfmt fmt;
+    dsv4_dtype dtype;
+    int64_t rows, cols;
+} shape;
+
+/* A weight of shape s in backend memory (host bytes random, shared). */
+static int make_weight(dsv4_backend *be, const shape *s, dsv4_w *w, uint8_t *host, uint8_t *scales)
+{
+    memset(w, 0, sizeof *w);
+    w->name = s->name;
+    w->fmt = s->fmt;
+    w->dtype = s->dtype;
+    w->ndim = 2;
+    w->ne[0] = s->rows;
+    w->ne[1] = s->cols;
+    w->host = host;
+    if (s->fmt == DSV4_WF_FP8) {
+        w->block_rows = w->block_cols = 128;
+        w->scale_cols = (s->cols + 127) / 128;
+        w->scale_dtype = DSV4_DT_F8_E8M0;
+        w->scale = scales;
+    } else if (s->fmt == DSV4_WF_MXFP4) {
+        w->scale_cols = s->cols / 32;
+        w->scale_dtype = DSV4_DT_F8_E8M0;
+        w->scale = scales;
+    }
+    char err[256];
+    if (be->weight_load(be, w, err, sizeof err) != DSV4_OK) {
+        fprintf(stderr, "bench_kernels: %s: %s\n", s->name, err);
+        return -1;
+    }
+    return 0;
+}
+
+static size_t weight_bytes(const shape *s)
+{
+    size_t n = (size_t)s->rows * s->cols;
+    switch (s->fmt) {
+    case DSV4_WF_FP8: return n + (size_t)((s->rows + 127) / 128) * ((s->cols + 127) / 128);
+    case DSV4_WF_MXFP4: return n / 2 + (size_t)s->rows * (s->cols / 32);
+    default: return n * dsv4_dtype_size(s->dtype);
+    }
+}
+
+static void sync(dsv4_backend *be, void *dev)
+{
+    float x;
+    be->download(be, &x, dev, sizeof x);
+}
+
+int main(int argc, char **argv)
+{
+    int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
+    const char *json = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--batch")) {
+            nb = 0;
+            for (char *t = strtok(argv[i + 1], ","); t && nb < 8; t = strtok(NULL, ",")) batches[nb++] = atoi(t);
+        } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else {
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]\n");
+            return 2;
+        }
+    }
+    if (dsv4_cuda_device_count() <= 0) {
+        printf("no CUDA device: skipped\n");
+        return 77;
+    }
+    char err[256];
+    dsv4_backend *be = dsv4_backend_cuda_create(0, err, sizeof err);
+    if (!be) {
+        fprintf(stderr, "bench_kernels: %s\n", err);
+        return 1;
+    }
+    FILE *jf = json ? fopen(json, "w") : NULL;
+    if (jf) fprintf(jf, "{\"device\": \"%s\", \"results\": [\n", be->device);
+
+    /* the copy ceiling: 1 GiB device to device, bytes read + written */
+    const size_t cb = (size_t)1 << 30;
+    void *ca = be->alloc(be, cb), *cbuf = be->alloc(be, cb);
+    be->copy(be, cbuf, ca, cb);
+    sync(be, cbuf);
+    double t0 = now_s();
+    for (int i = 0; i < 10; i++) be->copy(be, cbuf, ca, cb);
+    sync(be, cbuf);
+    const double copy_gbs = 2.0 * cb * 10 / (now_s() - t0) / 1e9;
+    be->free(be, ca);
+    be->free(be, cbuf);
+    printf("%s: device-to-device copy %.0f GB/s (read + write)\n\n", be->device, copy_gbs);
+    if (jf) fprintf(jf, "  {\"kind\": \"copy\", \"gb_s\": %.1f}", copy_gbs);
+
+    const shape shapes[] = {
+        {"wq_a (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 1024, 4096},
+        {"wq_b (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 32768, 1024},
+        {"wkv (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 512, 4096},
+        {"wo_a group (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 1024, 4096},
+        {"wo_b (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 4096, 8192},
+        {"shared w1 (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 2048, 4096},
+        {"shared w2 (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 4096, 2048},
+        {"idx wq_b (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 8192, 1024},
+        {"gate (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 256, 4096},
+        {"hc mixer (F32)", DSV4_WF_FLOAT, DSV4_DT_F32, 24, 16384},
+        {"lm head (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 129280, 4096},
+        {"expert w1 (MXFP4)", DSV4_WF_MXFP4, DSV4_DT_U8, 2048, 4096},
+    };
+    const int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    const size_t max_x = (size_t)64 * 16384, max_y = (size_t)64 * 129280;
+    float *hx = malloc(max_x * sizeof(float));
+    for (size_t i = 0; i < max_x; i++) hx[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
+    float *x = be->alloc(be, max_x * sizeof(float)), *y = be->alloc(be, max_y * sizeof(float));
+    be->upload(be, x, hx, max_x * sizeof(float));
+    printf("%-20s %6s %10s %10s %8s %8s\n", "linear", "batch", "MB", "us/call", "GB/s", "of copy");
+    for (int si = 0; si < ns; si++) {
+        const shape *s = &shapes[si];
+        const size_t wb = weight_bytes(s);
+        /* rotate over copies holding more than the 50 MB L2 */
+        int nc = (int)(200e6 / (double)wb) + 1;
+        if (nc > 16) nc = 16;
+        size_t hb = (size_t)s->rows * s->cols * 4;
+        uint8_t *host = malloc(hb), *sc = malloc((size_t)s->rows * (s->cols / 32 + 1) + 64);
+        fill_bytes(host, hb, s->fmt == DSV4_WF_FP8);
+        for (size_t i = 0; i < (size_t)s->rows * (s->cols / 32 + 1) + 64; i++) sc[i] = (uint8_t)(120 + rnd() % 4);
+        if (s->fmt == DSV4_WF_FLOAT) /* finite floats: small values */
+            for (size_t i = 0; i < hb; i += dsv4_dtype_size(s->dtype)) {
+                if (s->dtype == DSV4_DT_F32) {
+                    float v = (float)((int)(rnd() % 2001) - 1000) * 1e-5f;
+                    memcpy(host + i, &v, 4);
+                } else {
+                    host[i] = 0;
+                    host[i + 1] = (uint8_t)(0x3a + (rnd() & 1)) | (rnd() & 0x80);
+                }
+            }
+        dsv4_w w[16];
+        for (int c = 0; c < nc; c++)
+            if (make_weight(be, s, &w[c], host, sc)) return 1;
+        for (int bi = 0; bi < nb; bi++) {
+            const int B = batches[bi];
+            for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
+            sync(be, y);
+            double t = now_s();
+            for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
+            sync(be, y);
+            const double us = (now_s() - t) / reps * 1e6, gbs = (double)wb / (us * 1e-6) / 1e9;
+            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%\n", s->name, B, wb / 1e6, us, gbs, 100 * gbs / copy_gbs);
+            if (jf)
+                fprintf(jf, ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
+                            "\"gb_s\": %.1f, \"of_copy\": %.3f}",
+                        s->name, B, wb, us, gbs, gbs / copy_gbs);
+        }
+        for (int c = 0; c < nc; c++) {
+            be->free(be, w[c].dev);
+            if (w[c].dev_scale) be->free(be, w[c].dev_scale);
+        }
+        free(host);
+        free(sc);
+    }
+
+    /* routed experts: 256 MXFP4 experts of w1/w3 [2048, 4096] and w2 [4096, 2048], top-6 */
+    const int E = 256, K = 6, D = 4096, I = 2048;
+    const shape s13 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, I, D}, s2 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, D, I};
+    uint8_t *host = malloc((size_t)I * D / 2), *sc = malloc((size_t)D * 128);
+    fill_bytes(host, (size_t)I * D / 2, 0);
+    for (int i = 0; i < D * 128; i++) sc[i] = (uint8_t)(120 + rnd() % 4);
+    dsv4_w *w1 = calloc(E, sizeof *w1), *w3 = calloc(E, sizeof *w3), *w2 = calloc(E, sizeof *w2);
+    for (int e = 0; e < E; e++)
+        if (make_weight(be, &s13, &w1[e], host, sc) || make_weight(be, &s13, &w3[e], host, sc) ||
+            make_weight(be, &s2, &w2[e], host, sc))
+            return 1;
+    const size_t expert_bytes = 2 * weight_bytes(&s13) + weight_bytes(&s2);
+    dsv4_moe_params mp = {.n_experts = E, .k = K, .dim = D, .inter = I, .swiglu_limit = 10, .w1 = w1, .w3 = w3,
+                          .w2 = w2, .reference = false};
+    int32_t *hidx = malloc((size_t)64 * K * sizeof(int32_t));
+    float *hw = malloc((size_t)64 * K * sizeof(float));
+    int32_t *didx = be->alloc(be, (size_t)64 * K * sizeof(int32_t));
+    float *dw = be->alloc(be, (size_t)64 * K * sizeof(float)), *out = be->alloc(be, (size_t)64 * D * sizeof(float));
+    printf("\n%-20s %6s %10s %10s %8s %8s\n", "routed experts", "batch", "MB", "us/call", "GB/s", "of copy");
+    for (int bi = 0; bi < nb; bi++) {
+        const int B = batches[bi] > 64 ? 64 : batches[bi];
+        char used[256] = {0};
+        int n_used = 0;
+        for (int t = 0; t < B; t++)
+            for (int k = 0; k < K; k++) {
+                int e;
+                int dup;
+                do {
+                    e = (int)(rnd() % E);
+                    dup = 0;
+                    for (int j = 0; j < k; j++) dup |= hidx[t * K + j] == e;
+                } while (dup);
+                hidx[t * K + k] = e;
+                hw[t * K + k] = 1.0f / K;
+                if (!used[e]) used[e] = 1, n_used++;
+            }
+        be->upload(be, didx, hidx, (size_t)B * K * sizeof(int32_t));
+        be->upload(be, dw, hw, (size_t)B * K * sizeof(float));
+        be->moe_experts(be, &mp, x, B, didx, dw, out);
+        sync(be, out);
+        double t = now_s();
+        for (int r = 0; r < reps; r++) be->moe_experts(be, &mp, x, B, didx, dw, out);
+        sync(be, out);
+        const size_t bytes = (size_t)n_used * expert_bytes;
+        const double us = (now_s() - t) / reps * 1e6, gbs = (double)bytes / (us * 1e-6) / 1e9;
+        printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%   (%d experts)\n", "experts (MXFP4)", B, bytes / 1e6, us, gbs,
+               100 * gbs / copy_gbs, n_used);
+        if (jf)
+            fprintf(jf, ",\n  {\"kind\": \"experts\", \"batch\": %d, \"experts\": %d, \"bytes\": %zu, \"us\": %.3f, "
+                        "\"gb_s\": %.1f, \"of_copy\": %.3f}",
+                    B, n_used, bytes, us, gbs, gbs / copy_gbs);
+    }
+    if (jf) {
+        fprintf(jf, "\n]}\n");
+        fclose(jf);
+    }
+    printf("\n(us/call: host clock over %d back-to-back launches after a warm-up; the expert timing reuses one\n"
+           "routing, so its weights may partly stay in L2 at batch 1)\n", reps);
+    be->destroy(be);
+    return 0;
+}
+
+#else
+
+int main(void)
+{
+    printf("built without the CUDA backend: skipped\n");
+    return 77;
+}
+
+#endif
