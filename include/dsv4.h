@@ -72,6 +72,9 @@ typedef struct {
                                   checkpoint (dsv4 mkmodel --sparse) with random values at load instead of reading
                                   them; such a checkpoint is refused without it, any other checkpoint with it */
     int no_graphs;             /* run decode steps op by op instead of replaying CUDA graphs (--profile implies it) */
+    int ep;                    /* > 1: expert parallelism over this many ranks (--ep N): the routed experts split by
+                                  id, every other op replicated; today CPU ranks in one process with a loopback
+                                  communicator (the multi-GPU code path, bit for bit the single rank's logits) */
 } dsv4_engine_opts;
 
 typedef struct dsv4_engine dsv4_engine;

@@ -87,6 +87,11 @@ typedef struct {
     float swiglu_limit;   /* <= 0: no clamp */
     const dsv4_w *w1, *w3, *w2; /* [n_experts] */
     bool reference;       /* BF16 GEMM outputs and bf16(weight * activation) before the down projection */
+    /* Expert parallelism: compute only experts in [expert_lo, expert_hi) (both 0: all), and with slot_out
+     * write each (token, slot)'s output to slot_out [n*k, D] (zeros for the slots of other experts)
+     * instead of summing into out: moe_sum does that once the ranks' slots are combined. */
+    int expert_lo, expert_hi;
+    float *slot_out;
 } dsv4_moe_params;
 
 struct dsv4_backend {
@@ -195,12 +200,21 @@ struct dsv4_backend {
      * w2_e . (wts * swiglu(w1_e x, w3_e x)) */
     void (*moe_experts)(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                         const float *wts, float *out);
+    /* out[t] = sum of Y[t, slot] over the token's slots in ascending expert id (NULL: no expert parallelism) */
+    void (*moe_sum)(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int dim, float *out);
     /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim) */
     void (*swiglu)(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m);
 };
 
 /* The CPU backend; n_threads <= 0 uses every core. */
 dsv4_backend *dsv4_backend_cpu_create(int n_threads);
+
+/* Expert parallelism over `ranks` backends (taken over: destroyed with it) in
+ * one process: every op runs on every rank on its own copy of the
+ * activations and state, the routed experts are split by id range and
+ * combined through the loopback communicator (host memory). Ranks must
+ * support moe_sum. NULL with a reason in err. */
+dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);
 
 #ifdef DSV4_HAVE_CUDA
 /* The CUDA backend on GPU `device`; NULL with a reason in err when unusable. */

@@ -136,6 +136,12 @@ int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engi
             }
         return cli_fail(cmd, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
     }
+    if (!strcmp(opt, "--ep")) {
+        long long x = 0;
+        if (cli_parse_int(cmd, opt, v, 1, 16, &x)) return 1;
+        o->ep = (int)x;
+        return 0;
+    }
     if (!strcmp(opt, "--cuda-graphs")) {
         if (!strcmp(v, "on")) o->no_graphs = 0;
         else if (!strcmp(v, "off")) o->no_graphs = 1;

@@ -252,7 +252,12 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
                                   size_t errlen)
 {
     *out = NULL;
-    if (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO) {
+    if (o->ep > 1 && o->backend == DSV4_BACKEND_CUDA) {
+        snprintf(err, errlen, "--ep %d with --backend cuda: the multi-GPU communicator (NCCL) is not built yet; "
+                 "--ep runs on the CPU backend (--backend cpu) for now", o->ep);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    if (o->ep <= 1 && (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO)) {
 #ifdef DSV4_HAVE_CUDA
         char why[256] = "";
         if (dsv4_cuda_device_count() > 0) {
@@ -279,6 +284,27 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
             return DSV4_ERR_UNSUPPORTED;
         }
 #endif
+    }
+    if (o->ep > 1) {
+        /* expert parallelism: one CPU backend per rank, the cores shared out, the loopback communicator */
+        if (o->ep > 16) {
+            snprintf(err, errlen, "--ep %d: at most 16 ranks", o->ep);
+            return DSV4_ERR_INVALID;
+        }
+        dsv4_backend *ranks[16];
+        int th = o->n_threads > 0 ? o->n_threads / o->ep : 0;
+        for (int r = 0; r < o->ep; r++)
+            if (!(ranks[r] = dsv4_backend_cpu_create(th > 0 ? th : 1))) {
+                for (int q = 0; q < r; q++) ranks[q]->destroy(ranks[q]);
+                snprintf(err, errlen, "out of memory creating the CPU backend");
+                return DSV4_ERR_NOMEM;
+            }
+        if (!(*out = dsv4_backend_ep_create(ranks, o->ep, err, errlen))) {
+            for (int r = 0; r < o->ep; r++) ranks[r]->destroy(ranks[r]);
+            return DSV4_ERR_UNSUPPORTED;
+        }
+        if (o->verbose) fprintf(stderr, "dsv4: %s\n", (*out)->device);
+        return DSV4_OK;
     }
     *out = dsv4_backend_cpu_create(o->n_threads);
     if (!*out) {

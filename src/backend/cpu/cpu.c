@@ -986,7 +986,9 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
     float *g = scratch(S_MOE_G, (size_t)n * k * I * sizeof(float));
     float *u = scratch(S_MOE_U, (size_t)n * k * I * sizeof(float));
     float *y = scratch(S_MOE_Y, (size_t)n * k * D * sizeof(float));
-    for (int e = 0; e < p->n_experts; e++) {
+    const int e_lo = p->expert_hi > p->expert_lo ? p->expert_lo : 0;
+    const int e_hi = p->expert_hi > p->expert_lo ? p->expert_hi : p->n_experts;
+    for (int e = e_lo; e < e_hi; e++) {
         int m = 0;
         for (int a = 0; a < n * k; a++)
             if (c->idx[a] == e) list[m++] = a;
@@ -1013,14 +1015,24 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
     }
 }
 
+static void cpu_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out);
+
 static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                             const float *wts, float *out)
 {
     int k = p->k, D = p->dim;
     moe_ctx c = {.p = p, .x = x, .idx = idx, .wts = wts, .n = n};
-    c.ybuf = scratch(S_MOE_YBUF, (size_t)n * k * D * sizeof(float));
+    c.ybuf = p->slot_out ? p->slot_out : scratch(S_MOE_YBUF, (size_t)n * k * D * sizeof(float));
+    if (p->expert_hi > p->expert_lo) /* other ranks' slots stay zero */
+        memset(c.ybuf, 0, (size_t)n * k * D * sizeof(float));
     moe_experts_run(be, &c);
-    /* Sum each token's expert outputs in ascending expert id: a fixed order. */
+    if (!p->slot_out) cpu_moe_sum(be, c.ybuf, idx, n, k, D, out);
+}
+
+/* Sum each token's expert outputs in ascending expert id: a fixed order. */
+static void cpu_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out)
+{
+    (void)be;
     for (int t = 0; t < n; t++) {
         int order[k];
         for (int i = 0; i < k; i++) order[i] = i;
@@ -1033,7 +1045,7 @@ static void cpu_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const fl
         float *o = out + (size_t)t * D;
         for (int d = 0; d < D; d++) o[d] = 0;
         for (int i = 0; i < k; i++) {
-            const float *yi = c.ybuf + ((size_t)t * k + order[i]) * D;
+            const float *yi = Y + ((size_t)t * k + order[i]) * D;
             for (int d = 0; d < D; d++) o[d] += yi[d];
         }
     }
@@ -1127,6 +1139,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->kv_store = cpu_kv_store;
     be->moe_route = cpu_moe_route;
     be->moe_experts = cpu_moe_experts;
+    be->moe_sum = cpu_moe_sum;
     be->swiglu = cpu_swiglu;
     return be;
 }

@@ -1,0 +1,183 @@
+/*
+ * test_ep.c - expert parallelism (--ep N) on the CPU through the loopback
+ * communicator gives bit for bit the single rank's logits.
+ *
+ * For every fixture and models/tiny, plain and reference numerics, 2 and 3
+ * ranks and 16 (more ranks than some fixtures have experts: ranks with no
+ * experts): a prompt prefilled in two chunks then decoded token by token,
+ * and three sequences of different lengths stepped together with a chunked
+ * prefill beside decodes. DSV4_EP_CHECK=1 makes every read compare the
+ * ranks' copies, so ranks that drift apart fail even when rank 0 is right.
+ * Also: --ep with --backend cuda is refused, naming the missing piece.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dsv4.h"
+
+static dsv4_engine *open_engine(const char *dir, int ep, dsv4_numerics num)
+{
+    dsv4_engine_opts o;
+    dsv4_engine_opts_default(&o);
+    o.model_dir = dir;
+    o.backend = DSV4_BACKEND_CPU;
+    o.numerics = num;
+    o.ep = ep;
+    o.n_threads = 2;
+    o.max_seqs = 4;
+    o.max_ctx = 512;
+    o.pool_tokens = 4 * 512;
+    char err[512];
+    dsv4_engine *e = NULL;
+    if (dsv4_engine_open(&o, &e, err, sizeof err) != DSV4_OK) fail_msg("open %s --ep %d: %s", dir, ep, err);
+    return e;
+}
+
+/* The logits of a fixed workload, concatenated: [rows][V]; *rows set. */
+static float *workload(dsv4_engine *e, int *rows)
+{
+    dsv4_model_info info;
+    dsv4_engine_info(e, &info);
+    const int V = info.vocab_size;
+    char err[512];
+    int32_t ids[300];
+    uint64_t x = 12345;
+    for (int i = 0; i < 300; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((x >> 33) % (uint64_t)V);
+    }
+    const int cap = 200;
+    float *out = malloc((size_t)cap * V * sizeof(float));
+    int n = 0;
+    int s0, s1, s2;
+    assert_int_equal(dsv4_seq_create(e, &s0, err, sizeof err), DSV4_OK);
+    /* one sequence: two prefill chunks (all logits), then 12 decode steps */
+    dsv4_batch_entry b = {.seq = s0, .n_tokens = 9, .tokens = ids, .all_logits = 1, .logits = out};
+    assert_int_equal(dsv4_step(e, &b, 1, err, sizeof err), DSV4_OK);
+    n += 9;
+    b = (dsv4_batch_entry){.seq = s0, .n_tokens = 14, .tokens = ids + 9, .all_logits = 1, .logits = out + (size_t)n * V};
+    assert_int_equal(dsv4_step(e, &b, 1, err, sizeof err), DSV4_OK);
+    n += 14;
+    for (int t = 0; t < 12; t++) {
+        b = (dsv4_batch_entry){.seq = s0, .n_tokens = 1, .tokens = ids + 23 + t, .logits = out + (size_t)n * V};
+        assert_int_equal(dsv4_step(e, &b, 1, err, sizeof err), DSV4_OK);
+        n++;
+    }
+    /* three sequences: decodes of s0 beside a chunked prefill of s1 and decodes of s2 */
+    assert_int_equal(dsv4_seq_create(e, &s1, err, sizeof err), DSV4_OK);
+    assert_int_equal(dsv4_seq_create(e, &s2, err, sizeof err), DSV4_OK);
+    dsv4_batch_entry bb[3] = {
+        {.seq = s2, .n_tokens = 5, .tokens = ids + 100, .logits = out + (size_t)n * V},
+        {.seq = s1, .n_tokens = 40, .tokens = ids + 150, .all_logits = 1, .logits = out + (size_t)(n + 1) * V},
+    };
+    assert_int_equal(dsv4_step(e, bb, 2, err, sizeof err), DSV4_OK);
+    n += 41;
+    for (int t = 0; t < 20; t++) {
+        bb[0] = (dsv4_batch_entry){.seq = s0, .n_tokens = 1, .tokens = ids + 40 + t, .logits = out + (size_t)n * V};
+        bb[1] = (dsv4_batch_entry){.seq = s1, .n_tokens = 3, .tokens = ids + 200 + 3 * t,
+                                   .logits = out + (size_t)(n + 1) * V};
+        bb[2] = (dsv4_batch_entry){.seq = s2, .n_tokens = 1, .tokens = ids + 110 + t,
+                                   .logits = out + (size_t)(n + 2) * V};
+        assert_true(n + 3 <= cap);
+        assert_int_equal(dsv4_step(e, bb, 3, err, sizeof err), DSV4_OK);
+        n += 3;
+    }
+    *rows = n;
+    return out;
+}
+
+static void check_dir(const char *dir)
+{
+    for (int numi = 0; numi < 2; numi++) {
+        const dsv4_numerics num = numi ? DSV4_NUMERICS_REFERENCE : DSV4_NUMERICS_PLAIN;
+        dsv4_engine *e1 = open_engine(dir, 1, num);
+        dsv4_model_info info;
+        dsv4_engine_info(e1, &info);
+        int rows1;
+        float *want = workload(e1, &rows1);
+        dsv4_engine_close(e1);
+        const int eps[] = {2, 3, 16};
+        for (int k = 0; k < 3; k++) {
+            dsv4_engine *e = open_engine(dir, eps[k], num);
+            int rows;
+            float *got = workload(e, &rows);
+            assert_int_equal(rows, rows1);
+            if (memcmp(got, want, (size_t)rows * info.vocab_size * sizeof(float))) {
+                size_t i = 0;
+                while (got[i] == want[i]) i++;
+                fail_msg("%s %s --ep %d: logit %zu (row %zu) is %g, one rank gives %g", dir,
+                         numi ? "reference" : "plain", eps[k], i, i / (size_t)info.vocab_size, got[i], want[i]);
+            }
+            free(got);
+            dsv4_engine_close(e);
+        }
+        printf("%s %s: --ep 2, 3, 16 give the single rank's logits bit for bit (%d rows)\n", dir,
+               numi ? "reference" : "plain", rows1);
+        free(want);
+    }
+}
+
+static void test_fixtures(void **state)
+{
+    (void)state;
+    const char *src = getenv("DSV4_SRC");
+    char base[1200], dir[1500];
+    snprintf(base, sizeof base, "%s/tests/fixtures", src ? src : ".");
+    DIR *d = opendir(base);
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(dir, sizeof dir, "%s/%s/config.json", base, de->d_name);
+        FILE *f = fopen(dir, "r");
+        if (!f) continue;
+        fclose(f);
+        snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
+        check_dir(dir);
+        n++;
+    }
+    closedir(d);
+    snprintf(dir, sizeof dir, "%s/models/tiny", src ? src : ".");
+    check_dir(dir);
+    assert_true(n >= 5);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    const char *src = getenv("DSV4_SRC");
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/tiny_a", src ? src : ".");
+    dsv4_engine_opts o;
+    dsv4_engine_opts_default(&o);
+    o.model_dir = dir;
+    o.backend = DSV4_BACKEND_CUDA;
+    o.ep = 2;
+    char err[512] = "";
+    dsv4_engine *e = NULL;
+    assert_int_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err, "NCCL"));
+    o.backend = DSV4_BACKEND_CPU;
+    o.ep = 17;
+    assert_int_not_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_OK);
+    assert_non_null(strstr(err, "16"));
+}
+
+int main(void)
+{
+    setenv("DSV4_EP_CHECK", "1", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
