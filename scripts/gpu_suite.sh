@@ -151,4 +151,5 @@ if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
   kill $spid 2>/dev/null
   wait $spid 2>/dev/null
 fi
+if [ "${HF_BASELINE:-0}" = 1 ]; then timeout 500 python3 bench/hf_baseline.py --layers "${HF_LAYERS:-4}" --json "$OUT/hf-baseline.json" > "$OUT/hf-baseline.txt" 2>&1; grep -E "^hf-baseline|FAILED" "$OUT/hf-baseline.txt"; fi
 fi
