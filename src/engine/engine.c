@@ -422,6 +422,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     if (pool_tokens <= 0 && o->pool_fraction > 0) {
         int64_t fr = e->be->mem_free ? e->be->mem_free(e->be) : host_mem_available() - (int64_t)e->w.bytes;
         pool_bytes = (int64_t)((double)(fr > 0 ? fr : 0) * o->pool_fraction);
+        if (o->ep > 1) pool_bytes /= o->ep; /* every rank holds the whole state */
         if (o->verbose)
             fprintf(stderr, "dsv4: KV pool from %.2f of %.2f GiB free (%s)\n", o->pool_fraction,
                     (double)fr / 1073741824.0, e->be->mem_free ? e->be->device : "host memory less the checkpoint");
