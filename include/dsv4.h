@@ -97,7 +97,8 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
 
 /* --profile: time per op family (attention, indexer + top-k, compressors,
  * routed experts, shared expert, dense projections, hyper-connections,
- * norms/RoPE, head, other), for decode and prefill steps separately, as a
+ * norms/RoPE, head, communication between ranks, other), for decode and
+ * prefill steps separately, as a
  * table or (json) one JSON object. Device backends time with events. */
 void dsv4_profile_print(const dsv4_engine *e, FILE *out, int json);
 /* Turn the profile on or off between steps (a profiled step runs op by op,

@@ -33,6 +33,7 @@ typedef enum {
     DSV4_PROF_HC,            /* hyper-connections (pre, post, head collapse) */
     DSV4_PROF_NORM,          /* RMSNorms, RoPE, BF16 rounding, KV simulation */
     DSV4_PROF_HEAD,          /* final norm + LM head + logits readback */
+    DSV4_PROF_COMM,          /* collectives between ranks (expert parallelism) */
     DSV4_PROF_OTHER,         /* embedding, plan upload, the rest */
     DSV4_PROF_COUNT
 } dsv4_prof_family;

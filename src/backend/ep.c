@@ -394,7 +394,9 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
             free(z);
         }
     }
+    if (be->prof_mark) be->prof_mark(be, DSV4_PROF_COMM);
     loopback_allreduce(m, m->slots, need);
+    if (be->prof_mark) be->prof_mark(be, DSV4_PROF_ROUTED);
     EACH RB->moe_sum(RB, m->slots[r], T(idx), n, p->k, p->dim, T(out));
 }
 

@@ -671,7 +671,7 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
 
 static const char *const prof_names[DSV4_PROF_COUNT] = {
     "attention", "indexer + top-k", "compressors", "routed experts", "shared expert",
-    "dense projections", "hyper-connections", "norms / RoPE", "head", "other"};
+    "dense projections", "hyper-connections", "norms / RoPE", "head", "communication", "other"};
 
 int dsv4_profile_enable(dsv4_engine *e, int on)
 {
@@ -699,9 +699,11 @@ void dsv4_profile_print(const dsv4_engine *e, FILE *out, int json)
         fprintf(out, "%s: %lld steps, %lld tokens, %.3f ms per step (%s)\n", kind[k], (long long)steps,
                 (long long)toks, total / steps, e->be->name);
         fprintf(out, "  %-20s %12s %8s\n", "op family", "ms/step", "share");
-        for (int i = 0; i < DSV4_PROF_COUNT; i++)
+        for (int i = 0; i < DSV4_PROF_COUNT; i++) {
+            if (i == DSV4_PROF_COMM && e->prof_ms[k][i] <= 0) continue; /* a row only with several ranks */
             fprintf(out, "  %-20s %12.4f %7.1f%%\n", prof_names[i], e->prof_ms[k][i] / steps,
                     total > 0 ? 100.0 * e->prof_ms[k][i] / total : 0.0);
+        }
     }
     if (json) fprintf(out, "}\n");
 }

@@ -8,7 +8,8 @@
  * and three sequences of different lengths stepped together with a chunked
  * prefill beside decodes. DSV4_EP_CHECK=1 makes every read compare the
  * ranks' copies, so ranks that drift apart fail even when rank 0 is right.
- * Also: --ep with --backend cuda is refused, naming the missing piece.
+ * Also: --ep with --backend cuda is refused, naming the missing piece, and
+ * --profile gives the collectives a row of their own.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -151,17 +152,26 @@ static void test_fixtures(void **state)
     assert_true(n >= 5);
 }
 
-static void test_refusals(void **state)
+/* Options for tiny_a with `ep` ranks; dir holds the path. */
+static dsv4_engine_opts tiny_a_opts(char *dir, size_t len, int ep)
 {
-    (void)state;
     const char *src = getenv("DSV4_SRC");
-    char dir[1200];
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/tiny_a", src ? src : ".");
+    snprintf(dir, len, "%s/tests/fixtures/tiny_a", src ? src : ".");
     dsv4_engine_opts o;
     dsv4_engine_opts_default(&o);
     o.model_dir = dir;
+    o.backend = DSV4_BACKEND_CPU;
+    o.ep = ep;
+    o.n_threads = 2;
+    return o;
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    char dir[1200];
+    dsv4_engine_opts o = tiny_a_opts(dir, sizeof dir, 2);
     o.backend = DSV4_BACKEND_CUDA;
-    o.ep = 2;
     char err[512] = "";
     dsv4_engine *e = NULL;
     assert_int_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_ERR_UNSUPPORTED);
@@ -172,12 +182,41 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err, "16"));
 }
 
+/* --profile with ranks: the collectives have their own row, with time in it */
+static void test_profile_comm(void **state)
+{
+    (void)state;
+    char dir[1200], err[512];
+    dsv4_engine_opts o = tiny_a_opts(dir, sizeof dir, 2);
+    o.profile = 1;
+    dsv4_engine *e = NULL;
+    assert_int_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_OK);
+    int s;
+    assert_int_equal(dsv4_seq_create(e, &s, err, sizeof err), DSV4_OK);
+    int32_t ids[6] = {5, 9, 2, 7, 1, 3};
+    dsv4_batch_entry b = {.seq = s, .n_tokens = 6, .tokens = ids};
+    assert_int_equal(dsv4_step(e, &b, 1, err, sizeof err), DSV4_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    dsv4_profile_print(e, f, 1);
+    fclose(f);
+    const char *c = strstr(buf, "\"prefill\"");
+    assert_non_null(c);
+    c = strstr(c, "\"communication\": ");
+    assert_non_null(c);
+    assert_true(atof(c + strlen("\"communication\": ")) > 0);
+    free(buf);
+    dsv4_engine_close(e);
+}
+
 int main(void)
 {
     setenv("DSV4_EP_CHECK", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_profile_comm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
