@@ -27,6 +27,10 @@ DSV4_SRC=$PWD timeout 300 $B/test_sample_cuda > "$OUT/sample_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/sample_cuda.txt"
 grep -E "agree|bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/sample_cuda.txt"
 echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
+echo "== expert parallelism, CUDA ranks sharing the GPU, against one rank"
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_ep > "$OUT/ep_cuda.txt" 2>&1
+echo "exit $?" >> "$OUT/ep_cuda.txt"
+grep -E "bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/ep_cuda.txt"
 echo "== CUDA vs CPU, every fixture, plain and reference numerics"
 DSV4_SRC=$PWD timeout 300 $B/test_gpu_vs_cpu > "$OUT/gpu_vs_cpu.txt" 2>&1
 echo "exit $?" >> "$OUT/gpu_vs_cpu.txt"

@@ -214,7 +214,8 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads);
  * one process: every op runs on every rank on its own copy of the
  * activations and state, the routed experts are split by id range and
  * combined through the loopback communicator (host memory). Ranks must
- * support moe_sum. NULL with a reason in err. */
+ * support moe_sum and be able to read rank 0's weights (CPU backends, or
+ * CUDA backends on one GPU). NULL with a reason in err. */
 dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);
 
 #ifdef DSV4_HAVE_CUDA

@@ -20,6 +20,10 @@
  *
  * DSV4_EP_CHECK=1 compares every rank's copy on each download (the ranks
  * must stay identical) and aborts naming the first difference.
+ *
+ * Ranks are CPU backends, or CUDA backends on one GPU (the engine's
+ * ep_choose): both can read rank 0's weights. The communicator goes through
+ * host memory (download, add, upload), which also orders the ranks' streams.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,8 +147,10 @@ static void ep_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
     for (int r = 0; r < m->R; r++) m->rank[r]->copy(m->rank[r], T(dst), T(src), bytes);
 }
 
-/* Weights: the ranks share the host's (the CPU's weight_load only makes
- * FP32 copies of small vectors, which every rank may read). */
+/* Weights: every rank reads rank 0's - the host's on the CPU (weight_load
+ * only makes FP32 copies of small vectors), GPU 0's memory when the ranks
+ * are CUDA backends on that one GPU. Ranks on different GPUs would need a
+ * copy each. */
 static dsv4_status ep_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
 {
     return ep_of(be)->rank[0]->weight_load(ep_of(be)->rank[0], w, err, errlen);
@@ -425,9 +431,9 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *er
         return NULL;
     }
     for (int r = 0; r < n_ranks; r++)
-        if (!ranks[r]->moe_sum || ranks[r]->sm > 0) {
-            snprintf(err, errlen, "expert parallelism on %s needs a multi-GPU communicator (NCCL), which is not "
-                     "built yet; it runs on the CPU backend (loopback) for now", ranks[r]->device);
+        if (!ranks[r]->moe_sum) {
+            snprintf(err, errlen, "expert parallelism: the %s backend cannot split its experts (no moe_sum)",
+                     ranks[r]->name);
             return NULL;
         }
     dsv4_backend *be = calloc(1, sizeof *be);

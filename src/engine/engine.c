@@ -248,16 +248,63 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be,
 
 /* --backend: cpu always works; cuda needs a build with the CUDA backend and a
  * supported GPU; auto takes the GPU when there is one and says so in one line. */
+/* Expert parallelism over o->ep ranks of one device kind, joined by the
+ * loopback communicator: CPU backends sharing the cores, or CUDA backends all
+ * on GPU 0 (the multi-GPU code path on one GPU; across GPUs it needs the
+ * NCCL communicator and per-GPU weights, not built yet). The ranks read rank
+ * 0's weights, which both kinds can. */
+static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
+                             size_t errlen)
+{
+    if (o->ep > 16) {
+        snprintf(err, errlen, "--ep %d: at most 16 ranks", o->ep);
+        return DSV4_ERR_INVALID;
+    }
+    bool gpu = false;
+#ifdef DSV4_HAVE_CUDA
+    gpu = o->backend != DSV4_BACKEND_CPU && dsv4_cuda_device_count() > 0 && c->hc_mult <= 16 &&
+          c->n_experts_per_tok <= 16 && c->n_routed_experts <= 1024;
+#else
+    (void)c;
+#endif
+    if (o->backend == DSV4_BACKEND_CUDA && !gpu) {
+        snprintf(err, errlen, "--backend cuda --ep %d: no usable CUDA device in this build or machine; use "
+                 "--backend cpu", o->ep);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    dsv4_backend *ranks[16];
+    const int th = o->n_threads > 0 ? o->n_threads / o->ep : 0;
+    for (int r = 0; r < o->ep; r++) {
+        char why[256] = "out of memory creating the CPU backend";
+#ifdef DSV4_HAVE_CUDA
+        ranks[r] = gpu ? dsv4_backend_cuda_create(0, why, sizeof why) : dsv4_backend_cpu_create(th > 0 ? th : 1);
+#else
+        ranks[r] = dsv4_backend_cpu_create(th > 0 ? th : 1);
+#endif
+        if (!ranks[r]) {
+            for (int q = 0; q < r; q++) ranks[q]->destroy(ranks[q]);
+            snprintf(err, errlen, "expert-parallel rank %d: %s", r, why);
+            return DSV4_ERR_NOMEM;
+        }
+    }
+    if (!(*out = dsv4_backend_ep_create(ranks, o->ep, err, errlen))) {
+        for (int r = 0; r < o->ep; r++) ranks[r]->destroy(ranks[r]);
+        return DSV4_ERR_UNSUPPORTED;
+    }
+    if (o->verbose || o->backend == DSV4_BACKEND_AUTO)
+        fprintf(stderr, "dsv4: %s%s\n", (*out)->device,
+                gpu ? ": ranks share GPU 0 (the multi-GPU code path on one GPU; across GPUs needs NCCL, not built "
+                      "yet)"
+                    : "");
+    return DSV4_OK;
+}
+
 static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
                                   size_t errlen)
 {
     *out = NULL;
-    if (o->ep > 1 && o->backend == DSV4_BACKEND_CUDA) {
-        snprintf(err, errlen, "--ep %d with --backend cuda: the multi-GPU communicator (NCCL) is not built yet; "
-                 "--ep runs on the CPU backend (--backend cpu) for now", o->ep);
-        return DSV4_ERR_UNSUPPORTED;
-    }
-    if (o->ep <= 1 && (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO)) {
+    if (o->ep > 1) return ep_choose(o, c, out, err, errlen);
+    if (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO) {
 #ifdef DSV4_HAVE_CUDA
         char why[256] = "";
         if (dsv4_cuda_device_count() > 0) {
@@ -284,27 +331,6 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
             return DSV4_ERR_UNSUPPORTED;
         }
 #endif
-    }
-    if (o->ep > 1) {
-        /* expert parallelism: one CPU backend per rank, the cores shared out, the loopback communicator */
-        if (o->ep > 16) {
-            snprintf(err, errlen, "--ep %d: at most 16 ranks", o->ep);
-            return DSV4_ERR_INVALID;
-        }
-        dsv4_backend *ranks[16];
-        int th = o->n_threads > 0 ? o->n_threads / o->ep : 0;
-        for (int r = 0; r < o->ep; r++)
-            if (!(ranks[r] = dsv4_backend_cpu_create(th > 0 ? th : 1))) {
-                for (int q = 0; q < r; q++) ranks[q]->destroy(ranks[q]);
-                snprintf(err, errlen, "out of memory creating the CPU backend");
-                return DSV4_ERR_NOMEM;
-            }
-        if (!(*out = dsv4_backend_ep_create(ranks, o->ep, err, errlen))) {
-            for (int r = 0; r < o->ep; r++) ranks[r]->destroy(ranks[r]);
-            return DSV4_ERR_UNSUPPORTED;
-        }
-        if (o->verbose) fprintf(stderr, "dsv4: %s\n", (*out)->device);
-        return DSV4_OK;
     }
     *out = dsv4_backend_cpu_create(o->n_threads);
     if (!*out) {

@@ -8,8 +8,10 @@
  * and three sequences of different lengths stepped together with a chunked
  * prefill beside decodes. DSV4_EP_CHECK=1 makes every read compare the
  * ranks' copies, so ranks that drift apart fail even when rank 0 is right.
- * Also: --ep with --backend cuda is refused, naming the missing piece, and
- * --profile gives the collectives a row of their own.
+ * DSV4_TEST_BACKEND=cuda runs the same with CUDA ranks sharing GPU 0 (the
+ * multi-GPU code path on one GPU). Also: --ep beyond 16 ranks, and
+ * --backend cuda --ep without a GPU, are refused; --profile gives the
+ * collectives a row of their own.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -22,14 +24,18 @@
 
 #include <cmocka.h>
 
+#include "backend/backend.h"
 #include "dsv4.h"
+
+/* DSV4_TEST_BACKEND=cuda: the ranks are CUDA backends sharing GPU 0 (exit 77 without one) */
+static dsv4_backend_kind test_backend = DSV4_BACKEND_CPU;
 
 static dsv4_engine *open_engine(const char *dir, int ep, dsv4_numerics num)
 {
     dsv4_engine_opts o;
     dsv4_engine_opts_default(&o);
     o.model_dir = dir;
-    o.backend = DSV4_BACKEND_CPU;
+    o.backend = test_backend;
     o.numerics = num;
     o.ep = ep;
     o.n_threads = 2;
@@ -171,11 +177,17 @@ static void test_refusals(void **state)
     (void)state;
     char dir[1200];
     dsv4_engine_opts o = tiny_a_opts(dir, sizeof dir, 2);
-    o.backend = DSV4_BACKEND_CUDA;
     char err[512] = "";
     dsv4_engine *e = NULL;
-    assert_int_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_ERR_UNSUPPORTED);
-    assert_non_null(strstr(err, "NCCL"));
+    int gpus = 0;
+#ifdef DSV4_HAVE_CUDA
+    gpus = dsv4_cuda_device_count();
+#endif
+    if (!gpus) { /* --backend cuda --ep without a GPU: refused, pointing at the CPU */
+        o.backend = DSV4_BACKEND_CUDA;
+        assert_int_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_ERR_UNSUPPORTED);
+        assert_non_null(strstr(err, "--backend cpu"));
+    }
     o.backend = DSV4_BACKEND_CPU;
     o.ep = 17;
     assert_int_not_equal(dsv4_engine_open(&o, &e, err, sizeof err), DSV4_OK);
@@ -212,6 +224,18 @@ static void test_profile_comm(void **state)
 
 int main(void)
 {
+    const char *tb = getenv("DSV4_TEST_BACKEND");
+    if (tb && !strcmp(tb, "cuda")) {
+        int gpus = 0;
+#ifdef DSV4_HAVE_CUDA
+        gpus = dsv4_cuda_device_count();
+#endif
+        if (gpus <= 0) {
+            printf("no CUDA device: skipped\n");
+            return 77;
+        }
+        test_backend = DSV4_BACKEND_CUDA;
+    }
     setenv("DSV4_EP_CHECK", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures),

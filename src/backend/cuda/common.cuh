@@ -247,6 +247,7 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
                     float *wts);
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                       const float *wts, float *out);
+void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out);
 void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
                  int32_t *tok);
 int cuda_graph_begin(dsv4_backend *be, int key);

@@ -99,13 +99,14 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
 
 /* One warp per (row, token-slot): y = W_e x_t for the slot's expert e. */
 __global__ void k_expert_gate_up(const wdesc *w1, const wdesc *w3, const float *x, int D, int k, const int32_t *idx,
-                                 int I, bool reference, float *G, float *U, int ts0)
+                                 int I, bool reference, float *G, float *U, int ts0, int lo, int hi)
 {
     const int lane = threadIdx.x & 31;
     const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
     const int ts = ts0 + blockIdx.y; /* token * k + slot */
     if (r >= I) return;
     const int e = idx[ts];
+    if (hi > lo && (e < lo || e >= hi)) return; /* another rank's expert */
     const float *xt = x + (size_t)(ts / k) * D;
     const wdesc a = w1[e], b = w3[e];
     float g = 0, u = 0;
@@ -134,12 +135,16 @@ __global__ void k_expert_act(float *G, const float *U, int I, size_t total, floa
 }
 
 __global__ void k_expert_down(const wdesc *w2, const float *M, int I, int k, const int32_t *idx, int D,
-                              bool reference, float *Y, int ts0)
+                              bool reference, float *Y, int ts0, int lo, int hi)
 {
     const int lane = threadIdx.x & 31;
     const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
     const int ts = ts0 + blockIdx.y;
     if (r >= D) return;
+    if (hi > lo && (idx[ts] < lo || idx[ts] >= hi)) { /* another rank's expert: its slot is zero here */
+        if (lane == 0) Y[(size_t)ts * D + r] = 0.0f;
+        return;
+    }
     const wdesc w = w2[idx[ts]];
     const float *m = M + (size_t)ts * I;
     float y = 0;
@@ -199,7 +204,8 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     const size_t nk = (size_t)n * k;
     float *G = (float *)cuda_scratch(be, CS_MOE_G, nk * I * sizeof(float));
     float *U = (float *)cuda_scratch(be, CS_MOE_U, nk * I * sizeof(float));
-    float *Y = (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
+    /* expert parallelism: the per-slot outputs go to the caller's buffer, the sum is moe_sum's */
+    float *Y = p->slot_out ? p->slot_out : (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
     /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
     const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
     if (aq) {
@@ -211,7 +217,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     for (size_t ts0 = 0; ts0 < nk; ts0 += 65535) {
         dim3 g1((unsigned)((I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
         k_expert_gate_up<<<g1, 32 * MOE_WARPS, 0, im->stream>>>(tab, tab + E, x, D, k, idx, I, p->reference, G, U,
-                                                                (int)ts0);
+                                                                (int)ts0, p->expert_lo, p->expert_hi);
         CK_LAUNCH();
     }
     const size_t tot = nk * I;
@@ -222,10 +228,16 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     for (size_t ts0 = 0; ts0 < nk; ts0 += 65535) {
         dim3 g2((unsigned)((D + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
         k_expert_down<<<g2, 32 * MOE_WARPS, 0, im->stream>>>(tab + 2 * E, G, I, k, idx, D, p->reference, Y,
-                                                             (int)ts0);
+                                                             (int)ts0, p->expert_lo, p->expert_hi);
         CK_LAUNCH();
     }
+    if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
+}
+
+void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out)
+{
     const int64_t tot2 = (int64_t)n * D;
-    k_expert_sum<<<(unsigned)((tot2 + 255) / 256), 256, 0, im->stream>>>(Y, idx, k, D, n, out);
+    if (tot2 <= 0) return;
+    k_expert_sum<<<(unsigned)((tot2 + 255) / 256), 256, 0, impl_of(be)->stream>>>(Y, idx, k, D, n, out);
     CK_LAUNCH();
 }
