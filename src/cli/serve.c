@@ -4,7 +4,7 @@
  *   dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]
  *              [--context-length N] [--mem-fraction F] [--chunked-prefill-size N] [--backend auto|cpu|cuda]
  *              [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY] [--numerics reference|plain] [--threads N]
- *              [--cuda-graphs on|off] [--tokenizer FILE] [--fill-random]
+ *              [--cuda-graphs on|off] [--ep N] [--tokenizer FILE] [--fill-random]
  *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
  *
  * Start-up order: options, then the HTTP listener (so /health answers 503
@@ -53,7 +53,7 @@ static void serve_usage(FILE *f)
             "usage: dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]\n"
             "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
             "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
-            "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off]\n"
+            "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N]\n"
             "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
             "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]\n"
             "\n"
