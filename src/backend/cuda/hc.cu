@@ -9,8 +9,6 @@
 #include "backend/cuda/common.cuh"
 #include "backend/hc_math.h"
 
-#include <string.h>
-
 #define HC_MAX 16
 
 /* Per token: rho = 1 / RMS of the streams, the mixing logits m (raw dot
@@ -101,17 +99,9 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     const int hc = p->hc, F = hc * p->dim, n_mix = head ? hc : (2 + hc) * hc;
     float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * (n_mix + hc) * sizeof(float));
     float *pre = mraw + (size_t)n * n_mix;
-    wdesc w;
-    memset(&w, 0, sizeof w);
-    w.data = p->fn;
-    w.fmt = DSV4_WF_FLOAT;
-    w.dtype = DSV4_DT_F32;
-    w.rows = n_mix;
-    w.cols = F;
-    w.br = w.bc = 128;
-    w.row_bytes = (int64_t)F * 4;
-    w.vec = w.row_bytes % 16 == 0 && (uintptr_t)p->fn % 16 == 0 ? 1 + RK_F32 : 0;
-    w.chunk16 = w.vec != 0;
+    dsv4_w fn = {.name = "hc fn", .dtype = DSV4_DT_F32, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {n_mix, F},
+                 .dev = (void *)p->fn}; /* the FP32 matrix as a weight, so wdesc_of picks its path */
+    const wdesc w = wdesc_of(&fn);
     cuda_linear_desc(be, w, X, F, n, mraw, n_mix);
     k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, pre, post, comb, head);
     CK_LAUNCH();

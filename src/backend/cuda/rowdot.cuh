@@ -69,66 +69,42 @@ template <int K> __device__ __forceinline__ void word_decode(const wdesc &w, int
     }
 }
 
-/* Lane l takes word l of each 32-word (128-byte) strip of the row, so a
- * warp's weight loads are one contiguous 128 bytes and its activation loads
- * contiguous too; strips are dealt round robin to the parts, UNROLL strips'
- * loads in flight before any is used, accumulated in strip order. */
-template <int NT, int K>
-__device__ __forceinline__ void row_dot_words(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
-                                              float *acc, int part, int nparts)
+/* acc[t] += x[t, e] * wv[e] for e < NE in order, for each token t < nt (x
+ * rows ldx apart): the same products in the same order whether the
+ * activations are read four floats at a time (xal: 16-byte aligned rows) or
+ * one by one. */
+template <int NT, int NE>
+__device__ __forceinline__ void accumulate(const float *x, int ldx, int nt, bool xal, const float *wv, float *acc)
 {
-    constexpr int NE = rk_elems<K>::n, UNROLL = 8;
-    const int lane = threadIdx.x & 31;
-    const bool xal = ((uintptr_t)x % 16 == 0) && ldx % 4 == 0;
-    const uint32_t *row = (const uint32_t *)((const char *)w.data + ra * w.row_bytes);
-    const int64_t nw = w.row_bytes / 4, step = (int64_t)nparts * 32;
-    for (int64_t w0 = part * 32 + lane; w0 - lane < nw; w0 += UNROLL * step) {
-        uint32_t q[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++)
-            if (w0 + u * step < nw) q[u] = __ldg(row + w0 + u * step);
+    for (int t = 0; t < NT; t++) {
+        if (t >= nt) break;
+        const float *xt = x + (size_t)t * ldx;
+        float a = acc[t];
+        if (NE >= 4 && xal) {
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const int64_t wi = w0 + u * step;
-            if (wi >= nw) break;
-            float wv[NE];
-            word_decode<K>(w, ra, wi, q[u], wv);
-            const int64_t i0 = wi * NE;
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                if (t < nt) {
-                    const float *xt = x + (size_t)t * ldx + i0;
-                    float a = acc[t];
-                    if (NE >= 4 && xal) { /* the same products in the same order, four floats per load */
-#pragma unroll
-                        for (int e = 0; e < NE; e += 4) {
-                            const float4 v = __ldg((const float4 *)(xt + e));
-                            a = fmaf(v.x, wv[e], a);
-                            a = fmaf(v.y, wv[e + 1], a);
-                            a = fmaf(v.z, wv[e + 2], a);
-                            a = fmaf(v.w, wv[e + 3], a);
-                        }
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
-                    }
-                    acc[t] = a;
-                }
+            for (int e = 0; e < NE; e += 4) {
+                const float4 v = __ldg((const float4 *)(xt + e));
+                a = fmaf(v.x, wv[e], a);
+                a = fmaf(v.y, wv[e + 1], a);
+                a = fmaf(v.z, wv[e + 2], a);
+                a = fmaf(v.w, wv[e + 3], a);
             }
+        } else {
+#pragma unroll
+            for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
         }
+        acc[t] = a;
     }
 }
 
 /* The 16-byte chunk path, for FP8 and unquantized rows (measured faster
- * there than words: more bytes in flight per lane): lane l takes chunks l,
- * l + 32, ... of its part. Elements per chunk: */
-template <int K> struct rk_chunk_elems {
-    static constexpr int n = K == RK_F32 ? 4 : K <= RK_F16 ? 8 : K == RK_FP8 ? 16 : 32;
-};
+ * there than words: more bytes in flight per lane). */
 
-/* Decode 16-byte chunk c of absolute row ra into wv[rk_chunk_elems<K>::n]. */
+/* Decode 16-byte chunk c of absolute row ra into wv[4 * rk_elems<K>::n]. */
 template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, int64_t ra, int64_t c, uint4 q, float *wv)
 {
+    static_assert(K <= RK_FP8, "FP4 rows take the word path");
     const uint32_t u[4] = {q.x, q.y, q.z, q.w};
     if constexpr (K == RK_F32) {
 #pragma unroll
@@ -139,70 +115,43 @@ template <int K> __device__ __forceinline__ void chunk_decode(const wdesc &w, in
             const uint16_t h = (uint16_t)(u[e >> 1] >> (16 * (e & 1)));
             wv[e] = K == RK_BF16 ? __uint_as_float((uint32_t)h << 16) : dsv4_f16_to_f32(h);
         }
-    } else if constexpr (K == RK_FP8) {
+    } else { /* FP8 */
         const int64_t k = (ra / w.br) * w.scale_cols + (c * 16) / w.bc;
         const float s = w.sdtype == DSV4_DT_F32 ? ((const float *)w.scale)[k]
                                                 : dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
 #pragma unroll
         for (int e = 0; e < 16; e++) wv[e] = fp8_val((u[e >> 2] >> (8 * (e & 3))) & 0xffu) * s;
-    } else if constexpr (K == RK_MXFP4) {
-        const float s = dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[ra * w.scale_cols + c]);
-#pragma unroll
-        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * s;
-    } else { /* NVFP4: two groups of 16, value * e4m3 scale * global scale as w_at */
-        const uint8_t *sr = (const uint8_t *)w.scale + ra * w.scale_cols + 2 * c;
-        const float s0 = fp8_val(sr[0]), s1 = fp8_val(sr[1]);
-#pragma unroll
-        for (int e = 0; e < 32; e++) wv[e] = e2m1_val((u[e >> 3] >> (4 * (e & 7))) & 15u) * (e < 16 ? s0 : s1) * w.scale2;
     }
 }
 
-template <int NT, int K>
-__device__ __forceinline__ void row_dot_chunks(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
-                                               float *acc, int part, int nparts)
+/* The row loop of both paths: the row is a sequence of units (4-byte words,
+ * or 16-byte chunks); lane l takes unit l of each 32-unit strip, so a warp's
+ * weight loads are contiguous; strips are dealt round robin to the parts,
+ * UNROLL strips' loads are in flight before any is used, and they are
+ * accumulated in strip order. */
+template <int NT, int K, typename U, int UNROLL>
+__device__ __forceinline__ void row_dot_units(const wdesc &w, int64_t ra, const float *x, int ldx, int nt,
+                                              float *acc, int part, int nparts)
 {
-    constexpr int NE = rk_chunk_elems<K>::n;
+    constexpr bool chunks = sizeof(U) == 16;
+    constexpr int NE = (int)(sizeof(U) / 4) * rk_elems<K>::n; /* a chunk is four words */
     const int lane = threadIdx.x & 31;
     const bool xal = ((uintptr_t)x % 16 == 0) && ldx % 4 == 0;
-    const int64_t nch = w.row_bytes / 16;
-    /* UNROLL chunks' loads are issued before any is used (the row's bytes in
-     * flight, not one chunk at a time); they are then accumulated in order */
-    constexpr int UNROLL = 4;
-    const uint4 *row = (const uint4 *)((const char *)w.data + ra * w.row_bytes);
-    const int64_t step = (int64_t)nparts * 32;
-    for (int64_t c0 = part * 32 + lane; c0 < nch; c0 += UNROLL * step) {
-        uint4 q[UNROLL];
+    const U *row = (const U *)((const char *)w.data + ra * w.row_bytes);
+    const int64_t nu = w.row_bytes / (int64_t)sizeof(U), step = (int64_t)nparts * 32;
+    for (int64_t u0 = part * 32 + lane; u0 - lane < nu; u0 += UNROLL * step) {
+        U q[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++)
-            if (c0 + u * step < nch) q[u] = __ldg(row + c0 + u * step);
+            if (u0 + u * step < nu) q[u] = __ldg(row + u0 + u * step);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            const int64_t c = c0 + u * step;
-            if (c >= nch) break;
+            const int64_t ui = u0 + u * step;
+            if (ui >= nu) break;
             float wv[NE];
-            chunk_decode<K>(w, ra, c, q[u], wv);
-            const int64_t i0 = c * NE;
-#pragma unroll
-            for (int t = 0; t < NT; t++) {
-                if (t < nt) {
-                    const float *xt = x + (size_t)t * ldx + i0;
-                    float a = acc[t];
-                    if (xal) { /* the same products in the same order, four floats per load */
-#pragma unroll
-                        for (int e = 0; e < NE; e += 4) {
-                            const float4 v = __ldg((const float4 *)(xt + e));
-                            a = fmaf(v.x, wv[e], a);
-                            a = fmaf(v.y, wv[e + 1], a);
-                            a = fmaf(v.z, wv[e + 2], a);
-                            a = fmaf(v.w, wv[e + 3], a);
-                        }
-                    } else {
-#pragma unroll
-                        for (int e = 0; e < NE; e++) a = fmaf(__ldg(xt + e), wv[e], a);
-                    }
-                    acc[t] = a;
-                }
-            }
+            if constexpr (chunks) chunk_decode<K>(w, ra, ui, q[u], wv);
+            else word_decode<K>(w, ra, ui, q[u], wv);
+            accumulate<NT, NE>(x + ui * NE, ldx, nt, xal, wv, acc);
         }
     }
 }
@@ -215,19 +164,19 @@ __device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float 
                                         int part = 0, int nparts = 1)
 {
     if (w.chunk16) switch (w.vec) {
-        case 1 + RK_F32: row_dot_chunks<NT, RK_F32>(w, ra, x, ldx, nt, acc, part, nparts); return;
-        case 1 + RK_BF16: row_dot_chunks<NT, RK_BF16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-        case 1 + RK_F16: row_dot_chunks<NT, RK_F16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-        case 1 + RK_FP8: row_dot_chunks<NT, RK_FP8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+        case 1 + RK_F32: row_dot_units<NT, RK_F32, uint4, 4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+        case 1 + RK_BF16: row_dot_units<NT, RK_BF16, uint4, 4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+        case 1 + RK_F16: row_dot_units<NT, RK_F16, uint4, 4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+        case 1 + RK_FP8: row_dot_units<NT, RK_FP8, uint4, 4>(w, ra, x, ldx, nt, acc, part, nparts); return;
         default: break;
         }
     switch (w.vec) {
-    case 1 + RK_F32: row_dot_words<NT, RK_F32>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_BF16: row_dot_words<NT, RK_BF16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_F16: row_dot_words<NT, RK_F16>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_FP8: row_dot_words<NT, RK_FP8>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_MXFP4: row_dot_words<NT, RK_MXFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
-    case 1 + RK_NVFP4: row_dot_words<NT, RK_NVFP4>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_F32: row_dot_units<NT, RK_F32, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_BF16: row_dot_units<NT, RK_BF16, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_F16: row_dot_units<NT, RK_F16, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_FP8: row_dot_units<NT, RK_FP8, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_MXFP4: row_dot_units<NT, RK_MXFP4, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
+    case 1 + RK_NVFP4: row_dot_units<NT, RK_NVFP4, uint32_t, 8>(w, ra, x, ldx, nt, acc, part, nparts); return;
     default: break;
     }
     const int lane = threadIdx.x & 31;
