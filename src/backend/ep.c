@@ -345,21 +345,26 @@ static void ep_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n
 
 /* ---- the split op ------------------------------------------------------- */
 
+/* The host buffers of the loopback, grown to n floats (never shrunk). */
+static void host_bufs(ep_impl *m, size_t n)
+{
+    if (m->host_cap >= n) return;
+    free(m->host_sum);
+    free(m->host_tmp);
+    m->host_sum = malloc(n * sizeof(float));
+    m->host_tmp = malloc(n * sizeof(float));
+    if (!m->host_sum || !m->host_tmp) {
+        fprintf(stderr, "dsv4: out of memory in the expert-parallel all-reduce\n");
+        abort();
+    }
+    m->host_cap = n;
+}
+
 /* The loopback all-reduce: every rank's buf [n] becomes the sum over ranks,
  * added in rank order. */
 static void loopback_allreduce(ep_impl *m, float **buf, size_t n)
 {
-    if (m->host_cap < n) {
-        free(m->host_sum);
-        free(m->host_tmp);
-        m->host_sum = malloc(n * sizeof(float));
-        m->host_tmp = malloc(n * sizeof(float));
-        if (!m->host_sum || !m->host_tmp) {
-            fprintf(stderr, "dsv4: out of memory in the expert-parallel all-reduce\n");
-            abort();
-        }
-        m->host_cap = n;
-    }
+    host_bufs(m, n);
     m->rank[0]->download(m->rank[0], m->host_sum, buf[0], n * sizeof(float));
     for (int r = 1; r < m->R; r++) {
         m->rank[r]->download(m->rank[r], m->host_tmp, buf[r], n * sizeof(float));
@@ -391,13 +396,9 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
         q.slot_out = m->slots[r];
         if (q.expert_hi > q.expert_lo) RB->moe_experts(RB, &q, T(x), n, T(idx), T(wts), T(out));
         else { /* more ranks than experts: this one contributes zeros */
-            float *z = calloc(need, sizeof(float));
-            if (!z) {
-                fprintf(stderr, "dsv4: out of memory in the expert-parallel step\n");
-                abort();
-            }
-            RB->upload(RB, m->slots[r], z, need * sizeof(float));
-            free(z);
+            host_bufs(m, need);
+            memset(m->host_tmp, 0, need * sizeof(float));
+            RB->upload(RB, m->slots[r], m->host_tmp, need * sizeof(float));
         }
     }
     if (be->prof_mark) be->prof_mark(be, DSV4_PROF_COMM);
