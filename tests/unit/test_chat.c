@@ -19,35 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "text/chat.h"
 
-static char *read_file(const char *rel, size_t *len)
-{
-    const char *src = getenv("DSV4_SRC");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", src ? src : ".", rel);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    buf[n] = 0;
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return buf;
-}
 
 static json_t *load_json(const char *rel)
 {
-    char *text = read_file(rel, NULL);
+    char *text = tu_slurp_src(rel, NULL);
     assert_non_null(text);
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
@@ -145,7 +123,7 @@ static void test_official_prompts(void **state)
         char rel[256];
         snprintf(rel, sizeof rel, "tests/text/chat/%s.txt", name);
         size_t wn;
-        char *want = read_file(rel, &wn);
+        char *want = tu_slurp_src(rel, &wn);
         assert_non_null(want);
         dsv4_chat_prompt p;
         render_case(c, &p);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_util.h"
 #include "text/chat.h"
 
 typedef struct {
@@ -82,23 +83,6 @@ static void run_split(int thinking, const char *text, size_t n, const size_t *cu
     dsv4_chat_parser_free(p);
 }
 
-static char *read_file(const char *rel)
-{
-    const char *src = getenv("DSV4_SRC");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", src ? src : ".", rel);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = 0;
-    fclose(f);
-    return buf;
-}
 
 static void check_same(const char *what, size_t split, const collected *want, const collected *got)
 {
@@ -153,7 +137,7 @@ static void check_all_splits(const char *name, int thinking, const char *text, s
 static void test_official_outputs_every_split(void **state)
 {
     (void)state;
-    char *text = read_file("tests/text/chat/parse_cases.json");
+    char *text = tu_slurp_src("tests/text/chat/parse_cases.json", NULL);
     assert_non_null(text);
     json_error_t je;
     json_t *cases = json_loads(text, 0, &je);

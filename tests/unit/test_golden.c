@@ -28,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "dsv4.h"
+#include "test_util.h"
 
 /* DSV4_TEST_BACKEND=cuda runs every check on the GPU (exit 77 = skipped when
  * there is none); default the CPU. */
@@ -40,27 +41,13 @@ typedef struct {
     float *want; /* [T, V] */
 } fixture;
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    b[n] = 0;
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return b;
-}
 
 static int load_fixture(const char *dir, fixture *fx)
 {
     char p[1500];
     snprintf(fx->dir, sizeof fx->dir, "%s", dir);
     snprintf(p, sizeof p, "%s/ids.txt", dir);
-    char *txt = slurp(p, NULL);
+    char *txt = tu_slurp(p, NULL);
     if (!txt) return -1;
     fx->T = 0;
     fx->ids = malloc(strlen(txt) * sizeof(int32_t) + 4);
@@ -74,7 +61,7 @@ static int load_fixture(const char *dir, fixture *fx)
     free(txt);
     size_t n = 0;
     snprintf(p, sizeof p, "%s/logits.bin", dir);
-    fx->want = (float *)slurp(p, &n);
+    fx->want = (float *)tu_slurp(p, &n);
     fx->V = (int)(n / sizeof(float) / (size_t)fx->T);
     return fx->want && fx->V > 0 ? 0 : -1;
 }

@@ -30,6 +30,7 @@
 
 #include "backend/backend.h"
 #include "dsv4.h"
+#include "test_util.h"
 
 #ifdef DSV4_HAVE_CUDA
 
@@ -209,22 +210,6 @@ static void test_sampler_kernel(void **state)
     be->destroy(be);
 }
 
-static int read_ids(const char *dir, int32_t *ids, int cap)
-{
-    char p[1200];
-    snprintf(p, sizeof p, "%s/ids.txt", dir);
-    FILE *f = fopen(p, "r");
-    if (!f) return 0;
-    int n = 0, c;
-    while (n < cap && (c = fgetc(f)) != EOF) {
-        if (c < '0' || c > '9') continue; /* commas, spaces, newlines */
-        ungetc(c, f);
-        if (fscanf(f, "%d", &ids[n]) != 1) break;
-        n++;
-    }
-    fclose(f);
-    return n;
-}
 
 static dsv4_engine *open_engine(const char *dir, int profile)
 {
@@ -262,7 +247,7 @@ static void test_engine_graphs(void **state)
         char dir[1024];
         snprintf(dir, sizeof dir, "%s/%s", src ? src : ".", fx[fi]);
         int32_t ids[512];
-        int n_ids = read_ids(dir, ids, 512);
+        int n_ids = tu_read_ids(dir, ids, 512);
         assert_true(n_ids >= 8);
         dsv4_engine *g = open_engine(dir, 0), *d = open_engine(dir, 1);
         dsv4_model_info info;

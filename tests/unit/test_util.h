@@ -1,0 +1,64 @@
+/*
+ * test_util.h - small helpers shared by the unit tests (header only: each
+ * test is its own program).
+ */
+#ifndef DSV4_TESTS_TEST_UTIL_H
+#define DSV4_TESTS_TEST_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The whole file at path, NUL-terminated (malloc'ed); *len its size when
+ * len is not NULL. NULL when it cannot be read. */
+static inline char *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    buf[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+/* tu_slurp of a path relative to the source tree ($DSV4_SRC, default "."). */
+static inline char *tu_slurp_src(const char *rel, size_t *len)
+{
+    const char *src = getenv("DSV4_SRC");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", src ? src : ".", rel);
+    return tu_slurp(path, len);
+}
+
+/* The token ids of a fixture's ids.txt (numbers separated by anything), at
+ * most cap; returns how many. */
+static inline int tu_read_ids(const char *dir, int32_t *ids, int cap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ids.txt", dir);
+    char *txt = tu_slurp(path, NULL);
+    if (!txt) return 0;
+    int n = 0;
+    for (char *s = txt; *s && n < cap;) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s) {
+            s++;
+            continue;
+        }
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
+    free(txt);
+    return n;
+}
+
+#endif
