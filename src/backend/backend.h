@@ -99,11 +99,16 @@ struct dsv4_backend {
     const char *name;
     char device[128];     /* "NVIDIA H200 (sm_90)", the CPU's model, ... for messages */
     int sm;               /* CUDA compute capability x10 (90 = Hopper); 0 for the CPU */
+    int ordinal;          /* which device of its kind (the GPU's number); 0 for the CPU */
     void *impl;
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
      * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
     bool act_quant;
     void (*destroy)(dsv4_backend *be);
+    /* Make this backend's device current on the calling thread before other
+     * calls (NULL: nothing to do). One thread driving backends on several
+     * GPUs calls it before each one's work. */
+    void (*bind)(dsv4_backend *be);
 
     /* Make a bound weight usable by the ops: set w->vec for small vectors and
      * (device backends) copy matrices to backend memory, setting dev/dev_scale. */
@@ -128,6 +133,9 @@ struct dsv4_backend {
      * (bounds from kv->max_ctx), never from this step's positions. */
     int (*graph_begin)(dsv4_backend *be, int key);
     void (*graph_end)(dsv4_backend *be, int key);
+    /* Drop every graph captured so far (a buffer they use moved); NULL when
+     * graphs are unsupported. */
+    void (*graph_reset)(dsv4_backend *be);
 
     /* Sampling on the device (NULL when unsupported): for i < n, tok[i]
      * (host) = the pick of req[i] from row rows[i] of logits [.., V]; -1 when
@@ -210,18 +218,33 @@ struct dsv4_backend {
 /* The CPU backend; n_threads <= 0 uses every core. */
 dsv4_backend *dsv4_backend_cpu_create(int n_threads);
 
-/* Expert parallelism over `ranks` backends (taken over: destroyed with it) in
- * one process: every op runs on every rank on its own copy of the
- * activations and state, the routed experts are split by id range and
- * combined through the loopback communicator (host memory). Ranks must
- * support moe_sum and be able to read rank 0's weights (CPU backends, or
- * CUDA backends on one GPU). NULL with a reason in err. */
-dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);
+/* A collective over the ranks of expert parallelism. allreduce: every
+ * rank's buf[r] [n] (its backend memory) becomes the sum over the ranks,
+ * ordered on each rank's stream like its other ops. */
+typedef struct dsv4_comm dsv4_comm;
+struct dsv4_comm {
+    char name[96];        /* "NCCL 2.28.9", for messages */
+    void (*allreduce)(dsv4_comm *c, float **buf, size_t n);
+    void (*destroy)(dsv4_comm *c);
+};
+
+/* Expert parallelism over `ranks` backends (taken over: destroyed with it)
+ * in one process: every op runs on every rank on its own copy of the
+ * activations and state, the routed experts of `w` (bound, not yet loaded)
+ * are split by id range, and the per-slot outputs are combined by `comm`
+ * (taken over; NULL: the loopback through host memory). Device ranks
+ * (sm > 0) each load their own copy of the weights, only their own experts;
+ * CPU ranks share the host's. NULL with a reason in err. */
+dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_comm *comm, const dsv4_weights *w,
+                                     char *err, size_t errlen);
 
 #ifdef DSV4_HAVE_CUDA
 /* The CUDA backend on GPU `device`; NULL with a reason in err when unusable. */
 dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
 int dsv4_cuda_device_count(void);
+/* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
+ * time; NULL with a reason in err when it is missing or fails. */
+dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);
 #endif
 
 #endif

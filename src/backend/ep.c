@@ -21,10 +21,20 @@
  * DSV4_EP_CHECK=1 compares every rank's copy on each download (the ranks
  * must stay identical) and aborts naming the first difference.
  *
- * Ranks are CPU backends, or CUDA backends on one GPU (the engine's
- * ep_choose): both can read rank 0's weights. The communicator goes through
- * host memory (download, add, upload), which also orders the ranks' streams.
+ * Weights: CPU ranks all read the host's (weight_load only makes FP32
+ * copies of small vectors). Device ranks (sm > 0) each load their own copy
+ * of every weight but the routed experts, and of the experts only their
+ * own: rank 0's copy is the bound weight itself, rank r's copies are
+ * registered beside it like allocations, so the same translation finds
+ * them, and each expert array has one per-rank twin.
+ *
+ * The all-reduce is the dsv4_comm given at creation (NCCL across GPUs), or
+ * the loopback through host memory (download, add, upload), which also
+ * orders the ranks' streams. One thread drives every rank: each rank's
+ * calls are preceded by its bind (its GPU made current) and are
+ * asynchronous, so ranks on different GPUs run side by side.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +47,14 @@ typedef struct {
     char *p0;      /* rank 0's address: what the forward pass holds */
     size_t bytes;
     char *p[EP_MAX_RANKS];
+    bool weight;   /* a weight's device copies: rank 0's belongs to the weight, ranks 1.. to us */
 } ep_alloc;
+
+/* One expert array of a layer (w1, w3 or w2) and each rank's twin. */
+typedef struct {
+    const dsv4_w *a0; /* the bound array: rank 0's */
+    dsv4_w *a[EP_MAX_RANKS];
+} ep_experts;
 
 typedef struct {
     int R;
@@ -50,9 +67,22 @@ typedef struct {
     float *host_sum, *host_tmp;
     size_t host_cap;
     int check;
+    dsv4_comm *comm; /* NULL: the loopback */
+    bool own;        /* device ranks: each has its own weights */
+    int E;           /* routed experts per layer */
+    ep_experts *ex;
+    int n_ex;
+    int graph;       /* what graph_begin returned for the step in progress (0: none or sizing) */
+    bool profiling;  /* a profile mark was made since the last collect: the collective gets its own span */
 } ep_impl;
 
 static ep_impl *ep_of(dsv4_backend *be) { return (ep_impl *)be->impl; }
+
+/* Make rank r's device current before its calls. */
+static void bind(ep_impl *m, int r)
+{
+    if (m->rank[r]->bind) m->rank[r]->bind(m->rank[r]);
+}
 
 /* Rank r's address for p (p itself when it is no allocation of ours). */
 static void *tr(ep_impl *m, const void *p, int r)
@@ -71,35 +101,49 @@ static void *tr(ep_impl *m, const void *p, int r)
 }
 #define T(p) ((__typeof__(p))tr(m, (p), r))
 
+/* Keep al sorted by p0. */
+static bool al_insert(ep_impl *m, const ep_alloc *a)
+{
+    if (m->n_al == m->cap_al) {
+        int cap = m->cap_al ? 2 * m->cap_al : 64;
+        ep_alloc *n = realloc(m->al, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        m->al = n;
+        m->cap_al = cap;
+    }
+    int i = m->n_al;
+    while (i > 0 && m->al[i - 1].p0 > a->p0) {
+        m->al[i] = m->al[i - 1];
+        i--;
+    }
+    m->al[i] = *a;
+    m->n_al++;
+    return true;
+}
+
 static void *ep_alloc_fn(dsv4_backend *be, size_t bytes)
 {
     ep_impl *m = ep_of(be);
     ep_alloc a = {.bytes = bytes};
     for (int r = 0; r < m->R; r++) {
+        bind(m, r);
         a.p[r] = m->rank[r]->alloc(m->rank[r], bytes);
         if (!a.p[r]) {
-            for (int q = 0; q < r; q++) m->rank[q]->free(m->rank[q], a.p[q]);
+            for (int q = 0; q < r; q++) {
+                bind(m, q);
+                m->rank[q]->free(m->rank[q], a.p[q]);
+            }
             return NULL;
         }
     }
     a.p0 = a.p[0];
-    if (m->n_al == m->cap_al) {
-        int cap = m->cap_al ? 2 * m->cap_al : 64;
-        ep_alloc *n = realloc(m->al, (size_t)cap * sizeof *n);
-        if (!n) {
-            for (int r = 0; r < m->R; r++) m->rank[r]->free(m->rank[r], a.p[r]);
-            return NULL;
+    if (!al_insert(m, &a)) {
+        for (int r = 0; r < m->R; r++) {
+            bind(m, r);
+            m->rank[r]->free(m->rank[r], a.p[r]);
         }
-        m->al = n;
-        m->cap_al = cap;
+        return NULL;
     }
-    int i = m->n_al;
-    while (i > 0 && m->al[i - 1].p0 > a.p0) {
-        m->al[i] = m->al[i - 1];
-        i--;
-    }
-    m->al[i] = a;
-    m->n_al++;
     return a.p0;
 }
 
@@ -107,8 +151,11 @@ static void ep_free_fn(dsv4_backend *be, void *p)
 {
     ep_impl *m = ep_of(be);
     for (int i = 0; i < m->n_al; i++)
-        if (m->al[i].p0 == p) {
-            for (int r = 0; r < m->R; r++) m->rank[r]->free(m->rank[r], m->al[i].p[r]);
+        if (m->al[i].p0 == p && !m->al[i].weight) {
+            for (int r = 0; r < m->R; r++) {
+                bind(m, r);
+                m->rank[r]->free(m->rank[r], m->al[i].p[r]);
+            }
             memmove(&m->al[i], &m->al[i + 1], (size_t)(m->n_al - i - 1) * sizeof *m->al);
             m->n_al--;
             return;
@@ -118,17 +165,22 @@ static void ep_free_fn(dsv4_backend *be, void *p)
 static void ep_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
     ep_impl *m = ep_of(be);
-    for (int r = 0; r < m->R; r++) m->rank[r]->upload(m->rank[r], T(dst), src, bytes);
+    for (int r = 0; r < m->R; r++) {
+        bind(m, r);
+        m->rank[r]->upload(m->rank[r], T(dst), src, bytes);
+    }
 }
 
 static void ep_download(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
     ep_impl *m = ep_of(be);
+    bind(m, 0);
     m->rank[0]->download(m->rank[0], dst, src, bytes);
     if (!m->check) return;
     char *other = malloc(bytes);
     if (!other) return;
     for (int r = 1; r < m->R; r++) {
+        bind(m, r);
         m->rank[r]->download(m->rank[r], other, T(src), bytes);
         if (memcmp(dst, other, bytes)) {
             size_t i = 0;
@@ -144,17 +196,107 @@ static void ep_download(dsv4_backend *be, void *dst, const void *src, size_t byt
 static void ep_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
     ep_impl *m = ep_of(be);
-    for (int r = 0; r < m->R; r++) m->rank[r]->copy(m->rank[r], T(dst), T(src), bytes);
+    for (int r = 0; r < m->R; r++) {
+        bind(m, r);
+        m->rank[r]->copy(m->rank[r], T(dst), T(src), bytes);
+    }
 }
 
-/* Weights: every rank reads rank 0's - the host's on the CPU (weight_load
- * only makes FP32 copies of small vectors), GPU 0's memory when the ranks
- * are CUDA backends on that one GPU. Ranks on different GPUs would need a
- * copy each. */
+/* ---- weights ------------------------------------------------------------ */
+
+/* The rank whose id range holds expert e. */
+static int owner(const ep_impl *m, int e)
+{
+    for (int r = 0; r < m->R; r++)
+        if (e < (int)((int64_t)(r + 1) * m->E / m->R)) return r;
+    return m->R - 1;
+}
+
+/* The expert array w points into (and its index), or NULL. */
+static ep_experts *expert_of(ep_impl *m, const dsv4_w *w, int *e)
+{
+    for (int i = 0; i < m->n_ex; i++)
+        if (w >= m->ex[i].a0 && w < m->ex[i].a0 + m->E) {
+            *e = (int)(w - m->ex[i].a0);
+            return &m->ex[i];
+        }
+    return NULL;
+}
+
+/* Rank r's copy of an expert array. */
+static const dsv4_w *experts_tr(ep_impl *m, const dsv4_w *a0, int r)
+{
+    if (r == 0 || !m->own) return a0;
+    for (int i = 0; i < m->n_ex; i++)
+        if (m->ex[i].a0 == a0) return m->ex[i].a[r];
+    fprintf(stderr, "dsv4: expert parallelism: an expert array that was not bound at creation\n");
+    abort();
+}
+
+/* Bytes of what weight_load put at w->dev: an FP32 copy for small vectors, else the stored elements. */
+static size_t dev_bytes(const dsv4_w *w)
+{
+    return w->f32 ? (size_t)w->ne[0] * (size_t)w->ne[1] * sizeof(float) : (size_t)dsv4_w_elem_bytes(w);
+}
+
+/* Register rank 0's buffer p0 and the ranks' copies cp[r] of it. */
+static dsv4_status reg_copy(ep_impl *m, const void *p0, void *const *cp, size_t bytes)
+{
+    if (!p0) return DSV4_OK;
+    ep_alloc a = {.p0 = (char *)p0, .bytes = bytes, .weight = true};
+    a.p[0] = (char *)p0;
+    for (int r = 1; r < m->R; r++) a.p[r] = cp[r];
+    return al_insert(m, &a) ? DSV4_OK : DSV4_ERR_NOMEM;
+}
+
 static dsv4_status ep_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t errlen)
 {
-    return ep_of(be)->rank[0]->weight_load(ep_of(be)->rank[0], w, err, errlen);
+    ep_impl *m = ep_of(be);
+    if (!m->own) { /* CPU ranks: the host's weights serve every rank */
+        bind(m, 0);
+        return m->rank[0]->weight_load(m->rank[0], w, err, errlen);
+    }
+    int e;
+    ep_experts *x = expert_of(m, w, &e);
+    if (x) { /* only its owner loads an expert */
+        const int o = owner(m, e);
+        bind(m, o);
+        return m->rank[o]->weight_load(m->rank[o], o ? &x->a[o][e] : w, err, errlen);
+    }
+    bind(m, 0);
+    dsv4_status st = m->rank[0]->weight_load(m->rank[0], w, err, errlen);
+    if (st != DSV4_OK) return st;
+    void *dev[EP_MAX_RANKS] = {0}, *sc[EP_MAX_RANKS] = {0}, *vec[EP_MAX_RANKS] = {0};
+    for (int r = 1; r < m->R; r++) {
+        dsv4_w c = *w;
+        c.dev = c.dev_scale = NULL;
+        c.vec = NULL;
+        bind(m, r);
+        if ((st = m->rank[r]->weight_load(m->rank[r], &c, err, errlen)) != DSV4_OK) return st;
+        dev[r] = c.dev;
+        sc[r] = c.dev_scale;
+        vec[r] = (void *)c.vec;
+    }
+    if (reg_copy(m, w->dev, dev, dev_bytes(w)) != DSV4_OK ||
+        reg_copy(m, w->dev_scale, sc, (size_t)dsv4_w_scale_bytes(w)) != DSV4_OK ||
+        (w->vec != w->dev && reg_copy(m, w->vec, vec, (size_t)w->ne[0] * (size_t)w->ne[1] * sizeof(float)))) {
+        snprintf(err, errlen, "%s: out of memory registering the ranks' copies", w->name);
+        return DSV4_ERR_NOMEM;
+    }
+    return DSV4_OK;
 }
+
+/* w as rank r reads it: its own copies of the buffers (a view keeps its rows). */
+static const dsv4_w *tw(ep_impl *m, const dsv4_w *w, int r, dsv4_w *tmp)
+{
+    if (!w || r == 0 || !m->own) return w;
+    *tmp = *w;
+    tmp->dev = tr(m, w->dev, r);
+    tmp->dev_scale = tr(m, w->dev_scale, r);
+    tmp->vec = tr(m, w->vec, r);
+    return tmp;
+}
+#define TW(w) tw(m, (w), r, &wtmp)
 
 /* The state as rank r addresses it. */
 static dsv4_kv kv_of(ep_impl *m, const dsv4_kv *kv, int r)
@@ -169,6 +311,7 @@ static void ep_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv
 {
     ep_impl *m = ep_of(be);
     for (int r = 0; r < m->R; r++) {
+        bind(m, r);
         m->rank[r]->act_quant = be->act_quant; /* the engine sets it on the composite */
         dsv4_kv k = kv_of(m, kv, r);
         m->rank[r]->step_begin(m->rank[r], plan, &k);
@@ -178,30 +321,36 @@ static void ep_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv
 static void ep_prof_mark(dsv4_backend *be, int family)
 {
     ep_impl *m = ep_of(be);
+    bind(m, 0);
+    m->profiling = true;
     if (m->rank[0]->prof_mark) m->rank[0]->prof_mark(m->rank[0], family);
 }
 
 static void ep_prof_collect(dsv4_backend *be, double *ms)
 {
     ep_impl *m = ep_of(be);
+    bind(m, 0);
+    m->profiling = false;
     if (m->rank[0]->prof_collect) m->rank[0]->prof_collect(m->rank[0], ms);
 }
 
 /* ---- replicated ops: every rank, its own addresses ---------------------- */
 
-#define EACH for (int r = 0; r < m->R; r++)
+#define EACH for (int r = 0; r < m->R && (bind(m, r), 1); r++)
 #define RB m->rank[r]
 
 static void ep_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->embed(RB, emb, tok, n, T(out));
+    dsv4_w wtmp;
+    EACH RB->embed(RB, TW(emb), tok, n, T(out));
 }
 
 static void ep_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->linear(RB, w, T(x), ldx, n, T(y), ldy);
+    dsv4_w wtmp;
+    EACH RB->linear(RB, TW(w), T(x), ldx, n, T(y), ldy);
 }
 
 static void ep_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
@@ -334,7 +483,9 @@ static void ep_moe_route(dsv4_backend *be, const float *logits, int n, int n_exp
                          float *wts)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->moe_route(RB, T(logits), n, n_experts, k, T(bias), tid2eid, tokens, renorm, route_scale, T(idx), T(wts));
+    dsv4_w wtmp;
+    EACH RB->moe_route(RB, T(logits), n, n_experts, k, T(bias), TW(tid2eid), tokens, renorm, route_scale, T(idx),
+                       T(wts));
 }
 
 static void ep_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *mm)
@@ -365,12 +516,14 @@ static void host_bufs(ep_impl *m, size_t n)
 static void loopback_allreduce(ep_impl *m, float **buf, size_t n)
 {
     host_bufs(m, n);
+    bind(m, 0);
     m->rank[0]->download(m->rank[0], m->host_sum, buf[0], n * sizeof(float));
     for (int r = 1; r < m->R; r++) {
+        bind(m, r);
         m->rank[r]->download(m->rank[r], m->host_tmp, buf[r], n * sizeof(float));
         for (size_t i = 0; i < n; i++) m->host_sum[i] += m->host_tmp[i];
     }
-    for (int r = 0; r < m->R; r++) m->rank[r]->upload(m->rank[r], buf[r], m->host_sum, n * sizeof(float));
+    EACH RB->upload(RB, buf[r], m->host_sum, n * sizeof(float));
 }
 
 static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
@@ -379,7 +532,12 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
     ep_impl *m = ep_of(be);
     const size_t need = (size_t)n * p->k * p->dim;
     if (m->slots_cap < need) {
-        for (int r = 0; r < m->R; r++) {
+        if (m->graph == 1) { /* the sizing step before a capture is this shape's largest */
+            fprintf(stderr, "dsv4: expert-parallel slot buffers grew inside a graph capture\n");
+            abort();
+        }
+        EACH {
+            if (RB->graph_reset) RB->graph_reset(RB); /* graphs captured before hold the old buffers */
             if (m->slots[r]) m->rank[r]->free(m->rank[r], m->slots[r]);
             m->slots[r] = m->rank[r]->alloc(m->rank[r], need * sizeof(float));
             if (!m->slots[r]) {
@@ -394,6 +552,9 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
         q.expert_lo = (int)((int64_t)r * p->n_experts / m->R);
         q.expert_hi = (int)((int64_t)(r + 1) * p->n_experts / m->R);
         q.slot_out = m->slots[r];
+        q.w1 = experts_tr(m, p->w1, r);
+        q.w3 = experts_tr(m, p->w3, r);
+        q.w2 = experts_tr(m, p->w2, r);
         if (q.expert_hi > q.expert_lo) RB->moe_experts(RB, &q, T(x), n, T(idx), T(wts), T(out));
         else { /* more ranks than experts: this one contributes zeros */
             host_bufs(m, need);
@@ -401,10 +562,55 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
             RB->upload(RB, m->slots[r], m->host_tmp, need * sizeof(float));
         }
     }
-    if (be->prof_mark) be->prof_mark(be, DSV4_PROF_COMM);
-    loopback_allreduce(m, m->slots, need);
-    if (be->prof_mark) be->prof_mark(be, DSV4_PROF_ROUTED);
+    const bool prof = m->profiling; /* only inside a profiled step (never in a capture) */
+    if (prof) be->prof_mark(be, DSV4_PROF_COMM);
+    if (m->comm) m->comm->allreduce(m->comm, m->slots, need);
+    else loopback_allreduce(m, m->slots, need);
+    if (prof) be->prof_mark(be, DSV4_PROF_ROUTED);
     EACH RB->moe_sum(RB, m->slots[r], T(idx), n, p->k, p->dim, T(out));
+}
+
+/* ---- decode graphs and sampling (with a device communicator) ------------- */
+
+/* Every rank captures and replays its own graph, the collectives included
+ * (NCCL calls can be captured). The ranks run the same ops with the same
+ * sizes, so they agree on what to do; a disagreement is a broken invariant. */
+static int ep_graph_begin(dsv4_backend *be, int key)
+{
+    ep_impl *m = ep_of(be);
+    int mode = -1;
+    EACH {
+        const int g = RB->graph_begin(RB, key);
+        if (mode >= 0 && g != mode) {
+            fprintf(stderr, "dsv4: expert-parallel ranks 0 and %d disagree on the decode graph of %d tokens\n", r,
+                    key);
+            abort();
+        }
+        mode = g;
+    }
+    return m->graph = mode;
+}
+
+static void ep_graph_end(dsv4_backend *be, int key)
+{
+    ep_impl *m = ep_of(be);
+    EACH RB->graph_end(RB, key);
+    m->graph = 0;
+}
+
+static void ep_graph_reset(dsv4_backend *be)
+{
+    ep_impl *m = ep_of(be);
+    EACH RB->graph_reset(RB);
+}
+
+/* The logits are rank 0's (every rank holds the same). */
+static void ep_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
+                      int32_t *tok)
+{
+    ep_impl *m = ep_of(be);
+    bind(m, 0);
+    m->rank[0]->sample(m->rank[0], logits, V, n, rows, req, tok);
 }
 
 /* ---- lifetime ------------------------------------------------------------ */
@@ -413,11 +619,24 @@ static void ep_destroy(dsv4_backend *be)
 {
     if (!be) return;
     ep_impl *m = ep_of(be);
+    if (m->comm) m->comm->destroy(m->comm);
     for (int r = 0; r < m->R; r++) {
-        if (m->slots[r]) m->rank[r]->free(m->rank[r], m->slots[r]);
-        for (int i = 0; i < m->n_al; i++) m->rank[r]->free(m->rank[r], m->al[i].p[r]);
-        m->rank[r]->destroy(m->rank[r]);
+        bind(m, r);
+        dsv4_backend *b = m->rank[r];
+        if (m->slots[r]) b->free(b, m->slots[r]);
+        /* activations on every rank; of the weights' copies only ranks 1.. are ours */
+        for (int i = 0; i < m->n_al; i++)
+            if (!m->al[i].weight || r > 0) b->free(b, m->al[i].p[r]);
+        for (int i = 0; r > 0 && i < m->n_ex; i++) {
+            for (int e = 0; m->ex[i].a[r] && e < m->E; e++) {
+                if (m->ex[i].a[r][e].dev) b->free(b, m->ex[i].a[r][e].dev);
+                if (m->ex[i].a[r][e].dev_scale) b->free(b, m->ex[i].a[r][e].dev_scale);
+            }
+            free(m->ex[i].a[r]);
+        }
+        b->destroy(b);
     }
+    free(m->ex);
     free(m->al);
     free(m->host_sum);
     free(m->host_tmp);
@@ -425,7 +644,49 @@ static void ep_destroy(dsv4_backend *be)
     free(be);
 }
 
-dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen)
+/* Device backends: the free memory of the rank with the least, each GPU's
+ * shared among the ranks on it (every rank holds the whole state). */
+static int64_t ep_mem_free(dsv4_backend *be)
+{
+    ep_impl *m = ep_of(be);
+    int64_t best = INT64_MAX;
+    EACH {
+        int share = 0;
+        for (int q = 0; q < m->R; q++) share += m->rank[q]->ordinal == RB->ordinal;
+        const int64_t f = RB->mem_free(RB) / share;
+        if (f < best) best = f;
+    }
+    return best;
+}
+
+/* Each rank's twin of every expert array of w (device ranks only). */
+static bool bind_experts(ep_impl *m, const dsv4_weights *w)
+{
+    const int nl = w->n_layers + (w->mtp.present ? 1 : 0);
+    m->ex = calloc((size_t)3 * (nl ? nl : 1), sizeof *m->ex);
+    if (!m->ex) return false;
+    for (int l = 0; l < nl; l++) {
+        const dsv4_layer_w *L = l < w->n_layers ? &w->layers[l] : &w->mtp.block;
+        const dsv4_w *arr[3] = {L->exp_w1, L->exp_w3, L->exp_w2};
+        for (int j = 0; j < 3; j++) {
+            if (!arr[j]) continue;
+            ep_experts *x = &m->ex[m->n_ex++];
+            x->a0 = arr[j];
+            for (int r = 1; r < m->R; r++) {
+                if (!(x->a[r] = malloc((size_t)m->E * sizeof(dsv4_w)))) return false;
+                memcpy(x->a[r], arr[j], (size_t)m->E * sizeof(dsv4_w));
+                for (int e = 0; e < m->E; e++) {
+                    x->a[r][e].dev = x->a[r][e].dev_scale = NULL;
+                    x->a[r][e].vec = NULL;
+                }
+            }
+        }
+    }
+    return true;
+}
+
+dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_comm *comm, const dsv4_weights *w,
+                                     char *err, size_t errlen)
 {
     if (n_ranks < 1 || n_ranks > EP_MAX_RANKS) {
         snprintf(err, errlen, "expert parallelism over %d ranks: 1 to %d are supported", n_ranks, EP_MAX_RANKS);
@@ -447,12 +708,37 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *er
     }
     m->R = n_ranks;
     for (int r = 0; r < n_ranks; r++) m->rank[r] = ranks[r];
+    m->E = w->n_experts;
+    m->own = ranks[0]->sm > 0;
+    if (m->own && !bind_experts(m, w)) {
+        for (int i = 0; i < m->n_ex; i++)
+            for (int r = 1; r < n_ranks; r++) free(m->ex[i].a[r]);
+        free(m->ex);
+        free(m);
+        free(be);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m->comm = comm;
     const char *chk = getenv("DSV4_EP_CHECK");
     m->check = chk && chk[0] == '1';
     be->name = ranks[0]->name;
-    snprintf(be->device, sizeof be->device, "%d x %.80s (expert parallel, loopback)", n_ranks, ranks[0]->device);
+    int gpus = 0; /* distinct devices */
+    for (int r = 0; r < n_ranks; r++) {
+        int seen = 0;
+        for (int q = 0; q < r; q++) seen |= ranks[q]->ordinal == ranks[r]->ordinal;
+        gpus += !seen;
+    }
+    if (m->own)
+        snprintf(be->device, sizeof be->device, "%d x %.40s on %d GPU%s (expert parallel, %.24s)", n_ranks,
+                 ranks[0]->device, gpus, gpus > 1 ? "s" : "", comm ? comm->name : "loopback");
+    else
+        snprintf(be->device, sizeof be->device, "%d x %.60s (expert parallel, %.24s)", n_ranks, ranks[0]->device,
+                 comm ? comm->name : "loopback");
     be->sm = ranks[0]->sm;
+    be->ordinal = ranks[0]->ordinal;
     be->impl = m;
+    be->mem_free = ranks[0]->mem_free ? ep_mem_free : NULL;
     be->destroy = ep_destroy;
     be->weight_load = ep_weight_load;
     be->step_begin = ep_step_begin;
@@ -482,5 +768,20 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, char *er
     be->moe_route = ep_moe_route;
     be->moe_experts = ep_moe_experts;
     be->swiglu = ep_swiglu;
+    /* Graphs need every step's work on the device: a device communicator, and experts on every rank (a rank
+     * without any uploads zeros from the host). Off unless DSV4_EP_GRAPHS=1: on the H200 pair with NCCL 2.28
+     * the captured step hung (docs/PARALLEL.md). */
+    const char *ge = getenv("DSV4_EP_GRAPHS");
+    bool graphs = comm != NULL && m->E >= n_ranks && ge && ge[0] == '1', sample = true;
+    for (int r = 0; r < n_ranks; r++) {
+        graphs = graphs && ranks[r]->graph_begin && ranks[r]->graph_end && ranks[r]->graph_reset;
+        sample = sample && ranks[r]->sample;
+    }
+    if (graphs) {
+        be->graph_begin = ep_graph_begin;
+        be->graph_end = ep_graph_end;
+        be->graph_reset = ep_graph_reset;
+    }
+    if (sample) be->sample = ep_sample;
     return be;
 }

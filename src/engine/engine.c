@@ -248,22 +248,24 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be,
 
 /* --backend: cpu always works; cuda needs a build with the CUDA backend and a
  * supported GPU; auto takes the GPU when there is one and says so in one line. */
-/* Expert parallelism over o->ep ranks of one device kind, joined by the
- * loopback communicator: CPU backends sharing the cores, or CUDA backends all
- * on GPU 0 (the multi-GPU code path on one GPU; across GPUs it needs the
- * NCCL communicator and per-GPU weights, not built yet). The ranks read rank
- * 0's weights, which both kinds can. */
-static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
-                             size_t errlen)
+/* Expert parallelism over o->ep ranks of one device kind: CPU backends
+ * sharing the cores, joined by the loopback; or CUDA backends, rank r on
+ * GPU r mod (GPUs present), each with its own copy of the weights and its
+ * own experts, joined by NCCL when every rank has a GPU of its own (else,
+ * or without libnccl.so.2, by the loopback through host memory). */
+static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, const dsv4_weights *w,
+                             dsv4_backend **out, char *err, size_t errlen)
 {
     if (o->ep > 16) {
         snprintf(err, errlen, "--ep %d: at most 16 ranks", o->ep);
         return DSV4_ERR_INVALID;
     }
     bool gpu = false;
+    int n_gpu = 0;
 #ifdef DSV4_HAVE_CUDA
-    gpu = o->backend != DSV4_BACKEND_CPU && dsv4_cuda_device_count() > 0 && c->hc_mult <= 16 &&
-          c->n_experts_per_tok <= 16 && c->n_routed_experts <= 1024;
+    n_gpu = dsv4_cuda_device_count();
+    gpu = o->backend != DSV4_BACKEND_CPU && n_gpu > 0 && c->hc_mult <= 16 && c->n_experts_per_tok <= 16 &&
+          c->n_routed_experts <= 1024;
 #else
     (void)c;
 #endif
@@ -277,7 +279,8 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, ds
     for (int r = 0; r < o->ep; r++) {
         char why[256] = "out of memory creating the CPU backend";
 #ifdef DSV4_HAVE_CUDA
-        ranks[r] = gpu ? dsv4_backend_cuda_create(0, why, sizeof why) : dsv4_backend_cpu_create(th > 0 ? th : 1);
+        ranks[r] = gpu ? dsv4_backend_cuda_create(r % n_gpu, why, sizeof why)
+                       : dsv4_backend_cpu_create(th > 0 ? th : 1);
 #else
         ranks[r] = dsv4_backend_cpu_create(th > 0 ? th : 1);
 #endif
@@ -287,23 +290,30 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, ds
             return DSV4_ERR_NOMEM;
         }
     }
-    if (!(*out = dsv4_backend_ep_create(ranks, o->ep, err, errlen))) {
+    dsv4_comm *comm = NULL;
+    char why_comm[256] = "";
+#ifdef DSV4_HAVE_CUDA
+    const char *want = getenv("DSV4_EP_COMM"); /* "loopback": the host all-reduce even where NCCL would do */
+    if (gpu && o->ep <= n_gpu && !(want && !strcmp(want, "loopback")))
+        comm = dsv4_nccl_create(ranks, o->ep, why_comm, sizeof why_comm);
+#endif
+    if (!(*out = dsv4_backend_ep_create(ranks, o->ep, comm, w, err, errlen))) {
+        if (comm) comm->destroy(comm);
         for (int r = 0; r < o->ep; r++) ranks[r]->destroy(ranks[r]);
         return DSV4_ERR_UNSUPPORTED;
     }
-    if (o->verbose || o->backend == DSV4_BACKEND_AUTO)
-        fprintf(stderr, "dsv4: %s%s\n", (*out)->device,
-                gpu ? ": ranks share GPU 0 (the multi-GPU code path on one GPU; across GPUs needs NCCL, not built "
-                      "yet)"
-                    : "");
+    if (why_comm[0]) /* ranks on GPUs of their own, but no NCCL: say why the collectives go through the host */
+        fprintf(stderr, "dsv4: expert parallelism without NCCL (%s): the all-reduce goes through host memory\n",
+                why_comm);
+    if (o->verbose || o->backend == DSV4_BACKEND_AUTO) fprintf(stderr, "dsv4: %s\n", (*out)->device);
     return DSV4_OK;
 }
 
-static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, dsv4_backend **out, char *err,
-                                  size_t errlen)
+static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, const dsv4_weights *w,
+                                  dsv4_backend **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (o->ep > 1) return ep_choose(o, c, out, err, errlen);
+    if (o->ep > 1) return ep_choose(o, c, w, out, err, errlen);
     if (o->backend == DSV4_BACKEND_CUDA || o->backend == DSV4_BACKEND_AUTO) {
 #ifdef DSV4_HAVE_CUDA
         char why[256] = "";
@@ -399,7 +409,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         fprintf(stderr, "dsv4: checkpoint %s: %d layers, %.1f MiB of weights bound in %.3f s\n", o->model_dir,
                 e->cfg.n_layers, (double)e->w.bytes / (1 << 20), t1 - t0);
 
-    if ((st = backend_choose(o, &e->cfg, &e->be, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = backend_choose(o, &e->cfg, &e->w, &e->be, err, errlen)) != DSV4_OK) goto fail;
     if ((st = moe_backend_check(o->moe_backend, e->be, err, errlen)) != DSV4_OK) goto fail;
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
@@ -448,7 +458,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     if (pool_tokens <= 0 && o->pool_fraction > 0) {
         int64_t fr = e->be->mem_free ? e->be->mem_free(e->be) : host_mem_available() - (int64_t)e->w.bytes;
         pool_bytes = (int64_t)((double)(fr > 0 ? fr : 0) * o->pool_fraction);
-        if (o->ep > 1) pool_bytes /= o->ep; /* every rank holds the whole state */
+        if (o->ep > 1 && !e->be->mem_free) pool_bytes /= o->ep; /* CPU ranks share host memory, each holds the state */
         if (o->verbose)
             fprintf(stderr, "dsv4: KV pool from %.2f of %.2f GiB free (%s)\n", o->pool_fraction,
                     (double)fr / 1073741824.0, e->be->mem_free ? e->be->device : "host memory less the checkpoint");

@@ -529,15 +529,8 @@ dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
 uint64_t dsv4_w_bytes(const dsv4_w *w)
 {
     if (!w->name) return 0;
-    uint64_t out = (uint64_t)w->ne[0], in = (uint64_t)w->ne[1];
-    switch (w->fmt) {
-    case DSV4_WF_FP8:
-        return out * in + (uint64_t)((out + w->block_rows - 1) / w->block_rows) * w->scale_cols *
-                              dsv4_dtype_size(w->scale_dtype);
-    case DSV4_WF_MXFP4: return out * in / 2 + out * in / 32;
-    case DSV4_WF_NVFP4: return out * in / 2 + out * in / 16 + 8;
-    default: return out * in * dsv4_dtype_size(w->dtype);
-    }
+    /* NVFP4: weight_scale_2 and input_scale, 4 bytes each, are stored beside them */
+    return dsv4_w_elem_bytes(w) + dsv4_w_scale_bytes(w) + (w->fmt == DSV4_WF_NVFP4 ? 8 : 0);
 }
 
 const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n)

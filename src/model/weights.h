@@ -156,6 +156,32 @@ dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, d
 
 /* Bytes a weight occupies in the checkpoint: elements plus scales. */
 uint64_t dsv4_w_bytes(const dsv4_w *w);
+/* Bytes of its elements as stored (what `host` / `dev` hold), and of its
+ * scales (`scale` / `dev_scale`; 0 for unquantized weights). Inline: the
+ * CUDA library uses them too. */
+static inline uint64_t dsv4_w_elem_bytes(const dsv4_w *w)
+{
+    const uint64_t n = (uint64_t)w->ne[0] * (uint64_t)w->ne[1];
+    switch (w->fmt) {
+    case DSV4_WF_FP8: return n;
+    case DSV4_WF_MXFP4:
+    case DSV4_WF_NVFP4: return n / 2;
+    default: return n * dsv4_dtype_size(w->dtype);
+    }
+}
+
+static inline uint64_t dsv4_w_scale_bytes(const dsv4_w *w)
+{
+    switch (w->fmt) {
+    case DSV4_WF_FP8:
+        return (uint64_t)((w->ne[0] + w->block_rows - 1) / w->block_rows) * (uint64_t)w->scale_cols *
+               dsv4_dtype_size(w->scale_dtype);
+    case DSV4_WF_MXFP4:
+    case DSV4_WF_NVFP4: return (uint64_t)w->ne[0] * (uint64_t)w->scale_cols;
+    default: return 0;
+    }
+}
+
 /* "BF16", "FP8 (E8M0 128x128)", "MXFP4", "NVFP4", ... for reports. */
 const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n);
 

@@ -8,8 +8,10 @@
  * and three sequences of different lengths stepped together with a chunked
  * prefill beside decodes. DSV4_EP_CHECK=1 makes every read compare the
  * ranks' copies, so ranks that drift apart fail even when rank 0 is right.
- * DSV4_TEST_BACKEND=cuda runs the same with CUDA ranks sharing GPU 0 (the
- * multi-GPU code path on one GPU). Also: --ep beyond 16 ranks, and
+ * DSV4_TEST_BACKEND=cuda runs the same with CUDA ranks, rank r on GPU r mod
+ * (GPUs present), each loading its own weights and only its own experts:
+ * on one GPU the ranks share it (host loopback); on two or more, --ep 2
+ * puts one rank on each GPU and joins them with NCCL. Also: --ep beyond 16 ranks, and
  * --backend cuda --ep without a GPU, are refused; --profile gives the
  * collectives a row of their own.
  */
@@ -27,7 +29,7 @@
 #include "backend/backend.h"
 #include "dsv4.h"
 
-/* DSV4_TEST_BACKEND=cuda: the ranks are CUDA backends sharing GPU 0 (exit 77 without one) */
+/* DSV4_TEST_BACKEND=cuda: the ranks are CUDA backends on the GPUs present (exit 77 without one) */
 static dsv4_backend_kind test_backend = DSV4_BACKEND_CPU;
 
 static dsv4_engine *open_engine(const char *dir, int ep, dsv4_numerics num)

@@ -77,6 +77,7 @@ struct cuda_impl {
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
     int n_moe;
+    bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* weight upload: two pinned staging buffers, each with the event of its last copy */
     void *pin[2];
     cudaEvent_t pin_ev[2];
@@ -252,6 +253,7 @@ void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int 
                  int32_t *tok);
 int cuda_graph_begin(dsv4_backend *be, int key);
 void cuda_graph_end(dsv4_backend *be, int key);
+void cuda_graph_reset(dsv4_backend *be);
 void cuda_graphs_destroy(cuda_impl *im);
 
 #endif

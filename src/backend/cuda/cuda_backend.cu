@@ -28,6 +28,8 @@ static void *c_alloc(dsv4_backend *be, size_t bytes)
 
 static void c_free(dsv4_backend *be, void *p) { CK(cudaFree(p)); }
 
+static void c_bind(dsv4_backend *be) { CK(cudaSetDevice(impl_of(be)->device)); }
+
 static int64_t c_mem_free(dsv4_backend *be)
 {
     size_t fr = 0, total = 0;
@@ -75,28 +77,6 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
     return im->scratch[slot];
 }
 
-static size_t w_elem_bytes(const dsv4_w *w)
-{
-    const size_t n = (size_t)w->ne[0] * (size_t)w->ne[1];
-    switch (w->fmt) {
-    case DSV4_WF_FP8: return n;
-    case DSV4_WF_MXFP4:
-    case DSV4_WF_NVFP4: return n / 2;
-    default: return n * dsv4_dtype_size(w->dtype);
-    }
-}
-
-static size_t w_scale_bytes(const dsv4_w *w)
-{
-    switch (w->fmt) {
-    case DSV4_WF_FP8:
-        return (size_t)((w->ne[0] + w->block_rows - 1) / w->block_rows) * w->scale_cols * dsv4_dtype_size(w->scale_dtype);
-    case DSV4_WF_MXFP4:
-    case DSV4_WF_NVFP4: return (size_t)w->ne[0] * w->scale_cols;
-    default: return 0;
-    }
-}
-
 /* Large host-to-device copies go through two pinned 64 MiB buffers in turn:
  * while the GPU pulls one, the CPU fills the other from the mmap (page faults
  * included), so the transfer runs at DMA speed instead of pageable speed. */
@@ -140,7 +120,7 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
     }
     if (w->synth.kind != DSV4_SYNTH_NONE) return cuda_weight_fill(be, w, err, errlen); /* --fill-random */
     {
-        size_t eb = w_elem_bytes(w), sb = w_scale_bytes(w);
+        size_t eb = (size_t)dsv4_w_elem_bytes(w), sb = (size_t)dsv4_w_scale_bytes(w);
         if (cudaMalloc(&w->dev, eb) != cudaSuccess) goto oom;
         upload_staged(im, w->dev, w->host, eb);
         if (sb) {
@@ -231,10 +211,23 @@ static void c_prof_collect(dsv4_backend *be, double *ms)
     if (!im->n_prof) return;
     c_prof_mark(be, -1);
     CK(cudaEventSynchronize(im->prof_ev[im->n_prof - 1]));
+    int lost = 0;
+    cudaError_t why = cudaSuccess;
     for (int i = 0; i + 1 < im->n_prof; i++) {
         float t = 0;
-        CK(cudaEventElapsedTime(&t, im->prof_ev[i], im->prof_ev[i + 1]));
+        /* a span that cannot be timed is dropped and counted, never fatal: the profile is a diagnostic */
+        const cudaError_t e = cudaEventElapsedTime(&t, im->prof_ev[i], im->prof_ev[i + 1]);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            if (!lost++) why = e;
+            continue;
+        }
         if (im->prof_fam[i] >= 0) ms[im->prof_fam[i]] += t;
+    }
+    if (lost && !im->prof_lost_said) {
+        im->prof_lost_said = true;
+        fprintf(stderr, "dsv4: --profile: %d of %d spans of a step could not be timed (%s; left out)\n", lost,
+                im->n_prof - 1, cudaGetErrorString(why));
     }
     im->n_prof = 0;
 }
@@ -428,6 +421,7 @@ static void c_destroy(dsv4_backend *be)
     if (!be) return;
     cuda_impl *im = impl_of(be);
     if (im) {
+        cudaSetDevice(im->device);
         cudaStreamSynchronize(im->stream);
         for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[i]);
         cudaFree(im->d_tokens);
@@ -488,9 +482,11 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     be->name = "cuda";
     be->sm = prop.major * 10 + prop.minor;
+    be->ordinal = device;
     snprintf(be->device, sizeof be->device, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);
     be->impl = im;
     be->destroy = c_destroy;
+    be->bind = c_bind;
     be->weight_load = c_weight_load;
     be->step_begin = c_step_begin;
     be->prof_mark = c_prof_mark;
@@ -523,6 +519,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->swiglu = cuda_swiglu;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
+    be->graph_reset = cuda_graph_reset;
     be->sample = cuda_sample;
     return be;
 }
