@@ -11,6 +11,12 @@ cmake -S . -B build-gpu -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu -j "$(nproc)" --target dsv4 bench_cpu bench_kernels test_golden test_gpu_vs_cpu test_ops_cuda test_sample_cuda test_synth test_ep >/dev/null
 rm -rf .gpu && mkdir -p .gpu/lib
 cp build-gpu/dsv4 build-gpu/bench_cpu build-gpu/bench_kernels build-gpu/tests/test_golden build-gpu/tests/test_gpu_vs_cpu build-gpu/tests/test_ops_cuda build-gpu/tests/test_sample_cuda build-gpu/tests/test_synth build-gpu/tests/test_ep .gpu/
+# BASE=DIR (a build-gpu of an earlier commit): its bench binaries ride along as *.base, so one GPU call
+# times the earlier kernels beside these (a same-run baseline; gpu_suite.sh BASELINE=1)
+if [ -n "${BASE:-}" ]; then
+  cp "$BASE/bench_cpu" .gpu/bench_cpu.base
+  cp "$BASE/bench_kernels" .gpu/bench_kernels.base
+fi
 for b in .gpu/dsv4 .gpu/test_golden .gpu/test_gpu_vs_cpu; do
   ldd "$b" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libgcc_s)\.so' | while read -r l; do
     cp -L "$l" .gpu/lib/

@@ -4,7 +4,9 @@
 # CPU end to end), compute-sanitizer memcheck and racecheck, then timings of
 # the CUDA and CPU backends on the fixtures and on Flash-shaped layers.
 # TESTS=0, SANITIZE=0, TIMINGS=0 leave a part out (to fit a time limit;
-# TESTS=ep runs only the expert-parallel test);
+# TESTS=ep runs only the expert-parallel test; FIXTURES=0 skips the fixture
+# timings; BASELINE=1 times the *.base binaries of gpu_pack.sh BASE=... beside
+# these, in the same run);
 # FLASH_LAYERS=N|max adds the Flash runs; EP_FLASH=N adds expert parallelism
 # over N ranks (one per GPU) on a Flash-shaped checkpoint of EP_LAYERS layers
 # (default 43): decode timings, profile and serving. Results go to $OUT
@@ -84,6 +86,11 @@ echo "== timings"
 # device-to-device copy bandwidth measured in the same run
 timeout 240 $B/bench_kernels --json "$OUT/kernels.json" > "$OUT/kernels.txt" 2>&1
 tail -60 "$OUT/kernels.txt"
+if [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_kernels.base ]; then # the earlier build's kernels, same run
+  timeout 240 $B/bench_kernels.base --json "$OUT/kernels-base.json" > "$OUT/kernels-base.txt" 2>&1
+  tail -60 "$OUT/kernels-base.txt"
+fi
+if [ "${FIXTURES:-1}" != 0 ]; then
 # decode as served (graphs, GPU sampling) against op by op with host argmax (the path before graphs)
 # in the same run, at batch 1 and 8, and the CPU
 for f in tiny_a q_stock q_nvfp4; do
@@ -96,6 +103,7 @@ for f in tiny_a q_stock q_nvfp4; do
   $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --backend cpu --numerics plain \
     --json "$OUT/bench-$f-cpu.json" 2>&1 | tail -1
 done
+fi
 if [ "${FLASH_LAYERS:-0}" != 0 ]; then
   # Flash-shaped layers at several batch sizes, with the per-op-family profile. The checkpoint is sparse
   # (mkmodel --sparse: its matrices are holes, ~4 MB of disk per layer) and bench_cpu --fill-random
@@ -141,6 +149,12 @@ if [ "${FLASH_LAYERS:-0}" != 0 ]; then
       --profile "$OUT/profile-flash-b$bs.json" --profile-steps "${FLASH_PROFILE_STEPS:-3}" \
       > "$OUT/profile-flash-b$bs.txt" 2>&1
     grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
+    if [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_cpu.base ]; then # the earlier build, same run, same checkpoint
+      timeout 200 $B/bench_cpu.base -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" \
+        --batch "$bs" --backend cuda --numerics plain --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
+        > "$OUT/bench-flash-b$bs-base.txt" 2>&1
+      grep -m1 "^model " "$OUT/bench-flash-b$bs-base.txt" | sed 's/^/base: /' || tail -1 "$OUT/bench-flash-b$bs-base.txt"
+    fi
   done
 fi
 if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
@@ -171,7 +185,13 @@ if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
   kill $spid 2>/dev/null
   wait $spid 2>/dev/null
 fi
-if [ "${HF_BASELINE:-0}" = 1 ]; then timeout 500 python3 bench/hf_baseline.py --layers "${HF_LAYERS:-4}" --json "$OUT/hf-baseline.json" > "$OUT/hf-baseline.txt" 2>&1; grep -E "^hf-baseline|FAILED" "$OUT/hf-baseline.txt"; fi
+if [ "${HF_BASELINE:-0}" = 1 ]; then
+  # transformers' eager model on HF_LAYERS Flash layers (HF_ARGS: more options, e.g. --batch 1,8)
+  # shellcheck disable=SC2086
+  PYTHONUNBUFFERED=1 timeout "${HF_TIMEOUT:-500}" python3 bench/hf_baseline.py --layers "${HF_LAYERS:-4}" ${HF_ARGS:-} \
+    --json "$OUT/hf-baseline.json" > "$OUT/hf-baseline.txt" 2>&1
+  grep -E "^hf-baseline|FAILED" "$OUT/hf-baseline.txt" || tail -5 "$OUT/hf-baseline.txt"
+fi
 fi
 if [ "${EP_FLASH:-0}" -gt 1 ] 2>/dev/null; then
   # Expert parallelism over EP_FLASH ranks, one per GPU, on a Flash-shaped checkpoint of EP_LAYERS layers:

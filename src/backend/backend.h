@@ -159,6 +159,10 @@ struct dsv4_backend {
     /* y[i, :out] = W[out, in] . x[i, :in] for i < n; x rows ldx apart, y rows ldy apart.
      * W in any dsv4_wfmt; quantized weights are decoded on the fly, exactly. */
     void (*linear)(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+    /* G linears in one: rows [g R, (g+1) R) of W (R = out / G) times x + g xg into y + g yg, for g < G;
+     * the same results as G calls of linear on those row views (NULL: the forward pass makes them). */
+    void (*linear_groups)(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n,
+                          float *y, int ldy, size_t yg);
     /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
     void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                     float *y);

@@ -353,6 +353,14 @@ static void ep_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx
     EACH RB->linear(RB, TW(w), T(x), ldx, n, T(y), ldy);
 }
 
+static void ep_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n,
+                             float *y, int ldy, size_t yg)
+{
+    ep_impl *m = ep_of(be);
+    dsv4_w wtmp;
+    EACH RB->linear_groups(RB, TW(w), G, T(x), ldx, xg, n, T(y), ldy, yg);
+}
+
 static void ep_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                        float *y)
 {
@@ -751,6 +759,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->copy = ep_copy;
     be->embed = ep_embed;
     be->linear = ep_linear;
+    be->linear_groups = ranks[0]->linear_groups ? ep_linear_groups : NULL;
     be->rmsnorm = ep_rmsnorm;
     be->rmsnorm_bf16 = ep_rmsnorm_bf16;
     be->rope = ep_rope;

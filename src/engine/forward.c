@@ -169,10 +169,13 @@ static void attention(fwd *f, int l)
     /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
     const int G = c->o_groups, R = c->o_lora_rank, gw = H * hd / G;
     mark(f, DSV4_PROF_DENSE);
-    for (int g = 0; g < G; g++) {
-        dsv4_w wg = dsv4_w_rows(&L->wo_a, (int64_t)g * R, R);
-        be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
-    }
+    if (be->linear_groups)
+        be->linear_groups(be, &L->wo_a, G, s->o, H * hd, (size_t)gw, T, s->z, G * R, (size_t)R);
+    else
+        for (int g = 0; g < G; g++) {
+            dsv4_w wg = dsv4_w_rows(&L->wo_a, (int64_t)g * R, R);
+            be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
+        }
     bf16_point(f, s->z, (size_t)T * G * R);
     be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
     bf16_point(f, s->y, (size_t)T * D);

@@ -516,16 +516,6 @@ void dsv4_weights_free(dsv4_weights *w)
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) free_w(m[i]);
 }
 
-dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
-{
-    dsv4_w v = *w;
-    v.ne[0] = n;
-    v.row0 = w->row0 + r0;
-    v.f32 = NULL;
-    v.vec = NULL;
-    return v;
-}
-
 uint64_t dsv4_w_bytes(const dsv4_w *w)
 {
     if (!w->name) return 0;

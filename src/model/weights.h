@@ -185,7 +185,15 @@ static inline uint64_t dsv4_w_scale_bytes(const dsv4_w *w)
 /* "BF16", "FP8 (E8M0 128x128)", "MXFP4", "NVFP4", ... for reports. */
 const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n);
 
-/* A view of rows [r0, r0+n) of a 2-D weight. */
-dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n);
+/* A view of rows [r0, r0+n) of a 2-D weight (inline: the CUDA library uses it too). */
+static inline dsv4_w dsv4_w_rows(const dsv4_w *w, int64_t r0, int64_t n)
+{
+    dsv4_w v = *w;
+    v.ne[0] = n;
+    v.row0 = w->row0 + r0;
+    v.f32 = NULL;
+    v.vec = NULL;
+    return v;
+}
 
 #endif

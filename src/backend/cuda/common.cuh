@@ -219,6 +219,8 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
 
 /* op family entry points (each .cu file), installed by cuda_backend.cu */
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                        int ldy, size_t yg);
 /* y = W x for a weight given as a descriptor (no act_quant). */
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);

@@ -12,28 +12,37 @@
 #include "backend/cuda/rowdot.cuh"
 
 #define LIN_WARPS 8
-#define LIN_TOK 8 /* tokens per warp: each weight element is decoded once for all of them */
+#define LIN_TOK 8 /* tokens per warp at most: each weight element is decoded once for all of them */
 
-/* S warps per (output row, group of up to LIN_TOK tokens), S in {1, 2, 4,
- * 8} chosen from the weight's shape alone: a matrix of few rows is split
- * along its columns so the grid fills the GPU. Each warp reduces its lanes
- * with the fixed butterfly, then the first warp of the row adds the parts in
- * order: every token's output is the same computation whatever the batch
- * (batch invariance). */
-__global__ void k_linear(wdesc w, const float *x, int ldx, int n, float *y, int ldy, int S)
+/* S warps per (output row, group of up to NT tokens), S in {1, 2, 4, 8}
+ * chosen from the weight's shape alone: a matrix of few rows is split along
+ * its columns so the grid fills the GPU. Each warp reduces its lanes with
+ * the fixed butterfly, then the first warp of the row adds the parts in
+ * order. NT (1, 2, 4 or 8: the step's token count rounded up) only sets how
+ * many tokens share a weight decode and how many accumulators a lane holds
+ * (registers, hence occupancy): each token's products, their order and the
+ * reductions are the same for every NT, so every token's output is the same
+ * computation whatever the batch (batch invariance). */
+template <int NT>
+__global__ void __launch_bounds__(32 * LIN_WARPS) k_linear(wdesc w, const float *x, int ldx, int n, float *y,
+                                                            int ldy, int S, size_t xg, size_t yg)
 {
-    __shared__ float part_sum[LIN_WARPS][LIN_TOK];
+    __shared__ float part_sum[LIN_WARPS][NT];
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    /* group blockIdx.z (linear_groups): its w.rows rows, its slice of x and of y */
+    w.row0 += (int64_t)blockIdx.z * w.rows;
+    x += blockIdx.z * xg;
+    y += blockIdx.z * yg;
     const int64_t r = (int64_t)blockIdx.x * (LIN_WARPS / S) + wid / S;
     const int part = wid % S;
-    const int t0 = blockIdx.y * LIN_TOK;
-    const int nt = n - t0 < LIN_TOK ? n - t0 : LIN_TOK;
-    float acc[LIN_TOK];
+    const int t0 = blockIdx.y * NT;
+    const int nt = n - t0 < NT ? n - t0 : NT;
+    float acc[NT];
 #pragma unroll
-    for (int k = 0; k < LIN_TOK; k++) acc[k] = 0;
-    if (r < w.rows) row_dot<LIN_TOK>(w, w.row0 + r, x + (size_t)t0 * ldx, ldx, nt, acc, part, S);
+    for (int k = 0; k < NT; k++) acc[k] = 0;
+    if (r < w.rows) row_dot<NT>(w, w.row0 + r, x + (size_t)t0 * ldx, ldx, nt, acc, part, S);
 #pragma unroll
-    for (int k = 0; k < LIN_TOK; k++) {
+    for (int k = 0; k < NT; k++) {
         const float v = warp_sum(acc[k]);
         if (lane == 0) part_sum[wid][k] = v;
     }
@@ -74,12 +83,27 @@ static int linear_split(const wdesc &w)
     return S;
 }
 
-void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
+/* G groups of w.rows rows each (linear_groups; G = 1: one linear) in one launch. */
+static void linear_launch(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n,
+                          float *y, int ldy, size_t yg)
 {
     const int S = linear_split(w), rows_per_block = LIN_WARPS / S;
-    dim3 grid((unsigned)((w.rows + rows_per_block - 1) / rows_per_block), (unsigned)((n + LIN_TOK - 1) / LIN_TOK));
-    k_linear<<<grid, 32 * LIN_WARPS, 0, impl_of(be)->stream>>>(w, x, ldx, n, y, ldy, S);
+    const int NT = n >= LIN_TOK ? LIN_TOK : n > 2 ? 4 : n; /* the token count rounded up to 1, 2, 4, 8 */
+    dim3 grid((unsigned)((w.rows + rows_per_block - 1) / rows_per_block), (unsigned)((n + NT - 1) / NT),
+              (unsigned)G);
+    cudaStream_t st = impl_of(be)->stream;
+    switch (NT) {
+    case 1: k_linear<1><<<grid, 32 * LIN_WARPS, 0, st>>>(w, x, ldx, n, y, ldy, S, xg, yg); break;
+    case 2: k_linear<2><<<grid, 32 * LIN_WARPS, 0, st>>>(w, x, ldx, n, y, ldy, S, xg, yg); break;
+    case 4: k_linear<4><<<grid, 32 * LIN_WARPS, 0, st>>>(w, x, ldx, n, y, ldy, S, xg, yg); break;
+    default: k_linear<LIN_TOK><<<grid, 32 * LIN_WARPS, 0, st>>>(w, x, ldx, n, y, ldy, S, xg, yg); break;
+    }
     CK_LAUNCH();
+}
+
+void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    linear_launch(be, w, 1, x, ldx, 0, n, y, ldy, 0);
 }
 
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
@@ -93,4 +117,25 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
         ldx = (int)w->ne[1];
     }
     cuda_linear_desc(be, wdesc_of(w), x, ldx, n, y, ldy);
+}
+
+/* One launch for the G row groups (wo_a's output groups): each group is
+ * exactly the linear of its row view - same split (from the group's shape),
+ * same order - so the results equal G separate calls. Activation
+ * quantisation (reference numerics) works per row of x, so it keeps the
+ * separate calls. */
+void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                        int ldy, size_t yg)
+{
+    if (n <= 0 || w->ne[0] <= 0 || G <= 0) return;
+    const int64_t R = w->ne[0] / G;
+    if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
+        for (int g = 0; g < G; g++) {
+            const dsv4_w wg = dsv4_w_rows(w, (int64_t)g * R, R);
+            cuda_linear(be, &wg, x + g * xg, ldx, n, y + g * yg, ldy);
+        }
+        return;
+    }
+    const dsv4_w w0 = dsv4_w_rows(w, 0, R); /* group 0's view: the kernel steps row0 by R per group */
+    linear_launch(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg);
 }

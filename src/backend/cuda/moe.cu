@@ -97,27 +97,28 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     CK_LAUNCH();
 }
 
-/* One warp per (row, token-slot): y = W_e x_t for the slot's expert e. */
+/* One warp per (row of w1 or of w3, token-slot): a dot product of the slot's
+ * expert e's row with its token, into G (rows [0, I): w1) or U (rows
+ * [I, 2I): w3). One row per warp keeps a warp's chain of dependent loads
+ * (slot, descriptor, weights) short; every output is the same row_dot as
+ * before, so the values do not change. */
 __global__ void k_expert_gate_up(const wdesc *w1, const wdesc *w3, const float *x, int D, int k, const int32_t *idx,
                                  int I, bool reference, float *G, float *U, int ts0, int lo, int hi)
 {
     const int lane = threadIdx.x & 31;
-    const int r = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
+    const int r2 = blockIdx.x * MOE_WARPS + (threadIdx.x >> 5);
     const int ts = ts0 + blockIdx.y; /* token * k + slot */
-    if (r >= I) return;
+    if (r2 >= 2 * I) return;
     const int e = idx[ts];
     if (hi > lo && (e < lo || e >= hi)) return; /* another rank's expert */
+    const bool up = r2 >= I;
+    const int r = up ? r2 - I : r2;
     const float *xt = x + (size_t)(ts / k) * D;
-    const wdesc a = w1[e], b = w3[e];
-    float g = 0, u = 0;
+    const wdesc a = up ? w3[e] : w1[e];
+    float g = 0;
     row_dot<1>(a, a.row0 + r, xt, D, 1, &g);
-    row_dot<1>(b, b.row0 + r, xt, D, 1, &u);
     g = warp_sum(g);
-    u = warp_sum(u);
-    if (lane == 0) {
-        G[(size_t)ts * I + r] = reference ? dsv4_round_bf16(g) : g;
-        U[(size_t)ts * I + r] = reference ? dsv4_round_bf16(u) : u;
-    }
+    if (lane == 0) (up ? U : G)[(size_t)ts * I + r] = reference ? dsv4_round_bf16(g) : g;
 }
 
 __global__ void k_expert_act(float *G, const float *U, int I, size_t total, float limit, const float *wts,
@@ -215,7 +216,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     }
     /* (token, slot) pairs along grid y, at most 65,535 per launch */
     for (size_t ts0 = 0; ts0 < nk; ts0 += 65535) {
-        dim3 g1((unsigned)((I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
+        dim3 g1((unsigned)((2 * I + MOE_WARPS - 1) / MOE_WARPS), (unsigned)(nk - ts0 < 65535 ? nk - ts0 : 65535));
         k_expert_gate_up<<<g1, 32 * MOE_WARPS, 0, im->stream>>>(tab, tab + E, x, D, k, idx, I, p->reference, G, U,
                                                                 (int)ts0, p->expert_lo, p->expert_hi);
         CK_LAUNCH();
