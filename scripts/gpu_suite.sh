@@ -4,7 +4,8 @@
 # CPU end to end), compute-sanitizer memcheck and racecheck, then timings of
 # the CUDA and CPU backends on the fixtures and on Flash-shaped layers.
 # TESTS=0, SANITIZE=0, TIMINGS=0 leave a part out (to fit a time limit;
-# TESTS=ep runs only the expert-parallel test; FIXTURES=0 skips the fixture
+# TESTS=ep runs only the expert-parallel test; SANITIZE=quick three memcheck runs;
+# KERNELS=0 skips bench_kernels; FLASH_NUMERICS=reference times the Flash runs in reference numerics; FIXTURES=0 skips the fixture
 # timings; BASELINE=1 times the *.base binaries of gpu_pack.sh BASE=... beside
 # these, in the same run);
 # FLASH_LAYERS=N|max adds the Flash runs; EP_FLASH=N adds expert parallelism
@@ -67,6 +68,11 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     DSV4_SRC=$PWD timeout 240 compute-sanitizer --tool "$t" --error-exitcode 3 "$@" >> "$OUT/sanitizer.txt" 2>&1
     echo "exit $?" >> "$OUT/sanitizer.txt"
   }
+  if [ "${SANITIZE:-1}" = quick ]; then # three runs: FP32/BF16, FP8 + MXFP4 reference, NVFP4
+    san memcheck "tiny_a plain" $B/bench_cpu -m tests/fixtures/tiny_a --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+    san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
+    san memcheck "q_nvfp4 plain" $B/bench_cpu -m tests/fixtures/q_nvfp4 --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+  else
   for f in tiny_a tiny_b tiny_c q_stock q_nvfp4; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done
@@ -78,15 +84,18 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
   san racecheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
   DSV4_SAMPLE_QUICK=1 san memcheck "test_sample_cuda (quick)" $B/test_sample_cuda
   DSV4_SAMPLE_QUICK=2 san racecheck "test_sample_cuda (kernel, 5 settings)" $B/test_sample_cuda
+  fi
   grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY|^exit" "$OUT/sanitizer.txt" | paste - - - | head -40
 fi
 if [ "${TIMINGS:-1}" != 0 ]; then
 echo "== timings"
 # every decode linear shape of a Flash layer and the routed experts at batch 1/8/16/64, beside the
 # device-to-device copy bandwidth measured in the same run
+if [ "${KERNELS:-1}" != 0 ]; then
 timeout 240 $B/bench_kernels --json "$OUT/kernels.json" > "$OUT/kernels.txt" 2>&1
 tail -60 "$OUT/kernels.txt"
-if [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_kernels.base ]; then # the earlier build's kernels, same run
+fi
+if [ "${KERNELS:-1}" != 0 ] && [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_kernels.base ]; then # the earlier build's kernels, same run
   timeout 240 $B/bench_kernels.base --json "$OUT/kernels-base.json" > "$OUT/kernels-base.txt" 2>&1
   tail -60 "$OUT/kernels-base.txt"
 fi
@@ -145,13 +154,13 @@ if [ "${FLASH_LAYERS:-0}" != 0 ]; then
   # sampling), then FLASH_PROFILE_STEPS more op by op with the profile
   for bs in ${FLASH_BATCHES:-1 8 16 64}; do
     timeout 280 $B/bench_cpu -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" --batch "$bs" \
-      --backend cuda --numerics plain --fill-random --json "$OUT/bench-flash-b$bs.json" \
+      --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs.json" \
       --profile "$OUT/profile-flash-b$bs.json" --profile-steps "${FLASH_PROFILE_STEPS:-3}" \
       > "$OUT/profile-flash-b$bs.txt" 2>&1
     grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
     if [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_cpu.base ]; then # the earlier build, same run, same checkpoint
       timeout 200 $B/bench_cpu.base -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" \
-        --batch "$bs" --backend cuda --numerics plain --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
+        --batch "$bs" --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
         > "$OUT/bench-flash-b$bs-base.txt" 2>&1
       grep -m1 "^model " "$OUT/bench-flash-b$bs-base.txt" | sed 's/^/base: /' || tail -1 "$OUT/bench-flash-b$bs-base.txt"
     fi

@@ -53,23 +53,47 @@ __global__ void __launch_bounds__(32 * LIN_WARPS) k_linear(wdesc w, const float 
     y[(size_t)(t0 + lane) * ldy + r] = v;
 }
 
-__global__ void k_act_quant(const float *x, int ldx, int in, float *out)
+/* Reference numerics' activation quantisation: each 128-wide block of a
+ * row scaled by a power of two from its absolute maximum and rounded to
+ * E4M3. One warp per (row, block), each lane four elements 32 apart (loads
+ * coalesced), the maximum by shuffles: a maximum does not depend on its
+ * order, and every element's arithmetic is elementwise, so the values are
+ * the same as one thread per block walking it. In place (out == x) is safe:
+ * a lane writes only what it read. */
+#define AQ_WARPS 8
+__global__ void k_act_quant(const float *x, int ldx, int in, int n, float *out)
 {
-    const int t = blockIdx.x;
+    const int lane = threadIdx.x & 31;
+    const int nb = (in + 127) / 128;
+    const int64_t wg = (int64_t)blockIdx.x * AQ_WARPS + (threadIdx.x >> 5);
+    if (wg >= (int64_t)n * nb) return;
+    const int t = (int)(wg / nb), b0 = (int)(wg % nb) * 128;
     const float *xr = x + (size_t)t * ldx;
     float *o = out + (size_t)t * in;
-    for (int b0 = threadIdx.x * 128; b0 < in; b0 += blockDim.x * 128) {
-        const int b1 = b0 + 128 < in ? b0 + 128 : in;
-        float amax = 1e-4f;
-        for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(xr[i]));
-        const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
-        for (int i = b0; i < b1; i++) o[i] = dsv4_e4m3_round(fminf(fmaxf(xr[i] / sc, -448.0f), 448.0f)) * sc;
+    float v[4];
+    float amax = 1e-4f;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int i = b0 + lane + 32 * j;
+        v[j] = i < in && i < b0 + 128 ? xr[i] : 0.0f;
+        amax = fmaxf(amax, fabsf(v[j]));
+    }
+#pragma unroll
+    for (int off = 16; off; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const int i = b0 + lane + 32 * j;
+        if (i < in && i < b0 + 128) o[i] = dsv4_e4m3_round(fminf(fmaxf(v[j] / sc, -448.0f), 448.0f)) * sc;
     }
 }
 
 void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, float *out)
 {
-    k_act_quant<<<n, 32, 0, impl_of(be)->stream>>>(x, ldx, in, out);
+    const int64_t warps = (int64_t)n * ((in + 127) / 128);
+    if (warps <= 0) return;
+    k_act_quant<<<(unsigned)((warps + AQ_WARPS - 1) / AQ_WARPS), 32 * AQ_WARPS, 0, impl_of(be)->stream>>>(x, ldx, in,
+                                                                                                        n, out);
     CK_LAUNCH();
 }
 
