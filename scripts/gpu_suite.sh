@@ -32,6 +32,29 @@ export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
   git log --oneline -1 2>/dev/null || true
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
+. scripts/serve_wait.sh
+# serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
+# then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}
+serve_bench() {
+  name=$1 conc=$2
+  shift 2
+  $B/dsv4 serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length 1024 \
+    "$@" > "$OUT/$name.log" 2>&1 &
+  spid=$!
+  port=$(serve_wait "$OUT/$name.log" $spid 600 0.5)
+  if [ -n "$port" ]; then
+    for c in $conc; do
+      np=$((2 * c)); [ $np -lt 8 ] && np=8
+      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len 64 \
+        --output-len 32 --vocab-range 1000,100000 --json "$OUT/$name-c$c.json" > "$OUT/$name-c$c.txt" 2>&1
+      tail -4 "$OUT/$name-c$c.txt"
+    done
+  else
+    tail -3 "$OUT/$name.log"
+  fi
+  kill $spid 2>/dev/null
+  wait $spid 2>/dev/null
+}
 if [ "${TESTS:-1}" != 0 ] && [ "${TESTS:-1}" != ep ]; then
 echo "== golden tests on the GPU"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_golden > "$OUT/golden_cuda.txt" 2>&1
@@ -171,28 +194,7 @@ if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
   # kernels bounds how many requests fit a call) driven by dsv4 bench at each concurrency
   rm -rf /tmp/flash-serve
   $B/dsv4 mkmodel --preset flash --layers "${SERVE_LAYERS:-8}" --sparse -o /tmp/flash-serve >/dev/null 2>&1
-  $B/dsv4 serve -m /tmp/flash-serve --port 0 --fill-random --tokenizer $B/tokenizer-v4.json \
-    --max-running-requests 64 --context-length 1024 > "$OUT/serve-flash.log" 2>&1 &
-  spid=$!
-  port=
-  for _ in $(seq 1 600); do
-    port=$(sed -n 's/.*ready: http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$OUT/serve-flash.log")
-    [ -n "$port" ] && break
-    kill -0 $spid 2>/dev/null || break
-    sleep 0.5
-  done
-  if [ -n "$port" ]; then
-    for c in ${SERVE_CONCURRENCY:-1 8 16 64}; do
-      n=$((2 * c)); [ $n -lt 8 ] && n=8
-      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency $c --num-prompts $n --input-len 64 \
-        --output-len 32 --vocab-range 1000,100000 --json "$OUT/serve-flash-c$c.json" > "$OUT/serve-flash-c$c.txt" 2>&1
-      tail -4 "$OUT/serve-flash-c$c.txt"
-    done
-  else
-    tail -3 "$OUT/serve-flash.log"
-  fi
-  kill $spid 2>/dev/null
-  wait $spid 2>/dev/null
+  serve_bench serve-flash "${SERVE_CONCURRENCY:-1 8 16 64}" -m /tmp/flash-serve --fill-random
 fi
 if [ "${HF_BASELINE:-0}" = 1 ]; then
   # transformers' eager model on HF_LAYERS Flash layers (HF_ARGS: more options, e.g. --batch 1,8)
@@ -227,28 +229,6 @@ if [ "${EP_FLASH:-0}" -gt 1 ] 2>/dev/null; then
     --decode 16 --batch 3 --backend cuda --numerics plain --ep "$n" > "$OUT/ep-graphs-diag.txt" 2>&1
   echo "exit $?" >> "$OUT/ep-graphs-diag.txt"; tail -2 "$OUT/ep-graphs-diag.txt"
   if [ -f $B/tokenizer-v4.json ]; then
-    $B/dsv4 serve -m /tmp/flash-ep --port 0 --fill-random --ep "$n" --tokenizer $B/tokenizer-v4.json \
-      --max-running-requests 64 --context-length 1024 > "$OUT/serve-flash-ep.log" 2>&1 &
-    spid=$!
-    port=
-    for _ in $(seq 1 600); do
-      port=$(sed -n 's/.*ready: http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$OUT/serve-flash-ep.log")
-      [ -n "$port" ] && break
-      kill -0 $spid 2>/dev/null || break
-      sleep 0.5
-    done
-    if [ -n "$port" ]; then
-      for c in ${EP_CONCURRENCY:-1 8 16}; do
-        np=$((2 * c)); [ $np -lt 8 ] && np=8
-        timeout 150 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency $c --num-prompts $np --input-len 64 \
-          --output-len 32 --vocab-range 1000,100000 --json "$OUT/serve-flash-ep$n-c$c.json" \
-          > "$OUT/serve-flash-ep$n-c$c.txt" 2>&1
-        tail -4 "$OUT/serve-flash-ep$n-c$c.txt"
-      done
-    else
-      tail -3 "$OUT/serve-flash-ep.log"
-    fi
-    kill $spid 2>/dev/null
-    wait $spid 2>/dev/null
+    serve_bench "serve-flash-ep$n" "${EP_CONCURRENCY:-1 8 16}" -m /tmp/flash-ep --fill-random --ep "$n"
   fi
 fi

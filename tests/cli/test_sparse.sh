@@ -62,13 +62,8 @@ echo "ok   flash layer: sparse on disk, described, refused without --fill-random
 "$DSV4" serve -m "$tmp/sparse" --port 0 --fill-random --tokenizer "$DSV4_SRC/models/tiny/tokenizer.json" \
   --max-running-requests 2 --context-length 256 --threads 2 > "$tmp/serve.log" 2>&1 &
 spid=$!
-port=
-for _ in $(seq 1 200); do
-  port=$(sed -n 's/.*ready: http:\/\/[^:]*:\([0-9]*\) .*/\1/p' "$tmp/serve.log")
-  [ -n "$port" ] && break
-  kill -0 $spid 2>/dev/null || break
-  sleep 0.1
-done
+. "$DSV4_SRC/scripts/serve_wait.sh"
+port=$(serve_wait "$tmp/serve.log" $spid 200 0.1) || true
 [ -n "$port" ] || { kill $spid 2>/dev/null; fail "serve --fill-random: $(tail -3 "$tmp/serve.log")"; }
 "$DSV4" check --url "http://127.0.0.1:$port" --timeout 60 --max-tokens 4 > "$tmp/check.txt" 2>&1 \
   || { kill $spid; fail "check against a sparse checkpoint: $(cat "$tmp/check.txt")"; }
