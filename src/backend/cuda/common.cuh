@@ -171,6 +171,26 @@ __device__ __forceinline__ float warp_sum(float v)
 }
 
 /* Block-level sum in a fixed order (blockDim.x a multiple of 32, <= 1024). */
+/* sum of x[i]^2 over this thread's i = threadIdx.x + k blockDim.x < n, in
+ * increasing k, as the plain loop adds them - but with U loads in flight
+ * before their products are added (a block per row at batch 1 otherwise
+ * waits out one memory latency per element it reads). */
+template <int U> __device__ __forceinline__ float sumsq_strided(const float *x, int n)
+{
+    float s = 0;
+    const int st = blockDim.x;
+    int i = threadIdx.x;
+    for (; i + (U - 1) * st < n; i += U * st) {
+        float v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = x[i + u * st];
+#pragma unroll
+        for (int u = 0; u < U; u++) s += v[u] * v[u];
+    }
+    for (; i < n; i += st) s += x[i] * x[i];
+    return s;
+}
+
 __device__ __forceinline__ float block_sum(float v, float *sh /* [32] */)
 {
     v = warp_sum(v);

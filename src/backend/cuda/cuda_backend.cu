@@ -253,9 +253,7 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
-    float s = 0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += xr[i] * xr[i];
-    s = block_sum(s, sh);
+    const float s = block_sum(sumsq_strided<8>(xr, dim), sh);
     const float k = 1.0f / sqrtf(s / (float)dim + eps);
     for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w ? w[i] * (xr[i] * k) : xr[i] * k;
 }

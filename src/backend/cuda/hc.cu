@@ -22,9 +22,7 @@ __global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, 
     const int t = blockIdx.x, hc = p.hc, F = hc * p.dim;
     const int n_mix = head ? hc : (2 + hc) * hc;
     const float *x = X + (size_t)t * F;
-    float s = 0;
-    for (int i = threadIdx.x; i < F; i += blockDim.x) s += x[i] * x[i];
-    s = block_sum(s, sh);
+    const float s = block_sum(sumsq_strided<16>(x, F), sh);
     const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
     for (int r = threadIdx.x; r < n_mix; r += blockDim.x) m[r] = mraw[(size_t)t * n_mix + r] * rho;
     __syncthreads();
