@@ -16,6 +16,7 @@
  * partial_rotary_factor, rope_scaling and rope_parameters) they must agree.
  */
 #include "model/config.h"
+#include "core/json_util.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -51,28 +52,6 @@ static dsv4_status cfg_fail(const cfg_ctx *c, dsv4_status st, const char *fmt, .
     return st;
 }
 
-static const char *json_type_name(const json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a value";
-}
-
 /* ------------------------------------------------------------------------ */
 /* typed field readers; `path` is the field's name in messages              */
 /* ------------------------------------------------------------------------ */
@@ -88,7 +67,7 @@ static dsv4_status read_int(const cfg_ctx *c, const json_t *v, const char *path,
 {
     *out = 0;
     if (!json_is_integer(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an integer, found %s", path, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an integer, found %s", path, dsv4_json_type_name(v));
     *out = json_integer_value(v);
     return DSV4_OK;
 }
@@ -126,7 +105,7 @@ static dsv4_status read_num(const cfg_ctx *c, const json_t *v, const char *path,
 {
     *out = 0;
     if (!json_is_number(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a number, found %s", path, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a number, found %s", path, dsv4_json_type_name(v));
     *out = json_number_value(v);
     return DSV4_OK;
 }
@@ -163,7 +142,7 @@ static dsv4_status get_bool(const cfg_ctx *c, const json_t *obj, const char *key
         return DSV4_OK;
     }
     if (!json_is_boolean(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected true or false, found %s", key, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected true or false, found %s", key, dsv4_json_type_name(v));
     *out = json_is_true(v);
     return DSV4_OK;
 }
@@ -175,7 +154,7 @@ static dsv4_status get_str_at(const cfg_ctx *c, const json_t *obj, const char *k
     *out = NULL;
     if (!v) return DSV4_OK;
     if (!json_is_string(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", path, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", path, dsv4_json_type_name(v));
     *out = json_string_value(v);
     return DSV4_OK;
 }
@@ -192,7 +171,7 @@ static dsv4_status get_obj(const cfg_ctx *c, const json_t *obj, const char *key,
     *out = NULL;
     if (!v) return DSV4_OK;
     if (!json_is_object(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an object, found %s", key, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an object, found %s", key, dsv4_json_type_name(v));
     *out = v;
     return DSV4_OK;
 }
@@ -203,7 +182,7 @@ static dsv4_status get_array(const cfg_ctx *c, const json_t *obj, const char *ke
     *out = NULL;
     if (!v) return DSV4_OK;
     if (!json_is_array(v))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an array, found %s", key, json_type_name(v));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected an array, found %s", key, dsv4_json_type_name(v));
     *out = v;
     return DSV4_OK;
 }
@@ -415,7 +394,7 @@ static dsv4_status parse_layer_types(const cfg_ctx *c, const json_t *root, const
         json_t *v = json_array_get(arr, i);
         snprintf(p, sizeof p, "layer_types[%zu]", i);
         if (!json_is_string(v))
-            return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", p, json_type_name(v));
+            return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", p, dsv4_json_type_name(v));
         const char *s = json_string_value(v);
         dsv4_attn_kind k;
         int r;
@@ -486,7 +465,7 @@ static dsv4_status parse_layers(const cfg_ctx *c, const json_t *root, dsv4_confi
             json_t *v = json_array_get(mlt, i);
             snprintf(p, sizeof p, "mlp_layer_types[%zu]", i);
             if (!json_is_string(v))
-                return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", p, json_type_name(v));
+                return cfg_fail(c, DSV4_ERR_FORMAT, "%s: expected a string, found %s", p, dsv4_json_type_name(v));
             const char *s = json_string_value(v);
             bool hash;
             if (strcmp(s, "hash_moe") == 0)
@@ -584,7 +563,7 @@ static dsv4_status parse_rope_dim(const cfg_ctx *c, const json_t *root, dsv4_con
 static dsv4_status parse_root(const cfg_ctx *c, const json_t *root, dsv4_config *cfg)
 {
     if (!json_is_object(root))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "the top level is %s, expected an object", json_type_name(root));
+        return cfg_fail(c, DSV4_ERR_FORMAT, "the top level is %s, expected an object", dsv4_json_type_name(root));
 
     TRY(require_str(c, root, "model_type", "deepseek_v4", "dsv4 serves deepseek_v4 models"));
 

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE /* SEEK_DATA */
 #include "model/safetensors.h"
+#include "core/json_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -120,28 +121,6 @@ static char *path_join(const char *dir, const char *name)
     if (a && dir[a - 1] != '/') p[k++] = '/';
     memcpy(p + k, name, b + 1);
     return p;
-}
-
-static const char *json_type_name(const json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a value";
 }
 
 /* "[a, b, c]" into buf; never overflows, truncates with "...". */
@@ -250,12 +229,12 @@ static dsv4_status st_add_entry(dsv4_st *st, int file, const char *fname, const 
 {
     if (!json_is_object(e))
         return st_fail(err, errlen, DSV4_ERR_FORMAT, "%s: tensor %s: header entry is %s, expected an object", fname,
-                       tname, json_type_name(e));
+                       tname, dsv4_json_type_name(e));
 
     const json_t *jd = json_object_get(e, "dtype");
     if (!json_is_string(jd))
         return st_fail(err, errlen, DSV4_ERR_FORMAT, "%s: tensor %s: \"dtype\" is %s, expected a string", fname, tname,
-                       jd ? json_type_name(jd) : "missing");
+                       jd ? dsv4_json_type_name(jd) : "missing");
     const char *dname = json_string_value(jd);
     dsv4_dtype dt = dsv4_dtype_from_name(dname);
     if (dt == DSV4_DT_INVALID) {
@@ -271,7 +250,7 @@ static dsv4_status st_add_entry(dsv4_st *st, int file, const char *fname, const 
     const json_t *js = json_object_get(e, "shape");
     if (!json_is_array(js))
         return st_fail(err, errlen, DSV4_ERR_FORMAT, "%s: tensor %s: \"shape\" is %s, expected an array", fname, tname,
-                       js ? json_type_name(js) : "missing");
+                       js ? dsv4_json_type_name(js) : "missing");
     size_t ndim = json_array_size(js);
     if (ndim > DSV4_ST_MAX_DIMS)
         return st_fail(err, errlen, DSV4_ERR_FORMAT, "%s: tensor %s: shape has %zu dimensions, more than %d", fname,
@@ -302,7 +281,7 @@ static dsv4_status st_add_entry(dsv4_st *st, int file, const char *fname, const 
                        fname, tname,
                        !jo                 ? "nothing"
                        : json_is_array(jo) ? "an array of other values"
-                                           : json_type_name(jo));
+                                           : dsv4_json_type_name(jo));
     if (begin > end)
         return st_fail(err, errlen, DSV4_ERR_FORMAT,
                        "%s: tensor %s: data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin", fname, tname,
@@ -399,7 +378,7 @@ static dsv4_status st_parse_header(dsv4_st *st, int file, char *err, size_t errl
                        jerr.column, jerr.text);
     if (!json_is_object(root)) {
         dsv4_status s = st_fail(err, errlen, DSV4_ERR_FORMAT, "%s: header is %s, expected a JSON object", fname,
-                                json_type_name(root));
+                                dsv4_json_type_name(root));
         json_decref(root);
         return s;
     }
@@ -610,7 +589,7 @@ static dsv4_status st_open_index(dsv4_st *st, const char *dir, const char *index
             s = st_fail(err, errlen, DSV4_ERR_FORMAT,
                         ST_INDEX_NAME ": tensor %s: weight_map value %s%s%s is not the name of a file in %s", key,
                         json_is_string(val) ? "\"" : "",
-                        json_is_string(val) ? json_string_value(val) : json_type_name(val),
+                        json_is_string(val) ? json_string_value(val) : dsv4_json_type_name(val),
                         json_is_string(val) ? "\"" : "", dir);
             goto done;
         }

@@ -9,6 +9,7 @@
  * (UTF-8 unescaped, as OpenAI does).
  */
 #include "server/openai.h"
+#include "core/json_util.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -50,21 +51,6 @@ char *srv_error_json(const srv_error *e)
 /* ======================================================================= */
 /* Parsing                                                                 */
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "something else";
-}
-
 /* The field, or NULL when absent or null. */
 static json_t *field(json_t *root, const char *key)
 {
@@ -89,7 +75,7 @@ static int get_number(json_t *root, const char *key, double lo, double hi, float
 {
     json_t *v = field(root, key);
     if (!v) return 0;
-    if (!json_is_number(v)) return BAD(e, key, "%s: expected a number, got %s", key, type_name(v));
+    if (!json_is_number(v)) return BAD(e, key, "%s: expected a number, got %s", key, dsv4_json_type_name(v));
     double d = json_number_value(v);
     if (!(d >= lo && d <= hi)) return BAD(e, key, "%s: %g is outside [%g, %g]", key, d, lo, hi);
     *out = (float)d;
@@ -102,7 +88,7 @@ static int get_int(json_t *root, const char *key, long long lo, long long hi, lo
     json_t *v = field(root, key);
     if (given) *given = v != NULL;
     if (!v) return 0;
-    if (!json_is_integer(v)) return BAD(e, key, "%s: expected an integer, got %s", key, type_name(v));
+    if (!json_is_integer(v)) return BAD(e, key, "%s: expected an integer, got %s", key, dsv4_json_type_name(v));
     long long x = json_integer_value(v);
     if (x < lo || x > hi) return BAD(e, key, "%s: %lld is outside [%lld, %lld]", key, x, lo, hi);
     *out = x;
@@ -113,7 +99,7 @@ static int get_bool(json_t *root, const char *key, int *out, srv_error *e)
 {
     json_t *v = field(root, key);
     if (!v) return 0;
-    if (!json_is_boolean(v)) return BAD(e, key, "%s: expected a boolean, got %s", key, type_name(v));
+    if (!json_is_boolean(v)) return BAD(e, key, "%s: expected a boolean, got %s", key, dsv4_json_type_name(v));
     *out = json_is_true(v);
     return 0;
 }
@@ -127,7 +113,7 @@ static json_t *load_body(const char *body, size_t n, srv_error *e)
         return NULL;
     }
     if (!json_is_object(root)) {
-        BAD(e, "", "the body must be a JSON object, got %s", type_name(root));
+        BAD(e, "", "the body must be a JSON object, got %s", dsv4_json_type_name(root));
         json_decref(root);
         return NULL;
     }
@@ -139,17 +125,17 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
 {
     json_t *v;
     if ((v = field(root, "model"))) {
-        if (!json_is_string(v)) return BAD(e, "model", "model: expected a string, got %s", type_name(v));
+        if (!json_is_string(v)) return BAD(e, "model", "model: expected a string, got %s", dsv4_json_type_name(v));
         p->model = strdup(json_string_value(v));
     }
     if (get_bool(root, "stream", &p->stream, e)) return -1;
     if ((v = field(root, "stream_options"))) {
         if (!json_is_object(v))
-            return BAD(e, "stream_options", "stream_options: expected an object, got %s", type_name(v));
+            return BAD(e, "stream_options", "stream_options: expected an object, got %s", dsv4_json_type_name(v));
         json_t *iu = field(v, "include_usage");
         if (iu && !json_is_boolean(iu))
             return BAD(e, "stream_options.include_usage", "stream_options.include_usage: expected a boolean, got %s",
-                       type_name(iu));
+                       dsv4_json_type_name(iu));
         p->include_usage = iu && json_is_true(iu);
     }
     dsv4_sampling_params *sp = &p->sp;
@@ -189,19 +175,19 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
             size_t i;
             json_t *s;
             json_array_foreach(v, i, s) {
-                if (!json_is_string(s)) return BAD(e, "stop", "stop[%zu]: expected a string, got %s", i, type_name(s));
+                if (!json_is_string(s)) return BAD(e, "stop", "stop[%zu]: expected a string, got %s", i, dsv4_json_type_name(s));
                 if (json_string_length(s) == 0) return BAD(e, "stop", "stop[%zu]: must not be empty", i);
                 if (json_string_length(s) > MAX_STOP_BYTES)
                     return BAD(e, "stop", "stop[%zu]: longer than %d bytes", i, MAX_STOP_BYTES);
                 p->stops[p->n_stops++] = strdup(json_string_value(s));
             }
         } else {
-            return BAD(e, "stop", "stop: expected a string or an array of strings, got %s", type_name(v));
+            return BAD(e, "stop", "stop: expected a string or an array of strings, got %s", dsv4_json_type_name(v));
         }
     }
     /* logit_bias: {"token id": bias in [-100, 100]} */
     if ((v = field(root, "logit_bias"))) {
-        if (!json_is_object(v)) return BAD(e, "logit_bias", "logit_bias: expected an object, got %s", type_name(v));
+        if (!json_is_object(v)) return BAD(e, "logit_bias", "logit_bias: expected an object, got %s", dsv4_json_type_name(v));
         size_t n = json_object_size(v);
         if (n > 4096) return BAD(e, "logit_bias", "logit_bias: at most 4096 entries");
         p->bias_ids = malloc((n ? n : 1) * sizeof(int32_t));
@@ -216,7 +202,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
                 return BAD(e, "logit_bias", "logit_bias: key '%.40s' is not a token id in [0, %d)", key,
                            lim->vocab_size);
             if (!json_is_number(b))
-                return BAD(e, "logit_bias", "logit_bias['%s']: expected a number, got %s", key, type_name(b));
+                return BAD(e, "logit_bias", "logit_bias['%s']: expected a number, got %s", key, dsv4_json_type_name(b));
             double d = json_number_value(b);
             if (!(d >= -100 && d <= 100))
                 return BAD(e, "logit_bias", "logit_bias['%s']: %g is outside [-100, 100]", key, d);
@@ -266,7 +252,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
     int thinking = -1;
     if ((v = field(root, "chat_template_kwargs"))) {
         if (!json_is_object(v)) {
-            BAD(e, "chat_template_kwargs", "chat_template_kwargs: expected an object, got %s", type_name(v));
+            BAD(e, "chat_template_kwargs", "chat_template_kwargs: expected an object, got %s", dsv4_json_type_name(v));
             goto done;
         }
         const char *names[] = {"thinking", "enable_thinking"};
@@ -275,7 +261,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
             if (!t) continue;
             if (!json_is_boolean(t)) {
                 BAD(e, "chat_template_kwargs", "chat_template_kwargs.%s: expected a boolean, got %s", names[i],
-                    type_name(t));
+                    dsv4_json_type_name(t));
                 goto done;
             }
             thinking = json_is_true(t);
@@ -283,7 +269,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
     }
     if ((v = field(root, "reasoning_effort"))) {
         if (!json_is_string(v)) {
-            BAD(e, "reasoning_effort", "reasoning_effort: expected a string, got %s", type_name(v));
+            BAD(e, "reasoning_effort", "reasoning_effort: expected a string, got %s", dsv4_json_type_name(v));
             goto done;
         }
         char err[256];
@@ -298,7 +284,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
     json_t *tools = field(root, "tools");
     if (tools) {
         if (!json_is_array(tools)) {
-            BAD(e, "tools", "tools: expected an array, got %s", type_name(tools));
+            BAD(e, "tools", "tools: expected an array, got %s", dsv4_json_type_name(tools));
             goto done;
         }
         size_t i;
@@ -334,7 +320,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
             p->tool_choice = SRV_TOOL_CHOICE_NAMED;
             p->tool_name = strdup(json_string_value(nm));
         } else {
-            BAD(e, "tool_choice", "tool_choice: expected a string or an object, got %s", type_name(v));
+            BAD(e, "tool_choice", "tool_choice: expected a string or an object, got %s", dsv4_json_type_name(v));
             goto done;
         }
         if (p->tool_choice >= SRV_TOOL_CHOICE_REQUIRED && !p->has_tools) {
@@ -380,7 +366,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
         goto done;
     }
     if (!json_is_array(msgs)) {
-        BAD(e, "messages", "messages: expected an array, got %s", type_name(msgs));
+        BAD(e, "messages", "messages: expected an array, got %s", dsv4_json_type_name(msgs));
         goto done;
     }
     if (json_array_size(msgs) == 0) {
@@ -482,7 +468,7 @@ int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim
         }
         p->n_prompt_ids = (int)m;
     } else {
-        BAD(e, "prompt", "prompt: expected a string or an array of token ids, got %s", type_name(v));
+        BAD(e, "prompt", "prompt: expected a string or an array of token ids, got %s", dsv4_json_type_name(v));
         goto done;
     }
     rc = 0;
