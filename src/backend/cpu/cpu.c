@@ -147,7 +147,65 @@ typedef struct {
 
 enum { K_BF16, K_F32, K_F16, K_FP8, K_MXFP4, K_NVFP4 }; /* element kinds; the last three are decoded rows */
 
-/* 16 consecutive elements of row r starting at column i (a multiple of 16). */
+/* 16 E4M3 codes times a scale, exactly (the value times sc, rounded once). */
+static inline __attribute__((always_inline)) v16f dec16_fp8(const uint8_t *p, float sc)
+{
+#ifdef __AVX512F__
+    /* E4M3 -> FP32 without a table: exponent and mantissa bits at FP32's
+     * mantissa top give the value times 2^-120 (subnormals land on FP32
+     * subnormals); scale back by 2^120. S.1111.111 is NaN (the table's value),
+     * not 480. */
+    const __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+    const __m512i m7 = _mm512_and_si512(u, _mm512_set1_epi32(0x7f));
+    const __m512i bits = _mm512_or_si512(_mm512_slli_epi32(m7, 20),
+                                         _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
+    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0x1p120f)),
+                                   _mm512_set1_ps(sc));
+    const __mmask16 nan = _mm512_cmpeq_epi32_mask(m7, _mm512_set1_epi32(0x7f));
+    return (v16f)_mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN));
+#else
+    v16f v;
+    for (int l = 0; l < 16; l++) v[l] = lut_e4m3[p[l]] * sc;
+    return v;
+#endif
+}
+
+/* 16 E2M1 codes (8 bytes, low nibble first) times a scale, exactly. */
+static inline __attribute__((always_inline)) v16f dec16_fp4(const uint8_t *p, float sc)
+{
+#ifdef __AVX512F__
+    const __m512i sh = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+    const __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    const __m512i u = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
+    const __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(u, sh), _mm512_set1_epi32(15));
+    return (v16f)_mm512_mul_ps(_mm512_permutexvar_ps(idx, _mm512_loadu_ps(lut_e2m1)), _mm512_set1_ps(sc));
+#else
+    v16f v;
+    for (int l = 0; l < 16; l++) v[l] = lut_e2m1[l & 1 ? p[l / 2] >> 4 : p[l / 2] & 15] * sc;
+    return v;
+#endif
+}
+
+/* The scale of element i of tile row r of a quantized matrix. */
+static inline float q_scale(int K, const wsrc *s, int r, int i)
+{
+    const int64_t ra = s->r_abs + r;
+    if (K == K_FP8) {
+        const size_t k = (size_t)(ra / s->br) * s->scale_cols + (size_t)(i / s->bc);
+        if (s->sdt == DSV4_DT_F32) {
+            float sc;
+            memcpy(&sc, s->scale + 4 * k, 4);
+            return sc;
+        }
+        return dsv4_e8m0_to_f32(s->scale[k]);
+    }
+    const uint8_t sb = s->scale[(size_t)ra * s->scale_cols + (size_t)(i / (K == K_MXFP4 ? 32 : 16))];
+    return K == K_MXFP4 ? dsv4_e8m0_to_f32(sb) : lut_e4m3[sb] * s->scale2;
+}
+
+/* 16 consecutive elements of row r starting at column i (a multiple of 16).
+ * Quantized rows read here (the fused path) need their 16 elements under
+ * one scale: FP8 blocks a multiple of 16 wide (linear_task checks). */
 static inline __attribute__((always_inline)) v16f load_w(int K, const wsrc *s, int r, int i)
 {
     const uint8_t *row = s->data + (size_t)r * s->row_bytes;
@@ -155,17 +213,20 @@ static inline __attribute__((always_inline)) v16f load_w(int K, const wsrc *s, i
     case K_BF16: return load_bf16((const uint16_t *)row + i);
     case K_F32: return load_f32((const float *)row + i);
     case K_F16: return load_f16((const uint16_t *)row + i);
-    default: abort(); /* quantized rows go through decode_row */
+    case K_FP8: return dec16_fp8(row + i, q_scale(K, s, r, i));
+    default: return dec16_fp4(row + i / 2, q_scale(K, s, r, i));
     }
 }
 
-/* One element, for the tails of rows whose length is not a multiple of 16. */
+/* One element, for the tails of rows whose length is not a multiple of 16
+ * (FP4 rows are whole groups of 16 or 32: never a tail). */
 static inline float load_w1(int K, const wsrc *s, int r, int i)
 {
     const uint8_t *row = s->data + (size_t)r * s->row_bytes;
     switch (K) {
     case K_BF16: return dsv4_bf16_to_f32(dsv4_ld_u16(row, i));
     case K_F32: return dsv4_ld_f32(row, i);
+    case K_FP8: return lut_e4m3[row[i]] * q_scale(K, s, r, i);
     default: return dsv4_f16_to_f32(dsv4_ld_u16(row, i));
     }
 }
@@ -177,55 +238,26 @@ static inline float load_w1(int K, const wsrc *s, int r, int i)
 static void decode_row(int K, const wsrc *s, int r, int n, float *dst)
 {
     const uint8_t *row = s->data + (size_t)r * s->row_bytes;
-    const int64_t ra = s->r_abs + r;
     if (K == K_FP8) {
-        const size_t srow = (size_t)(ra / s->br) * s->scale_cols;
-        for (int b0 = 0, blk = 0; b0 < n; b0 += s->bc, blk++) {
-            float sc;
-            if (s->sdt == DSV4_DT_F32) memcpy(&sc, s->scale + 4 * (srow + blk), 4);
-            else sc = dsv4_e8m0_to_f32(s->scale[srow + blk]);
+        for (int b0 = 0; b0 < n; b0 += s->bc) {
+            const float sc = q_scale(K, s, r, b0);
             const int b1 = b0 + s->bc < n ? b0 + s->bc : n;
             int i = b0;
-#ifdef __AVX512F__
-            const __m512 vsc = _mm512_set1_ps(sc), two120 = _mm512_set1_ps(0x1p120f);
             for (; i + 16 <= b1; i += 16) {
-                /* E4M3 -> FP32 without a table: exponent and mantissa bits at
-                 * FP32's mantissa top give the value times 2^-120 (subnormals
-                 * land on FP32 subnormals); scale back by 2^120. */
-                __m512i u = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + i)));
-                __m512i bits = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)), 20),
-                                               _mm512_slli_epi32(_mm512_and_si512(u, _mm512_set1_epi32(0x80)), 24));
-                __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_castsi512_ps(bits), two120), vsc);
-                /* S.1111.111 is NaN in E4M3 (the table's value), not 480 */
-                const __mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7f)),
-                                                              _mm512_set1_epi32(0x7f));
-                _mm512_storeu_ps(dst + i, _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN)));
+                const v16f v = dec16_fp8(row + i, sc);
+                memcpy(dst + i, &v, sizeof v);
             }
-#endif
             for (; i < b1; i++) dst[i] = lut_e4m3[row[i]] * sc;
         }
         return;
     }
     const int g = K == K_MXFP4 ? 32 : 16;
-    const uint8_t *sr = s->scale + (size_t)ra * s->scale_cols;
-    for (int g0 = 0, gi = 0; g0 < n; g0 += g, gi++) {
-        const float sc = K == K_MXFP4 ? dsv4_e8m0_to_f32(sr[gi]) : lut_e4m3[sr[gi]] * s->scale2;
-#ifdef __AVX512F__
-        const __m512 vsc = _mm512_set1_ps(sc), lut = _mm512_loadu_ps(lut_e2m1);
-        const __m512i sh = _mm512_set_epi32(4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0);
+    for (int g0 = 0; g0 < n; g0 += g) {
+        const float sc = q_scale(K, s, r, g0);
         for (int i = g0; i < g0 + g; i += 16) {
-            /* two E2M1 codes per byte, low nibble first: 16 codes, one permute */
-            __m128i b = _mm_loadl_epi64((const __m128i *)(row + i / 2));
-            __m512i u = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b));
-            __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(u, sh), _mm512_set1_epi32(15));
-            _mm512_storeu_ps(dst + i, _mm512_mul_ps(_mm512_permutexvar_ps(idx, lut), vsc));
+            const v16f v = dec16_fp4(row + i / 2, sc);
+            memcpy(dst + i, &v, sizeof v);
         }
-#else
-        for (int i = g0; i < g0 + g; i++) {
-            uint8_t b = row[i / 2];
-            dst[i] = lut_e2m1[i & 1 ? b >> 4 : b & 15] * sc;
-        }
-#endif
     }
 }
 
@@ -307,6 +339,9 @@ float dsv4_cpu_dot_f32(const float *x, const float *w, int n)
 TILE_CASES(K_BF16)
 TILE_CASES(K_F32)
 TILE_CASES(K_F16)
+TILE_CASES(K_FP8)
+TILE_CASES(K_MXFP4)
+TILE_CASES(K_NVFP4)
 
 /* ==== memory =========================================================== */
 
@@ -422,6 +457,17 @@ static void linear_task(void *vctx, int64_t task)
     float *y = c->y + r0;
     if (w->fmt != DSV4_WF_FLOAT) {
         const int K = w->fmt == DSV4_WF_FP8 ? K_FP8 : w->fmt == DSV4_WF_MXFP4 ? K_MXFP4 : K_NVFP4;
+        /* Up to 4 tokens (one tile's worth: each weight chunk is decoded once either way) the chunks are
+         * decoded inside the dot product; more tokens decode each row once into FP32 and reuse it. The
+         * values and the order of the products are the same on both paths. */
+        if (c->n <= 4 && (K != K_FP8 || ws.bc % 16 == 0)) {
+            switch (K) {
+            case K_FP8: tiles_K_FP8(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
+            case K_MXFP4: tiles_K_MXFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
+            default: tiles_K_NVFP4(c->x, c->ldx, c->n, &ws, nr, in, y, c->ldy); break;
+            }
+            return;
+        }
         float *wbuf = scratch(S_WBUF, (size_t)4 * in * sizeof(float));
         for (int r = 0; r < nr; r += 4) {
             int rr = nr - r < 4 ? nr - r : 4;
