@@ -268,6 +268,7 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, co
           c->n_routed_experts <= 1024;
 #else
     (void)c;
+    (void)n_gpu;
 #endif
     if (o->backend == DSV4_BACKEND_CUDA && !gpu) {
         snprintf(err, errlen, "--backend cuda --ep %d: no usable CUDA device in this build or machine; use "
