@@ -905,6 +905,76 @@ def sha256(path):
     return h.hexdigest()
 
 
+def search_seed(name, fx, max_tries, build_eval):
+    """The first seed from fx["base_seed"] whose fixture passes every check: build_eval(seed) returns
+    (built, logits, res, reasons). Returns (built, logits, res, seed, rejected); every try is printed."""
+    rejected = []
+    for seed in range(fx["base_seed"], fx["base_seed"] + max_tries):
+        t0 = time.time()
+        built, logits, res, reasons = build_eval(seed)
+        print(f"[{name}] seed {seed}: std {res['logits_std']:.3f} idx-gap {res['indexer_min_rel_gap']:.3g} "
+              f"router-gap {res['router_min_rel_gap']:.3g} f32 {res['f32_vs_f64_max_abs_diff']:.3g} "
+              f"decode {res['decode_vs_full_max_abs_diff']} clamp {res['max_routed_clamp_frac']:.3g} "
+              f"({time.time() - t0:.1f}s) {'REJECT: ' + '; '.join(reasons) if reasons else 'ok'}", flush=True)
+        if not reasons:
+            return built, logits, res, seed, rejected
+        rejected.append({"seed": seed, "reasons": reasons})
+    raise SystemExit(f"{name}: no acceptable seed in {max_tries} tries")
+
+
+def result_meta(res, fx, fp_key, fp_diff):
+    """The meta.json entries every generator writes about the accepted seed's checks, in their order:
+    logits statistics through the thresholds (fp_key names the from_pretrained comparison)."""
+    ix = res["indexer"]
+    return {
+        "logits_std": sig(res["logits_std"]),
+        "logits_mean": sig(res["logits_mean"]),
+        "logits_max_abs": sig(res["logits_max_abs"]),
+        "indexer_min_rel_gap": sig(res["indexer_min_rel_gap"]),
+        "indexer_per_layer": {k: {"min_rel_gap": sig(v["min_rel_gap"]),
+                                  "rows_with_selection": v["rows_with_selection"],
+                                  "argmin_query": v["argmin_query"],
+                                  "exact_zero_visible_scores": v["exact_zero_visible_scores"]}
+                              for k, v in ix.items()},
+        "router_min_rel_gap": sig(res["router_min_rel_gap"]),
+        "router_min_rel_gap_per_layer": {k: sig(v) for k, v in res["router_min_rel_gap_per_layer"].items()},
+        "f32_vs_f64_max_abs_diff": sig(res["f32_vs_f64_max_abs_diff"], 3),
+        "decode_check": {"prefill": fx["prefill"], "decode_steps": fx["T"] - fx["prefill"],
+                         "max_abs_diff_vs_full": None if res["decode_vs_full_max_abs_diff"] is None
+                         else sig(res["decode_vs_full_max_abs_diff"], 3)},
+        fp_key: sig(fp_diff, 3),
+        "swiglu_clamp_fractions": {L: {k: sig(v, 3) for k, v in c.items()} for L, c in res["clamp"].items()},
+        "thresholds": {"min_indexer_rel_gap": MIN_INDEXER_GAP, "min_router_rel_gap": MIN_ROUTER_GAP,
+                       "max_f32_vs_f64": MAX_F32_DIFF, "max_decode_vs_full": MAX_DECODE_DIFF,
+                       "min_routed_clamp_fraction": MIN_CLAMP_FRAC, "logits_std_range": list(LOGIT_STD_RANGE)},
+    }
+
+
+def versions():
+    return {"transformers": transformers.__version__, "torch": torch.__version__,
+            "numpy": np.__version__, "safetensors": safetensors.__version__,
+            "python": sys.version.split()[0]}
+
+
+def cli_main(doc, fixtures, make):
+    """The generators' command line: --out, --only, --max-tries, --skip-decode-check; make(outdir, name,
+    fx, max_tries, do_decode) writes one fixture and returns its directory."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(here), "tests", "fixtures"))
+    ap.add_argument("--only", default=",".join(fixtures))
+    ap.add_argument("--max-tries", type=int, default=20)
+    ap.add_argument("--skip-decode-check", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
+    t0 = time.time()
+    for name in args.only.split(","):
+        d = make(args.out, name, fixtures[name], args.max_tries, not args.skip_decode_check)
+        print(f"[{name}] written to {d}", flush=True)
+    print(f"done in {time.time() - t0:.1f}s")
+
+
 def make_fixture(outdir, name, fx, max_tries, do_decode):
     fx_T = fx["T"]
     hf_layout = fx.get("layout") == "transformers"
@@ -913,24 +983,19 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
     else:
         off0 = official_config(fx["config"])
         check_constraints(name, off0, fx_T)
-    rejected = []
-    for seed in range(fx["base_seed"], fx["base_seed"] + max_tries):
-        t0 = time.time()
+    def build_eval(seed):
         if hf_layout:
             cfg, model32, tensors, dtypes, ids = build_hf_native(name, fx, seed)
             model = copy.deepcopy(model32).double()   # float64 oracle of exactly the float32 values
+            built = (None, cfg, model32, tensors, dtypes, ids)
         else:
             off, cfg, model, tensors, dtypes, ids = build(name, fx, seed)
+            built = (off, cfg, None, tensors, dtypes, ids)
         logits, res, reasons = evaluate(name, fx, cfg, model, ids, do_decode)
-        print(f"[{name}] seed {seed}: std {res['logits_std']:.3f} idx-gap {res['indexer_min_rel_gap']:.3g} "
-              f"router-gap {res['router_min_rel_gap']:.3g} f32 {res['f32_vs_f64_max_abs_diff']:.3g} "
-              f"decode {res['decode_vs_full_max_abs_diff']} clamp {res['max_routed_clamp_frac']:.3g} "
-              f"({time.time() - t0:.1f}s) {'REJECT: ' + '; '.join(reasons) if reasons else 'ok'}", flush=True)
-        if not reasons:
-            break
-        rejected.append({"seed": seed, "reasons": reasons})
-    else:
-        raise SystemExit(f"{name}: no acceptable seed in {max_tries} tries")
+        return built, logits, res, reasons
+
+    (off, cfg, model32, tensors, dtypes, ids), logits, res, seed, rejected = search_seed(name, fx, max_tries,
+                                                                                          build_eval)
 
     if hf_layout:
         d, files, saved = write_hf_fixture(outdir, name, fx, model32, tensors, ids, logits.float())
@@ -945,7 +1010,6 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
     dtype_counts = {}
     for dt in dtypes.values():
         dtype_counts[dt] = dtype_counts.get(dt, 0) + 1
-    ix = res["indexer"]
     meta = {
         "fixture": name,
         "generator": "tools/make_fixtures.py",
@@ -959,26 +1023,7 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
         "oracle": "transformers DeepseekV4ForCausalLM, model.double(), eager attention + eager experts, "
                   "one full-prompt forward with use_cache=False; no FP8/FP4 simulation, no FP8 "
                   "activation quantisation, no MTP",
-        "logits_std": sig(res["logits_std"]),
-        "logits_mean": sig(res["logits_mean"]),
-        "logits_max_abs": sig(res["logits_max_abs"]),
-        "indexer_min_rel_gap": sig(res["indexer_min_rel_gap"]),
-        "indexer_per_layer": {k: {"min_rel_gap": sig(v["min_rel_gap"]),
-                                  "rows_with_selection": v["rows_with_selection"],
-                                  "argmin_query": v["argmin_query"],
-                                  "exact_zero_visible_scores": v["exact_zero_visible_scores"]}
-                              for k, v in ix.items()},
-        "router_min_rel_gap": sig(res["router_min_rel_gap"]),
-        "router_min_rel_gap_per_layer": {k: sig(v) for k, v in res["router_min_rel_gap_per_layer"].items()},
-        "f32_vs_f64_max_abs_diff": sig(res["f32_vs_f64_max_abs_diff"], 3),
-        "decode_check": {"prefill": fx["prefill"], "decode_steps": fx_T - fx["prefill"],
-                         "max_abs_diff_vs_full": None if res["decode_vs_full_max_abs_diff"] is None
-                         else sig(res["decode_vs_full_max_abs_diff"], 3)},
-        "from_pretrained_vs_oracle_max_abs_diff": sig(fp_diff, 3),
-        "swiglu_clamp_fractions": {L: {k: sig(v, 3) for k, v in c.items()} for L, c in res["clamp"].items()},
-        "thresholds": {"min_indexer_rel_gap": MIN_INDEXER_GAP, "min_router_rel_gap": MIN_ROUTER_GAP,
-                       "max_f32_vs_f64": MAX_F32_DIFF, "max_decode_vs_full": MAX_DECODE_DIFF,
-                       "min_routed_clamp_fraction": MIN_CLAMP_FRAC, "logits_std_range": list(LOGIT_STD_RANGE)},
+        **result_meta(res, fx, "from_pretrained_vs_oracle_max_abs_diff", fp_diff),
         "init": {"embed": "N(0,1)", "projections/router/head": "N(0,1/fan_in)",
                  "expert_w1_w3 (routed+shared)": f"N(0,({EXPERT_GAIN})^2/fan_in)",
                  "expert_w2 (routed+shared)": f"N(0,1/({EXPERT_ACT_RMS}^2*fan_in))",
@@ -993,9 +1038,7 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
         "mtp_tensors": sum(1 for n in tensors if n.startswith("mtp.")),
         "files": {f: {"bytes": os.path.getsize(os.path.join(d, f)), "sha256": sha256(os.path.join(d, f))}
                   for f in files + ["config.json", "ids.txt", "logits.bin"]},
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "numpy": np.__version__, "safetensors": safetensors.__version__,
-                     "python": sys.version.split()[0]},
+        "versions": versions(),
     }
     if hf_layout:
         patterns = {}
@@ -1027,20 +1070,7 @@ def make_fixture(outdir, name, fx, max_tries, do_decode):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(here), "tests", "fixtures"))
-    ap.add_argument("--only", default=",".join(FIXTURES))
-    ap.add_argument("--max-tries", type=int, default=20)
-    ap.add_argument("--skip-decode-check", action="store_true")
-    args = ap.parse_args()
-    torch.set_num_threads(2)
-    torch.use_deterministic_algorithms(True)
-    t0 = time.time()
-    for name in args.only.split(","):
-        d = make_fixture(args.out, name, FIXTURES[name], args.max_tries, not args.skip_decode_check)
-        print(f"[{name}] written to {d}", flush=True)
-    print(f"done in {time.time() - t0:.1f}s")
+    cli_main(__doc__, FIXTURES, make_fixture)
 
 
 if __name__ == "__main__":

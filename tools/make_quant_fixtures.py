@@ -59,7 +59,6 @@ dequantized weights are also written (F64, official names, no quantization_confi
 temporary directory and loaded with from_pretrained.
 """
 
-import argparse
 import collections
 import copy
 import json
@@ -70,7 +69,6 @@ import shutil
 import struct
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -78,7 +76,6 @@ import torch
 import safetensors
 import safetensors.torch
 
-import transformers
 from transformers.models.deepseek_v4 import DeepseekV4ForCausalLM
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -789,22 +786,14 @@ def dequant_samples(b, fx):
 
 
 def make_q_fixture(outdir, name, fx, max_tries, do_decode):
-    rejected = []
-    for seed in range(fx["base_seed"], fx["base_seed"] + max_tries):
-        t0 = time.time()
+    def build_eval(seed):
         CHECKS.clear()
         self_test_codecs()
         b = build_q(name, fx, seed)
         logits, res, reasons = mf.evaluate(name, fx, b["cfg"], b["model"], b["ids"], do_decode)
-        print(f"[{name}] seed {seed}: std {res['logits_std']:.3f} idx-gap {res['indexer_min_rel_gap']:.3g} "
-              f"router-gap {res['router_min_rel_gap']:.3g} f32 {res['f32_vs_f64_max_abs_diff']:.3g} "
-              f"decode {res['decode_vs_full_max_abs_diff']} clamp {res['max_routed_clamp_frac']:.3g} "
-              f"({time.time() - t0:.1f}s) {'REJECT: ' + '; '.join(reasons) if reasons else 'ok'}", flush=True)
-        if not reasons:
-            break
-        rejected.append({"seed": seed, "reasons": reasons})
-    else:
-        raise SystemExit(f"{name}: no acceptable seed in {max_tries} tries")
+        return b, logits, res, reasons
+
+    b, logits, res, seed, rejected = mf.search_seed(name, fx, max_tries, build_eval)
 
     d, files = write_q_fixture(outdir, name, fx, b, logits.float())
     fp_diff, n_fp32 = dequantized_from_pretrained_check(b, logits)
@@ -814,7 +803,6 @@ def make_q_fixture(outdir, name, fx, max_tries, do_decode):
     off = b["off"]
     nv = fx["layout"] == "nvfp4"
     fmt_counts = collections.Counter(f or "plain" for f in b["fmts"].values())
-    ix = res["indexer"]
     formats = {
         "fp8": {"applies_to": "attn.{wq_a,wq_b,wkv,wo_a,wo_b}, attn.indexer.wq_b, ffn.shared_experts.{w1,w2,w3}"
                               + (", mtp.0.{e_proj,h_proj}" if off["num_nextn_predict_layers"] else "")
@@ -869,26 +857,7 @@ def make_q_fixture(outdir, name, fx, max_tries, do_decode):
                   "EXACT float64 dequantization of the stored bytes (decoded from the written files), one "
                   "full-prompt forward with use_cache=False; no FP8 activation quantisation, no FP8/FP4 "
                   "simulation, no MTP",
-        "logits_std": mf.sig(res["logits_std"]),
-        "logits_mean": mf.sig(res["logits_mean"]),
-        "logits_max_abs": mf.sig(res["logits_max_abs"]),
-        "indexer_min_rel_gap": mf.sig(res["indexer_min_rel_gap"]),
-        "indexer_per_layer": {k: {"min_rel_gap": mf.sig(v["min_rel_gap"]),
-                                  "rows_with_selection": v["rows_with_selection"],
-                                  "argmin_query": v["argmin_query"],
-                                  "exact_zero_visible_scores": v["exact_zero_visible_scores"]}
-                              for k, v in ix.items()},
-        "router_min_rel_gap": mf.sig(res["router_min_rel_gap"]),
-        "router_min_rel_gap_per_layer": {k: mf.sig(v) for k, v in res["router_min_rel_gap_per_layer"].items()},
-        "f32_vs_f64_max_abs_diff": mf.sig(res["f32_vs_f64_max_abs_diff"], 3),
-        "decode_check": {"prefill": fx["prefill"], "decode_steps": fx["T"] - fx["prefill"],
-                         "max_abs_diff_vs_full": None if res["decode_vs_full_max_abs_diff"] is None
-                         else mf.sig(res["decode_vs_full_max_abs_diff"], 3)},
-        "from_pretrained_dequantized_f64_vs_oracle_max_abs_diff": mf.sig(fp_diff, 3),
-        "swiglu_clamp_fractions": {L: {k: mf.sig(v, 3) for k, v in c.items()} for L, c in res["clamp"].items()},
-        "thresholds": {"min_indexer_rel_gap": mf.MIN_INDEXER_GAP, "min_router_rel_gap": mf.MIN_ROUTER_GAP,
-                       "max_f32_vs_f64": mf.MAX_F32_DIFF, "max_decode_vs_full": mf.MAX_DECODE_DIFF,
-                       "min_routed_clamp_fraction": mf.MIN_CLAMP_FRAC, "logits_std_range": list(mf.LOGIT_STD_RANGE)},
+        **mf.result_meta(res, fx, "from_pretrained_dequantized_f64_vs_oracle_max_abs_diff", fp_diff),
         "init": "make_fixtures.random_tensor (float64 source, keyed by official name), then quantized as below; "
                 "plain tensors rounded to BF16/F32 as in tiny_a",
         "quantization": {
@@ -913,9 +882,7 @@ def make_q_fixture(outdir, name, fx, max_tries, do_decode):
         "mtp_tensors": sum(1 for n in b["stored"] if n.startswith("mtp.")),
         "files": {f: {"bytes": os.path.getsize(os.path.join(d, f)), "sha256": mf.sha256(os.path.join(d, f))}
                   for f in files + ["ids.txt", "logits.bin"]},
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "numpy": np.__version__, "safetensors": safetensors.__version__,
-                     "python": sys.version.split()[0]},
+        "versions": mf.versions(),
     }
     with open(os.path.join(d, "meta.json"), "w") as f:
         f.write(json.dumps(meta, indent=2) + "\n")
@@ -924,20 +891,7 @@ def make_q_fixture(outdir, name, fx, max_tries, do_decode):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(here), "tests", "fixtures"))
-    ap.add_argument("--only", default=",".join(QFIXTURES))
-    ap.add_argument("--max-tries", type=int, default=20)
-    ap.add_argument("--skip-decode-check", action="store_true")
-    args = ap.parse_args()
-    torch.set_num_threads(2)
-    torch.use_deterministic_algorithms(True)
-    t0 = time.time()
-    for name in args.only.split(","):
-        d = make_q_fixture(args.out, name, QFIXTURES[name], args.max_tries, not args.skip_decode_check)
-        print(f"[{name}] written to {d}", flush=True)
-    print(f"done in {time.time() - t0:.1f}s")
+    mf.cli_main(__doc__, QFIXTURES, make_q_fixture)
 
 
 if __name__ == "__main__":
