@@ -206,7 +206,7 @@ fi
 fi
 if [ "${EP_FLASH:-0}" -gt 1 ] 2>/dev/null; then
   # Expert parallelism over EP_FLASH ranks, one per GPU, on a Flash-shaped checkpoint of EP_LAYERS layers:
-  # decode timed as served (graphs with the NCCL all-reduce captured, GPU sampling) and op by op, the
+  # decode timed as served (op by op: no graphs under expert parallelism; GPU sampling) and with host sampling, the
   # profile with its communication row, then dsv4 serve driven by dsv4 bench at each concurrency.
   n=${EP_FLASH}
   rm -rf /tmp/flash-ep
@@ -224,10 +224,6 @@ if [ "${EP_FLASH:-0}" -gt 1 ] 2>/dev/null; then
     > "$OUT/bench-flash-ep$n-b1-eager.txt" 2>&1
   grep -m1 "^model " "$OUT/bench-flash-ep$n-b1-eager.txt" || tail -3 "$OUT/bench-flash-ep$n-b1-eager.txt"
   grep -E "communication|routed" "$OUT/profile-flash-ep$n-b1.txt" | head -4
-  # decode graphs with the NCCL all-reduce captured (off by default: DSV4_EP_GRAPHS=1), on a fixture
-  DSV4_EP_GRAPHS=1 NCCL_GRAPH_MIXING_SUPPORT=0 timeout 40 $B/bench_cpu -m tests/fixtures/tiny_a --prompt 40 \
-    --decode 16 --batch 3 --backend cuda --numerics plain --ep "$n" > "$OUT/ep-graphs-diag.txt" 2>&1
-  echo "exit $?" >> "$OUT/ep-graphs-diag.txt"; tail -2 "$OUT/ep-graphs-diag.txt"
   if [ -f $B/tokenizer-v4.json ]; then
     serve_bench "serve-flash-ep$n" "${EP_CONCURRENCY:-1 8 16}" -m /tmp/flash-ep --fill-random --ep "$n"
   fi

@@ -133,9 +133,6 @@ struct dsv4_backend {
      * (bounds from kv->max_ctx), never from this step's positions. */
     int (*graph_begin)(dsv4_backend *be, int key);
     void (*graph_end)(dsv4_backend *be, int key);
-    /* Drop every graph captured so far (a buffer they use moved); NULL when
-     * graphs are unsupported. */
-    void (*graph_reset)(dsv4_backend *be);
 
     /* Sampling on the device (NULL when unsupported): for i < n, tok[i]
      * (host) = the pick of req[i] from row rows[i] of logits [.., V]; -1 when

@@ -72,7 +72,6 @@ typedef struct {
     int E;           /* routed experts per layer */
     ep_experts *ex;
     int n_ex;
-    int graph;       /* what graph_begin returned for the step in progress (0: none or sizing) */
     bool profiling;  /* a profile mark was made since the last collect: the collective gets its own span */
 } ep_impl;
 
@@ -540,12 +539,7 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
     ep_impl *m = ep_of(be);
     const size_t need = (size_t)n * p->k * p->dim;
     if (m->slots_cap < need) {
-        if (m->graph == 1) { /* the sizing step before a capture is this shape's largest */
-            fprintf(stderr, "dsv4: expert-parallel slot buffers grew inside a graph capture\n");
-            abort();
-        }
         EACH {
-            if (RB->graph_reset) RB->graph_reset(RB); /* graphs captured before hold the old buffers */
             if (m->slots[r]) m->rank[r]->free(m->rank[r], m->slots[r]);
             m->slots[r] = m->rank[r]->alloc(m->rank[r], need * sizeof(float));
             if (!m->slots[r]) {
@@ -578,39 +572,7 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
     EACH RB->moe_sum(RB, m->slots[r], T(idx), n, p->k, p->dim, T(out));
 }
 
-/* ---- decode graphs and sampling (with a device communicator) ------------- */
-
-/* Every rank captures and replays its own graph, the collectives included
- * (NCCL calls can be captured). The ranks run the same ops with the same
- * sizes, so they agree on what to do; a disagreement is a broken invariant. */
-static int ep_graph_begin(dsv4_backend *be, int key)
-{
-    ep_impl *m = ep_of(be);
-    int mode = -1;
-    EACH {
-        const int g = RB->graph_begin(RB, key);
-        if (mode >= 0 && g != mode) {
-            fprintf(stderr, "dsv4: expert-parallel ranks 0 and %d disagree on the decode graph of %d tokens\n", r,
-                    key);
-            abort();
-        }
-        mode = g;
-    }
-    return m->graph = mode;
-}
-
-static void ep_graph_end(dsv4_backend *be, int key)
-{
-    ep_impl *m = ep_of(be);
-    EACH RB->graph_end(RB, key);
-    m->graph = 0;
-}
-
-static void ep_graph_reset(dsv4_backend *be)
-{
-    ep_impl *m = ep_of(be);
-    EACH RB->graph_reset(RB);
-}
+/* ---- sampling ----------------------------------------------------------- */
 
 /* The logits are rank 0's (every rank holds the same). */
 static void ep_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
@@ -777,20 +739,10 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->moe_route = ep_moe_route;
     be->moe_experts = ep_moe_experts;
     be->swiglu = ep_swiglu;
-    /* Graphs need every step's work on the device: a device communicator, and experts on every rank (a rank
-     * without any uploads zeros from the host). Off unless DSV4_EP_GRAPHS=1: on the H200 pair with NCCL 2.28
-     * the captured step hung (docs/PARALLEL.md). */
-    const char *ge = getenv("DSV4_EP_GRAPHS");
-    bool graphs = comm != NULL && m->E >= n_ranks && ge && ge[0] == '1', sample = true;
-    for (int r = 0; r < n_ranks; r++) {
-        graphs = graphs && ranks[r]->graph_begin && ranks[r]->graph_end && ranks[r]->graph_reset;
-        sample = sample && ranks[r]->sample;
-    }
-    if (graphs) {
-        be->graph_begin = ep_graph_begin;
-        be->graph_end = ep_graph_end;
-        be->graph_reset = ep_graph_reset;
-    }
+    /* No decode graphs: each rank capturing its own, the NCCL call inside, hung on two H200s (one host
+     * thread, two concurrent captures; docs/PARALLEL.md). Steps run op by op. */
+    bool sample = true;
+    for (int r = 0; r < n_ranks; r++) sample = sample && ranks[r]->sample;
     if (sample) be->sample = ep_sample;
     return be;
 }

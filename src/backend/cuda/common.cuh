@@ -275,7 +275,6 @@ void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int 
                  int32_t *tok);
 int cuda_graph_begin(dsv4_backend *be, int key);
 void cuda_graph_end(dsv4_backend *be, int key);
-void cuda_graph_reset(dsv4_backend *be);
 void cuda_graphs_destroy(cuda_impl *im);
 
 #endif

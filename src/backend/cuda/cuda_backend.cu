@@ -518,7 +518,6 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->swiglu = cuda_swiglu;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
-    be->graph_reset = cuda_graph_reset;
     be->sample = cuda_sample;
     return be;
 }

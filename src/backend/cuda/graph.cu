@@ -31,10 +31,7 @@ int cuda_graph_begin(dsv4_backend *be, int key)
         g->seen = true;
         return 0; /* this step sizes the scratch */
     }
-    /* Relaxed: with expert parallelism one thread captures every rank's stream at once, and a rank that
-     * finishes first must instantiate its graph while the others still capture. Nothing in a step calls a
-     * synchronising API (scratch cannot grow inside a capture: cuda_scratch aborts). */
-    CK(cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeRelaxed));
+    CK(cudaStreamBeginCapture(im->stream, cudaStreamCaptureModeThreadLocal));
     im->capturing = true;
     return im->graph_state = 1;
 }
@@ -57,8 +54,6 @@ void cuda_graph_end(dsv4_backend *be, int key)
     im->graph_state = 0;
     im->graph_mode = false;
 }
-
-void cuda_graph_reset(dsv4_backend *be) { impl_of(be)->gen++; /* every graph is stale: captured again */ }
 
 void cuda_graphs_destroy(cuda_impl *im)
 {
