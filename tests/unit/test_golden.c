@@ -14,7 +14,6 @@
  * and reference numerics stay finite and close to plain (the distance is
  * printed; docs/MODEL_NOTES.md records it).
  */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,17 +261,9 @@ static int setup(void **state)
     const char *src = getenv("DSV4_SRC");
     char root[1024];
     snprintf(root, sizeof root, "%s/tests/fixtures", src ? src : ".");
-    DIR *d = opendir(root);
-    if (!d) return -1;
-    struct dirent *de;
     char names[16][256];
-    int n = 0;
-    while ((de = readdir(d)) && n < 16) {
-        if (de->d_name[0] == '.') continue;
-        snprintf(names[n++], 256, "%s", de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    const int n = tu_sorted_entries(root, names, 16);
+    if (n < 0) return -1;
     for (int i = 0; i < n; i++) {
         char dir[1400], p[1500];
         snprintf(dir, sizeof dir, "%s/%.255s", root, names[i]);

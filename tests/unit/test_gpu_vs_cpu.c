@@ -35,7 +35,6 @@
  * every difference must be 0): it checks the harness on a machine without a
  * GPU and is registered as its own ctest.
  */
-#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,6 +49,7 @@
 
 #include "backend/backend.h"
 #include "dsv4.h"
+#include "test_util.h"
 #include "model/config.h"
 
 #define PLAIN_TOL 2e-3 /* max |d| of a logit, and the CPU gap under which differing argmaxes are a tie */
@@ -82,17 +82,9 @@ static int find_models(void)
     const char *src = getenv("DSV4_SRC");
     char root[1024];
     snprintf(root, sizeof root, "%s/tests/fixtures", src ? src : ".");
-    DIR *d = opendir(root);
-    if (!d) return -1;
     char names[32][256];
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < 31) {
-        if (de->d_name[0] == '.') continue;
-        snprintf(names[n++], 256, "%s", de->d_name);
-    }
-    closedir(d);
-    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    const int n = tu_sorted_entries(root, names, 31);
+    if (n < 0) return -1;
     for (int i = 0; i < n; i++) {
         model *m = &models[n_models];
         snprintf(m->dir, sizeof m->dir, "%s/%.255s", root, names[i]);

@@ -5,8 +5,10 @@
 #ifndef DSV4_TESTS_TEST_UTIL_H
 #define DSV4_TESTS_TEST_UTIL_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The whole file at path, NUL-terminated (malloc'ed); *len its size when
  * len is not NULL. NULL when it cannot be read. */
@@ -58,6 +60,23 @@ static inline int tu_read_ids(const char *dir, int32_t *ids, int cap)
         s = end;
     }
     free(txt);
+    return n;
+}
+
+/* The entries of directory root not starting with '.', sorted, at most cap
+ * (names[i] up to 255 characters); -1 when root cannot be opened. */
+static inline int tu_sorted_entries(const char *root, char (*names)[256], int cap)
+{
+    DIR *d = opendir(root);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < cap) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(names[n++], 256, "%s", de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
     return n;
 }
 
