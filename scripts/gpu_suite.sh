@@ -7,7 +7,8 @@
 # TESTS=ep runs only the expert-parallel test; SANITIZE=quick three memcheck runs;
 # KERNELS=0 skips bench_kernels; FLASH_NUMERICS=reference times the Flash runs in reference numerics; FIXTURES=0 skips the fixture
 # timings; BASELINE=1 times the *.base binaries of gpu_pack.sh BASE=... beside
-# these, in the same run);
+# these, in the same run, or without them these binaries under BASE_ENV, e.g.
+# BASE_ENV=DSV4_CUDA_MMA=0 for the GEMV linears);
 # FLASH_LAYERS=N|max adds the Flash runs; EP_FLASH=N adds expert parallelism
 # over N ranks (one per GPU) on a Flash-shaped checkpoint of EP_LAYERS layers
 # (default 43): decode timings, profile and serving. Results go to $OUT
@@ -112,14 +113,19 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
 fi
 if [ "${TIMINGS:-1}" != 0 ]; then
 echo "== timings"
+BKB= BCB= # the baseline's bench binaries (BASELINE=1)
+if [ "${BASELINE:-0}" = 1 ]; then
+  if [ -x $B/bench_kernels.base ]; then BKB=$B/bench_kernels.base BCB=$B/bench_cpu.base
+  elif [ -n "${BASE_ENV:-}" ]; then BKB="env $BASE_ENV $B/bench_kernels" BCB="env $BASE_ENV $B/bench_cpu"; fi
+fi
 # every decode linear shape of a Flash layer and the routed experts at batch 1/8/16/64, beside the
 # device-to-device copy bandwidth measured in the same run
 if [ "${KERNELS:-1}" != 0 ]; then
 timeout 240 $B/bench_kernels --json "$OUT/kernels.json" > "$OUT/kernels.txt" 2>&1
 tail -60 "$OUT/kernels.txt"
 fi
-if [ "${KERNELS:-1}" != 0 ] && [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_kernels.base ]; then # the earlier build's kernels, same run
-  timeout 240 $B/bench_kernels.base --json "$OUT/kernels-base.json" > "$OUT/kernels-base.txt" 2>&1
+if [ "${KERNELS:-1}" != 0 ] && [ -n "$BKB" ]; then # the earlier build's kernels, same run
+  timeout 240 $BKB --json "$OUT/kernels-base.json" > "$OUT/kernels-base.txt" 2>&1
   tail -60 "$OUT/kernels-base.txt"
 fi
 if [ "${FIXTURES:-1}" != 0 ]; then
@@ -181,8 +187,8 @@ if [ "${FLASH_LAYERS:-0}" != 0 ]; then
       --profile "$OUT/profile-flash-b$bs.json" --profile-steps "${FLASH_PROFILE_STEPS:-3}" \
       > "$OUT/profile-flash-b$bs.txt" 2>&1
     grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
-    if [ "${BASELINE:-0}" = 1 ] && [ -x $B/bench_cpu.base ]; then # the earlier build, same run, same checkpoint
-      timeout 200 $B/bench_cpu.base -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" \
+    if [ -n "$BCB" ]; then # the earlier build, same run, same checkpoint
+      timeout 200 $BCB -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" \
         --batch "$bs" --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
         > "$OUT/bench-flash-b$bs-base.txt" 2>&1
       grep -m1 "^model " "$OUT/bench-flash-b$bs-base.txt" | sed 's/^/base: /' || tail -1 "$OUT/bench-flash-b$bs-base.txt"

@@ -697,6 +697,70 @@ static void linear_case(const lin_spec *c)
     case_end();
 }
 
+/* be->linear_groups against the CPU's linears: G groups of R rows of one FP8 matrix,
+ * x [n][G * in] with group g's input at g * in, y [n][G * R + 3]. */
+static void groups_case(int G, int n, int R, int in, bool aq)
+{
+    case_begin("linear_groups FP8 G=%d n=%d rows=%d in=%d%s", G, n, R, in, aq ? " act_quant" : "");
+    wmat m;
+    wmat_make(&m, WK_FP8_E8M0, G * R, in, 128, 128, false);
+    const int ldx = G * in, ldy = G * R + 3;
+    float *x = malloc((size_t)n * ldx * sizeof(float));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < ldx; i++) x[(size_t)t * ldx + i] = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        be->act_quant = aq;
+        float *dx = bdup(be, x, (size_t)n * ldx * 4), *dy = bpoison(be, (size_t)n * ldy * 4);
+        if (be->linear_groups)
+            be->linear_groups(be, &m.on[s], G, dx, ldx, (size_t)in, n, dy, ldy, (size_t)R);
+        else /* as forward.c without the op */
+            for (int g = 0; g < G; g++) {
+                const dsv4_w wg = dsv4_w_rows(&m.on[s], (int64_t)g * R, R);
+                be->linear(be, &wg, dx + (size_t)g * in, ldx, n, dy + (size_t)g * R, ldy);
+            }
+        res[s] = bhost(be, dy, (size_t)n * ldy * 4);
+        be->act_quant = false;
+        bfree(be, dx);
+        bfree(be, dy);
+    }
+    float *xa = malloc((size_t)n * ldx * sizeof(float));
+    if (aq)
+        for (int g = 0; g < G; g++) {
+            float *q = malloc((size_t)n * in * sizeof(float));
+            act_quant_host(x + (size_t)g * in, ldx, n, in, q);
+            for (int t = 0; t < n; t++) memcpy(xa + (size_t)t * ldx + (size_t)g * in, q + (size_t)t * in, (size_t)in * 4);
+            free(q);
+        }
+    else
+        memcpy(xa, x, (size_t)n * ldx * sizeof(float));
+    const int rows = G * R;
+    double *mag = calloc((size_t)n * rows, sizeof(double));
+    float *ga = malloc((size_t)n * rows * 4), *gb = malloc((size_t)n * rows * 4);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < in; i++) {
+            const double wv = fin(fabs((double)w_at_host(&m.w, r, i)));
+            for (int t = 0; t < n; t++)
+                mag[(size_t)t * rows + r] += wv * fin(fabs((double)xa[(size_t)t * ldx + (size_t)(r / R) * in + i]));
+        }
+    for (int t = 0; t < n; t++) {
+        memcpy(ga + (size_t)t * rows, res[0] + (size_t)t * ldy, (size_t)rows * 4);
+        memcpy(gb + (size_t)t * rows, res[1] + (size_t)t * ldy, (size_t)rows * 4);
+    }
+    check_f32("y", ga, gb, (size_t)n * rows, (tolspec){.tol = 1e-5, .mag = mag});
+    check_pad("y padding", res[1], n, rows, ldy);
+    free(mag);
+    free(ga);
+    free(gb);
+    free(xa);
+    free(x);
+    free(res[0]);
+    free(res[1]);
+    wmat_free(&m);
+    case_end();
+}
+
 static void test_linear(void **state)
 {
     const wkind fl[] = {WK_BF16, WK_F16, WK_F32};
@@ -725,9 +789,27 @@ static void test_linear(void **state)
             {f8[i], 13, 129, 129, 128, 128, .aq = true, .no_aq = true},
             {f8[i], 7, 37, 300, 128, 128, .aq = true, .nonfinite = true},
             {f8[i], 7, 37, 129, 128, 128, .nonfinite = true},
+            /* shapes of the tensor-core path (E8M0, rows of whole 16-byte chunks, 64-column
+             * groups inside a scale block): a partial last group, parts along K (P = 2, 4),
+             * several token tiles, two 256-token chunks, unaligned activations */
+            {f8[i], 1, 150, 256, 128, 128, .xpad = 0},
+            {f8[i], 13, 37, 144, 128, 128, .xpad = 4, .ypad = 1},
+            {f8[i], 7, 300, 640, 128, 64, .ypad = 3},
+            {f8[i], 40, 129, 1024, 64, 128, .xpad = 0},
+            {f8[i], 300, 40, 192, 128, 192, .xpad = 1},
+            {f8[i], 3, 150, 256, 128, 128, .v0 = 121, .vn = 20},
+            {f8[i], 7, 150, 640, 128, 128, .aq = true},
+            {f8[i], 33, 37, 272, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
+            {f8[i], 13, 37, 256, 128, 128, .nonfinite = true},
+            {f8[i], 9, 37, 512, 128, 128, .aq = true, .no_aq = true},
         };
         for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
     }
+    /* linear_groups (wo_a's output groups): G row groups, each with its own slice of x and y */
+    groups_case(8, 1, 40, 256, false);
+    groups_case(8, 13, 40, 256, true);
+    groups_case(3, 7, 37, 144, false);
+    groups_case(2, 5, 20, 129, false); /* the GEMV path */
     const lin_spec fp4[] = {
         {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
         {WK_MXFP4, 13, 129, 96, .xpad = 0},

@@ -33,7 +33,20 @@ static inline void cuda_check(cudaError_t e, const char *what, const char *file,
 }
 #define CK_LAUNCH() CK(cudaGetLastError())
 
-enum { CS_ACTQ, CS_SCORES, CS_MOE_G, CS_MOE_U, CS_MOE_Y, CS_MOE_XQ, CS_ROWS, CS_SAMPLE, CS_HC, CS_COUNT };
+enum {
+    CS_ACTQ,
+    CS_SCORES,
+    CS_MOE_G,
+    CS_MOE_U,
+    CS_MOE_Y,
+    CS_MOE_XQ,
+    CS_ROWS,
+    CS_SAMPLE,
+    CS_HC,
+    CS_MMA_X, /* mma.cu: packed activations and their scales */
+    CS_MMA_S,
+    CS_COUNT
+};
 
 /* Weight descriptor as kernels see it. */
 struct wdesc {
@@ -106,6 +119,11 @@ struct cuda_impl {
 static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->impl; }
 
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
+
+/* mma.cu: tensor-core FP8 linears (for the weights cuda_mma_eligible accepts) */
+bool cuda_mma_eligible(const wdesc &w);
+void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                     int ldy, size_t yg, bool ref);
 
 static inline wdesc wdesc_of(const dsv4_w *w)
 {

@@ -133,14 +133,18 @@ void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx,
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
 {
     if (n <= 0 || w->ne[0] <= 0) return;
-    cuda_impl *im = impl_of(be);
+    const wdesc d = wdesc_of(w);
+    if (cuda_mma_eligible(d)) {
+        cuda_linear_mma(be, d, 1, x, ldx, 0, n, y, ldy, 0, be->act_quant && !w->no_act_quant);
+        return;
+    }
     if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
         float *xq = (float *)cuda_scratch(be, CS_ACTQ, (size_t)n * w->ne[1] * sizeof(float));
         cuda_act_quant(be, x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
     }
-    cuda_linear_desc(be, wdesc_of(w), x, ldx, n, y, ldy);
+    cuda_linear_desc(be, d, x, ldx, n, y, ldy);
 }
 
 /* One launch for the G row groups (wo_a's output groups): each group is
@@ -153,6 +157,11 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
 {
     if (n <= 0 || w->ne[0] <= 0 || G <= 0) return;
     const int64_t R = w->ne[0] / G;
+    const dsv4_w w0 = dsv4_w_rows(w, 0, R); /* group 0's view: the kernels step row0 by R per group */
+    if (cuda_mma_eligible(wdesc_of(&w0))) {
+        cuda_linear_mma(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg, be->act_quant && !w->no_act_quant);
+        return;
+    }
     if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
         for (int g = 0; g < G; g++) {
             const dsv4_w wg = dsv4_w_rows(w, (int64_t)g * R, R);
@@ -160,6 +169,5 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
         }
         return;
     }
-    const dsv4_w w0 = dsv4_w_rows(w, 0, R); /* group 0's view: the kernel steps row0 by R per group */
     linear_launch(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg);
 }

@@ -1,0 +1,372 @@
+/*
+ * mma.cu - FP8 linears on the tensor cores (mma.sync m16n8k16, F16 in, FP32
+ * accumulation), for every batch size.
+ *
+ * Weights: E4M3 codes go to F16 through the hardware's E4M3x2 -> F16x2
+ * conversion (exact: every E4M3 is an F16); the E8M0 block scale is applied
+ * to each 64-column group's FP32 sum.
+ *
+ * Activations are packed first (k_mma_pack), per token and 64-column group:
+ *   plain numerics: scaled by the power of two at or above the group's
+ *     largest finite magnitude, then split into two F16s, hi + lo: 22
+ *     significant bits, i.e. about FP32's rounding of the largest term;
+ *   reference numerics (act_quant): the reference's FP8 quantisation per
+ *     128 columns, whose E4M3 codes are F16 exactly (no lo part).
+ * A group's sum is then hi . w (+ lo . w) in one FP32 accumulator, times
+ * (weight scale x activation scale), added to the row's total in column
+ * order. Non-finite activations keep their value in hi (F16 holds Inf and
+ * NaN), so Inf and NaN land where an FP32 dot product puts them.
+ *
+ * The K permutation: an MMA adds its 16 products in an order of its own, so
+ * which physical column feeds which MMA slot is free as long as weights and
+ * activations agree. Lane (g, t) loads 16 contiguous weight bytes of rows g
+ * and g + 8 (columns 16t .. 16t + 15 of the group); its j-th MMA of the group
+ * takes columns 16t + 4j .. + 3 as its k slots {2t, 2t+1, 2t+8, 2t+9}. The
+ * pack stores each lane's four activations of each j contiguously, so every
+ * fragment is one coalesced 8- or 16-byte load.
+ *
+ * Batch invariance: an MMA's output column depends on its own token's column
+ * only, and the column groups, their order, the split along K (from the
+ * weight's shape) and the epilogue are the same for every batch, so a token's
+ * result is the same bits alone or in a batch of any size. The GEMV path
+ * (linear.cu) gives different roundings, so the choice between them depends
+ * on the weight only (cuda_mma_eligible), never on the batch.
+ */
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/rowdot.cuh"
+
+namespace cg = cooperative_groups;
+
+#define MMA_WARPS 4
+#define MMA_ROWS (32 * MMA_WARPS) /* rows per block: two m16 tiles per warp */
+#define MMA_CHUNK 256             /* tokens per launch (bounds the scratch) */
+#define MMA_MAXP 8 /* parts along K: the blocks of one cluster */
+
+/* The E4M3 codes of one 4-byte word as two F16x2 registers (codes 0,1 and 2,3). */
+__device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi)
+{
+    const __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u & 0xffffu), __NV_E4M3);
+    const __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u >> 16), __NV_E4M3);
+    lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
+    hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+}
+
+__device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
+{
+    return (uint32_t)__half_as_ushort(a) | ((uint32_t)__half_as_ushort(b) << 16);
+}
+
+/* Pack: one warp per (group, token, 128 columns); lane l takes 4 columns of
+ * 64-column group 2 * blk + l / 16. Writes the fragment words (hi, and lo in
+ * plain numerics) and one scale per (token, 64-column group). Tokens in
+ * [n, ntok) and columns past K are zeros. */
+template <bool REF>
+__global__ void k_mma_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint32_t *xp,
+                           float *xs)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* the MMA kernel may start loading weights */
+    const int lane = threadIdx.x & 31;
+    const int nb = (nkg + 1) / 2;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int grp = blockIdx.y;
+    if (wg >= (int64_t)ntok * nb) return;
+    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
+    const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
+    float v[4] = {0, 0, 0, 0};
+    if (tok < n) {
+        const float *xr = x + grp * xg + (size_t)tok * ldx;
+        if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
+            const float4 q = *(const float4 *)(xr + c0);
+            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (c0 + e < K) v[e] = xr[c0 + e];
+        }
+    }
+    float amax = REF ? 1e-4f : 0.0f; /* reference: k_act_quant's floor; NaN never wins fmaxf */
+#pragma unroll
+    for (int e = 0; e < 4; e++) amax = fmaxf(amax, REF || isfinite(v[e]) ? fabsf(v[e]) : 0.0f);
+    /* plain: the 16 lanes of a 64-column group; reference: all 32 (128 columns) */
+#pragma unroll
+    for (int o = REF ? 16 : 8; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float sc = REF ? dsv4_pow2_ceil_scale(amax, 448.0f) : amax > 0 ? dsv4_pow2_ceil_scale(amax, 1.0f) : 1.0f;
+    __half hi[4], lo[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        if (REF) {
+            /* k_act_quant's value is q * sc; q (E4M3) is an F16 exactly. A
+             * value that overflows keeps its Inf so it propagates. */
+            const float q = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f));
+            const float o = q * sc;
+            hi[e] = __float2half_rn(isfinite(o) ? q : o);
+            lo[e] = __float2half_rn(0.0f);
+        } else if (isfinite(v[e])) {
+            const float s = v[e] / sc; /* exact: sc is a power of two */
+            hi[e] = __float2half_rn(s);
+            lo[e] = __float2half_rn(s - __half2float(hi[e]));
+        } else {
+            hi[e] = __float2half_rn(v[e]);
+            lo[e] = __float2half_rn(0.0f);
+        }
+    }
+    if (kg >= nkg) return;
+    /* fragment slot: (group, kg, n-tile, j, lane g*4+t) */
+    const int ntiles = ntok / 8, t = (lane & 15) >> 2, j = lane & 3;
+    const size_t f = ((((size_t)grp * nkg + kg) * ntiles + tok / 8) * 4 + j) * 32 + (tok & 7) * 4 + t;
+    if (REF) {
+        ((uint2 *)xp)[f] = make_uint2(h2_bits(hi[0], hi[1]), h2_bits(hi[2], hi[3]));
+    } else {
+        ((uint4 *)xp)[f] = make_uint4(h2_bits(hi[0], hi[1]), h2_bits(hi[2], hi[3]), h2_bits(lo[0], lo[1]),
+                                      h2_bits(lo[2], lo[3]));
+    }
+    if ((lane & 15) == 0) xs[((size_t)grp * ntok + tok) * nkg + kg] = sc;
+}
+
+/* The weight words of one 64-column group for a lane: rows g, g + 8 of both
+ * m tiles (zeros past the rows or the row's end). */
+struct wgrp {
+    uint4 q[2][2];
+};
+
+__device__ __forceinline__ void load_group(const wdesc &w, int64_t rb, int kg, int g, int t, wgrp &o)
+{
+    const int64_t c = (int64_t)kg * 64 + 16 * t;
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t r = rb + 16 * m + 8 * h + g;
+            o.q[m][h] = r < w.rows && c < w.row_bytes
+                            ? __ldg((const uint4 *)((const char *)w.data + (w.row0 + r) * w.row_bytes + c))
+                            : make_uint4(0, 0, 0, 0);
+        }
+}
+
+/* Block: MMA_WARPS warps of 32 rows each; NTT n tiles of 8 tokens; the
+ * 64-column groups [kg0, kg1) of part blockIdx.z % P. Output y (P = 1) or
+ * this part's slice of the partial sums. */
+template <int NTT, bool LO>
+__global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const uint32_t *xp, const float *xs, int ntok,
+                                                            int nkg, int P, int n, float *y, int ldy, size_t yg)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int grp = blockIdx.z / P, p = blockIdx.z % P;
+    w.row0 += (int64_t)grp * w.rows;
+    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS + (threadIdx.x >> 5) * 32;
+    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8;
+    const int kg0 = (int)((int64_t)nkg * p / P), kg1 = (int)((int64_t)nkg * (p + 1) / P);
+    float acc[2][NTT][4];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int i = 0; i < NTT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[m][i][e] = 0.0f;
+    const uint8_t *sc8 = (const uint8_t *)w.scale;
+    wgrp cur, nxt;
+    if (kg0 < kg1) load_group(w, rb, kg0, g, t, cur);
+    /* the weights above do not depend on the kernel before (the pack, launched
+     * ahead of this one: programmatic dependent launch); its output does */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (int kg = kg0; kg < kg1; kg++) {
+        if (kg + 1 < kg1) load_group(w, rb, kg + 1, g, t, nxt);
+        /* the weight scale of each of the lane's four rows for this group */
+        float ws[2][2];
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t r = rb + 16 * m + 8 * h + g;
+                ws[m][h] = r < w.rows ? dsv4_e8m0_to_f32(
+                                            __ldg(sc8 + ((w.row0 + r) / w.br) * w.scale_cols + (kg * 64) / w.bc))
+                                      : 0.0f;
+            }
+#pragma unroll
+        for (int i = 0; i < NTT; i++) {
+            const int nt = nt0 + i;
+            if (nt >= ntiles) break;
+            float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+            const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt) * 4) * 32 + lane;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t b[4];
+                if (LO) {
+                    const uint4 v = __ldg((const uint4 *)xp + fb + j * 32);
+                    b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
+                } else {
+                    const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
+                    b[0] = v.x, b[1] = v.y;
+                }
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    const uint32_t u0 = j == 0 ? cur.q[m][0].x : j == 1 ? cur.q[m][0].y : j == 2 ? cur.q[m][0].z
+                                                                                               : cur.q[m][0].w;
+                    const uint32_t u1 = j == 0 ? cur.q[m][1].x : j == 1 ? cur.q[m][1].y : j == 2 ? cur.q[m][1].z
+                                                                                               : cur.q[m][1].w;
+                    uint32_t a0, a2, a1, a3;
+                    fp8x4_f16(u0, a0, a2); /* row g: slots 2t,2t+1 | 2t+8,2t+9 */
+                    fp8x4_f16(u1, a1, a3); /* row g + 8 */
+                    mma_f16(tmp[m], a0, a1, a2, a3, b[0], b[1]);
+                    if (LO) mma_f16(tmp[m], a0, a1, a2, a3, b[2], b[3]);
+                }
+            }
+            /* epilogue of the group: c0,c1 = row g, tokens 2t, 2t+1; c2,c3 = row g+8 */
+            const int tk = nt * 8 + 2 * t;
+            const float x0 = __ldg(xs + ((size_t)grp * ntok + tk) * nkg + kg);
+            const float x1 = __ldg(xs + ((size_t)grp * ntok + tk + 1) * nkg + kg);
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                acc[m][i][0] = __fmaf_rn(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][i][0]);
+                acc[m][i][1] = __fmaf_rn(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][i][1]);
+                acc[m][i][2] = __fmaf_rn(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][i][2]);
+                acc[m][i][3] = __fmaf_rn(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][i][3]);
+            }
+        }
+        cur = nxt;
+    }
+    if (P > 1) {
+        /* the P parts of a cluster add up in part order on part 0, from the
+         * other blocks' shared memory */
+        __shared__ float red[MMA_WARPS][2][NTT][4][32];
+        const int wid = threadIdx.x >> 5;
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int i = 0; i < NTT; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
+        cg::cluster_group cl = cg::this_cluster();
+        cl.sync();
+        if (p == 0)
+            for (int q = 1; q < P; q++) {
+                const float *o = cl.map_shared_rank(&red[0][0][0][0][0], q);
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int i = 0; i < NTT; i++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            acc[m][i][e] += o[(((wid * 2 + m) * NTT + i) * 4 + e) * 32 + lane];
+            }
+        cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
+        if (p != 0) return;
+    }
+    float *out = y + grp * yg;
+#pragma unroll
+    for (int i = 0; i < NTT; i++) {
+        const int nt = nt0 + i;
+        if (nt >= ntiles) break;
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
+                const int tk = nt * 8 + 2 * t + (e & 1);
+                if (r < w.rows && tk < n) out[(size_t)tk * ldy + r] = acc[m][i][e];
+            }
+    }
+}
+
+/* Shape and format only: FP8 with E8M0 scales, rows of whole aligned 16-byte
+ * chunks, 64-column groups inside one scale block. DSV4_CUDA_MMA=0 turns the
+ * path off (the GEMV baseline). */
+bool cuda_mma_eligible(const wdesc &w)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("DSV4_CUDA_MMA");
+        off = e && e[0] == '0';
+    }
+    return !off && w.fmt == DSV4_WF_FP8 && w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.cols % 16 == 0 &&
+           w.bc % 64 == 0 && w.rows > 0;
+}
+
+/* Parts along K: enough blocks to fill the GPU (about four per SM), each
+ * part at least two 64-column groups. Shape only. */
+static int mma_parts(const wdesc &w, int G)
+{
+    static int nsm = 0;
+    if (!nsm) {
+        int dev = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
+    }
+    const int64_t tiles = (w.rows + MMA_ROWS - 1) / MMA_ROWS * G, nkg = (w.cols + 63) / 64;
+    int P = 1;
+    while (P < MMA_MAXP && tiles * P < 4 * nsm && nkg >= 4 * P) P *= 2;
+    return P;
+}
+
+/* The packing kernel lets the MMA kernel start (its weight loads) early. */
+template <int NTT, bool LO>
+static void mma_launch_t(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg,
+                         int P, int G, int n, float *y, int ldy, size_t yg)
+{
+    const int ntiles = ntok / 8;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((ntiles + NTT - 1) / NTT), (unsigned)((w.rows + MMA_ROWS - 1) / MMA_ROWS),
+                       (unsigned)(P * G));
+    cfg.blockDim = dim3(32 * MMA_WARPS);
+    cfg.stream = st;
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    at[1].id = cudaLaunchAttributeClusterDimension;
+    at[1].val.clusterDim.x = 1;
+    at[1].val.clusterDim.y = 1;
+    at[1].val.clusterDim.z = (unsigned)P;
+    cfg.attrs = at;
+    cfg.numAttrs = P > 1 ? 2 : 1;
+    CK(cudaLaunchKernelEx(&cfg, k_mma_fp8<NTT, LO>, w, xp, xs, ntok, nkg, P, n, y, ldy, yg));
+}
+
+template <bool LO>
+static void mma_launch(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg, int P,
+                       int G, int n, float *y, int ldy, size_t yg)
+{
+    const int ntiles = ntok / 8;
+    if (ntiles >= 4) mma_launch_t<4, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
+    else if (ntiles == 2) mma_launch_t<2, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
+    else mma_launch_t<1, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
+}
+
+/* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
+ * g * yg), n tokens; ref: the reference's FP8 activation quantisation. */
+void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                     int ldy, size_t yg, bool ref)
+{
+    cudaStream_t st = impl_of(be)->stream;
+    const int nkg = (int)((w.cols + 63) / 64), P = mma_parts(w, G);
+    const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
+    const int ntok_max = (chunk + 7) / 8 * 8;
+    uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * nkg * ntok_max * 64 * (ref ? 2 : 4));
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
+    for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
+        const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
+        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+        dim3 pg((unsigned)((warps + 7) / 8), (unsigned)G);
+        const float *xc = x + (size_t)t0 * ldx;
+        float *yc = y + (size_t)t0 * ldy;
+        if (ref) {
+            k_mma_pack<true><<<pg, 256, 0, st>>>(xc, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, xs);
+            CK_LAUNCH();
+            mma_launch<false>(st, w, xp, xs, ntok, nkg, P, G, nc, yc, ldy, yg);
+        } else {
+            k_mma_pack<false><<<pg, 256, 0, st>>>(xc, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, xs);
+            CK_LAUNCH();
+            mma_launch<true>(st, w, xp, xs, ntok, nkg, P, G, nc, yc, ldy, yg);
+        }
+    }
+}
