@@ -243,6 +243,9 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
 /* The CUDA backend on GPU `device`; NULL with a reason in err when unusable. */
 dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
 int dsv4_cuda_device_count(void);
+/* The tensor-core kernels' weight decoders against quant.h's, every code, on
+ * GPU 0: the number of mismatches (-1: a CUDA error). For the tests. */
+int dsv4_cuda_decode_check(void);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);

@@ -1455,6 +1455,19 @@ static void test_moe(void **state)
         {WK_BF16, 7, 129, 37, 7, 3, 7.0f, .nonfinite = true},
         {WK_FP8_F32, 7, 129, 37, 7, 3, 0.0f, .nonfinite = true},
         {WK_MXFP4, 7, 160, 96, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true},
+        /* shapes of the tensor-core experts (FP4, K dimensions of whole 128-column groups): several
+         * tiles of one expert (40 tokens over 3 experts), rows past a block, one token */
+        {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = false},
+        {WK_MXFP4, 1, 128, 384, 9, 6, 7.0f, .ref = false},
+        {WK_NVFP4, 13, 256, 128, 7, 4, 7.0f, .ref = false},
+        {WK_MXFP4, 13, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_NVFP4, 17, 128, 256, 5, 3, 7.0f, .ref = true, .aq = true},
+        {WK_MXFP4, 7, 128, 128, 7, 3, 0.0f, .aq = true},
+        {WK_MXFP4, 7, 256, 128, 7, 3, 7.0f, .nonfinite = true},
+        {WK_NVFP4, 7, 128, 256, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true},
+        /* parts along K summed across a cluster (gate/up 4 parts, down 2; down 4 parts) */
+        {WK_MXFP4, 9, 1024, 512, 5, 3, 7.0f, .ref = false},
+        {WK_NVFP4, 5, 512, 1024, 4, 2, 7.0f, .ref = true, .aq = true},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) moe_experts_case(&cs[i]);
     assert_int_equal(n_fail, 0);
@@ -2174,6 +2187,20 @@ static int reset_failures(void **state)
     return 0;
 }
 
+/* The tensor-core kernels' weight decoders (E2M1 -> BF16 through byte
+ * tables, E4M3 -> F16) against quant.h's, on the GPU, for every code. */
+static void test_decoders(void **state)
+{
+    (void)state;
+#ifdef DSV4_HAVE_CUDA
+    if (!selftest) {
+        const int bad = dsv4_cuda_decode_check();
+        printf("decoders: %d mismatches over every E2M1 code (4 scales) and E4M3 pair\n", bad);
+        assert_int_equal(bad, 0);
+    }
+#endif
+}
+
 int main(void)
 {
     const char *st = getenv("DSV4_OPS_SELFTEST");
@@ -2217,6 +2244,7 @@ int main(void)
            (unsigned long long)base_seed);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_harness, reset_failures),
+        cmocka_unit_test(test_decoders),
         cmocka_unit_test_setup(test_embed, reset_failures),
         cmocka_unit_test_setup(test_linear, reset_failures),
         cmocka_unit_test_setup(test_norms_rope, reset_failures),

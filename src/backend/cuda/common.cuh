@@ -45,6 +45,9 @@ enum {
     CS_HC,
     CS_MMA_X, /* mma.cu: packed activations and their scales */
     CS_MMA_S,
+    CS_MOE_PLAN, /* moe_mma.cu: pair lists and tiles, packed inputs of the two MMA passes */
+    CS_MOE_XP,
+    CS_MOE_MP,
     CS_COUNT
 };
 
@@ -124,6 +127,10 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 bool cuda_mma_eligible(const wdesc &w);
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref);
+/* moe_mma.cu: tensor-core FP4 experts */
+bool cuda_moe_mma_eligible(const dsv4_moe_params *p);
+void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, const float *x, int n,
+                  const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 
 static inline wdesc wdesc_of(const dsv4_w *w)
 {

@@ -40,18 +40,9 @@
 namespace cg = cooperative_groups;
 
 #define MMA_WARPS 4
-#define MMA_ROWS (32 * MMA_WARPS) /* rows per block: two m16 tiles per warp */
+#define MMA_ROWS 32 /* rows per block (two m16 tiles); its warps take quarters of the part's K */
 #define MMA_CHUNK 256             /* tokens per launch (bounds the scratch) */
 #define MMA_MAXP 8 /* parts along K: the blocks of one cluster */
-
-/* The E4M3 codes of one 4-byte word as two F16x2 registers (codes 0,1 and 2,3). */
-__device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi)
-{
-    const __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u & 0xffffu), __NV_E4M3);
-    const __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u >> 16), __NV_E4M3);
-    lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
-    hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
-}
 
 __device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                         uint32_t b1)
@@ -154,9 +145,9 @@ __device__ __forceinline__ void load_group(const wdesc &w, int64_t rb, int kg, i
         }
 }
 
-/* Block: MMA_WARPS warps of 32 rows each; NTT n tiles of 8 tokens; the
- * 64-column groups [kg0, kg1) of part blockIdx.z % P. Output y (P = 1) or
- * this part's slice of the partial sums. */
+/* Block: 32 rows, NTT n tiles of 8 tokens, the 64-column groups of part
+ * blockIdx.z % P, split among its warps; the warps' sums add in warp order,
+ * then the parts' (a cluster) in part order. */
 template <int NTT, bool LO>
 __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const uint32_t *xp, const float *xs, int ntok,
                                                             int nkg, int P, int n, float *y, int ldy, size_t yg)
@@ -164,9 +155,10 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = blockIdx.z / P, p = blockIdx.z % P;
     w.row0 += (int64_t)grp * w.rows;
-    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS + (threadIdx.x >> 5) * 32;
-    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8;
-    const int kg0 = (int)((int64_t)nkg * p / P), kg1 = (int)((int64_t)nkg * (p + 1) / P);
+    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS;
+    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8, wid = threadIdx.x >> 5;
+    const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
+    const int kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
     float acc[2][NTT][4];
 #pragma unroll
     for (int m = 0; m < 2; m++)
@@ -236,20 +228,35 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
         }
         cur = nxt;
     }
-    if (P > 1) {
-        /* the P parts of a cluster add up in part order on part 0, from the
-         * other blocks' shared memory */
-        __shared__ float red[MMA_WARPS][2][NTT][4][32];
-        const int wid = threadIdx.x >> 5;
+    /* the warps' sums in warp order on warp 0, then the parts' in part order
+     * on part 0, from the other blocks' shared memory */
+    __shared__ float red[MMA_WARPS][2][NTT][4][32];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int i = 0; i < NTT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
+    __syncthreads();
+    if (wid == 0) {
+        for (int q = 1; q < MMA_WARPS; q++)
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int i = 0; i < NTT; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[m][i][e] += red[q][m][i][e][lane];
 #pragma unroll
         for (int m = 0; m < 2; m++)
 #pragma unroll
             for (int i = 0; i < NTT; i++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
+                for (int e = 0; e < 4; e++) red[0][m][i][e][lane] = acc[m][i][e];
+    }
+    if (P > 1) {
         cg::cluster_group cl = cg::this_cluster();
         cl.sync();
-        if (p == 0)
+        if (p == 0 && wid == 0)
             for (int q = 1; q < P; q++) {
                 const float *o = cl.map_shared_rank(&red[0][0][0][0][0], q);
 #pragma unroll
@@ -257,12 +264,12 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
 #pragma unroll
                     for (int i = 0; i < NTT; i++)
 #pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            acc[m][i][e] += o[(((wid * 2 + m) * NTT + i) * 4 + e) * 32 + lane];
+                        for (int e = 0; e < 4; e++) acc[m][i][e] += o[((m * NTT + i) * 4 + e) * 32 + lane];
             }
         cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
         if (p != 0) return;
     }
+    if (wid != 0) return;
     float *out = y + grp * yg;
 #pragma unroll
     for (int i = 0; i < NTT; i++) {
@@ -294,7 +301,7 @@ bool cuda_mma_eligible(const wdesc &w)
 }
 
 /* Parts along K: enough blocks to fill the GPU (about four per SM), each
- * part at least two 64-column groups. Shape only. */
+ * warp of a part at least one 64-column group. Shape only. */
 static int mma_parts(const wdesc &w, int G)
 {
     static int nsm = 0;
@@ -305,7 +312,7 @@ static int mma_parts(const wdesc &w, int G)
     }
     const int64_t tiles = (w.rows + MMA_ROWS - 1) / MMA_ROWS * G, nkg = (w.cols + 63) / 64;
     int P = 1;
-    while (P < MMA_MAXP && tiles * P < 4 * nsm && nkg >= 4 * P) P *= 2;
+    while (P < MMA_MAXP && tiles * P < 4 * nsm && nkg >= 2 * MMA_WARPS * P) P *= 2;
     return P;
 }
 

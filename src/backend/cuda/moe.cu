@@ -209,6 +209,11 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     float *Y = p->slot_out ? p->slot_out : (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
     /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
     const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+    if (cuda_moe_mma_eligible(p)) { /* FP4 experts on the tensor cores (moe_mma.cu) */
+        cuda_moe_mma(be, p, tab, x, n, idx, wts, aq, G, Y);
+        if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
+        return;
+    }
     if (aq) {
         float *xq = (float *)cuda_scratch(be, CS_MOE_XQ, (size_t)n * D * sizeof(float));
         cuda_act_quant(be, x, D, n, D, xq);

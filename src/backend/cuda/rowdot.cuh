@@ -41,6 +41,15 @@ __device__ __forceinline__ float2 fp8x2_val(uint32_t b)
     return __half22float2(__half2(h));
 }
 
+/* The E4M3 codes of one 4-byte word as two F16x2 registers (codes 0,1 and 2,3). */
+__device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi)
+{
+    const __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u & 0xffffu), __NV_E4M3);
+    const __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u >> 16), __NV_E4M3);
+    lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
+    hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+}
+
 /* Code E (0..7) of an 8-code word by bit placement: the magnitude's three
  * bits e1 e0 m go to FP32's exponent bits 1-0 and top mantissa bit, the sign
  * to the sign, which gives the value times 2^-126 exactly (e = 0: an FP32

@@ -1,0 +1,462 @@
+/*
+ * moe_mma.cu - the routed experts on the tensor cores (mma.sync m16n8k16,
+ * BF16 in, FP32 accumulation), for FP4 experts (MXFP4, NVFP4).
+ *
+ * The step's (token, slot) pairs are grouped by expert on the GPU
+ * (k_moe_plan): tiles of up to 8 pairs of one expert, so each expert's
+ * weights are read once per tile instead of once per pair. Two MMA kernels
+ * then run over (tile, block of rows): gate and up rows of the same index in
+ * one warp, so SwiGLU and the routing weight are its epilogue; then the
+ * down projection, one output row per (pair, row) into the per-slot buffer
+ * that moe_sum adds in expert order, as before.
+ *
+ * Weights: E2M1 x its block scale (E8M0, or E4M3 for NVFP4) is exact in
+ * BF16 (at most 6 significant bits, FP32's exponent range); NVFP4's global
+ * scale multiplies the sum. Activations, packed per row first
+ * (k_moe_pack): plain numerics as three BF16 parts (hi + mid + lo: 24
+ * significant bits, FP32's precision); reference numerics as the
+ * reference's FP8 quantisation per 128 columns, which BF16 holds exactly.
+ * Each lane's K slots are contiguous columns (see mma.cu), so a fragment is
+ * one 8-byte load per part.
+ *
+ * Batch invariance: a pair's output is its own MMA column - the same
+ * products in the same order whatever else is in the tile or the step (the
+ * order of pairs inside an expert's list, set by atomics, only moves a pair
+ * between columns).
+ */
+#include <cuda_bf16.h>
+
+#include "backend/cuda/rowdot.cuh"
+
+#define GM_WARPS 4
+#define MAX_EP 1024
+
+__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Two FP32 values that are BF16 exactly, as a BF16x2 word (a low). */
+__device__ __forceinline__ uint32_t bf2(float a, float b)
+{
+    return (__float_as_uint(a) >> 16) | (__float_as_uint(b) & 0xffff0000u);
+}
+
+__device__ __forceinline__ uint32_t bf2_rn(float a, float b)
+{
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
+}
+
+/* Plan: pairs of experts in [lo, hi) (all when hi <= lo) listed by expert,
+ * tiles (expert, first list entry, count <= 8) and their number. One block. */
+__global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, int *list, int4 *tiles, int *ntiles)
+{
+    __shared__ int cnt[MAX_EP], off[MAX_EP], toff[MAX_EP + 1];
+    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+        const int e = idx[i];
+        if (e >= 0 && e < E && (hi <= lo || (e >= lo && e < hi))) atomicAdd(&cnt[e], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int o = 0, to = 0;
+        for (int e = 0; e < E; e++) {
+            off[e] = o, toff[e] = to;
+            o += cnt[e], to += (cnt[e] + 7) / 8;
+        }
+        toff[E] = to;
+        *ntiles = to;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < E; e += blockDim.x) {
+        for (int s = 0; s < cnt[e]; s += 8) tiles[toff[e] + s / 8] = make_int4(e, off[e] + s, min(8, cnt[e] - s), 0);
+        cnt[e] = 0; /* reused as the cursor */
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < nk; i += blockDim.x) {
+        const int e = idx[i];
+        if (e >= 0 && e < E && (hi <= lo || (e >= lo && e < hi))) list[off[e] + atomicAdd(&cnt[e], 1)] = i;
+    }
+}
+
+/* Pack rows of src (nrows x K, ld) for the kernels below: one warp per (row,
+ * 128 columns); lane l takes columns 4l .. 4l + 3, which are MMA step j = l % 8
+ * of lane t = l / 8. NP planes of uint2 [row][kg][j][t]. REF: the reference's
+ * FP8 quantisation per 128 (k_act_quant's values). */
+template <bool REF>
+__global__ void k_moe_pack(const float *src, int ld, int nrows, int K, uint2 *xp, size_t plane)
+{
+    const int lane = threadIdx.x & 31, nkg = K / 128;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)nrows * nkg) return;
+    const int row = (int)(wg / nkg), kg = (int)(wg % nkg);
+    const float4 q = *(const float4 *)(src + (size_t)row * ld + kg * 128 + 4 * lane);
+    float v[4] = {q.x, q.y, q.z, q.w};
+    const size_t f = (((size_t)row * nkg + kg) * 8 + (lane & 7)) * 4 + (lane >> 3);
+    if (REF) {
+        float amax = 1e-4f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) amax = fmaxf(amax, fabsf(v[e]));
+#pragma unroll
+        for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+        const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
+#pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f)) * sc;
+        xp[f] = make_uint2(bf2_rn(v[0], v[1]), bf2_rn(v[2], v[3])); /* exact, Inf kept */
+    } else {
+        float r[4];
+        uint2 p[3];
+#pragma unroll
+        for (int s = 0; s < 3; s++) {
+            float h[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float x = s == 0 ? v[e] : r[e];
+                h[e] = __bfloat162float(__float2bfloat16_rn(x));
+                /* non-finite values stay whole in the first part */
+                r[e] = isfinite(x) ? x - h[e] : 0.0f;
+                if (!isfinite(x) && s > 0) h[e] = 0.0f;
+            }
+            p[s] = make_uint2(bf2_rn(h[0], h[1]), bf2_rn(h[2], h[3]));
+        }
+#pragma unroll
+        for (int s = 0; s < 3; s++) xp[s * plane + f] = p[s];
+    }
+}
+
+/* E2M1 codes 4H .. 4H + 3 of word u times s (a BF16x2 of the scale), as two
+ * BF16x2 words (exact: at most 6 significant bits). The magnitude's three
+ * bits pick the BF16's two bytes from 8-entry tables (byte_perm), the sign
+ * bits move to the high bytes' top bits, then one BF16x2 multiply per pair:
+ * about 3.5 instructions per element (dsv4_cuda_decode_check tests every code). */
+#define E2M1_HI0 0x3f3f3f00u /* BF16 high bytes of 0, 0.5, 1, 1.5 */
+#define E2M1_HI1 0x40404040u /* of 2, 3, 4, 6 */
+#define E2M1_LO0 0xc0800000u
+#define E2M1_LO1 0xc0804000u
+template <int H> __device__ __forceinline__ void fp4x4_bf16(uint32_t u, uint32_t s2, uint32_t &a, uint32_t &b)
+{
+    const uint32_t c = u >> (16 * H); /* codes in the low 16 bits */
+    const uint32_t mag = c & 0x7777u;
+    const uint32_t lo = __byte_perm(E2M1_LO0, E2M1_LO1, mag);
+    /* signs: codes 0, 2 at bits 3 and 11 -> bit 7 of bytes 0, 2; codes 1, 3 at
+     * bits 7 and 15 -> bit 7 of bytes 1, 3 (each byte i of d is byte i / 2 of c) */
+    const uint32_t d = __byte_perm(c & 0x8888u, 0, 0x1100);
+    const uint32_t hi = __byte_perm(E2M1_HI0, E2M1_HI1, mag) | ((d << 4) & 0x00800080u) | (d & 0x80008000u);
+    const uint32_t p0 = __byte_perm(lo, hi, 0x5140), p1 = __byte_perm(lo, hi, 0x7362);
+    const __nv_bfloat162 sc = *(const __nv_bfloat162 *)&s2;
+    const __nv_bfloat162 r0 = __hmul2(*(const __nv_bfloat162 *)&p0, sc), r1 = __hmul2(*(const __nv_bfloat162 *)&p1, sc);
+    a = *(const uint32_t *)&r0;
+    b = *(const uint32_t *)&r1;
+}
+
+/* A scale (exactly a BF16: a power of two, or an E4M3 value) as BF16x2. */
+__device__ __forceinline__ uint32_t bf16x2_of(float s)
+{
+    const uint32_t h = __float_as_uint(s) >> 16;
+    return h | (h << 16);
+}
+
+/* The scale of the lane's 32 columns (unit t of group kg) of absolute row ra;
+ * NVFP4: of its first (hf = 0) or second 16. */
+template <int K> __device__ __forceinline__ float unit_scale(const wdesc &w, int64_t ra, int kg, int t, int hf)
+{
+    const uint8_t *s = (const uint8_t *)w.scale + ra * w.scale_cols;
+    if (K == RK_MXFP4) return dsv4_e8m0_to_f32(__ldg(s + kg * 4 + t));
+    return fp8_val(__ldg(s + kg * 8 + 2 * t + hf));
+}
+
+/* acc (16 rows x 8 pairs) += W[rows rb.., group kg] . B for one matrix;
+ * q[h]: the lane's 16 bytes of rows g (h = 0) and g + 8. */
+template <int K, int NP>
+__device__ __forceinline__ void mma_group(const wdesc &w, int64_t ra0, int64_t ra1, int kg, int t, const uint4 *q,
+                                          const uint2 (*b)[8], float *acc)
+{
+    uint32_t s0[2], s1[2];
+    s0[0] = bf16x2_of(unit_scale<K>(w, ra0, kg, t, 0)), s1[0] = bf16x2_of(unit_scale<K>(w, ra1, kg, t, 0));
+    s0[1] = K == RK_NVFP4 ? bf16x2_of(unit_scale<K>(w, ra0, kg, t, 1)) : s0[0];
+    s1[1] = K == RK_NVFP4 ? bf16x2_of(unit_scale<K>(w, ra1, kg, t, 1)) : s1[0];
+    const uint32_t u0[4] = {q[0].x, q[0].y, q[0].z, q[0].w}, u1[4] = {q[1].x, q[1].y, q[1].z, q[1].w};
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        uint32_t a0, a1, a2, a3;
+        if (j & 1) {
+            fp4x4_bf16<1>(u0[j >> 1], s0[j >> 2], a0, a2);
+            fp4x4_bf16<1>(u1[j >> 1], s1[j >> 2], a1, a3);
+        } else {
+            fp4x4_bf16<0>(u0[j >> 1], s0[j >> 2], a0, a2);
+            fp4x4_bf16<0>(u1[j >> 1], s1[j >> 2], a1, a3);
+        }
+#pragma unroll
+        for (int p = 0; p < NP; p++) mma_bf16(acc, a0, a1, a2, a3, b[p][j].x, b[p][j].y);
+    }
+}
+
+/* The B fragments of group kg for this lane: pair g's packed row (zeros past the tile's count). */
+template <int NP>
+__device__ __forceinline__ void load_b(const uint2 *xp, size_t plane, int row, int nkg, int kg, int t, uint2 (*b)[8])
+{
+#pragma unroll
+    for (int p = 0; p < NP; p++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            b[p][j] = row >= 0 ? __ldg(xp + p * plane + (((size_t)row * nkg + kg) * 8 + j) * 4 + t) : make_uint2(0, 0);
+}
+
+__device__ __forceinline__ uint4 ld16(const wdesc &w, int64_t ra, int64_t c, bool ok)
+{
+    return ok ? __ldg((const uint4 *)((const char *)w.data + ra * w.row_bytes + c)) : make_uint4(0, 0, 0, 0);
+}
+
+/* The block's warps (parts along K, in warp order) add their 8 accumulators
+ * per lane on warp 0; false for the other warps (done). */
+__device__ __forceinline__ bool warps_reduce(float *acc)
+{
+    __shared__ float red[GM_WARPS][8][32];
+    const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < 8; i++) red[wid][i][lane] = acc[i];
+    __syncthreads();
+    if (wid != 0) return false;
+    for (int q = 1; q < GM_WARPS; q++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i] += red[q][i][lane];
+    return true;
+}
+
+/* Gate and up: block (tile, 16 rows of w1 and the same 16 of w3); its warps
+ * take quarters of K, added in warp order. Epilogue: SwiGLU with the clamp,
+ * times the routing weight, into M[pair]. */
+template <int K, int NP>
+__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gate_up(const wdesc *w1t, const wdesc *w3t, const uint2 *xp,
+                                                               size_t plane, int D, const int4 *tiles,
+                                                               const int *ntiles, const int *list, int kk, int I,
+                                                               const float *wts, float limit, bool reference, float *M)
+{
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int4 tl = tiles[blockIdx.x];
+    const wdesc a = w1t[tl.x], c = w3t[tl.x];
+    const int64_t rb = (int64_t)blockIdx.y * 16;
+    const int nkg = D / 128;
+    const int prow = g < tl.z ? list[tl.y + g] / kk : -1; /* the token row of pair g */
+    const bool ok0 = rb + g < I, ok1 = rb + g + 8 < I;
+    const int64_t ra0 = a.row0 + rb + g, ra1 = ra0 + 8, rc0 = c.row0 + rb + g, rc1 = rc0 + 8;
+    const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, *ag = acc, *au = acc + 4;
+    uint4 cur[4], nxt[4];
+    const int64_t c0 = (int64_t)kg0 * 64 + 16 * t;
+    cur[0] = ld16(a, ra0, c0, ok0), cur[1] = ld16(a, ra1, c0, ok1);
+    cur[2] = ld16(c, rc0, c0, ok0), cur[3] = ld16(c, rc1, c0, ok1);
+    for (int kg = kg0; kg < kg1; kg++) {
+        if (kg + 1 < kg1) {
+            const int64_t o = (int64_t)(kg + 1) * 64 + 16 * t;
+            nxt[0] = ld16(a, ra0, o, ok0), nxt[1] = ld16(a, ra1, o, ok1);
+            nxt[2] = ld16(c, rc0, o, ok0), nxt[3] = ld16(c, rc1, o, ok1);
+        }
+        uint2 b[NP][8];
+        load_b<NP>(xp, plane, prow, nkg, kg, t, b);
+        mma_group<K, NP>(a, ok0 ? ra0 : a.row0, ok1 ? ra1 : a.row0, kg, t, cur, b, ag);
+        mma_group<K, NP>(c, ok0 ? rc0 : c.row0, ok1 ? rc1 : c.row0, kg, t, cur + 2, b, au);
+#pragma unroll
+        for (int i = 0; i < 4; i++) cur[i] = nxt[i];
+    }
+    if (!warps_reduce(acc)) return;
+    const float sa = K == RK_NVFP4 ? a.scale2 : 1.0f, sc = K == RK_NVFP4 ? c.scale2 : 1.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int p = 2 * t + (e & 1);
+        const int64_t r = rb + g + (e >= 2 ? 8 : 0);
+        if (p >= tl.z || r >= I) continue;
+        const int ts = list[tl.y + p];
+        float gv = K == RK_NVFP4 ? ag[e] * sa : ag[e], uv = K == RK_NVFP4 ? au[e] * sc : au[e];
+        if (reference) gv = dsv4_round_bf16(gv), uv = dsv4_round_bf16(uv);
+        if (limit > 0) {
+            gv = fminf(gv, limit);
+            uv = fminf(fmaxf(uv, -limit), limit);
+        }
+        const float m = gv / (1.0f + expf(-gv)) * uv * wts[ts];
+        M[(size_t)ts * I + r] = reference ? dsv4_round_bf16(m) : m;
+    }
+}
+
+/* Down: block (tile, 32 rows of w2: two m tiles); its warps take quarters of K. */
+template <int K, int NP>
+__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, const uint2 *mp, size_t plane, int I,
+                                                            const int4 *tiles, const int *ntiles, const int *list,
+                                                            int D, bool reference, float *Y)
+{
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int4 tl = tiles[blockIdx.x];
+    const wdesc w = w2t[tl.x];
+    const int64_t rb = (int64_t)blockIdx.y * 32;
+    const int nkg = I / 128;
+    const int prow = g < tl.z ? list[tl.y + g] : -1; /* pair g's row of M */
+    bool ok[4];
+    int64_t ra[4];
+#pragma unroll
+    for (int h = 0; h < 4; h++) { /* rows rb + g + 8h: m tile h / 2, half h % 2 */
+        ok[h] = rb + g + 8 * h < D;
+        ra[h] = w.row0 + (ok[h] ? rb + g + 8 * h : 0);
+    }
+    const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
+    float acc[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    uint4 cur[4], nxt[4];
+#pragma unroll
+    for (int h = 0; h < 4; h++) cur[h] = ld16(w, ra[h], (int64_t)kg0 * 64 + 16 * t, ok[h]);
+    for (int kg = kg0; kg < kg1; kg++) {
+        if (kg + 1 < kg1)
+#pragma unroll
+            for (int h = 0; h < 4; h++) nxt[h] = ld16(w, ra[h], (int64_t)(kg + 1) * 64 + 16 * t, ok[h]);
+        uint2 b[NP][8];
+        load_b<NP>(mp, plane, prow, nkg, kg, t, b);
+        mma_group<K, NP>(w, ra[0], ra[1], kg, t, cur, b, acc[0]);
+        mma_group<K, NP>(w, ra[2], ra[3], kg, t, cur + 2, b, acc[1]);
+#pragma unroll
+        for (int h = 0; h < 4; h++) cur[h] = nxt[h];
+    }
+    if (!warps_reduce(&acc[0][0])) return;
+    const float s2 = K == RK_NVFP4 ? w.scale2 : 1.0f;
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int p = 2 * t + (e & 1);
+            const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
+            if (p >= tl.z || r >= D) continue;
+            const float y = K == RK_NVFP4 ? acc[m][e] * s2 : acc[m][e];
+            Y[(size_t)list[tl.y + p] * D + r] = reference ? dsv4_round_bf16(y) : y;
+        }
+}
+
+/* FP4 experts whose rows are whole aligned 16-byte chunks and whose K
+ * dimensions are whole 128-column groups (the weights' format and shape
+ * only). DSV4_CUDA_MMA=0 turns the path off. */
+bool cuda_moe_mma_eligible(const dsv4_moe_params *p)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("DSV4_CUDA_MMA");
+        off = e && e[0] == '0';
+    }
+    if (off || p->n_experts > MAX_EP) return false;
+    const dsv4_w *w1 = &p->w1[p->expert_hi > p->expert_lo ? p->expert_lo : 0];
+    if (w1->fmt != DSV4_WF_MXFP4 && w1->fmt != DSV4_WF_NVFP4) return false;
+    if (p->dim % 128 || p->inter % 128) return false;
+    const bool part = p->expert_hi > p->expert_lo; /* expert parallelism: this rank's experts only */
+    for (int e = part ? p->expert_lo : 0; e < (part ? p->expert_hi : p->n_experts); e++) {
+        const dsv4_w *ws[3] = {&p->w1[e], &p->w3[e], &p->w2[e]};
+        for (int i = 0; i < 3; i++)
+            if (ws[i]->fmt != w1->fmt || (uintptr_t)ws[i]->dev % 16 || !ws[i]->dev_scale) return false;
+    }
+    return true;
+}
+
+template <int K, int NP>
+static void moe_mma_run(cudaStream_t st, const wdesc *tab, int E, const uint2 *xp, size_t xplane, uint2 *mp,
+                        size_t mplane, const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D,
+                        int I, int nk, const float *wts, float limit, bool reference, float *M, float *Y)
+{
+    k_moe_gate_up<K, NP><<<dim3((unsigned)maxt, (unsigned)((I + 15) / 16)), 32 * GM_WARPS, 0, st>>>(
+        tab, tab + E, xp, xplane, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
+    CK_LAUNCH();
+    const int64_t w2 = (int64_t)nk * (I / 128);
+    if (NP == 1) k_moe_pack<true><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mplane);
+    else k_moe_pack<false><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mplane);
+    CK_LAUNCH();
+    k_moe_down<K, NP><<<dim3((unsigned)maxt, (unsigned)((D + 31) / 32)), 32 * GM_WARPS, 0, st>>>(
+        tab + 2 * E, mp, mplane, I, tiles, ntiles, list, D, reference, Y);
+    CK_LAUNCH();
+}
+
+/* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
+ * ranks' experts: zeros). */
+void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, const float *x, int n,
+                  const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
+{
+    cudaStream_t st = impl_of(be)->stream;
+    const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
+    const int nk = n * k, NP = aq ? 1 : 3;
+    const int maxt = nk / 8 + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / 8) */
+    char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
+    int4 *tiles = (int4 *)pl;
+    int *ntiles = (int *)(pl + (size_t)maxt * 16), *list = ntiles + 4;
+    const size_t xpl = (size_t)n * D / 4, mpl = (size_t)nk * I / 4; /* a plane: a uint2 per 4 columns */
+    uint2 *xp = (uint2 *)cuda_scratch(be, CS_MOE_XP, (size_t)NP * xpl * sizeof(uint2));
+    uint2 *mp = (uint2 *)cuda_scratch(be, CS_MOE_MP, (size_t)NP * mpl * sizeof(uint2));
+    k_moe_plan<<<1, 1024, 0, st>>>(idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles);
+    CK_LAUNCH();
+    const int64_t w1 = (int64_t)n * (D / 128);
+    if (aq) k_moe_pack<true><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
+    else k_moe_pack<false><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
+    CK_LAUNCH();
+    if (p->expert_hi > p->expert_lo) CK(cudaMemsetAsync(Y, 0, (size_t)nk * D * sizeof(float), st));
+    const bool nv = p->w1[0].fmt == DSV4_WF_NVFP4;
+    const float lim = p->swiglu_limit;
+    if (nv && aq)
+        moe_mma_run<RK_NVFP4, 1>(st, tab, E, xp, xpl, mp, mpl, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
+                                 p->reference, M, Y);
+    else if (nv)
+        moe_mma_run<RK_NVFP4, 3>(st, tab, E, xp, xpl, mp, mpl, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
+                                 p->reference, M, Y);
+    else if (aq)
+        moe_mma_run<RK_MXFP4, 1>(st, tab, E, xp, xpl, mp, mpl, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
+                                 p->reference, M, Y);
+    else
+        moe_mma_run<RK_MXFP4, 3>(st, tab, E, xp, xpl, mp, mpl, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
+                                 p->reference, M, Y);
+}
+
+/* The decoders of the MMA kernels against quant.h's, for every code: E2M1
+ * (both halves of a word, 16-bit patterns) times a few scales, and E4M3
+ * pairs (mma.cu's F16 conversion). Returns the number of mismatches (-1:
+ * a CUDA error); the first ones go to stderr. */
+__global__ void k_decode_check(int *bad)
+{
+    const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; /* 0 .. 65535 */
+    const float scales[4] = {1.0f, 0x1p-7f, 0x1p20f, 0.375f};
+    for (int si = 0; si < 4; si++) {
+        const uint32_t s2 = (__float_as_uint(scales[si]) >> 16) * 0x10001u;
+        uint32_t v[4];
+        fp4x4_bf16<0>(c, s2, v[0], v[1]);
+        fp4x4_bf16<1>(c << 16, s2, v[2], v[3]);
+        for (int i = 0; i < 8; i++) {
+            const uint32_t h = (v[(i & 3) >> 1 | (i >= 4 ? 2 : 0)] >> (16 * (i & 1))) & 0xffffu;
+            const float got = __uint_as_float(h << 16);
+            const float want = dsv4_e2m1_to_f32((c >> (4 * (i & 3))) & 15u) * scales[si];
+            if (__float_as_uint(got) != __float_as_uint(want) && atomicAdd(bad, 1) < 4)
+                printf("fp4 decode: code %04x element %d scale %g: %g, want %g\n", c, i, (double)scales[si],
+                       (double)got, (double)want);
+        }
+    }
+    if (c < 65536) {
+        uint32_t lo, hi;
+        fp8x4_f16(c, lo, hi);
+        const float g0 = __half2float(__ushort_as_half((unsigned short)(lo & 0xffff)));
+        const float g1 = __half2float(__ushort_as_half((unsigned short)(lo >> 16)));
+        const float w0 = dsv4_e4m3_to_f32(c & 0xff), w1 = dsv4_e4m3_to_f32(c >> 8);
+        const bool ok0 = __float_as_uint(g0) == __float_as_uint(w0) || (isnan(g0) && isnan(w0));
+        const bool ok1 = __float_as_uint(g1) == __float_as_uint(w1) || (isnan(g1) && isnan(w1));
+        if ((!ok0 || !ok1) && atomicAdd(bad, 1) < 4)
+            printf("fp8 decode: codes %04x: %g %g, want %g %g\n", c, (double)g0, (double)g1, (double)w0, (double)w1);
+        (void)hi;
+    }
+}
+
+extern "C" int dsv4_cuda_decode_check(void)
+{
+    int *d = nullptr, h = -1;
+    if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) return -1;
+    cudaMemset(d, 0, sizeof(int));
+    k_decode_check<<<256, 256>>>(d);
+    if (cudaDeviceSynchronize() != cudaSuccess || cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess)
+        h = -1;
+    cudaFree(d);
+    return h;
+}
