@@ -775,6 +775,19 @@ static void test_linear(void **state)
         };
         for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
     }
+    /* BF16 shapes of the tensor-core path (rows of whole 16-byte chunks): a partial last
+     * 64-column group, parts along K, several token tiles, two 256-token chunks, a view,
+     * unaligned activations, NaN/Inf */
+    const lin_spec bf[] = {
+        {WK_BF16, 1, 150, 256, .xpad = 0},
+        {WK_BF16, 13, 37, 136, .xpad = 4, .ypad = 1},
+        {WK_BF16, 40, 129, 1024, .xpad = 0},
+        {WK_BF16, 300, 40, 192, .xpad = 1},
+        {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
+        {WK_BF16, 7, 37, 512, .aq = true},
+        {WK_BF16, 9, 37, 264, .xpad = 4, .nonfinite = true},
+    };
+    for (size_t j = 0; j < sizeof bf / sizeof bf[0]; j++) linear_case(&bf[j]);
     const wkind f8[] = {WK_FP8_E8M0, WK_FP8_F32};
     for (int i = 0; i < 2; i++) {
         const lin_spec cs[] = {

@@ -33,6 +33,7 @@
  * on the weight only (cuda_mma_eligible), never on the batch.
  */
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "backend/cuda/rowdot.cuh"
@@ -48,6 +49,15 @@ __device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint
                                         uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -145,6 +155,69 @@ __device__ __forceinline__ void load_group(const wdesc &w, int64_t rb, int kg, i
         }
 }
 
+/* The end of both MMA kernels: the warps' sums in warp order on warp 0, then
+ * the parts' (blockIdx.z % P, a cluster) in part order on part 0, from the
+ * other blocks' shared memory; part 0's warp 0 stores rows [rb, rb + 32). */
+template <int NTT>
+__device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p, int64_t rb, int nt0, int ntiles,
+                                           int64_t rows, int n, float *out, int ldy)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, wid = threadIdx.x >> 5;
+    __shared__ float red[MMA_WARPS][2][NTT][4][32];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int i = 0; i < NTT; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
+    __syncthreads();
+    if (wid == 0) {
+        for (int q = 1; q < MMA_WARPS; q++)
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int i = 0; i < NTT; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[m][i][e] += red[q][m][i][e][lane];
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int i = 0; i < NTT; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) red[0][m][i][e][lane] = acc[m][i][e];
+    }
+    if (P > 1) {
+        cg::cluster_group cl = cg::this_cluster();
+        cl.sync();
+        if (p == 0 && wid == 0)
+            for (int q = 1; q < P; q++) {
+                const float *o = cl.map_shared_rank(&red[0][0][0][0][0], q);
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int i = 0; i < NTT; i++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) acc[m][i][e] += o[((m * NTT + i) * 4 + e) * 32 + lane];
+            }
+        cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
+        if (p != 0) return;
+    }
+    if (wid != 0) return;
+#pragma unroll
+    for (int i = 0; i < NTT; i++) {
+        const int nt = nt0 + i;
+        if (nt >= ntiles) break;
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
+                const int tk = nt * 8 + 2 * t + (e & 1);
+                if (r < rows && tk < n) out[(size_t)tk * ldy + r] = acc[m][i][e];
+            }
+    }
+}
+
 /* Block: 32 rows, NTT n tiles of 8 tokens, the 64-column groups of part
  * blockIdx.z % P, split among its warps; the warps' sums add in warp order,
  * then the parts' (a cluster) in part order. */
@@ -228,67 +301,115 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
         }
         cur = nxt;
     }
-    /* the warps' sums in warp order on warp 0, then the parts' in part order
-     * on part 0, from the other blocks' shared memory */
-    __shared__ float red[MMA_WARPS][2][NTT][4][32];
+    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
+}
+
+/* BF16 weights. Pack: three BF16 parts of each activation (hi + mid + lo: 24
+ * significant bits, FP32's precision, no scale: BF16 has FP32's range; a
+ * non-finite value stays whole in hi), NP planes of uint2 in the fragment
+ * layout of k_mma_pack. */
+__device__ __forceinline__ uint32_t bf2_rn(float a, float b)
+{
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
+}
+
+__global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint2 *xp,
+                                size_t plane)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    const int lane = threadIdx.x & 31;
+    const int nb = (nkg + 1) / 2;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int grp = blockIdx.y;
+    if (wg >= (int64_t)ntok * nb) return;
+    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
+    const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
+    if (kg >= nkg) return;
+    float v[4] = {0, 0, 0, 0};
+    if (tok < n) {
+        const float *xr = x + grp * xg + (size_t)tok * ldx;
+        if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
+            const float4 q = *(const float4 *)(xr + c0);
+            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (c0 + e < K) v[e] = xr[c0 + e];
+        }
+    }
+    /* k_mma_bf16's lane t holds columns 8t .. 8t + 7 and 32 + 8t .. + 7 of the
+     * group (two 16-byte loads), step j = 2 * half + quarter */
+    const int q = lane & 15, t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1), ntiles = ntok / 8;
+    const size_t f = ((((size_t)grp * nkg + kg) * ntiles + tok / 8) * 4 + j) * 32 + (tok & 7) * 4 + t;
+#pragma unroll
+    for (int s = 0; s < 3; s++) {
+        float h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            h[e] = __bfloat162float(__float2bfloat16_rn(v[e]));
+            v[e] = isfinite(v[e]) ? v[e] - h[e] : 0.0f; /* exact */
+        }
+        xp[s * plane + f] = make_uint2(bf2_rn(h[0], h[1]), bf2_rn(h[2], h[3]));
+    }
+}
+
+/* The BF16 kernel: as k_mma_fp8 with rows of 128 bytes per 64-column group
+ * (a lane: bytes 16t .. + 15 of each half of rows g and g + 8, already MMA
+ * operands), no scales, three MMAs per step (the activation's parts, hi first). */
+template <int NTT>
+__global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const uint2 *xp, size_t plane, int ntok,
+                                                             int nkg, int P, int n, float *y, int ldy, size_t yg)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int grp = blockIdx.z / P, p = blockIdx.z % P;
+    w.row0 += (int64_t)grp * w.rows;
+    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS;
+    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8, wid = threadIdx.x >> 5;
+    const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
+    const int kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
+    float acc[2][NTT][4];
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int i = 0; i < NTT; i++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
-    __syncthreads();
-    if (wid == 0) {
-        for (int q = 1; q < MMA_WARPS; q++)
+            for (int e = 0; e < 4; e++) acc[m][i][e] = 0.0f;
+    wgrp cur[2], nxt[2]; /* the group's two 16-byte halves */
+    if (kg0 < kg1) load_group(w, rb, 2 * kg0, g, t, cur[0]), load_group(w, rb, 2 * kg0 + 1, g, t, cur[1]);
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (int kg = kg0; kg < kg1; kg++) {
+        if (kg + 1 < kg1) load_group(w, rb, 2 * kg + 2, g, t, nxt[0]), load_group(w, rb, 2 * kg + 3, g, t, nxt[1]);
 #pragma unroll
-            for (int m = 0; m < 2; m++)
+        for (int i = 0; i < NTT; i++) {
+            const int nt = nt0 + i;
+            if (nt >= ntiles) break;
+            const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt) * 4) * 32 + lane;
 #pragma unroll
-                for (int i = 0; i < NTT; i++)
+            for (int j = 0; j < 4; j++) {
+                uint2 b[3];
 #pragma unroll
-                    for (int e = 0; e < 4; e++) acc[m][i][e] += red[q][m][i][e][lane];
+                for (int s = 0; s < 3; s++) b[s] = __ldg(xp + s * plane + fb + j * 32);
 #pragma unroll
-        for (int m = 0; m < 2; m++)
+                for (int m = 0; m < 2; m++) {
+                    /* columns 16t + 4j .. + 3: words 2j, 2j + 1 of the lane's 32 bytes */
+                    const uint4 &q0 = cur[j >> 1].q[m][0], &q1 = cur[j >> 1].q[m][1];
+                    const uint32_t a0 = (j & 1) ? q0.z : q0.x, a2 = (j & 1) ? q0.w : q0.y;
+                    const uint32_t a1 = (j & 1) ? q1.z : q1.x, a3 = (j & 1) ? q1.w : q1.y;
 #pragma unroll
-            for (int i = 0; i < NTT; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) red[0][m][i][e][lane] = acc[m][i][e];
-    }
-    if (P > 1) {
-        cg::cluster_group cl = cg::this_cluster();
-        cl.sync();
-        if (p == 0 && wid == 0)
-            for (int q = 1; q < P; q++) {
-                const float *o = cl.map_shared_rank(&red[0][0][0][0][0], q);
-#pragma unroll
-                for (int m = 0; m < 2; m++)
-#pragma unroll
-                    for (int i = 0; i < NTT; i++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) acc[m][i][e] += o[((m * NTT + i) * 4 + e) * 32 + lane];
+                    for (int s = 0; s < 3; s++) mma_bf16(acc[m][i], a0, a1, a2, a3, b[s].x, b[s].y);
+                }
             }
-        cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
-        if (p != 0) return;
+        }
+        cur[0] = nxt[0], cur[1] = nxt[1];
     }
-    if (wid != 0) return;
-    float *out = y + grp * yg;
-#pragma unroll
-    for (int i = 0; i < NTT; i++) {
-        const int nt = nt0 + i;
-        if (nt >= ntiles) break;
-#pragma unroll
-        for (int m = 0; m < 2; m++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
-                const int tk = nt * 8 + 2 * t + (e & 1);
-                if (r < w.rows && tk < n) out[(size_t)tk * ldy + r] = acc[m][i][e];
-            }
-    }
+    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
 }
 
 /* Shape and format only: FP8 with E8M0 scales, rows of whole aligned 16-byte
- * chunks, 64-column groups inside one scale block. DSV4_CUDA_MMA=0 turns the
- * path off (the GEMV baseline). */
+ * chunks, 64-column groups inside one scale block; or BF16 rows of whole
+ * aligned 16-byte chunks. DSV4_CUDA_MMA=0 turns the path off (the GEMV
+ * baseline). */
 bool cuda_mma_eligible(const wdesc &w)
 {
     static int off = -1;
@@ -296,8 +417,9 @@ bool cuda_mma_eligible(const wdesc &w)
         const char *e = getenv("DSV4_CUDA_MMA");
         off = e && e[0] == '0';
     }
-    return !off && w.fmt == DSV4_WF_FP8 && w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.cols % 16 == 0 &&
-           w.bc % 64 == 0 && w.rows > 0;
+    if (off || !w.chunk16 || w.rows <= 0) return false;
+    if (w.fmt == DSV4_WF_FP8) return w.sdtype == DSV4_DT_F8_E8M0 && w.cols % 16 == 0 && w.bc % 64 == 0;
+    return w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16;
 }
 
 /* Parts along K: enough blocks to fill the GPU (about four per SM), each
@@ -316,18 +438,17 @@ static int mma_parts(const wdesc &w, int G)
     return P;
 }
 
-/* The packing kernel lets the MMA kernel start (its weight loads) early. */
-template <int NTT, bool LO>
-static void mma_launch_t(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg,
-                         int P, int G, int n, float *y, int ldy, size_t yg)
+/* Launch configuration of the MMA kernels: grid (token tiles, 32-row tiles,
+ * P x G), the parts of a (group, tile) one cluster, and programmatic
+ * dependent launch (the packing kernel lets them start their weight loads). */
+static void mma_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, cudaStream_t st, const wdesc &w, int ntok,
+                       int NTT, int P, int G)
 {
     const int ntiles = ntok / 8;
-    cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)((ntiles + NTT - 1) / NTT), (unsigned)((w.rows + MMA_ROWS - 1) / MMA_ROWS),
                        (unsigned)(P * G));
     cfg.blockDim = dim3(32 * MMA_WARPS);
     cfg.stream = st;
-    cudaLaunchAttribute at[2];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     at[1].id = cudaLaunchAttributeClusterDimension;
@@ -336,6 +457,15 @@ static void mma_launch_t(cudaStream_t st, const wdesc &w, const uint32_t *xp, co
     at[1].val.clusterDim.z = (unsigned)P;
     cfg.attrs = at;
     cfg.numAttrs = P > 1 ? 2 : 1;
+}
+
+template <int NTT, bool LO>
+static void mma_launch_t(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg,
+                         int P, int G, int n, float *y, int ldy, size_t yg)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[2];
+    mma_config(cfg, at, st, w, ntok, NTT, P, G);
     CK(cudaLaunchKernelEx(&cfg, k_mma_fp8<NTT, LO>, w, xp, xs, ntok, nkg, P, n, y, ldy, yg));
 }
 
@@ -349,6 +479,16 @@ static void mma_launch(cudaStream_t st, const wdesc &w, const uint32_t *xp, cons
     else mma_launch_t<1, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
 }
 
+template <int NTT>
+static void bf16_launch_t(cudaStream_t st, const wdesc &w, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
+                          int G, int n, float *y, int ldy, size_t yg)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[2];
+    mma_config(cfg, at, st, w, ntok, NTT, P, G);
+    CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT>, w, xp, plane, ntok, nkg, P, n, y, ldy, yg));
+}
+
 /* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
  * g * yg), n tokens; ref: the reference's FP8 activation quantisation. */
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
@@ -358,6 +498,22 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     const int nkg = (int)((w.cols + 63) / 64), P = mma_parts(w, G);
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
     const int ntok_max = (chunk + 7) / 8 * 8;
+    if (w.fmt == DSV4_WF_FLOAT) { /* BF16 */
+        const size_t plane = (size_t)G * nkg * ntok_max * 16; /* uint2 per 4 columns */
+        uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, 3 * plane * sizeof(uint2));
+        for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
+            const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8, ntiles = ntok / 8;
+            const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+            k_mma_pack_bf16<<<dim3((unsigned)((warps + 7) / 8), (unsigned)G), 256, 0, st>>>(
+                x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, plane);
+            CK_LAUNCH();
+            float *yc = y + (size_t)t0 * ldy;
+            if (ntiles >= 4) bf16_launch_t<4>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
+            else if (ntiles == 2) bf16_launch_t<2>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
+            else bf16_launch_t<1>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
+        }
+        return;
+    }
     uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * nkg * ntok_max * 64 * (ref ? 2 : 4));
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
