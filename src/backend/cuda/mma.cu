@@ -245,8 +245,25 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
     /* the weights above do not depend on the kernel before (the pack, launched
      * ahead of this one: programmatic dependent launch); its output does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* at one n tile (decode up to 8 tokens) the activations' fragments are
+     * loaded a group ahead too */
+    constexpr bool PF = NTT == 1;
+    uint4 bq[4], bqn[4];
+    auto load_bq = [&](int kg, uint4 *d) {
+        const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt0) * 4) * 32 + lane;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (LO) d[j] = __ldg((const uint4 *)xp + fb + j * 32);
+            else {
+                const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
+                d[j] = make_uint4(v.x, v.y, 0, 0);
+            }
+        }
+    };
+    if (PF && kg0 < kg1 && nt0 < ntiles) load_bq(kg0, bq);
     for (int kg = kg0; kg < kg1; kg++) {
         if (kg + 1 < kg1) load_group(w, rb, kg + 1, g, t, nxt);
+        if (PF && kg + 1 < kg1 && nt0 < ntiles) load_bq(kg + 1, bqn);
         /* the weight scale of each of the lane's four rows for this group */
         float ws[2][2];
 #pragma unroll
@@ -267,7 +284,9 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 uint32_t b[4];
-                if (LO) {
+                if (PF) {
+                    b[0] = bq[j].x, b[1] = bq[j].y, b[2] = bq[j].z, b[3] = bq[j].w;
+                } else if (LO) {
                     const uint4 v = __ldg((const uint4 *)xp + fb + j * 32);
                     b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
                 } else {
@@ -300,6 +319,9 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
             }
         }
         cur = nxt;
+        if (PF)
+#pragma unroll
+            for (int j = 0; j < 4; j++) bq[j] = bqn[j];
     }
     mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
 }

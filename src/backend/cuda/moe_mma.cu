@@ -253,18 +253,28 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gate_up(const wdesc *w1t,
     const int64_t c0 = (int64_t)kg0 * 64 + 16 * t;
     cur[0] = ld16(a, ra0, c0, ok0), cur[1] = ld16(a, ra1, c0, ok1);
     cur[2] = ld16(c, rc0, c0, ok0), cur[3] = ld16(c, rc1, c0, ok1);
+    /* the activations' fragments one group ahead too when they are one part
+     * (reference numerics); three parts' registers would cost occupancy (measured slower) */
+    constexpr bool PF = NP == 1;
+    uint2 b[NP][8], bn[NP][8];
+    if (PF && kg0 < kg1) load_b<NP>(xp, plane, prow, nkg, kg0, t, b);
     for (int kg = kg0; kg < kg1; kg++) {
         if (kg + 1 < kg1) {
             const int64_t o = (int64_t)(kg + 1) * 64 + 16 * t;
             nxt[0] = ld16(a, ra0, o, ok0), nxt[1] = ld16(a, ra1, o, ok1);
             nxt[2] = ld16(c, rc0, o, ok0), nxt[3] = ld16(c, rc1, o, ok1);
+            if (PF) load_b<NP>(xp, plane, prow, nkg, kg + 1, t, bn);
         }
-        uint2 b[NP][8];
-        load_b<NP>(xp, plane, prow, nkg, kg, t, b);
+        if (!PF) load_b<NP>(xp, plane, prow, nkg, kg, t, b);
         mma_group<K, NP>(a, ok0 ? ra0 : a.row0, ok1 ? ra1 : a.row0, kg, t, cur, b, ag);
         mma_group<K, NP>(c, ok0 ? rc0 : c.row0, ok1 ? rc1 : c.row0, kg, t, cur + 2, b, au);
 #pragma unroll
         for (int i = 0; i < 4; i++) cur[i] = nxt[i];
+        if (PF)
+#pragma unroll
+            for (int q = 0; q < NP; q++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) b[q][j] = bn[q][j];
     }
     if (!warps_reduce(acc)) return;
     const float sa = K == RK_NVFP4 ? a.scale2 : 1.0f, sc = K == RK_NVFP4 ? c.scale2 : 1.0f;
@@ -310,16 +320,27 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
     uint4 cur[4], nxt[4];
 #pragma unroll
     for (int h = 0; h < 4; h++) cur[h] = ld16(w, ra[h], (int64_t)kg0 * 64 + 16 * t, ok[h]);
+    /* the activations' fragments one group ahead too when they are one part
+     * (reference numerics); three parts' registers would cost occupancy (measured slower) */
+    constexpr bool PF = NP == 1;
+    uint2 b[NP][8], bn[NP][8];
+    if (PF && kg0 < kg1) load_b<NP>(mp, plane, prow, nkg, kg0, t, b);
     for (int kg = kg0; kg < kg1; kg++) {
-        if (kg + 1 < kg1)
+        if (kg + 1 < kg1) {
 #pragma unroll
             for (int h = 0; h < 4; h++) nxt[h] = ld16(w, ra[h], (int64_t)(kg + 1) * 64 + 16 * t, ok[h]);
-        uint2 b[NP][8];
-        load_b<NP>(mp, plane, prow, nkg, kg, t, b);
+            if (PF) load_b<NP>(mp, plane, prow, nkg, kg + 1, t, bn);
+        }
+        if (!PF) load_b<NP>(mp, plane, prow, nkg, kg, t, b);
         mma_group<K, NP>(w, ra[0], ra[1], kg, t, cur, b, acc[0]);
         mma_group<K, NP>(w, ra[2], ra[3], kg, t, cur + 2, b, acc[1]);
 #pragma unroll
         for (int h = 0; h < 4; h++) cur[h] = nxt[h];
+        if (PF)
+#pragma unroll
+            for (int q = 0; q < NP; q++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) b[q][j] = bn[q][j];
     }
     if (!warps_reduce(&acc[0][0])) return;
     const float s2 = K == RK_NVFP4 ? w.scale2 : 1.0f;
