@@ -11,7 +11,11 @@
  * than the L2 cache, so the weights come from HBM); then the routed experts
  * (256 MXFP4 experts, top-6 random routing) on B tokens, whose bytes are the
  * experts the batch touches. Reports microseconds per call, GB/s of weight
- * bytes and that as a share of the copy bandwidth. Exit 77 without a GPU.
+ * bytes and that as a share of the copy bandwidth. Then sparse attention
+ * decode (one layer, B sequences at context C: CSA = window 128 + the top 512
+ * of C/4 compressed rows, HCA = window + C/128 rows, 64 heads of 512), the
+ * split kernels beside the naive layout (one block per (token, head)) in the
+ * same run; its bytes are the rows each sequence reads. Exit 77 without a GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "engine/state.h"
 
 #ifdef DSV4_HAVE_CUDA
 
@@ -101,6 +106,105 @@ static void sync(dsv4_backend *be, void *dev)
 {
     float x;
     be->download(be, &x, dev, sizeof x);
+}
+
+/* Sparse attention decode at contexts 4k / 32k / 128k: the split kernels and
+ * the naive layout, same state, same run. The state is zeros (the time does
+ * not depend on the values); CSA picks 512 distinct compressed rows spread
+ * over the context. */
+static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
+{
+    const int H = 64, hd = 512, window = 128, topk = 512, page_tokens = 256;
+    const int64_t ctxs[3] = {4096, 32768, 131072};
+    static uint64_t ptv = 1000;
+    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
+           "GB/s", "of copy", "naive us", "speedup");
+    for (int kind = 0; kind < 2; kind++) {
+        const int ratio = kind == 0 ? 4 : 128;
+        for (int ci = 0; ci < 3; ci++)
+            for (int bi = 0; bi < nb; bi++) {
+                const int B = batches[bi] > 64 ? 64 : batches[bi];
+                const int64_t C = ctxs[ci];
+                dsv4_layer_state ls;
+                memset(&ls, 0, sizeof ls);
+                dsv4_kv kv;
+                memset(&kv, 0, sizeof kv);
+                kv.max_seqs = B;
+                kv.max_ctx = C + 1;
+                kv.page_tokens = page_tokens;
+                kv.max_pages_per_seq = (int)((C + page_tokens) / page_tokens);
+                kv.n_pages = (int64_t)B * kv.max_pages_per_seq;
+                kv.slot_floats = (size_t)window * hd;
+                kv.page_floats = (size_t)(page_tokens / ratio) * hd;
+                kv.layer = &ls;
+                kv.slots = be->alloc(be, (size_t)B * kv.slot_floats * sizeof(float));
+                kv.pages = be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
+                kv.page_table = malloc((size_t)kv.n_pages * sizeof(int32_t));
+                for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
+                kv.pt_version = ++ptv;
+                if (!kv.slots || !kv.pages) {
+                    printf("attention: no memory for batch %d at %lld\n", B, (long long)C);
+                    break;
+                }
+                dsv4_seg segs[64];
+                int32_t tokens[64] = {0}, tok_seg[64];
+                int64_t pos[64];
+                for (int t = 0; t < B; t++) {
+                    segs[t] = (dsv4_seg){.slot = t, .pos0 = C - 1, .n = 1, .t0 = t};
+                    tok_seg[t] = t;
+                    pos[t] = C - 1;
+                }
+                const dsv4_plan plan = {.n_tok = B, .n_seg = B, .segs = segs, .tokens = tokens, .pos = pos,
+                                        .tok_seg = tok_seg};
+                be->step_begin(be, &plan, &kv);
+                /* CSA: topk distinct rows of the C/4 visible, spread over the context, ascending */
+                const int64_t ncmp = C / ratio;
+                int32_t *hidx = malloc((size_t)B * topk * sizeof(int32_t)), *hcnt = malloc((size_t)B * sizeof(int32_t));
+                for (int t = 0; t < B; t++) {
+                    hcnt[t] = (int32_t)(ncmp < topk ? ncmp : topk);
+                    for (int k = 0; k < topk; k++) hidx[t * topk + k] = (int32_t)((int64_t)k * ncmp / topk);
+                }
+                int32_t *didx = be->alloc(be, (size_t)B * topk * sizeof(int32_t)), *dcnt = be->alloc(be, (size_t)B * 4);
+                be->upload(be, didx, hidx, (size_t)B * topk * sizeof(int32_t));
+                be->upload(be, dcnt, hcnt, (size_t)B * sizeof(int32_t));
+                float *q = be->alloc(be, (size_t)B * H * hd * sizeof(float)),
+                      *kvn = be->alloc(be, (size_t)B * hd * sizeof(float)),
+                      *out = be->alloc(be, (size_t)B * H * hd * sizeof(float)), *sinks = be->alloc(be, H * sizeof(float));
+                const dsv4_attn_params ap = {.layer = 0, .kind = kind == 0 ? DSV4_ATTN_CSA : DSV4_ATTN_HCA,
+                                             .ratio = ratio, .n_heads = H, .head_dim = hd, .window = window,
+                                             .topk = topk, .scale = 0.044f, .sinks = sinks, .reference = false};
+                double us[2];
+                for (int naive = 0; naive < 2; naive++) {
+                    dsv4_cuda_attn_naive(naive);
+                    be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
+                    sync(be, out);
+                    const int r = naive ? (reps / 5 > 2 ? reps / 5 : 2) : reps;
+                    double t0 = now_s();
+                    for (int k = 0; k < r; k++) be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
+                    sync(be, out);
+                    us[naive] = (now_s() - t0) / r * 1e6;
+                }
+                dsv4_cuda_attn_naive(0);
+                const int64_t rows = window + (kind == 0 ? hcnt[0] : ncmp);
+                const size_t bytes = (size_t)B * rows * hd * sizeof(float);
+                const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
+                char name[32];
+                snprintf(name, sizeof name, "%s (%lld rows)", kind == 0 ? "CSA" : "HCA", (long long)rows);
+                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.1fx\n", name, B, (long long)C, bytes / 1e6,
+                       us[0], gbs, 100 * gbs / copy_gbs, us[1], us[1] / us[0]);
+                if (jf)
+                    fprintf(jf,
+                            ",\n  {\"kind\": \"attention\", \"attn\": \"%s\", \"batch\": %d, \"context\": %lld, "
+                            "\"rows\": %lld, \"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, "
+                            "\"naive_us\": %.3f}",
+                            kind == 0 ? "CSA" : "HCA", B, (long long)C, (long long)rows, bytes, us[0], gbs,
+                            gbs / copy_gbs, us[1]);
+                be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks);
+                be->free(be, didx), be->free(be, dcnt);
+                be->free(be, kv.slots), be->free(be, kv.pages);
+                free(kv.page_table), free(hidx), free(hcnt);
+            }
+    }
 }
 
 int main(int argc, char **argv)
@@ -263,6 +367,7 @@ int main(int argc, char **argv)
                         "\"gb_s\": %.1f, \"of_copy\": %.3f}",
                     B, n_used, bytes, us, gbs, gbs / copy_gbs);
     }
+    bench_attn(be, batches, nb, reps, copy_gbs, jf);
     if (jf) {
         fprintf(jf, "\n]}\n");
         fclose(jf);

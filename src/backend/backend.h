@@ -246,6 +246,10 @@ int dsv4_cuda_device_count(void);
 /* The tensor-core kernels' weight decoders against quant.h's, every code, on
  * GPU 0: the number of mismatches (-1: a CUDA error). For the tests. */
 int dsv4_cuda_decode_check(void);
+/* Sparse attention on the first, naive layout (one block per (token, head)
+ * walking every row) instead of the split kernels: the benchmark baseline
+ * (also DSV4_ATTN_NAIVE=1). */
+void dsv4_cuda_attn_naive(int on);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);
