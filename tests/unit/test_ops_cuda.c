@@ -1935,10 +1935,24 @@ static const scen_cfg cfg_small = {"small", .hd = 90, .H = 3,    .rope = 16, .wi
 static const scen_cfg cfg_wide = {"wide",  .hd = 300, .H = 2,    .rope = 64, .window = 7, .P = 32,
                                   .rc = 4, .rh = 16,  .topk = 3, .nI = 5,    .dI = 128,   .max_ctx = 96};
 
+/* The first attention layout (one block per (token, head): the benchmark
+ * baseline and the path for shapes beyond 64 heads of 512) on the GPU side. */
+static void attn_naive(int on)
+{
+#ifdef DSV4_HAVE_CUDA
+    if (!selftest) dsv4_cuda_attn_naive(on);
+#else
+    (void)on;
+#endif
+}
+
 static void test_state_plain(void **state)
 {
     scenario(&cfg_small, false, false);
     scenario(&cfg_wide, false, false);
+    attn_naive(1);
+    scenario(&cfg_small, false, false);
+    attn_naive(0);
     assert_int_equal(n_fail, 0);
 }
 
@@ -1946,6 +1960,9 @@ static void test_state_reference(void **state)
 {
     scenario(&cfg_small, true, false);
     scenario(&cfg_wide, true, false);
+    attn_naive(1);
+    scenario(&cfg_wide, true, false);
+    attn_naive(0);
     assert_int_equal(n_fail, 0);
 }
 

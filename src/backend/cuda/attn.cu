@@ -4,15 +4,17 @@
  * and its compressed rows (the indexer's choice on CSA layers, all visible
  * rows on HCA layers).
  *
- * Split along the rows: k_attn_scores scores them with AT_PARTS blocks per
- * (token, head) (a warp per row, its address kept); k_attn_pv runs a cluster
- * of AT_PARTS blocks per (token, head): each takes the fixed-order max and
- * sum over all the rows (the same values in every block), the weighted sum
- * over its share of the rows, and the shares are added in part order - so
- * the grid fills the GPU at batch 1 and a token's result depends on its own
- * rows only. The first layout (one block per (token, head) walking every
- * row: 64 blocks at batch 1) stays as k_attn, the benchmark baseline
- * (DSV4_ATTN_NAIVE=1, dsv4_cuda_attn_naive).
+ * Every head of a token reads the same K = V rows. Heads together
+ * (head_dim <= 512, heads <= 64): k_attn_hs scores 8 heads per row it loads
+ * (block: token, 8 heads, part of the rows; the rows through shared memory),
+ * k_attn_md takes each (token, head)'s max and sum in a fixed order and turns
+ * the scores into weights, and k_attn_hpv sums the weighted rows for all
+ * heads at once (block: token, 64 dimensions, part; a cluster of the parts,
+ * added in part order). The grid fills the GPU at batch 1 and a token's
+ * result depends on its own rows only (batch invariance). The first layout
+ * (one block per (token, head) walking every row: 64 blocks at batch 1)
+ * stays as k_attn: the benchmark baseline (DSV4_ATTN_NAIVE=1,
+ * dsv4_cuda_attn_naive) and the path for other shapes.
  */
 #include <cooperative_groups.h>
 
@@ -20,10 +22,7 @@
 
 namespace cg = cooperative_groups;
 
-#define AT_PARTS 8  /* blocks per (token, head): one cluster in k_attn_pv */
-#define AT_THREADS 128
-#define AT_TILE 256 /* rows whose weights k_attn_pv keeps in shared memory at a time */
-#define AT_MAXD 8   /* head dimensions per thread: head_dim <= AT_THREADS * AT_MAXD */
+#define AT_PARTS 8 /* parts of a token's rows: a cluster in k_attn_hpv */
 
 struct attn_args {
     int kind, ratio, H, hd, window, topk, max_rows;
@@ -108,96 +107,168 @@ __device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const in
     return nwin + ncmp;
 }
 
-/* Scores: block (token x head, part); warp w of part p takes rows
- * (p * AT_WARPS + w) + k * AT_PARTS * AT_WARPS, each scored as k_attn does. */
-__global__ void k_attn_scores(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
-                              const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx,
-                              const int32_t *cnt, float *scores, const float **rows)
+/* ---- heads together: every head of a token reads the same K = V rows, so a
+ * block serves 8 heads (scores) or all heads (weighted sum) per row it
+ * loads, instead of one. For head_dim <= HS_MAXD and n_heads <= HS_HEADS. */
+#define HS_MAXD 512   /* head_dim: 16 q values per lane */
+#define HS_HEADS 64   /* heads of a weighted-sum block: one per 4 threads */
+#define HS_RT 16      /* rows per tile of the scores kernel */
+#define HS_PT 32      /* rows per tile of the weighted-sum kernel */
+#define HS_SLICE 64   /* head dimensions per weighted-sum block */
+
+/* Scores: block (token, group of 8 heads, part); warp w = head 8 g + w, its q
+ * in registers; the part's rows go through shared memory a tile at a time,
+ * each scored exactly as k_attn scores it. Row addresses per token. */
+__global__ void __launch_bounds__(256) k_attn_hs(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg,
+                                                 const int64_t *posv, const int32_t *page_table, const float *q,
+                                                 const float *kv_new, const int32_t *idx, const int32_t *cnt,
+                                                 float *scores, const float **rows)
 {
-    const int t = blockIdx.x / A.H, h = blockIdx.x % A.H;
-    const int lane = threadIdx.x & 31, nw = AT_THREADS / 32;
+    __shared__ __align__(16) float rs[HS_RT][HS_MAXD];
+    __shared__ const float *rps[HS_RT];
+    const int t = blockIdx.x, part = blockIdx.z, lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const int h = blockIdx.y * 8 + w;
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
-    const float *qh = q + ((size_t)t * A.H + h) * A.hd;
-    float *sc = scores + (size_t)blockIdx.x * A.max_rows;
-    const float **rp = rows + (size_t)blockIdx.x * A.max_rows;
-    for (int j = blockIdx.y * nw + (threadIdx.x >> 5); j < nr; j += AT_PARTS * nw) {
-        const float *r = row_ptr(A, s, pos, t, j, nwin, lo, kv_new, idx, page_table);
-        float d = 0;
-        for (int i = lane; i < A.hd; i += 32) d += qh[i] * r[i];
-        d = warp_sum(d) * A.scale;
-        if (lane == 0) {
-            sc[j] = d;
-            rp[j] = r;
+    const int j0 = (int)((int64_t)nr * part / AT_PARTS), j1 = (int)((int64_t)nr * (part + 1) / AT_PARTS);
+    float qv[HS_MAXD / 32];
+#pragma unroll
+    for (int k = 0; k < HS_MAXD / 32; k++) {
+        const int i = lane + 32 * k;
+        qv[k] = h < A.H && i < A.hd ? q[((size_t)t * A.H + h) * A.hd + i] : 0.0f;
+    }
+    float *sc = scores + ((size_t)t * A.H + h) * A.max_rows;
+    for (int jt = j0; jt < j1; jt += HS_RT) {
+        const int nt = j1 - jt < HS_RT ? j1 - jt : HS_RT;
+        __syncthreads();
+        if (threadIdx.x < nt) {
+            const float *r = row_ptr(A, s, pos, t, jt + threadIdx.x, nwin, lo, kv_new, idx, page_table);
+            rps[threadIdx.x] = r;
+            if (blockIdx.y == 0) rows[(size_t)t * A.max_rows + jt + threadIdx.x] = r;
+        }
+        __syncthreads();
+        if ((A.hd & 3) == 0) { /* rows of whole 16-byte chunks (aligned ones copied as such) */
+            const int q4 = A.hd / 4;
+            for (int e = threadIdx.x; e < nt * q4; e += blockDim.x) {
+                const int j = e / q4, c = e % q4;
+                const float *src = rps[j] + 4 * c;
+                if (((uintptr_t)src & 15) == 0) ((float4 *)rs[j])[c] = *(const float4 *)src;
+                else
+                    for (int k = 0; k < 4; k++) rs[j][4 * c + k] = src[k];
+            }
+        } else {
+            for (int e = threadIdx.x; e < nt * A.hd; e += blockDim.x) rs[e / A.hd][e % A.hd] = rps[e / A.hd][e % A.hd];
+        }
+        __syncthreads();
+        if (h >= A.H) continue;
+        for (int j = 0; j < nt; j++) {
+            float d = 0;
+#pragma unroll
+            for (int k = 0; k < HS_MAXD / 32; k++)
+                if (lane + 32 * k < A.hd) d += qv[k] * rs[j][lane + 32 * k];
+            d = warp_sum(d) * A.scale;
+            if (lane == 0) sc[jt + j] = d;
         }
     }
 }
 
-/* Weighted sum: a cluster of AT_PARTS blocks per (token, head). Every block
- * computes k_attn's max and denominator (same thread mapping, same order);
- * part p sums rows [nr p / P, nr (p + 1) / P) in order; part 0 adds the
- * parts in order and divides. */
-__global__ void __launch_bounds__(AT_THREADS) k_attn_pv(attn_args A, const int32_t *tok_seg, const int64_t *posv,
-                                                        const int32_t *cnt, const float *scores, const float **rows,
-                                                        float *out)
+/* Max and sum per (token, head) as k_attn takes them (same threads, same
+ * order); the scores become the weights exp(s - max) (BF16 in reference
+ * numerics) in place; den gets the sum plus the sink's mass. */
+__global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, float *scores, float *den)
 {
     __shared__ float sh[32];
-    __shared__ float ev[AT_TILE];
-    __shared__ float red[AT_MAXD][AT_THREADS];
-    const int t = blockIdx.x / A.H, h = blockIdx.x % A.H, part = blockIdx.y;
-    (void)tok_seg;
+    const int t = blockIdx.x / A.H, h = blockIdx.x % A.H;
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
-    const float *sc = scores + (size_t)blockIdx.x * A.max_rows;
-    const float **rp = rows + (size_t)blockIdx.x * A.max_rows;
+    float *sc = scores + (size_t)blockIdx.x * A.max_rows;
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
     mx = block_max(mx, sh);
-    float den = 0;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) den += expf(sc[j] - mx);
-    den = block_sum(den, sh) + expf(A.sinks[h] - mx); /* the sink adds mass, no value */
+    float dn = 0;
+    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
+        const float e = expf(sc[j] - mx);
+        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
+        dn += e;
+    }
+    dn = block_sum(dn, sh) + expf(A.sinks[h] - mx);
+    if (threadIdx.x == 0) den[blockIdx.x] = dn;
+}
+
+/* Weighted sum: block (token, 64 dimensions, part), a cluster along the
+ * parts; thread = (head tid / 4, 16 dimensions); the part's rows (their 64
+ * dimensions) and weights go through shared memory a tile at a time, added
+ * in row order; part 0 adds the parts in order and divides. */
+__global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                  const float *scores, const float **rows, const float *den,
+                                                  float *out)
+{
+    __shared__ __align__(16) float rs[HS_PT][HS_SLICE];
+    __shared__ float es[HS_HEADS][HS_PT + 1];
+    __shared__ float red[16][256];
+    const int t = blockIdx.x, part = blockIdx.z, h = threadIdx.x >> 2, d0 = blockIdx.y * HS_SLICE + 16 * (threadIdx.x & 3);
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
     const int j0 = (int)((int64_t)nr * part / AT_PARTS), j1 = (int)((int64_t)nr * (part + 1) / AT_PARTS);
-    float acc[AT_MAXD];
+    const float **rp = rows + (size_t)t * A.max_rows;
+    float acc[16];
 #pragma unroll
-    for (int k = 0; k < AT_MAXD; k++) acc[k] = 0.0f;
-    for (int jt = j0; jt < j1; jt += AT_TILE) {
-        const int nt = j1 - jt < AT_TILE ? j1 - jt : AT_TILE;
+    for (int k = 0; k < 16; k++) acc[k] = 0.0f;
+    for (int jt = j0; jt < j1; jt += HS_PT) {
+        const int nt = j1 - jt < HS_PT ? j1 - jt : HS_PT;
         __syncthreads();
-        for (int j = threadIdx.x; j < nt; j += blockDim.x) {
-            const float e = expf(sc[jt + j] - mx);
-            ev[j] = A.reference ? dsv4_round_bf16(e) : e;
+        if ((A.hd & 3) == 0) /* 16-byte chunks of the slice */
+            for (int e = threadIdx.x; e < nt * HS_SLICE / 4; e += blockDim.x) {
+                const int j = e / (HS_SLICE / 4), c = e % (HS_SLICE / 4), i = blockIdx.y * HS_SLICE + 4 * c;
+                const float *src = rp[jt + j] + i;
+                if (i >= A.hd) ((float4 *)rs[j])[c] = make_float4(0, 0, 0, 0);
+                else if (((uintptr_t)src & 15) == 0) ((float4 *)rs[j])[c] = *(const float4 *)src;
+                else
+                    for (int k = 0; k < 4; k++) rs[j][4 * c + k] = src[k];
+            }
+        else
+            for (int e = threadIdx.x; e < nt * HS_SLICE; e += blockDim.x) {
+                const int j = e / HS_SLICE, i = blockIdx.y * HS_SLICE + e % HS_SLICE;
+                rs[j][e % HS_SLICE] = i < A.hd ? rp[jt + j][i] : 0.0f;
+            }
+        for (int e = threadIdx.x; e < HS_HEADS * nt; e += blockDim.x) {
+            const int hh = e / nt, j = e % nt;
+            es[hh][j] = hh < A.H ? scores[((size_t)t * A.H + hh) * A.max_rows + jt + j] : 0.0f;
         }
         __syncthreads();
         for (int j = 0; j < nt; j++) {
-            const float *r = rp[jt + j];
-            const float e = ev[j];
+            const float wgt = es[h][j];
+            const float4 *r4 = (const float4 *)&rs[j][16 * (threadIdx.x & 3)];
 #pragma unroll
-            for (int k = 0; k < AT_MAXD; k++) {
-                const int i = threadIdx.x + k * AT_THREADS;
-                if (i < A.hd) acc[k] += e * r[i];
+            for (int k = 0; k < 4; k++) {
+                const float4 v = r4[k];
+                acc[4 * k] += wgt * v.x;
+                acc[4 * k + 1] += wgt * v.y;
+                acc[4 * k + 2] += wgt * v.z;
+                acc[4 * k + 3] += wgt * v.w;
             }
         }
     }
 #pragma unroll
-    for (int k = 0; k < AT_MAXD; k++) red[k][threadIdx.x] = acc[k];
+    for (int k = 0; k < 16; k++) red[k][threadIdx.x] = acc[k];
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
-    if (part == 0) {
-        for (int q = 1; q < AT_PARTS; q++) {
-            const float *o = cl.map_shared_rank(&red[0][0], q);
+    if (part == 0 && h < A.H) {
+        for (int p = 1; p < AT_PARTS; p++) {
+            const float *o = cl.map_shared_rank(&red[0][0], p);
 #pragma unroll
-            for (int k = 0; k < AT_MAXD; k++) acc[k] += o[k * AT_THREADS + threadIdx.x];
+            for (int k = 0; k < 16; k++) acc[k] += o[k * 256 + threadIdx.x];
         }
+        const float dn = den[t * A.H + h];
         float *ot = out + ((size_t)t * A.H + h) * A.hd;
 #pragma unroll
-        for (int k = 0; k < AT_MAXD; k++) {
-            const int i = threadIdx.x + k * AT_THREADS;
-            if (i < A.hd) ot[i] = acc[k] / den;
-        }
+        for (int k = 0; k < 16; k++)
+            if (d0 + k < A.hd) ot[d0 + k] = acc[k] / dn;
     }
     cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
 }
@@ -237,36 +308,42 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     A.pg_off = kv->layer[p->layer].pg_cmp;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
-    char *scr = (char *)cuda_scratch(be, CS_ROWS, nrows * (sizeof(float) + sizeof(float *)));
-    const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
-    float *scores = (float *)(scr + nrows * sizeof(float *));
     if (attn_naive < 0) {
         const char *e = getenv("DSV4_ATTN_NAIVE");
         attn_naive = e && e[0] == '1';
     }
-    if (attn_naive || p->head_dim > AT_THREADS * AT_MAXD) {
-        k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
-                                                                 im->d_page_table, q, kv_new, idx, cnt, scores, rows,
-                                                                 out);
+    if (!attn_naive && p->head_dim <= HS_MAXD && p->n_heads <= HS_HEADS) { /* heads together */
+        const size_t nt = (size_t)plan->n_tok;
+        char *sp = (char *)cuda_scratch(be, CS_ROWS, nt * max_rows * sizeof(float *) +
+                                                         nt * p->n_heads * (max_rows + 1) * sizeof(float));
+        const float **hrows = (const float **)sp;
+        float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
+        float *hden = hsc + nt * p->n_heads * max_rows;
+        k_attn_hs<<<dim3((unsigned)nt, (unsigned)((p->n_heads + 7) / 8), AT_PARTS), 256, 0, im->stream>>>(
+            A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
         CK_LAUNCH();
+        k_attn_md<<<(unsigned)(nt * p->n_heads), 128, 0, im->stream>>>(A, im->d_pos, cnt, hsc, hden);
+        CK_LAUNCH();
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)nt, (unsigned)((p->head_dim + HS_SLICE - 1) / HS_SLICE), AT_PARTS);
+        cfg.blockDim = dim3(256);
+        cfg.stream = im->stream;
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = 1;
+        at.val.clusterDim.y = 1;
+        at.val.clusterDim.z = AT_PARTS;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        CK(cudaLaunchKernelEx(&cfg, k_attn_hpv, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
+                              (const float *)hden, out));
         return;
     }
-    const dim3 grid((unsigned)(plan->n_tok * p->n_heads), AT_PARTS);
-    k_attn_scores<<<grid, AT_THREADS, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q,
-                                                       kv_new, idx, cnt, scores, rows);
+    const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
+    char *scr = (char *)cuda_scratch(be, CS_ROWS, nrows * (sizeof(float) + sizeof(float *)));
+    const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
+    float *scores = (float *)(scr + nrows * sizeof(float *));
+    k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
+                                                             im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);
     CK_LAUNCH();
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3(AT_THREADS);
-    cfg.stream = im->stream;
-    cudaLaunchAttribute at;
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = 1;
-    at.val.clusterDim.y = AT_PARTS;
-    at.val.clusterDim.z = 1;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&cfg, k_attn_pv, A, (const int32_t *)im->d_tok_seg, (const int64_t *)im->d_pos, cnt,
-                          (const float *)scores, rows, out));
 }
