@@ -325,24 +325,39 @@ void cuda_round_bf16(dsv4_backend *be, float *x, size_t n)
     CK_LAUNCH();
 }
 
+/* FP8SIM of KV rows: one warp per (row, 64-wide block), two elements per
+ * lane, the block's maximum by shuffles (a maximum is order-free; the rest is
+ * elementwise: the values of dsv4_fp8sim). */
 __global__ void k_kv_sim(float *x, int rows, int ld, int nope)
 {
-    const int nb = (nope + 63) / 64;
-    const int id = blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= rows * nb) return;
-    const int r = id / nb, b = id % nb;
-    const int len = nope - b * 64 < 64 ? nope - b * 64 : 64;
-    dsv4_fp8sim(x + (size_t)r * ld + b * 64, len, 64);
+    const int nb = (nope + 63) / 64, lane = threadIdx.x & 31;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)rows * nb) return;
+    const int r = (int)(wg / nb), b0 = (int)(wg % nb) * 64;
+    const int len = nope - b0 < 64 ? nope - b0 : 64;
+    float *v = x + (size_t)r * ld + b0;
+    const bool in0 = lane < len, in1 = lane + 32 < len;
+    const float a0 = in0 ? v[lane] : 0.0f, a1 = in1 ? v[lane + 32] : 0.0f;
+    float amax = 1e-4f;
+    if (in0) amax = fmaxf(amax, fabsf(a0));
+    if (in1) amax = fmaxf(amax, fabsf(a1));
+#pragma unroll
+    for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
+    if (in0) v[lane] = dsv4_round_bf16(dsv4_e4m3_round(fminf(fmaxf(a0 / sc, -448.0f), 448.0f)) * sc);
+    if (in1) v[lane + 32] = dsv4_round_bf16(dsv4_e4m3_round(fminf(fmaxf(a1 / sc, -448.0f), 448.0f)) * sc);
 }
 
 void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 {
-    const int n = rows * ((nope + 63) / 64);
+    const int64_t n = (int64_t)rows * ((nope + 63) / 64);
     if (n <= 0) return;
-    k_kv_sim<<<(n + 127) / 128, 128, 0, impl_of(be)->stream>>>(x, rows, ld, nope);
+    k_kv_sim<<<(unsigned)((n + 7) / 8), 256, 0, impl_of(be)->stream>>>(x, rows, ld, nope);
     CK_LAUNCH();
 }
 
+/* The indexer's simulation of a row (Hadamard, BF16, FP4 per 32): one thread
+ * per row, for dimensions the warp version does not take. */
 __global__ void k_idx_sim(float *x, int rows, int dim)
 {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -353,10 +368,68 @@ __global__ void k_idx_sim(float *x, int rows, int dim)
     dsv4_fp4sim(v, dim, 32);
 }
 
+/* One warp per row of dim = 32 E (a power of two): lane l holds elements
+ * l E .. l E + E - 1. Each Hadamard stage is the same butterflies as
+ * dsv4_hadamard's (a + b, a - b of the previous stage), in the lane or with
+ * the lane l ^ (h / E); then BF16 and FP4 per 32 with the block maximum by
+ * shuffles: the values of the serial version. */
+template <int E> __global__ void k_idx_sim_w(float *x, int rows)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    constexpr int dim = 32 * E;
+    float *row = x + (size_t)r * dim + lane * E;
+    float v[E];
+#pragma unroll
+    for (int e = 0; e < E; e++) v[e] = row[e];
+#pragma unroll
+    for (int h = 1; h < dim; h <<= 1) {
+        if (h < E) {
+#pragma unroll
+            for (int j = 0; j < E; j++)
+                if (!(j & h)) {
+                    const float a = v[j], b = v[j + h];
+                    v[j] = a + b;
+                    v[j + h] = a - b;
+                }
+        } else {
+            const int m = h / E;
+            const bool hi = lane & m;
+#pragma unroll
+            for (int e = 0; e < E; e++) {
+                const float o = __shfl_xor_sync(0xffffffffu, v[e], m);
+                v[e] = hi ? o - v[e] : v[e] + o;
+            }
+        }
+    }
+    const float s = 1.0f / sqrtf((float)dim);
+#pragma unroll
+    for (int e = 0; e < E; e++) v[e] = dsv4_round_bf16(v[e] * s);
+    /* FP4 per 32: 32 / E lanes per block */
+    float amax = 6.0f * 1.1754943508222875e-38f;
+#pragma unroll
+    for (int e = 0; e < E; e++) amax = fmaxf(amax, fabsf(v[e]));
+#pragma unroll
+    for (int o = 1; o < 32 / E; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float sc = dsv4_pow2_ceil_scale(amax, 6.0f);
+#pragma unroll
+    for (int e = 0; e < E; e++) row[e] = dsv4_round_bf16(dsv4_e2m1_round(fminf(fmaxf(v[e] / sc, -6.0f), 6.0f)) * sc);
+}
+
 void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
 {
     if (rows <= 0) return;
-    k_idx_sim<<<(rows + 63) / 64, 64, 0, impl_of(be)->stream>>>(x, rows, dim);
+    cudaStream_t st = impl_of(be)->stream;
+    const unsigned g = (unsigned)((rows + 7) / 8);
+    switch (dim) {
+    case 32: k_idx_sim_w<1><<<g, 256, 0, st>>>(x, rows); break;
+    case 64: k_idx_sim_w<2><<<g, 256, 0, st>>>(x, rows); break;
+    case 128: k_idx_sim_w<4><<<g, 256, 0, st>>>(x, rows); break;
+    case 256: k_idx_sim_w<8><<<g, 256, 0, st>>>(x, rows); break;
+    case 512: k_idx_sim_w<16><<<g, 256, 0, st>>>(x, rows); break;
+    default: k_idx_sim<<<(rows + 63) / 64, 64, 0, st>>>(x, rows, dim); break;
+    }
     CK_LAUNCH();
 }
 
