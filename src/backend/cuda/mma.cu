@@ -1,6 +1,9 @@
 /*
- * mma.cu - FP8 linears on the tensor cores (mma.sync m16n8k16, F16 in, FP32
- * accumulation), for every batch size.
+ * mma.cu - FP8 and BF16 linears on the tensor cores (mma.sync m16n8k16, FP32
+ * accumulation), for every batch size. BF16 weights (the LM head, the
+ * router) are MMA operands as stored and take their activations in three
+ * BF16 parts (k_mma_pack_bf16, k_mma_bf16); the rest of this comment is the
+ * FP8 kernel's.
  *
  * Weights: E4M3 codes go to F16 through the hardware's E4M3x2 -> F16x2
  * conversion (exact: every E4M3 is an F16); the E8M0 block scale is applied
@@ -220,7 +223,9 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
 
 /* Block: 32 rows, NTT n tiles of 8 tokens, the 64-column groups of part
  * blockIdx.z % P, split among its warps; the warps' sums add in warp order,
- * then the parts' (a cluster) in part order. */
+ * then the parts' (a cluster) in part order (mma_finish). Launched after the
+ * pack with programmatic dependent launch: the first weights load before
+ * griddepcontrol.wait. */
 template <int NTT, bool LO>
 __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const uint32_t *xp, const float *xs, int ntok,
                                                             int nkg, int P, int n, float *y, int ldy, size_t yg)

@@ -5,10 +5,11 @@
  * The step's (token, slot) pairs are grouped by expert on the GPU
  * (k_moe_plan): tiles of up to 8 pairs of one expert, so each expert's
  * weights are read once per tile instead of once per pair. Two MMA kernels
- * then run over (tile, block of rows): gate and up rows of the same index in
- * one warp, so SwiGLU and the routing weight are its epilogue; then the
+ * then run over (tile, block of rows): gate and up rows of the same index
+ * together, so SwiGLU and the routing weight are the epilogue; then the
  * down projection, one output row per (pair, row) into the per-slot buffer
- * that moe_sum adds in expert order, as before.
+ * that moe_sum adds in expert order, as before. A block's four warps take
+ * quarters of K, added in warp order (warps_reduce).
  *
  * Weights: E2M1 x its block scale (E8M0, or E4M3 for NVFP4) is exact in
  * BF16 (at most 6 significant bits, FP32's exponent range); NVFP4's global
