@@ -15,7 +15,8 @@
  * decode (one layer, B sequences at context C: CSA = window 128 + the top 512
  * of C/4 compressed rows, HCA = window + C/128 rows, 64 heads of 512), the
  * split kernels beside the naive layout (one block per (token, head)) in the
- * same run; its bytes are the rows each sequence reads. Exit 77 without a GPU.
+ * same run; its bytes are the rows each sequence reads. Last, the tensor cores'
+ * rate (BF16 and FP8 mma.sync, no memory traffic). Exit 77 without a GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,6 +369,11 @@ int main(int argc, char **argv)
                     B, n_used, bytes, us, gbs, gbs / copy_gbs);
     }
     bench_attn(be, batches, nb, reps, copy_gbs, jf);
+    /* the tensor cores' rate (the prefill roofline) */
+    const double r16 = dsv4_cuda_mma_rate(0), r8 = dsv4_cuda_mma_rate(1);
+    printf("\ntensor cores (mma.sync, FP32 accumulation, no memory traffic): BF16 %.0f TFLOP/s, FP8 E4M3 %.0f "
+           "TFLOP/s\n", r16, r8);
+    if (jf) fprintf(jf, ",\n  {\"kind\": \"mma_rate\", \"bf16_tflops\": %.1f, \"fp8_tflops\": %.1f}", r16, r8);
     if (jf) {
         fprintf(jf, "\n]}\n");
         fclose(jf);

@@ -250,6 +250,10 @@ int dsv4_cuda_decode_check(void);
  * walking every row) instead of the split kernels: the benchmark baseline
  * (also DSV4_ATTN_NAIVE=1). */
 void dsv4_cuda_attn_naive(int on);
+/* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
+ * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
+ * For the benchmarks' rooflines. */
+double dsv4_cuda_mma_rate(int fp8);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);

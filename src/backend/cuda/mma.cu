@@ -560,3 +560,57 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         }
     }
 }
+
+/* ---- the tensor cores' rate, for the benchmarks: mma.sync m16n8k16 BF16
+ * (fp8 = 0) or m16n8k32 E4M3 (fp8 = 1), FP32 accumulation, eight independent
+ * accumulators per warp, no memory traffic, every SM busy. */
+__global__ void k_mma_rate(int iters, int fp8, float *sink)
+{
+    float c[8][4];
+#pragma unroll
+    for (int k = 0; k < 8; k++) c[k][0] = c[k][1] = c[k][2] = c[k][3] = 0.0f;
+    /* small operands: BF16 2^-7 pairs, E4M3 1.0 quads; the sums stay finite */
+    const uint32_t a = fp8 ? 0x38383838u : 0x3c003c00u, b = a ^ (threadIdx.x & 1u);
+    for (int i = 0; i < iters; i++)
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            if (fp8)
+                asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                             "{%8,%9}, {%0,%1,%2,%3};\n"
+                             : "+f"(c[k][0]), "+f"(c[k][1]), "+f"(c[k][2]), "+f"(c[k][3])
+                             : "r"(a), "r"(a), "r"(a), "r"(a), "r"(b), "r"(b));
+            else
+                mma_bf16(c[k], a, a, a, a, b, b);
+        }
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) s += c[k][0] + c[k][1] + c[k][2] + c[k][3];
+    if (s == -1.0f) sink[threadIdx.x] = s; /* never true: keeps the work */
+}
+
+extern "C" double dsv4_cuda_mma_rate(int fp8)
+{
+    int dev = 0, nsm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return -1;
+    float *sink = nullptr;
+    if (cudaMalloc(&sink, 1024 * sizeof(float)) != cudaSuccess) return -1;
+    const int blocks = 4 * nsm, threads = 256, iters = 4096;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    k_mma_rate<<<blocks, threads>>>(64, fp8, sink); /* warm-up */
+    cudaEventRecord(e0);
+    k_mma_rate<<<blocks, threads>>>(iters, fp8, sink);
+    cudaEventRecord(e1);
+    float ms = 0;
+    const bool ok = cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(sink);
+    if (!ok || ms <= 0) return -1;
+    /* per warp and step 8 MMAs of 16 x 8 x K multiply-adds, K = 16 (BF16) or 32 (E4M3) */
+    const double flops = 2.0 * blocks * (threads / 32) * (double)iters * 8 * 16 * 8 * (fp8 ? 32 : 16);
+    return flops / (ms * 1e-3) / 1e12;
+}
