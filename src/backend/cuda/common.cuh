@@ -124,6 +124,7 @@ static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->imp
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 
 /* mma.cu: tensor-core FP8 linears (for the weights cuda_mma_eligible accepts) */
+bool cuda_mma_on(void);
 bool cuda_mma_eligible(const wdesc &w);
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref);

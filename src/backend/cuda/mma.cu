@@ -57,15 +57,6 @@ __device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
 {
     return (uint32_t)__half_as_ushort(a) | ((uint32_t)__half_as_ushort(b) << 16);
@@ -335,12 +326,6 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
  * significant bits, FP32's precision, no scale: BF16 has FP32's range; a
  * non-finite value stays whole in hi), NP planes of uint2 in the fragment
  * layout of k_mma_pack. */
-__device__ __forceinline__ uint32_t bf2_rn(float a, float b)
-{
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
-           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
-}
-
 __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint2 *xp,
                                 size_t plane)
 {
@@ -433,18 +418,25 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const u
     mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
 }
 
+/* The tensor-core paths (linears here, experts in moe_mma.cu) unless
+ * DSV4_CUDA_MMA=0 (the CUDA-core baseline). */
+bool cuda_mma_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DSV4_CUDA_MMA");
+        on = !(e && e[0] == '0');
+    }
+    return on;
+}
+
 /* Shape and format only: FP8 with E8M0 scales, rows of whole aligned 16-byte
  * chunks, 64-column groups inside one scale block; or BF16 rows of whole
  * aligned 16-byte chunks. DSV4_CUDA_MMA=0 turns the path off (the GEMV
  * baseline). */
 bool cuda_mma_eligible(const wdesc &w)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("DSV4_CUDA_MMA");
-        off = e && e[0] == '0';
-    }
-    if (off || !w.chunk16 || w.rows <= 0) return false;
+    if (!cuda_mma_on() || !w.chunk16 || w.rows <= 0) return false;
     if (w.fmt == DSV4_WF_FP8) return w.sdtype == DSV4_DT_F8_E8M0 && w.cols % 16 == 0 && w.bc % 64 == 0;
     return w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16;
 }

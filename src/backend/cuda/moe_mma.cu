@@ -32,25 +32,10 @@
 #define GM_WARPS 4
 #define MAX_EP 1024
 
-__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                         uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 /* Two FP32 values that are BF16 exactly, as a BF16x2 word (a low). */
 __device__ __forceinline__ uint32_t bf2(float a, float b)
 {
     return (__float_as_uint(a) >> 16) | (__float_as_uint(b) & 0xffff0000u);
-}
-
-__device__ __forceinline__ uint32_t bf2_rn(float a, float b)
-{
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
-           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
 
 /* Plan: pairs of experts in [lo, hi) (all when hi <= lo) listed by expert,
@@ -362,12 +347,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
  * only). DSV4_CUDA_MMA=0 turns the path off. */
 bool cuda_moe_mma_eligible(const dsv4_moe_params *p)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *e = getenv("DSV4_CUDA_MMA");
-        off = e && e[0] == '0';
-    }
-    if (off || p->n_experts > MAX_EP) return false;
+    if (!cuda_mma_on() || p->n_experts > MAX_EP) return false;
     const dsv4_w *w1 = &p->w1[p->expert_hi > p->expert_lo ? p->expert_lo : 0];
     if (w1->fmt != DSV4_WF_MXFP4 && w1->fmt != DSV4_WF_NVFP4) return false;
     if (p->dim % 128 || p->inter % 128) return false;

@@ -17,6 +17,7 @@
 #ifndef DSV4_BACKEND_CUDA_ROWDOT_CUH
 #define DSV4_BACKEND_CUDA_ROWDOT_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -48,6 +49,23 @@ __device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi
     const __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u >> 16), __NV_E4M3);
     lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
     hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+}
+
+/* The tensor-core kernels' shared pieces (mma.cu, moe_mma.cu). */
+__device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Two floats rounded to BF16 (nearest even), as a BF16x2 word (a low). */
+__device__ __forceinline__ uint32_t bf2_rn(float a, float b)
+{
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
 
 /* Code E (0..7) of an 8-code word by bit placement: the magnitude's three
