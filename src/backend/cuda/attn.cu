@@ -48,6 +48,35 @@ __device__ static const float *row_ptr(const attn_args &A, const dsv4_seg &s, in
                    A.ratio, A.hd);
 }
 
+/* The rows a (token, head) sees: nwin window rows, then ncmp compressed. */
+__device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const int32_t *cnt, int64_t &lo, int &nwin)
+{
+    lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
+    nwin = (int)(pos - lo + 1);
+    int ncmp = 0;
+    if (A.kind == DSV4_ATTN_CSA) ncmp = cnt[t];
+    else if (A.kind == DSV4_ATTN_HCA) ncmp = (int)((pos + 1) / A.ratio);
+    return nwin + ncmp;
+}
+
+/* Max and sum of the nr scores of one (token, head) in a fixed order (the
+ * block's threads, block_max / block_sum); the scores become the weights
+ * exp(s - max) (BF16 in reference numerics) in place. Returns the sum plus
+ * the sink's mass (it adds to the denominator, no value). */
+__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
+{
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+    mx = block_max(mx, sh);
+    float den = 0;
+    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
+        const float e = expf(sc[j] - mx);
+        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
+        den += e;
+    }
+    return block_sum(den, sh) + expf(A.sinks[h] - mx);
+}
+
 __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                        const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx,
                        const int32_t *cnt, float *scores, const float **rows, float *out)
@@ -57,12 +86,9 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
-    const int64_t lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
-    const int nwin = (int)(pos - lo + 1);
-    int ncmp = 0;
-    if (A.kind == DSV4_ATTN_CSA) ncmp = cnt[t];
-    else if (A.kind == DSV4_ATTN_HCA) ncmp = (int)((pos + 1) / A.ratio);
-    const int nr = nwin + ncmp;
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
     const float *qh = q + ((size_t)t * A.H + h) * A.hd;
     float *sc = scores + (size_t)blockIdx.x * A.max_rows;
     const float **rp = rows + (size_t)blockIdx.x * A.max_rows;
@@ -78,33 +104,13 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
         }
     }
     __syncthreads();
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
-    mx = block_max(mx, sh);
-    float den = 0;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
-        const float e = expf(sc[j] - mx);
-        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
-        den += e;
-    }
-    den = block_sum(den, sh) + expf(A.sinks[h] - mx); /* the sink adds mass, no value */
+    const float den = attn_weights(A, sc, nr, h, sh);
     float *o = out + ((size_t)t * A.H + h) * A.hd;
     for (int i = threadIdx.x; i < A.hd; i += blockDim.x) {
         float acc = 0;
         for (int j = 0; j < nr; j++) acc += sc[j] * rp[j][i];
         o[i] = acc / den;
     }
-}
-
-/* The rows a (token, head) sees: nwin window rows, then ncmp compressed. */
-__device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const int32_t *cnt, int64_t &lo, int &nwin)
-{
-    lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
-    nwin = (int)(pos - lo + 1);
-    int ncmp = 0;
-    if (A.kind == DSV4_ATTN_CSA) ncmp = cnt[t];
-    else if (A.kind == DSV4_ATTN_HCA) ncmp = (int)((pos + 1) / A.ratio);
-    return nwin + ncmp;
 }
 
 /* ---- heads together: every head of a token reads the same K = V rows, so a
@@ -175,9 +181,8 @@ __global__ void __launch_bounds__(256) k_attn_hs(attn_args A, const dsv4_seg *se
     }
 }
 
-/* Max and sum per (token, head) as k_attn takes them (same threads, same
- * order); the scores become the weights exp(s - max) (BF16 in reference
- * numerics) in place; den gets the sum plus the sink's mass. */
+/* A block per (token, head): attn_weights, as k_attn takes them; den gets
+ * the denominator. */
 __global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, float *scores, float *den)
 {
     __shared__ float sh[32];
@@ -185,17 +190,7 @@ __global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, 
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
-    float *sc = scores + (size_t)blockIdx.x * A.max_rows;
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
-    mx = block_max(mx, sh);
-    float dn = 0;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
-        const float e = expf(sc[j] - mx);
-        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
-        dn += e;
-    }
-    dn = block_sum(dn, sh) + expf(A.sinks[h] - mx);
+    const float dn = attn_weights(A, scores + (size_t)blockIdx.x * A.max_rows, nr, h, sh);
     if (threadIdx.x == 0) den[blockIdx.x] = dn;
 }
 
