@@ -92,6 +92,7 @@ struct cuda_impl {
     /* expert descriptor tables, keyed by the host address of the dsv4_w array */
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
+    bool moe_mma[MAX_MOE_TABLES]; /* the layer's experts take the tensor-core path (cuda_moe_mma_eligible) */
     int n_moe;
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* weight upload: two pinned staging buffers, each with the event of its last copy */

@@ -172,12 +172,13 @@ __global__ void k_expert_sum(const float *Y, const int32_t *idx, int k, int D, i
     out[(size_t)t * D + d] = s;
 }
 
-/* The device descriptor table of a layer's experts: w1 | w3 | w2. */
-static wdesc *expert_table(dsv4_backend *be, const dsv4_moe_params *p)
+/* The device descriptor table of a layer's experts (w1 | w3 | w2), made
+ * once with whether they take the tensor-core path: its index. */
+static int expert_table(dsv4_backend *be, const dsv4_moe_params *p)
 {
     cuda_impl *im = impl_of(be);
     for (int i = 0; i < im->n_moe; i++)
-        if (im->moe_key[i] == (const void *)p->w1) return im->moe_tab[i];
+        if (im->moe_key[i] == (const void *)p->w1) return i;
     if (im->n_moe == MAX_MOE_TABLES) abort();
     const int E = p->n_experts;
     wdesc *h = (wdesc *)malloc((size_t)3 * E * sizeof(wdesc));
@@ -191,8 +192,9 @@ static wdesc *expert_table(dsv4_backend *be, const dsv4_moe_params *p)
     CK(cudaMemcpy(d, h, (size_t)3 * E * sizeof(wdesc), cudaMemcpyHostToDevice));
     free(h);
     im->moe_key[im->n_moe] = p->w1;
-    im->moe_tab[im->n_moe++] = d;
-    return d;
+    im->moe_tab[im->n_moe] = d;
+    im->moe_mma[im->n_moe] = cuda_moe_mma_eligible(p);
+    return im->n_moe++;
 }
 
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
@@ -201,7 +203,8 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     if (n <= 0) return;
     cuda_impl *im = impl_of(be);
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
-    wdesc *tab = expert_table(be, p);
+    const int ti = expert_table(be, p);
+    wdesc *tab = im->moe_tab[ti];
     const size_t nk = (size_t)n * k;
     float *G = (float *)cuda_scratch(be, CS_MOE_G, nk * I * sizeof(float));
     float *U = (float *)cuda_scratch(be, CS_MOE_U, nk * I * sizeof(float));
@@ -209,7 +212,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     float *Y = p->slot_out ? p->slot_out : (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
     /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
     const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
-    if (cuda_moe_mma_eligible(p)) { /* FP4 experts on the tensor cores (moe_mma.cu) */
+    if (im->moe_mma[ti]) { /* FP4 experts on the tensor cores (moe_mma.cu) */
         cuda_moe_mma(be, p, tab, x, n, idx, wts, aq, G, Y);
         if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
         return;
