@@ -48,18 +48,27 @@ namespace cg = cooperative_groups;
 #define MMA_CHUNK 256             /* tokens per launch (bounds the scratch) */
 #define MMA_MAXP 8 /* parts along K: the blocks of one cluster */
 
-__device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                        uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
 {
     return (uint32_t)__half_as_ushort(a) | ((uint32_t)__half_as_ushort(b) << 16);
+}
+
+/* Columns c0 .. c0 + 3 of token tok of group grp (zeros past K and for
+ * tokens past n), one 16-byte load when aligned. */
+__device__ __forceinline__ void pack_load4(const float *x, int ldx, size_t xg, int grp, int tok, int n, int c0, int K,
+                                           float *v)
+{
+    v[0] = v[1] = v[2] = v[3] = 0.0f;
+    if (tok >= n) return;
+    const float *xr = x + grp * xg + (size_t)tok * ldx;
+    if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
+        const float4 q = *(const float4 *)(xr + c0);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (c0 + e < K) v[e] = xr[c0 + e];
+    }
 }
 
 /* Pack: one warp per (group, token, 128 columns); lane l takes 4 columns of
@@ -78,18 +87,8 @@ __global__ void k_mma_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
     if (wg >= (int64_t)ntok * nb) return;
     const int tok = (int)(wg / nb), blk = (int)(wg % nb);
     const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
-    float v[4] = {0, 0, 0, 0};
-    if (tok < n) {
-        const float *xr = x + grp * xg + (size_t)tok * ldx;
-        if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
-            const float4 q = *(const float4 *)(xr + c0);
-            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (c0 + e < K) v[e] = xr[c0 + e];
-        }
-    }
+    float v[4];
+    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
     float amax = REF ? 1e-4f : 0.0f; /* reference: k_act_quant's floor; NaN never wins fmaxf */
 #pragma unroll
     for (int e = 0; e < 4; e++) amax = fmaxf(amax, REF || isfinite(v[e]) ? fabsf(v[e]) : 0.0f);
@@ -147,6 +146,26 @@ __device__ __forceinline__ void load_group(const wdesc &w, int64_t rb, int kg, i
                             ? __ldg((const uint4 *)((const char *)w.data + (w.row0 + r) * w.row_bytes + c))
                             : make_uint4(0, 0, 0, 0);
         }
+}
+
+/* Where a block and warp of the MMA kernels work: group grp and part p of
+ * blockIdx.z, rows [rb, rb + 32), n tiles from nt0, and the warp's quarter
+ * [kg0, kg1) of the part's 64-column groups. */
+struct mma_place {
+    int grp, p, nt0, ntiles, kg0, kg1;
+    int64_t rb;
+};
+
+__device__ __forceinline__ mma_place mma_place_of(int nkg, int P, int ntok, int NTT)
+{
+    mma_place a;
+    a.grp = blockIdx.z / P, a.p = blockIdx.z % P;
+    a.rb = (int64_t)blockIdx.y * MMA_ROWS;
+    a.nt0 = blockIdx.x * NTT, a.ntiles = ntok / 8;
+    const int wid = threadIdx.x >> 5;
+    const int pk0 = (int)((int64_t)nkg * a.p / P), pk1 = (int)((int64_t)nkg * (a.p + 1) / P);
+    a.kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, a.kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
+    return a;
 }
 
 /* The end of both MMA kernels: the warps' sums in warp order on warp 0, then
@@ -222,19 +241,11 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
                                                             int nkg, int P, int n, float *y, int ldy, size_t yg)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int grp = blockIdx.z / P, p = blockIdx.z % P;
+    const mma_place at = mma_place_of(nkg, P, ntok, NTT);
+    const int grp = at.grp, p = at.p, nt0 = at.nt0, ntiles = at.ntiles, kg0 = at.kg0, kg1 = at.kg1;
+    const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
-    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS;
-    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8, wid = threadIdx.x >> 5;
-    const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
-    const int kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
-    float acc[2][NTT][4];
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int i = 0; i < NTT; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[m][i][e] = 0.0f;
+    float acc[2][NTT][4] = {};
     const uint8_t *sc8 = (const uint8_t *)w.scale;
     wgrp cur, nxt;
     if (kg0 < kg1) load_group(w, rb, kg0, g, t, cur);
@@ -338,18 +349,8 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
     const int tok = (int)(wg / nb), blk = (int)(wg % nb);
     const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
     if (kg >= nkg) return;
-    float v[4] = {0, 0, 0, 0};
-    if (tok < n) {
-        const float *xr = x + grp * xg + (size_t)tok * ldx;
-        if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
-            const float4 q = *(const float4 *)(xr + c0);
-            v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (c0 + e < K) v[e] = xr[c0 + e];
-        }
-    }
+    float v[4];
+    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
     /* k_mma_bf16's lane t holds columns 8t .. 8t + 7 and 32 + 8t .. + 7 of the
      * group (two 16-byte loads), step j = 2 * half + quarter */
     const int q = lane & 15, t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1), ntiles = ntok / 8;
@@ -374,19 +375,11 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const u
                                                              int nkg, int P, int n, float *y, int ldy, size_t yg)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int grp = blockIdx.z / P, p = blockIdx.z % P;
+    const mma_place at = mma_place_of(nkg, P, ntok, NTT);
+    const int grp = at.grp, p = at.p, nt0 = at.nt0, ntiles = at.ntiles, kg0 = at.kg0, kg1 = at.kg1;
+    const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
-    const int64_t rb = (int64_t)blockIdx.y * MMA_ROWS;
-    const int nt0 = blockIdx.x * NTT, ntiles = ntok / 8, wid = threadIdx.x >> 5;
-    const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
-    const int kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
-    float acc[2][NTT][4];
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int i = 0; i < NTT; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[m][i][e] = 0.0f;
+    float acc[2][NTT][4] = {};
     wgrp cur[2], nxt[2]; /* the group's two 16-byte halves */
     if (kg0 < kg1) load_group(w, rb, 2 * kg0, g, t, cur[0]), load_group(w, rb, 2 * kg0 + 1, g, t, cur[1]);
     asm volatile("griddepcontrol.wait;" ::: "memory");

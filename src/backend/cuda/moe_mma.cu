@@ -194,6 +194,14 @@ __device__ __forceinline__ void load_b(const uint2 *xp, size_t plane, int row, i
             b[p][j] = row >= 0 ? __ldg(xp + p * plane + (((size_t)row * nkg + kg) * 8 + j) * 4 + t) : make_uint2(0, 0);
 }
 
+template <int NP> __device__ __forceinline__ void copy_b(const uint2 (*from)[8], uint2 (*to)[8])
+{
+#pragma unroll
+    for (int q = 0; q < NP; q++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) to[q][j] = from[q][j];
+}
+
 __device__ __forceinline__ uint4 ld16(const wdesc &w, int64_t ra, int64_t c, bool ok)
 {
     return ok ? __ldg((const uint4 *)((const char *)w.data + ra * w.row_bytes + c)) : make_uint4(0, 0, 0, 0);
@@ -256,11 +264,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gate_up(const wdesc *w1t,
         mma_group<K, NP>(c, ok0 ? rc0 : c.row0, ok1 ? rc1 : c.row0, kg, t, cur + 2, b, au);
 #pragma unroll
         for (int i = 0; i < 4; i++) cur[i] = nxt[i];
-        if (PF)
-#pragma unroll
-            for (int q = 0; q < NP; q++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) b[q][j] = bn[q][j];
+        if (PF) copy_b<NP>(bn, b);
     }
     if (!warps_reduce(acc)) return;
     const float sa = K == RK_NVFP4 ? a.scale2 : 1.0f, sc = K == RK_NVFP4 ? c.scale2 : 1.0f;
@@ -322,11 +326,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
         mma_group<K, NP>(w, ra[2], ra[3], kg, t, cur + 2, b, acc[1]);
 #pragma unroll
         for (int h = 0; h < 4; h++) cur[h] = nxt[h];
-        if (PF)
-#pragma unroll
-            for (int q = 0; q < NP; q++)
-#pragma unroll
-                for (int j = 0; j < 8; j++) b[q][j] = bn[q][j];
+        if (PF) copy_b<NP>(bn, b);
     }
     if (!warps_reduce(&acc[0][0])) return;
     const float s2 = K == RK_NVFP4 ? w.scale2 : 1.0f;
