@@ -615,6 +615,22 @@ typedef struct {
     bool nonfinite;
 } lin_spec;
 
+/* A linear's outputs (rows of ldy floats, n tokens) from both backends:
+ * within 1e-5 of (|ref| + mag), the bytes between rows untouched. */
+static void check_linear_out(float *const res[2], int n, int rows, int ldy, const double *mag, bool nonfinite)
+{
+    float *ga = calloc((size_t)n * rows, 4), *gb = calloc((size_t)n * rows, 4);
+    for (int t = 0; t < n; t++) {
+        memcpy(ga + (size_t)t * rows, res[0] + (size_t)t * ldy, (size_t)rows * 4);
+        memcpy(gb + (size_t)t * rows, res[1] + (size_t)t * ldy, (size_t)rows * 4);
+    }
+    check_f32("y", ga, gb, (size_t)n * rows, (tolspec){.tol = 1e-5, .mag = mag, .nonfinite = nonfinite});
+    check_pad("y padding (cpu)", res[0], n, rows, ldy);
+    check_pad("y padding", res[1], n, rows, ldy);
+    free(ga);
+    free(gb);
+}
+
 static void linear_case(const lin_spec *c)
 {
     const bool view = c->vn > 0;
@@ -671,7 +687,6 @@ static void linear_case(const lin_spec *c)
     else
         for (int t = 0; t < n; t++) memcpy(xa + (size_t)t * c->in, x + (size_t)t * ldx, (size_t)c->in * 4);
     double *mag = calloc((size_t)n * rows, sizeof(double));
-    float *ga = malloc((size_t)n * rows * 4), *gb = malloc((size_t)n * rows * 4);
     for (int r = 0; r < rows; r++) {
         const int64_t ra = (view ? c->v0 : 0) + r;
         for (int i = 0; i < c->in; i++) {
@@ -679,16 +694,8 @@ static void linear_case(const lin_spec *c)
             for (int t = 0; t < n; t++) mag[(size_t)t * rows + r] += wv * fin(fabs((double)xa[(size_t)t * c->in + i]));
         }
     }
-    for (int t = 0; t < n; t++) {
-        memcpy(ga + (size_t)t * rows, res[0] + (size_t)t * ldy, (size_t)rows * 4);
-        memcpy(gb + (size_t)t * rows, res[1] + (size_t)t * ldy, (size_t)rows * 4);
-    }
-    check_f32("y", ga, gb, (size_t)n * rows, (tolspec){.tol = 1e-5, .mag = mag, .nonfinite = c->nonfinite});
-    check_pad("y padding (cpu)", res[0], n, rows, ldy);
-    check_pad("y padding", res[1], n, rows, ldy);
+    check_linear_out(res, n, rows, ldy, mag, c->nonfinite);
     free(mag);
-    free(ga);
-    free(gb);
     free(xa);
     free(x);
     free(res[0]);
@@ -737,22 +744,14 @@ static void groups_case(int G, int n, int R, int in, bool aq)
         memcpy(xa, x, (size_t)n * ldx * sizeof(float));
     const int rows = G * R;
     double *mag = calloc((size_t)n * rows, sizeof(double));
-    float *ga = malloc((size_t)n * rows * 4), *gb = malloc((size_t)n * rows * 4);
     for (int r = 0; r < rows; r++)
         for (int i = 0; i < in; i++) {
             const double wv = fin(fabs((double)w_at_host(&m.w, r, i)));
             for (int t = 0; t < n; t++)
                 mag[(size_t)t * rows + r] += wv * fin(fabs((double)xa[(size_t)t * ldx + (size_t)(r / R) * in + i]));
         }
-    for (int t = 0; t < n; t++) {
-        memcpy(ga + (size_t)t * rows, res[0] + (size_t)t * ldy, (size_t)rows * 4);
-        memcpy(gb + (size_t)t * rows, res[1] + (size_t)t * ldy, (size_t)rows * 4);
-    }
-    check_f32("y", ga, gb, (size_t)n * rows, (tolspec){.tol = 1e-5, .mag = mag});
-    check_pad("y padding", res[1], n, rows, ldy);
+    check_linear_out(res, n, rows, ldy, mag, false);
     free(mag);
-    free(ga);
-    free(gb);
     free(xa);
     free(x);
     free(res[0]);
