@@ -92,7 +92,7 @@ struct cuda_impl {
     /* expert descriptor tables, keyed by the host address of the dsv4_w array */
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
-    bool moe_mma[MAX_MOE_TABLES]; /* the layer's experts take the tensor-core path (cuda_moe_mma_eligible) */
+    int moe_mma[MAX_MOE_TABLES]; /* the layer's experts' tensor-core path, MOE_* (cuda_moe_mma_eligible) */
     int n_moe;
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* weight upload: two pinned staging buffers, each with the event of its last copy */
@@ -130,8 +130,9 @@ bool cuda_mma_eligible(const wdesc &w);
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref);
 /* moe_mma.cu: tensor-core FP4 experts */
-bool cuda_moe_mma_eligible(const dsv4_moe_params *p);
-void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, const float *x, int n,
+enum { MOE_NONE, MOE_BF16, MOE_F16 };
+int cuda_moe_mma_eligible(const dsv4_moe_params *p);
+void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 
 static inline wdesc wdesc_of(const dsv4_w *w)

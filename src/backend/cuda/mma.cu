@@ -48,11 +48,6 @@ namespace cg = cooperative_groups;
 #define MMA_CHUNK 256             /* tokens per launch (bounds the scratch) */
 #define MMA_MAXP 8 /* parts along K: the blocks of one cluster */
 
-__device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
-{
-    return (uint32_t)__half_as_ushort(a) | ((uint32_t)__half_as_ushort(b) << 16);
-}
-
 /* Columns c0 .. c0 + 3 of token tok of group grp (zeros past K and for
  * tokens past n), one 16-byte load when aligned. */
 __device__ __forceinline__ void pack_load4(const float *x, int ldx, size_t xg, int grp, int tok, int n, int c0, int K,
@@ -89,32 +84,9 @@ __global__ void k_mma_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
     const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
     float v[4];
     pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
-    float amax = REF ? 1e-4f : 0.0f; /* reference: k_act_quant's floor; NaN never wins fmaxf */
-#pragma unroll
-    for (int e = 0; e < 4; e++) amax = fmaxf(amax, REF || isfinite(v[e]) ? fabsf(v[e]) : 0.0f);
     /* plain: the 16 lanes of a 64-column group; reference: all 32 (128 columns) */
-#pragma unroll
-    for (int o = REF ? 16 : 8; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float sc = REF ? dsv4_pow2_ceil_scale(amax, 448.0f) : amax > 0 ? dsv4_pow2_ceil_scale(amax, 1.0f) : 1.0f;
     __half hi[4], lo[4];
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        if (REF) {
-            /* k_act_quant's value is q * sc; q (E4M3) is an F16 exactly. A
-             * value that overflows keeps its Inf so it propagates. */
-            const float q = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f));
-            const float o = q * sc;
-            hi[e] = __float2half_rn(isfinite(o) ? q : o);
-            lo[e] = __float2half_rn(0.0f);
-        } else if (isfinite(v[e])) {
-            const float s = v[e] / sc; /* exact: sc is a power of two */
-            hi[e] = __float2half_rn(s);
-            lo[e] = __float2half_rn(s - __half2float(hi[e]));
-        } else {
-            hi[e] = __float2half_rn(v[e]);
-            lo[e] = __float2half_rn(0.0f);
-        }
-    }
+    const float sc = f16_parts<REF, REF ? 32 : 16>(v, hi, lo);
     if (kg >= nkg) return;
     /* fragment slot: (group, kg, n-tile, j, lane g*4+t) */
     const int ntiles = ntok / 8, t = (lane & 15) >> 2, j = lane & 3;

@@ -213,7 +213,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
     const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
     if (im->moe_mma[ti]) { /* FP4 experts on the tensor cores (moe_mma.cu) */
-        cuda_moe_mma(be, p, tab, x, n, idx, wts, aq, G, Y);
+        cuda_moe_mma(be, p, tab, im->moe_mma[ti], x, n, idx, wts, aq, G, Y);
         if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
         return;
     }

@@ -342,22 +342,337 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
         }
 }
 
+/* ==== The F16 path (the default): weights through E4M3 and the hardware's
+ * E4M3x2 -> F16x2 conversion, activations as mma.cu's F16 parts ============
+ *
+ * An E2M1 code is an E4M3 code times 2^6 exactly: s e1 e0 m -> s 0 0 e1 e0 m 0 0
+ * (e = 0: the E4M3 subnormal m / 2 * 2^-6). So a word of 8 codes becomes two
+ * words of E4M3 bytes in a few logic operations (e2m1_e4m3), then four F16x2
+ * in four conversions: about 1.4 instructions per weight against 3.5 for the
+ * BF16 path's table decode, whose instruction count (not the bytes) set its
+ * speed.
+ *
+ * The block scale: an MMA's 16 K slots come from the four lanes t of a row
+ * group, so each k-step is made of one scale unit's columns: lane t takes the
+ * 4-byte word 4t of each 16-byte unit (32 columns, one MXFP4 scale) and the
+ * unit's two k-steps take its even and odd codes. MXFP4: each unit's two
+ * k-steps go to a fresh accumulator, added to the group's sum times the E8M0
+ * scale (exact: a power of two). NVFP4: the lane's 8 columns share one E4M3
+ * scale (16 columns), which multiplies the F16 weights exactly (at most 6
+ * significant bits, within F16's range). The activations' power-of-two scale
+ * multiplies each 128-column group's sum; 2^6 and NVFP4's global scale the
+ * total.
+ *
+ * Activations (k_moe_pack16): per row and 128 columns, f16_parts with the
+ * group's power of two: plain numerics two F16 parts (hi, lo), reference
+ * numerics the reference's FP8 codes. Lane t's four words of unit u are its
+ * columns 8t + {0,2 | 4,6 | 1,3 | 5,7}: the B fragments of the unit's even and
+ * odd k-steps, one 16-byte load per part. */
+
+/* The odd codes (1, 3, 5, 7) of an E2M1 word as E4M3 bytes (value * 2^-6);
+ * the even codes are those of q << 4. */
+__device__ __forceinline__ uint32_t e2m1_e4m3(uint32_t q)
+{
+    return ((q >> 2) & 0x1c1c1c1cu) | (q & 0x80808080u);
+}
+
+/* E8M0 byte u of word s as an FP32 (2^(b - 127); b = 0: 2^-127, b = 255: Inf,
+ * as dsv4_e8m0_to_f32): the byte to the exponent's place. */
+__device__ __forceinline__ float e8m0_byte(uint32_t s, int u)
+{
+    return fmaxf(__uint_as_float(__byte_perm(s, 0, 0x0444u | ((uint32_t)u << 12)) >> 1), 0x1p-127f);
+}
+
+/* Pack rows of src (nrows x K, ld) for k_moe_f16: one warp per (row, 128
+ * columns); lane l takes columns 4l .. 4l + 3 = columns 8t + 4h .. of unit u
+ * (u = l / 8, t = l / 2 % 4, h = l % 2). NP planes of uint32 words [row][kg][u][t][4]
+ * and the scales xs [row][kg]. */
+template <bool REF>
+__global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_t *xp, size_t plane, float *xs)
+{
+    const int lane = threadIdx.x & 31, nkg = K / 128;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)nrows * nkg) return;
+    const int row = (int)(wg / nkg), kg = (int)(wg % nkg);
+    const float4 q = *(const float4 *)(src + (size_t)row * ld + kg * 128 + 4 * lane);
+    const float v[4] = {q.x, q.y, q.z, q.w};
+    __half hi[4], lo[4];
+    const float sc = f16_parts<REF, 32>(v, hi, lo);
+    const int u = lane >> 3, t = (lane >> 1) & 3, h = lane & 1;
+    const size_t f = ((((size_t)row * nkg + kg) * 4 + u) * 4 + t) * 4 + h;
+    xp[f] = h2_bits(hi[0], hi[2]); /* even columns: word h */
+    xp[f + 2] = h2_bits(hi[1], hi[3]); /* odd: word 2 + h */
+    if (!REF) {
+        xp[plane + f] = h2_bits(lo[0], lo[2]);
+        xp[plane + f + 2] = h2_bits(lo[1], lo[3]);
+    }
+    if (lane == 0) xs[(size_t)row * nkg + kg] = sc;
+}
+
+/* One row pair's weights of a 128-column group: rows g and g + 8 of an m tile,
+ * 4 words each (unit u: bytes 16u + 4t), and their scale words (MXFP4: the
+ * group's 4 E8M0 bytes; NVFP4: its 8 E4M3 bytes). */
+struct wq16 {
+    uint32_t q[2][4];
+    uint32_t s[2][2];
+};
+
+template <int K> __device__ __forceinline__ void load16(const wdesc &w, int64_t r0, bool ok0, bool ok1, int kg, int t, wq16 &o)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const bool ok = h ? ok1 : ok0;
+        const int64_t ra = w.row0 + r0 + 8 * h;
+        const char *p = (const char *)w.data + ra * w.row_bytes + kg * 64 + 4 * t;
+#pragma unroll
+        for (int u = 0; u < 4; u++) o.q[h][u] = ok ? __ldg((const uint32_t *)(p + 16 * u)) : 0u;
+        const uint8_t *sp = (const uint8_t *)w.scale + ra * w.scale_cols;
+        if (K == RK_MXFP4) {
+            o.s[h][0] = ok ? __ldg((const uint32_t *)(sp + kg * 4)) : 0x7f7f7f7fu; /* padding rows: scale 1 */
+            o.s[h][1] = 0;
+        } else {
+            const uint2 v = ok ? __ldg((const uint2 *)(sp + kg * 8)) : make_uint2(0x38383838u, 0x38383838u);
+            o.s[h][0] = v.x, o.s[h][1] = v.y;
+        }
+    }
+}
+
+/* sum[4] += the group's products of one m tile with the B fragments b[p][u]
+ * (MXFP4: each unit's sum times its scale; NVFP4: scaled weights, one sum). */
+template <int K, int NP>
+__device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int t, float *sum)
+{
+    float c[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        uint32_t ae[4], ao[4]; /* even / odd k-step: a0 a2 (row g), a1 a3 (row g + 8) */
+        fp8x4_f16(e2m1_e4m3(w.q[0][u] << 4), ae[0], ae[2]);
+        fp8x4_f16(e2m1_e4m3(w.q[1][u] << 4), ae[1], ae[3]);
+        fp8x4_f16(e2m1_e4m3(w.q[0][u]), ao[0], ao[2]);
+        fp8x4_f16(e2m1_e4m3(w.q[1][u]), ao[1], ao[3]);
+        if (K == RK_NVFP4) { /* the lane's 16-column block: byte 2u + t / 2 */
+            const uint32_t sel = (uint32_t)(2 * (u & 1) + (t >> 1)) * 0x1111u;
+            uint32_t s0, s1, x0, x1;
+            fp8x4_f16(__byte_perm(w.s[0][u >> 1], 0, sel), s0, x0);
+            fp8x4_f16(__byte_perm(w.s[1][u >> 1], 0, sel), s1, x1);
+            (void)x0, (void)x1;
+            const __half2 h0 = *(const __half2 *)&s0, h1 = *(const __half2 *)&s1;
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const __half2 hs = (i & 1) ? h1 : h0;
+                __half2 e = __hmul2(*(const __half2 *)&ae[i], hs), o = __hmul2(*(const __half2 *)&ao[i], hs);
+                ae[i] = *(const uint32_t *)&e, ao[i] = *(const uint32_t *)&o;
+            }
+        }
+#pragma unroll
+        for (int p = 0; p < NP; p++) {
+            mma_f16(c, ae[0], ae[1], ae[2], ae[3], b[p][u].x, b[p][u].y);
+            mma_f16(c, ao[0], ao[1], ao[2], ao[3], b[p][u].z, b[p][u].w);
+        }
+        if (K == RK_MXFP4) {
+            const float s0 = e8m0_byte(w.s[0][0], u), s1 = e8m0_byte(w.s[1][0], u);
+            sum[0] = __fmaf_rn(c[0], s0, sum[0]);
+            sum[1] = __fmaf_rn(c[1], s0, sum[1]);
+            sum[2] = __fmaf_rn(c[2], s1, sum[2]);
+            sum[3] = __fmaf_rn(c[3], s1, sum[3]);
+            c[0] = c[1] = c[2] = c[3] = 0.0f;
+        }
+    }
+    if (K == RK_NVFP4)
+#pragma unroll
+        for (int e = 0; e < 4; e++) sum[e] += c[e];
+}
+
+/* The B fragments go through shared memory: each lane copies its own 16-byte
+ * fragments of the next group with cp.async (no registers held while they
+ * are in flight) and reads them back once they land; a lane reads only what
+ * it copied, so no barrier. Two stages per warp. */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool ok)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* Start copying group kg's B fragments for lane (g, t) (packed row `row`;
+ * zeros when negative) into stage st: [NP][4 units][32 lanes]. */
+template <int NP>
+__device__ __forceinline__ void b16_issue(uint4 *st, const uint32_t *xp, size_t plane, int row, int nkg, int kg,
+                                          int t, int lane)
+{
+#pragma unroll
+    for (int p = 0; p < NP; p++)
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const uint4 *src = (const uint4 *)(xp + p * plane) + ((size_t)(row >= 0 ? row : 0) * nkg + kg) * 16 + u * 4 + t;
+            cp_async16(st + (p * 4 + u) * 32 + lane, src, row >= 0);
+        }
+    cp_async_commit();
+}
+
+/* One group of moe16_part: the weights w (tile a), v (tile b), B from stage st. */
+template <int K, int NP>
+__device__ __forceinline__ void moe16_step(const wq16 &wa, const wq16 &wb, const uint4 *st, const float *xs, int nkg,
+                                           int kg, int pc0, int pc1, int t, int lane, float *acc)
+{
+    uint4 b[NP][4];
+#pragma unroll
+    for (int p = 0; p < NP; p++)
+#pragma unroll
+        for (int u = 0; u < 4; u++) b[p][u] = st[(p * 4 + u) * 32 + lane];
+    const float x0 = pc0 >= 0 ? __ldg(xs + (size_t)pc0 * nkg + kg) : 0.0f;
+    const float x1 = pc1 >= 0 ? __ldg(xs + (size_t)pc1 * nkg + kg) : 0.0f;
+    float sa[4] = {0, 0, 0, 0}, sb[4] = {0, 0, 0, 0};
+    group16<K, NP>(wa, b, t, sa);
+    group16<K, NP>(wb, b, t, sb);
+    acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
+    acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
+    acc[4] = __fmaf_rn(sb[0], x0, acc[4]), acc[5] = __fmaf_rn(sb[1], x1, acc[5]);
+    acc[6] = __fmaf_rn(sb[2], x0, acc[6]), acc[7] = __fmaf_rn(sb[3], x1, acc[7]);
+}
+
+/* A warp's part of K (groups kg0 .. kg1) for two m tiles (wa rows ra.., wb
+ * rows rb..; g and g + 8 each): acc[0..3] tile a, acc[4..7] tile b, columns
+ * pairs 2t, 2t + 1 (packed rows pc0, pc1; scales xs); B rows brow. Weights one
+ * group ahead in registers (two sets, unrolled by two), B one group ahead in
+ * shared memory. */
+template <int K, int NP>
+__device__ __forceinline__ void moe16_part(const wdesc &wa, int64_t ra, const wdesc &wb, int64_t rb, bool ok0,
+                                           bool ok1, const uint32_t *xp, size_t plane, const float *xs, int nkg,
+                                           int brow, int pc0, int pc1, int kg0, int kg1, int t, float *acc)
+{
+    __shared__ uint4 bst[GM_WARPS][2][NP * 4 * 32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    if (kg0 >= kg1) return;
+    wq16 a0, b0, a1, b1;
+    load16<K>(wa, ra, ok0, ok1, kg0, t, a0), load16<K>(wb, rb, ok0, ok1, kg0, t, b0);
+    b16_issue<NP>(bst[wid][0], xp, plane, brow, nkg, kg0, t, lane);
+    for (int kg = kg0; kg < kg1; kg += 2) {
+        const bool more = kg + 1 < kg1;
+        if (more) {
+            load16<K>(wa, ra, ok0, ok1, kg + 1, t, a1), load16<K>(wb, rb, ok0, ok1, kg + 1, t, b1);
+            b16_issue<NP>(bst[wid][1], xp, plane, brow, nkg, kg + 1, t, lane);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        moe16_step<K, NP>(a0, b0, bst[wid][0], xs, nkg, kg, pc0, pc1, t, lane, acc);
+        if (!more) break;
+        if (kg + 2 < kg1) {
+            load16<K>(wa, ra, ok0, ok1, kg + 2, t, a0), load16<K>(wb, rb, ok0, ok1, kg + 2, t, b0);
+            b16_issue<NP>(bst[wid][0], xp, plane, brow, nkg, kg + 2, t, lane);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        moe16_step<K, NP>(a1, b1, bst[wid][1], xs, nkg, kg + 1, pc0, pc1, t, lane, acc);
+    }
+}
+
+/* The total's factor: 2^6 (the E4M3 route) and NVFP4's global scale. */
+template <int K> __device__ __forceinline__ float total16(const wdesc &w)
+{
+    return K == RK_NVFP4 ? 64.0f * w.scale2 : 64.0f;
+}
+
+/* Gate and up (F16 path): block (tile, 16 rows of w1 and the same of w3), as k_moe_gate_up. */
+template <int K, int NP>
+__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gu16(const wdesc *w1t, const wdesc *w3t, const uint32_t *xp,
+                                                            size_t plane, const float *xs, int D, const int4 *tiles,
+                                                            const int *ntiles, const int *list, int kk, int I,
+                                                            const float *wts, float limit, bool reference, float *M)
+{
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int4 tl = tiles[blockIdx.x];
+    const wdesc a = w1t[tl.x], c = w3t[tl.x];
+    const int64_t rb = (int64_t)blockIdx.y * 16;
+    const int nkg = D / 128;
+    const int brow = g < tl.z ? list[tl.y + g] / kk : -1; /* the token row of pair g */
+    const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] / kk : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] / kk : -1;
+    const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    moe16_part<K, NP>(a, rb + g, c, rb + g, rb + g < I, rb + g + 8 < I, xp, plane, xs, nkg, brow, pc0, pc1, kg0,
+                      kg1, t, acc);
+    if (!warps_reduce(acc)) return;
+    const float sa = total16<K>(a), sc = total16<K>(c);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int p = 2 * t + (e & 1);
+        const int64_t r = rb + g + (e >= 2 ? 8 : 0);
+        if (p >= tl.z || r >= I) continue;
+        const int ts = list[tl.y + p];
+        float gv = acc[e] * sa, uv = acc[4 + e] * sc;
+        if (reference) gv = dsv4_round_bf16(gv), uv = dsv4_round_bf16(uv);
+        if (limit > 0) {
+            gv = fminf(gv, limit);
+            uv = fminf(fmaxf(uv, -limit), limit);
+        }
+        const float m = gv / (1.0f + expf(-gv)) * uv * wts[ts];
+        M[(size_t)ts * I + r] = reference ? dsv4_round_bf16(m) : m;
+    }
+}
+
+/* Down (F16 path): block (tile, 32 rows of w2: two m tiles), as k_moe_down. */
+template <int K, int NP>
+__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down16(const wdesc *w2t, const uint32_t *mp, size_t plane,
+                                                              const float *ms, int I, const int4 *tiles,
+                                                              const int *ntiles, const int *list, int D,
+                                                              bool reference, float *Y)
+{
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int4 tl = tiles[blockIdx.x];
+    const wdesc w = w2t[tl.x];
+    const int64_t rb = (int64_t)blockIdx.y * 32;
+    const int nkg = I / 128;
+    const int brow = g < tl.z ? list[tl.y + g] : -1; /* pair g's row of M */
+    const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] : -1;
+    const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    /* D is a multiple of 128, so both m tiles' rows are whole */
+    moe16_part<K, NP>(w, rb + g, w, rb + 16 + g, true, true, mp, plane, ms, nkg, brow, pc0, pc1, kg0, kg1, t, acc);
+    if (!warps_reduce(acc)) return;
+    const float s2 = total16<K>(w);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const int p = 2 * t + (e & 1);
+        const int64_t r = rb + 16 * (e >> 2) + g + ((e & 2) ? 8 : 0);
+        if (p >= tl.z) continue;
+        const float y = acc[e] * s2;
+        Y[(size_t)list[tl.y + p] * D + r] = reference ? dsv4_round_bf16(y) : y;
+    }
+}
+
 /* FP4 experts whose rows are whole aligned 16-byte chunks and whose K
  * dimensions are whole 128-column groups (the weights' format and shape
- * only). DSV4_CUDA_MMA=0 turns the path off. */
-bool cuda_moe_mma_eligible(const dsv4_moe_params *p)
+ * only): MOE_F16 when their scales are aligned for k_moe_f16's word loads
+ * too, else MOE_BF16; MOE_NONE for the CUDA-core kernels. DSV4_CUDA_MMA=0
+ * turns the tensor cores off, DSV4_MOE_MMA=bf16 picks the BF16 path (the
+ * benchmarks' baseline). */
+int cuda_moe_mma_eligible(const dsv4_moe_params *p)
 {
-    if (!cuda_mma_on() || p->n_experts > MAX_EP) return false;
+    if (!cuda_mma_on() || p->n_experts > MAX_EP) return MOE_NONE;
     const dsv4_w *w1 = &p->w1[p->expert_hi > p->expert_lo ? p->expert_lo : 0];
-    if (w1->fmt != DSV4_WF_MXFP4 && w1->fmt != DSV4_WF_NVFP4) return false;
-    if (p->dim % 128 || p->inter % 128) return false;
+    if (w1->fmt != DSV4_WF_MXFP4 && w1->fmt != DSV4_WF_NVFP4) return MOE_NONE;
+    if (p->dim % 128 || p->inter % 128) return MOE_NONE;
+    const char *env = getenv("DSV4_MOE_MMA");
+    bool f16 = !(env && !strcmp(env, "bf16"));
+    const size_t sal = w1->fmt == DSV4_WF_MXFP4 ? 4 : 8; /* the scale words of a 128-column group */
     const bool part = p->expert_hi > p->expert_lo; /* expert parallelism: this rank's experts only */
     for (int e = part ? p->expert_lo : 0; e < (part ? p->expert_hi : p->n_experts); e++) {
         const dsv4_w *ws[3] = {&p->w1[e], &p->w3[e], &p->w2[e]};
-        for (int i = 0; i < 3; i++)
-            if (ws[i]->fmt != w1->fmt || (uintptr_t)ws[i]->dev % 16 || !ws[i]->dev_scale) return false;
+        for (int i = 0; i < 3; i++) {
+            if (ws[i]->fmt != w1->fmt || (uintptr_t)ws[i]->dev % 16 || !ws[i]->dev_scale) return MOE_NONE;
+            const wdesc d = wdesc_of(ws[i]);
+            if ((uintptr_t)ws[i]->dev_scale % sal || d.scale_cols % (int64_t)sal) f16 = false;
+        }
     }
-    return true;
+    return f16 ? MOE_F16 : MOE_BF16;
 }
 
 template <int K, int NP>
@@ -377,30 +692,61 @@ static void moe_mma_run(cudaStream_t st, const wdesc *tab, int E, const uint2 *x
     CK_LAUNCH();
 }
 
+/* The F16 path: x packed (n rows, NP planes + scales), gate/up, M packed, down. */
+template <int K, int NP>
+static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, int n, uint32_t *xp, uint32_t *mp,
+                      const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D, int I, int nk,
+                      const float *wts, float limit, bool reference, float *M, float *Y)
+{
+    const size_t xpl = (size_t)n * D / 2, mpl = (size_t)nk * I / 2; /* a plane: an F16x2 word per 2 columns */
+    float *xs = (float *)(xp + NP * xpl), *ms = (float *)(mp + NP * mpl);
+    const int64_t w1 = (int64_t)n * (D / 128), w2 = (int64_t)nk * (I / 128);
+    k_moe_pack16<NP == 1><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl, xs);
+    CK_LAUNCH();
+    k_moe_gu16<K, NP><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, 0, st>>>(
+        tab, tab + E, xp, xpl, xs, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
+    CK_LAUNCH();
+    k_moe_pack16<NP == 1><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mpl, ms);
+    CK_LAUNCH();
+    k_moe_down16<K, NP><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, 0, st>>>(
+        tab + 2 * E, mp, mpl, ms, I, tiles, ntiles, list, D, reference, Y);
+    CK_LAUNCH();
+}
+
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
- * ranks' experts: zeros). */
-void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, const float *x, int n,
+ * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. */
+void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
 {
     cudaStream_t st = impl_of(be)->stream;
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
-    const int nk = n * k, NP = aq ? 1 : 3;
+    const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
     const int maxt = nk / 8 + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / 8) */
     char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
     int4 *tiles = (int4 *)pl;
     int *ntiles = (int *)(pl + (size_t)maxt * 16), *list = ntiles + 4;
-    const size_t xpl = (size_t)n * D / 4, mpl = (size_t)nk * I / 4; /* a plane: a uint2 per 4 columns */
-    uint2 *xp = (uint2 *)cuda_scratch(be, CS_MOE_XP, (size_t)NP * xpl * sizeof(uint2));
-    uint2 *mp = (uint2 *)cuda_scratch(be, CS_MOE_MP, (size_t)NP * mpl * sizeof(uint2));
     k_moe_plan<<<1, 1024, 0, st>>>(idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles);
-    CK_LAUNCH();
-    const int64_t w1 = (int64_t)n * (D / 128);
-    if (aq) k_moe_pack<true><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
-    else k_moe_pack<false><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
     CK_LAUNCH();
     if (p->expert_hi > p->expert_lo) CK(cudaMemsetAsync(Y, 0, (size_t)nk * D * sizeof(float), st));
     const bool nv = p->w1[0].fmt == DSV4_WF_NVFP4;
     const float lim = p->swiglu_limit;
+    if (mode == MOE_F16) {
+        /* NP planes of F16 words (2 columns each) and a scale per 128 columns */
+        uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MOE_XP, ((size_t)NP * n * D / 2 + (size_t)n * D / 128) * 4);
+        uint32_t *mp = (uint32_t *)cuda_scratch(be, CS_MOE_MP, ((size_t)NP * nk * I / 2 + (size_t)nk * I / 128) * 4);
+        if (nv && aq) moe16_run<RK_NVFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+        else if (nv) moe16_run<RK_NVFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+        else if (aq) moe16_run<RK_MXFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+        else moe16_run<RK_MXFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+        return;
+    }
+    const size_t xpl = (size_t)n * D / 4, mpl = (size_t)nk * I / 4; /* a plane: a uint2 per 4 columns */
+    uint2 *xp = (uint2 *)cuda_scratch(be, CS_MOE_XP, (size_t)NP * xpl * sizeof(uint2));
+    uint2 *mp = (uint2 *)cuda_scratch(be, CS_MOE_MP, (size_t)NP * mpl * sizeof(uint2));
+    const int64_t w1 = (int64_t)n * (D / 128);
+    if (aq) k_moe_pack<true><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
+    else k_moe_pack<false><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl);
+    CK_LAUNCH();
     if (nv && aq)
         moe_mma_run<RK_NVFP4, 1>(st, tab, E, xp, xpl, mp, mpl, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
                                  p->reference, M, Y);
@@ -436,6 +782,25 @@ __global__ void k_decode_check(int *bad)
                 printf("fp4 decode: code %04x element %d scale %g: %g, want %g\n", c, i, (double)scales[si],
                        (double)got, (double)want);
         }
+    }
+    { /* the F16 path: E2M1 -> E4M3 (x 2^-6) -> F16, codes 0 .. 3 of c: even ones from c << 4 */
+        uint32_t e0, e1, o0, o1;
+        fp8x4_f16(e2m1_e4m3(c << 4), e0, e1);
+        fp8x4_f16(e2m1_e4m3(c), o0, o1);
+        const uint32_t h[4] = {e0 & 0xffffu, o0 & 0xffffu, e0 >> 16, o0 >> 16};
+        for (int i = 0; i < 4; i++) {
+            const float got = __half2float(__ushort_as_half((unsigned short)h[i])) * 64.0f;
+            const float want = dsv4_e2m1_to_f32((c >> (4 * i)) & 15u);
+            if (__float_as_uint(got) != __float_as_uint(want) && atomicAdd(bad, 1) < 4)
+                printf("fp4 -> e4m3 decode: code %04x element %d: %g, want %g\n", c, i, (double)got, (double)want);
+        }
+        (void)e1, (void)o1;
+        if (c < 256) /* E8M0 scales by byte placement, each byte position */
+            for (int u = 0; u < 4; u++) {
+                const float got = e8m0_byte(c << (8 * u) | (0xa5c3e1f0u & ~(0xffu << (8 * u))), u), want = dsv4_e8m0_to_f32((uint8_t)c);
+                if (__float_as_uint(got) != __float_as_uint(want) && atomicAdd(bad, 1) < 4)
+                    printf("e8m0 scale: byte %02x at %d: %g, want %g\n", c, u, (double)got, (double)want);
+            }
     }
     if (c < 65536) {
         uint32_t lo, hi;

@@ -70,6 +70,47 @@ __device__ __forceinline__ void mma_bf16(float *c, uint32_t a0, uint32_t a1, uin
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
+{
+    return (uint32_t)__half_as_ushort(a) | ((uint32_t)__half_as_ushort(b) << 16);
+}
+
+/* A lane's four activations as F16 MMA operands, scaled by a power of two sc
+ * (returned) shared by the LANES lanes of its column group (16: 64 columns,
+ * 32: 128):
+ *   plain numerics: sc at or above the group's largest finite magnitude,
+ *     then hi + lo (22 significant bits: about FP32's rounding of the
+ *     largest term); non-finite values whole in hi;
+ *   reference numerics (REF): k_act_quant's FP8 quantisation per 128 columns;
+ *     the E4M3 code q is an F16 exactly and the value is q * sc (lo zero); a
+ *     value that overflows keeps its Inf so it propagates. */
+template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const float *v, __half *hi, __half *lo)
+{
+    float amax = REF ? 1e-4f : 0.0f; /* reference: k_act_quant's floor; NaN never wins fmaxf */
+#pragma unroll
+    for (int e = 0; e < 4; e++) amax = fmaxf(amax, REF || isfinite(v[e]) ? fabsf(v[e]) : 0.0f);
+#pragma unroll
+    for (int o = LANES / 2; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float sc = REF ? dsv4_pow2_ceil_scale(amax, 448.0f) : amax > 0 ? dsv4_pow2_ceil_scale(amax, 1.0f) : 1.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        if (REF) {
+            const float q = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f));
+            const float o = q * sc;
+            hi[e] = __float2half_rn(isfinite(o) ? q : o);
+            lo[e] = __float2half_rn(0.0f);
+        } else if (isfinite(v[e])) {
+            const float s = v[e] / sc; /* exact: sc is a power of two */
+            hi[e] = __float2half_rn(s);
+            lo[e] = __float2half_rn(s - __half2float(hi[e]));
+        } else {
+            hi[e] = __float2half_rn(v[e]);
+            lo[e] = __float2half_rn(0.0f);
+        }
+    }
+    return sc;
+}
+
 /* Two floats rounded to BF16 (nearest even), as a BF16x2 word (a low). */
 __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
 {
