@@ -354,19 +354,27 @@ int main(int argc, char **argv)
             }
         be->upload(be, didx, hidx, (size_t)B * K * sizeof(int32_t));
         be->upload(be, dw, hw, (size_t)B * K * sizeof(float));
-        be->moe_experts(be, &mp, x, B, didx, dw, out);
-        sync(be, out);
-        double t = now_s();
-        for (int r = 0; r < reps; r++) be->moe_experts(be, &mp, x, B, didx, dw, out);
-        sync(be, out);
-        const size_t bytes = (size_t)n_used * expert_bytes;
-        const double us = (now_s() - t) / reps * 1e6, gbs = (double)bytes / (us * 1e-6) / 1e9;
-        printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%   (%d experts)\n", "experts (MXFP4)", B, bytes / 1e6, us, gbs,
-               100 * gbs / copy_gbs, n_used);
-        if (jf)
-            fprintf(jf, ",\n  {\"kind\": \"experts\", \"batch\": %d, \"experts\": %d, \"bytes\": %zu, \"us\": %.3f, "
-                        "\"gb_s\": %.1f, \"of_copy\": %.3f}",
-                    B, n_used, bytes, us, gbs, gbs / copy_gbs);
+        /* plain numerics, then reference numerics (FP8 activations: the server's default) */
+        for (int ref = 0; ref < 2; ref++) {
+            mp.reference = ref;
+            be->act_quant = ref;
+            be->moe_experts(be, &mp, x, B, didx, dw, out);
+            sync(be, out);
+            double t = now_s();
+            for (int r = 0; r < reps; r++) be->moe_experts(be, &mp, x, B, didx, dw, out);
+            sync(be, out);
+            const size_t bytes = (size_t)n_used * expert_bytes;
+            const double us = (now_s() - t) / reps * 1e6, gbs = (double)bytes / (us * 1e-6) / 1e9;
+            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%   (%d experts)\n",
+                   ref ? "experts (ref.)" : "experts (MXFP4)", B, bytes / 1e6, us, gbs, 100 * gbs / copy_gbs, n_used);
+            if (jf)
+                fprintf(jf,
+                        ",\n  {\"kind\": \"experts\", \"numerics\": \"%s\", \"batch\": %d, \"experts\": %d, "
+                        "\"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f}",
+                        ref ? "reference" : "plain", B, n_used, bytes, us, gbs, gbs / copy_gbs);
+        }
+        mp.reference = false;
+        be->act_quant = false;
     }
     bench_attn(be, batches, nb, reps, copy_gbs, jf);
     /* the tensor cores' rate (the prefill roofline) */

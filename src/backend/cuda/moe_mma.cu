@@ -483,94 +483,151 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int 
         for (int e = 0; e < 4; e++) sum[e] += c[e];
 }
 
-/* The B fragments go through shared memory: each lane copies its own 16-byte
- * fragments of the next group with cp.async (no registers held while they
- * are in flight) and reads them back once they land; a lane reads only what
- * it copied, so no barrier. Two stages per warp. */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, bool ok)
+/* The loads go through shared memory in a ring of MOE_STAGES stages per warp,
+ * MOE_STAGES - 1 groups ahead, with cp.async (no registers held while bytes
+ * are in flight, so more of them can be): a stage holds the group's 32
+ * weight rows (two m tiles, rows g and g + 8: 64 bytes each, rows 80 bytes
+ * apart so the lanes' word reads hit 32 distinct banks), their scale words,
+ * and the B fragments [NP][4 units][32 lanes]. */
+#define MOE_STAGES 3
+#define W_ROW 80
+/* B through the ring too with one activation part (reference numerics); with
+ * two (plain) its 4 KB a stage would cost a block per SM, so the lanes load
+ * B from global memory (L2) as they use it (measured: the same speed). */
+#define MOE_BR(NP) ((NP) == 1)
+
+template <int NP> struct moe_stage {
+    uint8_t w[32 * W_ROW];
+    uint32_t s[32][2];
+    uint4 b[MOE_BR(NP) ? NP * 4 * 32 : 1];
+};
+
+
+/* What a lane copies, fixed for the whole K loop: weight chunks L + 32i (row
+ * (L + 32i) / 4 of the stage, unit (L + 32i) % 4), the scale word of stage
+ * row L, and its own B fragments (packed row brow). */
+struct moe_src {
+    const char *w[4];
+    bool wok[4];
+    const uint8_t *s;
+    bool sok;
+    const uint4 *b;
+    bool bok;
+};
+
+/* Stage row r: tile r / 16 (a, b), half (r / 8) % 2, row group r % 8. */
+__device__ __forceinline__ int64_t stage_row(int r, int64_t ra, int64_t rb)
 {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_async_wait(void)
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+    return ((r >> 4) ? rb : ra) + (r & 7) + 8 * ((r >> 3) & 1);
 }
 
-/* Start copying group kg's B fragments for lane (g, t) (packed row `row`;
- * zeros when negative) into stage st: [NP][4 units][32 lanes]. */
 template <int NP>
-__device__ __forceinline__ void b16_issue(uint4 *st, const uint32_t *xp, size_t plane, int row, int nkg, int kg,
-                                          int t, int lane)
+__device__ __forceinline__ void moe_issue(moe_stage<NP> &st, const moe_src &src, size_t plane, int kg, int sbytes,
+                                          int lane)
 {
 #pragma unroll
-    for (int p = 0; p < NP; p++)
+    for (int i = 0; i < 4; i++) {
+        const int c = lane + 32 * i;
+        cp_async<16>(st.w + (c >> 2) * W_ROW + 16 * (c & 3), src.w[i] + kg * 64, src.wok[i]);
+    }
+    if (sbytes == 4) cp_async<4>(&st.s[lane][0], src.s + kg * 4, src.sok);
+    else cp_async<8>(&st.s[lane][0], src.s + kg * 8, src.sok);
+    if (MOE_BR(NP))
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const uint4 *src = (const uint4 *)(xp + p * plane) + ((size_t)(row >= 0 ? row : 0) * nkg + kg) * 16 + u * 4 + t;
-            cp_async16(st + (p * 4 + u) * 32 + lane, src, row >= 0);
-        }
+        for (int p = 0; p < NP; p++)
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                cp_async<16>(&st.b[(p * 4 + u) * 32 + lane],
+                             (const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4, src.bok);
     cp_async_commit();
 }
 
-/* One group of moe16_part: the weights w (tile a), v (tile b), B from stage st. */
-template <int K, int NP>
-__device__ __forceinline__ void moe16_step(const wq16 &wa, const wq16 &wb, const uint4 *st, const float *xs, int nkg,
-                                           int kg, int pc0, int pc1, int t, int lane, float *acc)
+/* The lane's words of tile T from a stage (rows g, g + 8). */
+template <int NP>
+__device__ __forceinline__ void stage_words(const moe_stage<NP> &st, int T, int g, int t, wq16 &o)
 {
-    uint4 b[NP][4];
 #pragma unroll
-    for (int p = 0; p < NP; p++)
+    for (int h = 0; h < 2; h++) {
+        const int r = 16 * T + 8 * h + g;
 #pragma unroll
-        for (int u = 0; u < 4; u++) b[p][u] = st[(p * 4 + u) * 32 + lane];
-    const float x0 = pc0 >= 0 ? __ldg(xs + (size_t)pc0 * nkg + kg) : 0.0f;
-    const float x1 = pc1 >= 0 ? __ldg(xs + (size_t)pc1 * nkg + kg) : 0.0f;
-    float sa[4] = {0, 0, 0, 0}, sb[4] = {0, 0, 0, 0};
-    group16<K, NP>(wa, b, t, sa);
-    group16<K, NP>(wb, b, t, sb);
-    acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
-    acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
-    acc[4] = __fmaf_rn(sb[0], x0, acc[4]), acc[5] = __fmaf_rn(sb[1], x1, acc[5]);
-    acc[6] = __fmaf_rn(sb[2], x0, acc[6]), acc[7] = __fmaf_rn(sb[3], x1, acc[7]);
+        for (int u = 0; u < 4; u++) o.q[h][u] = *(const uint32_t *)(st.w + r * W_ROW + 16 * u + 4 * t);
+        o.s[h][0] = st.s[r][0], o.s[h][1] = st.s[r][1];
+    }
 }
 
 /* A warp's part of K (groups kg0 .. kg1) for two m tiles (wa rows ra.., wb
- * rows rb..; g and g + 8 each): acc[0..3] tile a, acc[4..7] tile b, columns
- * pairs 2t, 2t + 1 (packed rows pc0, pc1; scales xs); B rows brow. Weights one
- * group ahead in registers (two sets, unrolled by two), B one group ahead in
- * shared memory. */
+ * rows rb..: tile bases, rows limited by lim): acc[0..3] tile a, acc[4..7]
+ * tile b, column pairs 2t, 2t + 1 (packed rows pc0, pc1; scales xs); B
+ * rows brow (the lane's pair g). */
 template <int K, int NP>
-__device__ __forceinline__ void moe16_part(const wdesc &wa, int64_t ra, const wdesc &wb, int64_t rb, bool ok0,
-                                           bool ok1, const uint32_t *xp, size_t plane, const float *xs, int nkg,
-                                           int brow, int pc0, int pc1, int kg0, int kg1, int t, float *acc)
+__device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
+                                           int64_t rb, int64_t lim, const uint32_t *xp, size_t plane,
+                                           const float *xs, int nkg, int brow, int pc0, int pc1, int kg0, int kg1,
+                                           float *acc)
 {
-    __shared__ uint4 bst[GM_WARPS][2][NP * 4 * 32];
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) return;
-    wq16 a0, b0, a1, b1;
-    load16<K>(wa, ra, ok0, ok1, kg0, t, a0), load16<K>(wb, rb, ok0, ok1, kg0, t, b0);
-    b16_issue<NP>(bst[wid][0], xp, plane, brow, nkg, kg0, t, lane);
-    for (int kg = kg0; kg < kg1; kg += 2) {
-        const bool more = kg + 1 < kg1;
-        if (more) {
-            load16<K>(wa, ra, ok0, ok1, kg + 1, t, a1), load16<K>(wb, rb, ok0, ok1, kg + 1, t, b1);
-            b16_issue<NP>(bst[wid][1], xp, plane, brow, nkg, kg + 1, t, lane);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        moe16_step<K, NP>(a0, b0, bst[wid][0], xs, nkg, kg, pc0, pc1, t, lane, acc);
-        if (!more) break;
-        if (kg + 2 < kg1) {
-            load16<K>(wa, ra, ok0, ok1, kg + 2, t, a0), load16<K>(wb, rb, ok0, ok1, kg + 2, t, b0);
-            b16_issue<NP>(bst[wid][0], xp, plane, brow, nkg, kg + 2, t, lane);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        moe16_step<K, NP>(a1, b1, bst[wid][1], xs, nkg, kg + 1, pc0, pc1, t, lane, acc);
+    constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
+    moe_src src;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int c = lane + 32 * i, r = c >> 2;
+        const int64_t row = stage_row(r, ra, rb);
+        const wdesc &w = (r >> 4) ? wb : wa;
+        src.wok[i] = row < lim;
+        src.w[i] = (const char *)w.data + (w.row0 + (src.wok[i] ? row : 0)) * w.row_bytes + 16 * (c & 3);
     }
+    {
+        const int64_t row = stage_row(lane, ra, rb);
+        const wdesc &w = (lane >> 4) ? wb : wa;
+        src.sok = row < lim;
+        src.s = (const uint8_t *)w.scale + (w.row0 + (src.sok ? row : 0)) * w.scale_cols;
+    }
+    src.bok = brow >= 0; /* else zeros (from a valid address) */
+    src.b = (const uint4 *)xp + (size_t)(src.bok ? brow : 0) * nkg * 16 + t;
+    /* the first MOE_STAGES - 1 groups (empty groups keep the count uniform) */
+#pragma unroll
+    for (int i = 0; i < MOE_STAGES - 1; i++) {
+        if (kg0 + i < kg1) moe_issue<NP>(ring[i], src, plane, kg0 + i, SB, lane);
+        else cp_async_commit();
+    }
+    int cur = 0;
+    for (int kg = kg0; kg < kg1; kg++) {
+        cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
+        __syncwarp();                    /* every lane's, and the stage read last is free */
+        const int nx = kg + MOE_STAGES - 1, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
+        if (nx < kg1) moe_issue<NP>(ring[ns], src, plane, nx, SB, lane);
+        else cp_async_commit();
+        const moe_stage<NP> &st = ring[cur];
+        wq16 wa_, wb_;
+        stage_words<NP>(st, 0, g, t, wa_);
+        stage_words<NP>(st, 1, g, t, wb_);
+        uint4 b[NP][4];
+#pragma unroll
+        for (int p = 0; p < NP; p++)
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                b[p][u] = MOE_BR(NP) ? st.b[(p * 4 + u) * 32 + lane]
+                          : src.bok  ? __ldg((const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4)
+                                     : make_uint4(0, 0, 0, 0);
+        const float x0 = pc0 >= 0 ? __ldg(xs + (size_t)pc0 * nkg + kg) : 0.0f;
+        const float x1 = pc1 >= 0 ? __ldg(xs + (size_t)pc1 * nkg + kg) : 0.0f;
+        float sa[4] = {0, 0, 0, 0}, sb4[4] = {0, 0, 0, 0};
+        group16<K, NP>(wa_, b, t, sa);
+        group16<K, NP>(wb_, b, t, sb4);
+        acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
+        acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
+        acc[4] = __fmaf_rn(sb4[0], x0, acc[4]), acc[5] = __fmaf_rn(sb4[1], x1, acc[5]);
+        acc[6] = __fmaf_rn(sb4[2], x0, acc[6]), acc[7] = __fmaf_rn(sb4[3], x1, acc[7]);
+        cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
+    }
+    cp_async_wait<0>();
+}
+
+/* Dynamic shared memory of the F16 kernels: a ring per warp. */
+template <int NP> constexpr size_t moe16_smem(void)
+{
+    return (size_t)GM_WARPS * MOE_STAGES * sizeof(moe_stage<NP>);
 }
 
 /* The total's factor: 2^6 (the E4M3 route) and NVFP4's global scale. */
@@ -596,8 +653,10 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gu16(const wdesc *w1t, co
     const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] / kk : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] / kk : -1;
     const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    moe16_part<K, NP>(a, rb + g, c, rb + g, rb + g < I, rb + g + 8 < I, xp, plane, xs, nkg, brow, pc0, pc1, kg0,
-                      kg1, t, acc);
+    extern __shared__ uint4 moe_dyn[];
+    moe_stage<NP> *ring = (moe_stage<NP> *)moe_dyn + wid * MOE_STAGES;
+    moe16_part<K, NP>(ring, a, rb, c, rb, rb + 16 <= I ? rb + 16 : I, xp, plane, xs, nkg, brow, pc0, pc1, kg0, kg1,
+                      acc);
     if (!warps_reduce(acc)) return;
     const float sa = total16<K>(a), sc = total16<K>(c);
 #pragma unroll
@@ -634,8 +693,10 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down16(const wdesc *w2t, 
     const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] : -1;
     const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    extern __shared__ uint4 moe_dyn[];
+    moe_stage<NP> *ring = (moe_stage<NP> *)moe_dyn + wid * MOE_STAGES;
     /* D is a multiple of 128, so both m tiles' rows are whole */
-    moe16_part<K, NP>(w, rb + g, w, rb + 16 + g, true, true, mp, plane, ms, nkg, brow, pc0, pc1, kg0, kg1, t, acc);
+    moe16_part<K, NP>(ring, w, rb, w, rb + 16, D, mp, plane, ms, nkg, brow, pc0, pc1, kg0, kg1, acc);
     if (!warps_reduce(acc)) return;
     const float s2 = total16<K>(w);
 #pragma unroll
@@ -703,12 +764,21 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     const int64_t w1 = (int64_t)n * (D / 128), w2 = (int64_t)nk * (I / 128);
     k_moe_pack16<NP == 1><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl, xs);
     CK_LAUNCH();
-    k_moe_gu16<K, NP><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, 0, st>>>(
+    static bool attr[64]; /* per instantiation and GPU: more than 48 KB of dynamic shared memory */
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 64 || !attr[dev]) {
+        CK(cudaFuncSetAttribute(k_moe_gu16<K, NP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
+        CK(cudaFuncSetAttribute(k_moe_down16<K, NP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)moe16_smem<NP>()));
+        if (dev >= 0 && dev < 64) attr[dev] = true;
+    }
+    k_moe_gu16<K, NP><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
         tab, tab + E, xp, xpl, xs, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
     CK_LAUNCH();
     k_moe_pack16<NP == 1><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
-    k_moe_down16<K, NP><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, 0, st>>>(
+    k_moe_down16<K, NP><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
         tab + 2 * E, mp, mpl, ms, I, tiles, ntiles, list, D, reference, Y);
     CK_LAUNCH();
 }

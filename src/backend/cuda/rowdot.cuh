@@ -111,6 +111,25 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
     return sc;
 }
 
+/* cp.async: NB bytes global -> shared without holding registers (zeros when
+ * !ok: src must still be a valid address), commit a group, wait until at
+ * most N of this thread's groups are in flight. Other lanes' copies are
+ * visible after the wait and a __syncwarp. */
+template <int NB> __device__ __forceinline__ void cp_async(void *dst, const void *src, bool ok)
+{
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if (NB == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(NB), "r"(ok ? NB : 0)
+                     : "memory");
+}
+__device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 /* Two floats rounded to BF16 (nearest even), as a BF16x2 word (a low). */
 __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
 {
