@@ -120,7 +120,6 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
 #define HS_HEADS 64   /* heads of a weighted-sum block: one per 4 threads */
 #define HS_RT 16      /* rows per tile of the scores kernel */
 #define HS_PT 32      /* rows per tile of the weighted-sum kernel */
-#define HS_SLICE 64   /* head dimensions per weighted-sum block */
 
 /* Scores: block (token, group of 8 heads, part); warp w = head 8 g + w, its q
  * in registers; the part's rows go through shared memory a tile at a time,
@@ -139,7 +138,8 @@ __global__ void __launch_bounds__(256) k_attn_hs(attn_args A, const dsv4_seg *se
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
-    const int j0 = (int)((int64_t)nr * part / AT_PARTS), j1 = (int)((int64_t)nr * (part + 1) / AT_PARTS);
+    const int np = gridDim.z; /* parts: any number gives the same scores */
+    const int j0 = (int)((int64_t)nr * part / np), j1 = (int)((int64_t)nr * (part + 1) / np);
     float qv[HS_MAXD / 32];
 #pragma unroll
     for (int k = 0; k < HS_MAXD / 32; k++) {
@@ -194,32 +194,36 @@ __global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, 
     if (threadIdx.x == 0) den[blockIdx.x] = dn;
 }
 
-/* Weighted sum: block (token, 64 dimensions, part), a cluster along the
- * parts; thread = (head tid / 4, 16 dimensions); the part's rows (their 64
- * dimensions) and weights go through shared memory a tile at a time, added
- * in row order; part 0 adds the parts in order and divides. */
+/* Weighted sum: block (token, SL dimensions, part), a cluster along the
+ * AT_PARTS parts; thread = (head tid / 4, SL / 4 dimensions); the part's rows
+ * (their SL dimensions) and weights go through shared memory a tile at a
+ * time, added in row order; part 0 adds the parts in order and divides. A
+ * dimension's sum is the same whatever SL is (narrower slices: more blocks
+ * for small batches). */
+template <int SL>
 __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                   const float *scores, const float **rows, const float *den,
                                                   float *out)
 {
-    __shared__ __align__(16) float rs[HS_PT][HS_SLICE];
+    constexpr int DPT = SL / 4; /* dimensions per thread */
+    __shared__ __align__(16) float rs[HS_PT][SL];
     __shared__ float es[HS_HEADS][HS_PT + 1];
-    __shared__ float red[16][256];
-    const int t = blockIdx.x, part = blockIdx.z, h = threadIdx.x >> 2, d0 = blockIdx.y * HS_SLICE + 16 * (threadIdx.x & 3);
+    __shared__ float red[DPT][256];
+    const int t = blockIdx.x, part = blockIdx.z, h = threadIdx.x >> 2, d0 = blockIdx.y * SL + DPT * (threadIdx.x & 3);
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
     const int j0 = (int)((int64_t)nr * part / AT_PARTS), j1 = (int)((int64_t)nr * (part + 1) / AT_PARTS);
     const float **rp = rows + (size_t)t * A.max_rows;
-    float acc[16];
+    float acc[DPT];
 #pragma unroll
-    for (int k = 0; k < 16; k++) acc[k] = 0.0f;
+    for (int k = 0; k < DPT; k++) acc[k] = 0.0f;
     for (int jt = j0; jt < j1; jt += HS_PT) {
         const int nt = j1 - jt < HS_PT ? j1 - jt : HS_PT;
         __syncthreads();
         if ((A.hd & 3) == 0) /* 16-byte chunks of the slice */
-            for (int e = threadIdx.x; e < nt * HS_SLICE / 4; e += blockDim.x) {
-                const int j = e / (HS_SLICE / 4), c = e % (HS_SLICE / 4), i = blockIdx.y * HS_SLICE + 4 * c;
+            for (int e = threadIdx.x; e < nt * SL / 4; e += blockDim.x) {
+                const int j = e / (SL / 4), c = e % (SL / 4), i = blockIdx.y * SL + 4 * c;
                 const float *src = rp[jt + j] + i;
                 if (i >= A.hd) ((float4 *)rs[j])[c] = make_float4(0, 0, 0, 0);
                 else if (((uintptr_t)src & 15) == 0) ((float4 *)rs[j])[c] = *(const float4 *)src;
@@ -227,9 +231,9 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
                     for (int k = 0; k < 4; k++) rs[j][4 * c + k] = src[k];
             }
         else
-            for (int e = threadIdx.x; e < nt * HS_SLICE; e += blockDim.x) {
-                const int j = e / HS_SLICE, i = blockIdx.y * HS_SLICE + e % HS_SLICE;
-                rs[j][e % HS_SLICE] = i < A.hd ? rp[jt + j][i] : 0.0f;
+            for (int e = threadIdx.x; e < nt * SL; e += blockDim.x) {
+                const int j = e / SL, i = blockIdx.y * SL + e % SL;
+                rs[j][e % SL] = i < A.hd ? rp[jt + j][i] : 0.0f;
             }
         for (int e = threadIdx.x; e < HS_HEADS * nt; e += blockDim.x) {
             const int hh = e / nt, j = e % nt;
@@ -238,9 +242,9 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
         __syncthreads();
         for (int j = 0; j < nt; j++) {
             const float wgt = es[h][j];
-            const float4 *r4 = (const float4 *)&rs[j][16 * (threadIdx.x & 3)];
+            const float4 *r4 = (const float4 *)&rs[j][DPT * (threadIdx.x & 3)];
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
+            for (int k = 0; k < DPT / 4; k++) {
                 const float4 v = r4[k];
                 acc[4 * k] += wgt * v.x;
                 acc[4 * k + 1] += wgt * v.y;
@@ -250,19 +254,19 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
         }
     }
 #pragma unroll
-    for (int k = 0; k < 16; k++) red[k][threadIdx.x] = acc[k];
+    for (int k = 0; k < DPT; k++) red[k][threadIdx.x] = acc[k];
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
     if (part == 0 && h < A.H) {
         for (int p = 1; p < AT_PARTS; p++) {
             const float *o = cl.map_shared_rank(&red[0][0], p);
 #pragma unroll
-            for (int k = 0; k < 16; k++) acc[k] += o[k * 256 + threadIdx.x];
+            for (int k = 0; k < DPT; k++) acc[k] += o[k * 256 + threadIdx.x];
         }
         const float dn = den[t * A.H + h];
         float *ot = out + ((size_t)t * A.H + h) * A.hd;
 #pragma unroll
-        for (int k = 0; k < 16; k++)
+        for (int k = 0; k < DPT; k++)
             if (d0 + k < A.hd) ot[d0 + k] = acc[k] / dn;
     }
     cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
@@ -314,13 +318,16 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
         const float **hrows = (const float **)sp;
         float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
         float *hden = hsc + nt * p->n_heads * max_rows;
-        k_attn_hs<<<dim3((unsigned)nt, (unsigned)((p->n_heads + 7) / 8), AT_PARTS), 256, 0, im->stream>>>(
+        /* small batches: more blocks (the scores are the same for any part count,
+         * a dimension's weighted sum for any slice width) */
+        const int hs_parts = nt <= 2 ? 32 : nt <= 4 ? 16 : AT_PARTS, sl = nt <= 2 ? 16 : nt <= 8 ? 32 : 64;
+        k_attn_hs<<<dim3((unsigned)nt, (unsigned)((p->n_heads + 7) / 8), hs_parts), 256, 0, im->stream>>>(
             A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
         CK_LAUNCH();
         k_attn_md<<<(unsigned)(nt * p->n_heads), 128, 0, im->stream>>>(A, im->d_pos, cnt, hsc, hden);
         CK_LAUNCH();
         cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3((unsigned)nt, (unsigned)((p->head_dim + HS_SLICE - 1) / HS_SLICE), AT_PARTS);
+        cfg.gridDim = dim3((unsigned)nt, (unsigned)((p->head_dim + sl - 1) / sl), AT_PARTS);
         cfg.blockDim = dim3(256);
         cfg.stream = im->stream;
         cudaLaunchAttribute at;
@@ -330,8 +337,15 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
         at.val.clusterDim.z = AT_PARTS;
         cfg.attrs = &at;
         cfg.numAttrs = 1;
-        CK(cudaLaunchKernelEx(&cfg, k_attn_hpv, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
-                              (const float *)hden, out));
+        if (sl == 16)
+            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<16>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
+                                  (const float *)hden, out));
+        else if (sl == 32)
+            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<32>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
+                                  (const float *)hden, out));
+        else
+            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<64>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
+                                  (const float *)hden, out));
         return;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
