@@ -1,40 +1,138 @@
 /*
  * hc.cu - manifold-constrained hyper-connections on the GPU: hc_pre (mixing
  * coefficients with Sinkhorn, collapse), hc_post (expand + mix) and the final
- * HC head. The mixing logits are one linear over the step's tokens; a
- * token's Sinkhorn iterations do dsv4_hc_split's arithmetic (the CPU's) with
- * each row and column sum in one thread and the divisions side by side; the
- * collapse is elementwise.
+ * HC head. The mixing logits are a few dot products of the whole stream
+ * (hc x dim columns) per token: k_hc_mix splits the columns into parts of
+ * HC_KCOLS over the GPU (the split depends on the shape only), and the
+ * token's split kernel adds the parts in a fixed order; its Sinkhorn does
+ * dsv4_hc_split's arithmetic (the CPU's) on one warp, each row and column sum
+ * added in the CPU's order, and the collapse follows in the same kernel.
  */
 #include "backend/cuda/common.cuh"
 #include "backend/hc_math.h"
 
 #define HC_MAX 16
+#define HC_KCOLS 256 /* columns of a mixing part */
+#define HC_TT 8      /* tokens of a mixing block */
+
+/* Partial mixing logits: block (part p of HC_KCOLS columns, HC_TT tokens);
+ * part[(p * n + t) * n_mix + r] = sum over the part's columns c of
+ * fn[r, c] X[t, c] (a warp per (r, t): lanes stride the columns, then the
+ * fixed butterfly). The tokens' columns and HC_RC rows of fn at a time go
+ * through shared memory first, every load issued at once (a warp walking
+ * global memory would wait a round trip per step). */
+#define HC_RC 32
+__global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, const float *__restrict__ X, int n,
+                                                int n_mix, int F, float *__restrict__ part)
+{
+    __shared__ __align__(16) float xs[HC_TT][HC_KCOLS];
+    __shared__ __align__(16) float fs[HC_RC][HC_KCOLS];
+    const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS;
+    const int nc = F - c0 < HC_KCOLS ? F - c0 : HC_KCOLS, nt = n - t0 < HC_TT ? n - t0 : HC_TT;
+    /* 16-byte loads, several in flight per thread before their stores */
+    const bool v4 = (F & 3) == 0 && ((uintptr_t)X & 15) == 0 && ((uintptr_t)fn & 15) == 0;
+    constexpr int Q = HC_KCOLS / 4;
+#pragma unroll 4
+    for (int e = threadIdx.x; e < HC_TT * Q; e += blockDim.x) {
+        const int t = e / Q, c = 4 * (e % Q);
+        const float *src = X + (size_t)(t0 + t) * F + c0 + c;
+        float4 v = make_float4(0, 0, 0, 0);
+        if (t < nt && v4 && c + 3 < nc) v = __ldg((const float4 *)src);
+        else if (t < nt)
+            v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
+                            c + 3 < nc ? src[3] : 0.0f);
+        *(float4 *)&xs[t][c] = v;
+    }
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int r0 = 0; r0 < n_mix; r0 += HC_RC) {
+        const int nr = n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC;
+        __syncthreads();
+#pragma unroll 4
+        for (int e = threadIdx.x; e < nr * Q; e += blockDim.x) {
+            const int r = e / Q, c = 4 * (e % Q);
+            const float *src = fn + (size_t)(r0 + r) * F + c0 + c;
+            float4 v;
+            if (v4 && c + 3 < nc) v = __ldg((const float4 *)src);
+            else
+                v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
+                                c + 3 < nc ? src[3] : 0.0f);
+            *(float4 *)&fs[r][c] = v;
+        }
+        __syncthreads();
+        for (int q = w; q < nr * nt; q += nw) {
+            const int r = q / nt, t = q % nt;
+            float a = 0.0f;
+#pragma unroll
+            for (int c = lane; c < HC_KCOLS; c += 32) a += fs[r][c] * xs[t][c];
+            a = warp_sum(a);
+            if (lane == 0) part[((size_t)p * n + t0 + t) * n_mix + r0 + r] = a;
+        }
+    }
+}
+
+/* The Sinkhorn of dsv4_hc_split on one warp (hc * hc <= 32): lane i holds
+ * comb[i / hc][i % hc]; a row or column sum gathers its hc values by
+ * shuffles and adds them in the CPU's order, so every value is the CPU's
+ * arithmetic (no barriers, which the block version pays 4 of per iteration). */
+__device__ static void hc_sinkhorn_warp(const dsv4_hc_params &p, const float *m, float *comb)
+{
+    const int hc = p.hc, lane = threadIdx.x & 31, j = lane / hc, k = lane % hc;
+    const bool in = lane < hc * hc;
+    const float eps = p.hc_eps;
+    float v = in ? m[2 * hc + lane] * p.scale[2] + p.base[2 * hc + lane] : 0.0f;
+    float mx = -INFINITY;
+    for (int q = 0; q < hc; q++) mx = fmaxf(mx, __shfl_sync(0xffffffffu, v, (in ? j * hc : 0) + q));
+    v = in ? expf(v - mx) : 0.0f;
+    float sm = 0;
+    for (int q = 0; q < hc; q++) sm += __shfl_sync(0xffffffffu, v, (in ? j * hc : 0) + q);
+    v = v / sm + eps;
+    for (int it = 0; it < p.sinkhorn_iters; it++) {
+        if (it > 0) { /* rows */
+            float s = 0;
+            for (int q = 0; q < hc; q++) s += __shfl_sync(0xffffffffu, v, (in ? j * hc : 0) + q);
+            v /= s + eps;
+        }
+        float s = 0; /* columns */
+        for (int q = 0; q < hc; q++) s += __shfl_sync(0xffffffffu, v, q * hc + (in ? k : 0));
+        v /= s + eps;
+    }
+    if (in) comb[lane] = v;
+}
 
 /* Per token: rho = 1 / RMS of the streams, the mixing logits m (raw dot
- * products, from the linear) times rho, then Sinkhorn (or the head's
- * sigmoid) into pre (scratch), post and comb. */
-__global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, float *pre_out, float *post,
-                           float *comb, bool head)
+ * products: k_hc_mix's kp parts, a warp per logit adding them in a fixed
+ * order) times rho, then Sinkhorn (or the head's sigmoid) into post and
+ * comb, and the collapse u = sum_i pre_i X_i (the CPU's order). */
+__global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float *__restrict__ X,
+                                                  const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
+                                                  float *__restrict__ post, float *__restrict__ comb, bool head)
 {
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
-    const int t = blockIdx.x, hc = p.hc, F = hc * p.dim;
+    __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
+    const int t = blockIdx.x, hc = p.hc, F = hc * p.dim, D = p.dim;
     const int n_mix = head ? hc : (2 + hc) * hc;
     const float *x = X + (size_t)t * F;
     const float s = block_sum(sumsq_strided<16>(x, F), sh);
     const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
-    for (int r = threadIdx.x; r < n_mix; r += blockDim.x) m[r] = mraw[(size_t)t * n_mix + r] * rho;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int r = w; r < n_mix; r += nw) {
+        float a = 0.0f;
+        for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_mix + r];
+        a = warp_sum(a);
+        if (lane == 0) m[r] = a * rho;
+    }
     __syncthreads();
-    /* dsv4_hc_split's arithmetic, spread over threads: every sum is still one
-     * thread adding in the CPU's order, the divisions run side by side */
-    __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
     const int tid = threadIdx.x;
     const float eps = p.hc_eps;
     if (tid < hc) {
         s_pre[tid] = dsv4_sigmoid(m[tid] * p.scale[0] + p.base[tid]) + eps;
-        if (!head) {
-            s_post[tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
+        if (!head) s_post[tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
+    }
+    if (!head && hc * hc <= 32) {
+        if (w == 0) hc_sinkhorn_warp(p, m, s_comb);
+    } else if (!head) { /* more streams: the block version, each sum in one thread */
+        if (tid < hc) {
             float *row = s_comb + tid * hc, mx = -INFINITY, sm = 0;
             for (int k = 0; k < hc; k++) {
                 row[k] = m[2 * hc + tid * hc + k] * p.scale[2] + p.base[2 * hc + tid * hc + k];
@@ -43,9 +141,7 @@ __global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, 
             for (int k = 0; k < hc; k++) sm += (row[k] = expf(row[k] - mx));
             for (int k = 0; k < hc; k++) row[k] = row[k] / sm + eps;
         }
-    }
-    __syncthreads();
-    if (!head)
+        __syncthreads();
         for (int it = 0; it < p.sinkhorn_iters; it++) {
             if (it > 0) { /* rows */
                 if (tid < hc) {
@@ -66,28 +162,22 @@ __global__ void k_hc_split(dsv4_hc_params p, const float *X, const float *mraw, 
             if (tid < hc * hc) s_comb[tid] /= s_sum[tid % hc] + eps;
             __syncthreads();
         }
-    for (int i = threadIdx.x; i < hc; i += blockDim.x) {
-        pre_out[(size_t)t * hc + i] = s_pre[i];
-        if (!head) post[(size_t)t * hc + i] = s_post[i];
     }
-    if (!head)
-        for (int i = threadIdx.x; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
+    __syncthreads();
+    if (!head) {
+        for (int i = tid; i < hc; i += blockDim.x) post[(size_t)t * hc + i] = s_post[i];
+        for (int i = tid; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
+    }
+#pragma unroll 4
+    for (int d = tid; d < D; d += blockDim.x) { /* the collapse, as the CPU adds */
+        float a = 0;
+        for (int i = 0; i < hc; i++) a += s_pre[i] * x[(size_t)i * D + d];
+        u[(size_t)t * D + d] = a;
+    }
 }
 
-/* u[t, d] = sum_i pre[t, i] X[t, i, d] */
-__global__ void k_hc_collapse(int hc, int D, int n, const float *X, const float *pre, float *u)
-{
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n * D) return;
-    const int t = (int)(id / D), d = (int)(id % D);
-    const float *x = X + (size_t)t * hc * D, *pt = pre + (size_t)t * hc;
-    float a = 0;
-    for (int i = 0; i < hc; i++) a += pt[i] * x[(size_t)i * D + d];
-    u[id] = a;
-}
-
-/* The mixing logits as one linear over all tokens (fn read once per group of
- * tokens, spread over the GPU), the per-token split, then the collapse. */
+/* The mixing logits' parts (fn read once per HC_TT tokens, spread over the
+ * GPU), the per-token split, then the collapse. */
 static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
                        float *comb, bool head)
 {
@@ -95,16 +185,12 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     if (p->hc > HC_MAX) abort(); /* refused at config load */
     cuda_impl *im = impl_of(be);
     const int hc = p->hc, F = hc * p->dim, n_mix = head ? hc : (2 + hc) * hc;
-    float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * (n_mix + hc) * sizeof(float));
-    float *pre = mraw + (size_t)n * n_mix;
-    dsv4_w fn = {.name = "hc fn", .dtype = DSV4_DT_F32, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {n_mix, F},
-                 .dev = (void *)p->fn}; /* the FP32 matrix as a weight, so wdesc_of picks its path */
-    const wdesc w = wdesc_of(&fn);
-    cuda_linear_desc(be, w, X, F, n, mraw, n_mix);
-    k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, pre, post, comb, head);
+    const int kp = (F + HC_KCOLS - 1) / HC_KCOLS;
+    float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
+    k_hc_mix<<<dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), 256, 0, im->stream>>>(p->fn, X, n, n_mix, F,
+                                                                                            mraw);
     CK_LAUNCH();
-    const int64_t total = (int64_t)n * p->dim;
-    k_hc_collapse<<<(unsigned)((total + 255) / 256), 256, 0, im->stream>>>(hc, p->dim, n, X, pre, u);
+    k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, kp, n, u, post, comb, head);
     CK_LAUNCH();
 }
 
