@@ -1482,6 +1482,19 @@ static void test_moe(void **state)
         {WK_NVFP4, 5, 512, 1024, 4, 2, 7.0f, .ref = true, .aq = true},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) moe_experts_case(&cs[i]);
+    /* the experts' first tensor-core kernels (BF16 weights: the fallback for
+     * misaligned scales and the benchmarks' baseline), picked when a layer's
+     * expert table is built */
+    const moe_spec bf[] = {
+        {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = false},
+        {WK_NVFP4, 13, 256, 128, 7, 4, 7.0f, .ref = false},
+        {WK_MXFP4, 13, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_NVFP4, 7, 128, 256, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true},
+    };
+    printf("  the experts on the BF16 kernels (DSV4_MOE_MMA=bf16):\n");
+    setenv("DSV4_MOE_MMA", "bf16", 1);
+    for (size_t i = 0; i < sizeof bf / sizeof bf[0]; i++) moe_experts_case(&bf[i]);
+    unsetenv("DSV4_MOE_MMA");
     assert_int_equal(n_fail, 0);
 }
 
