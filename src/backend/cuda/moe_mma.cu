@@ -1,6 +1,10 @@
 /*
  * moe_mma.cu - the routed experts on the tensor cores (mma.sync m16n8k16,
- * BF16 in, FP32 accumulation), for FP4 experts (MXFP4, NVFP4).
+ * FP32 accumulation), for FP4 experts (MXFP4, NVFP4). Two paths: the F16
+ * path (k_moe_gu16 / k_moe_down16, the default; described at its section
+ * below) and the first, BF16 one described here (k_moe_gate_up /
+ * k_moe_down: the fallback for scales the F16 path cannot load as words, and
+ * DSV4_MOE_MMA=bf16). Both share the plan and the tiles.
  *
  * The step's (token, slot) pairs are grouped by expert on the GPU
  * (k_moe_plan): tiles of up to 8 pairs of one expert, so each expert's
@@ -411,31 +415,11 @@ __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_
 
 /* One row pair's weights of a 128-column group: rows g and g + 8 of an m tile,
  * 4 words each (unit u: bytes 16u + 4t), and their scale words (MXFP4: the
- * group's 4 E8M0 bytes; NVFP4: its 8 E4M3 bytes). */
+ * group's 4 E8M0 bytes; NVFP4: its 8 E4M3 bytes), as read from a ring stage. */
 struct wq16 {
     uint32_t q[2][4];
     uint32_t s[2][2];
 };
-
-template <int K> __device__ __forceinline__ void load16(const wdesc &w, int64_t r0, bool ok0, bool ok1, int kg, int t, wq16 &o)
-{
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const bool ok = h ? ok1 : ok0;
-        const int64_t ra = w.row0 + r0 + 8 * h;
-        const char *p = (const char *)w.data + ra * w.row_bytes + kg * 64 + 4 * t;
-#pragma unroll
-        for (int u = 0; u < 4; u++) o.q[h][u] = ok ? __ldg((const uint32_t *)(p + 16 * u)) : 0u;
-        const uint8_t *sp = (const uint8_t *)w.scale + ra * w.scale_cols;
-        if (K == RK_MXFP4) {
-            o.s[h][0] = ok ? __ldg((const uint32_t *)(sp + kg * 4)) : 0x7f7f7f7fu; /* padding rows: scale 1 */
-            o.s[h][1] = 0;
-        } else {
-            const uint2 v = ok ? __ldg((const uint2 *)(sp + kg * 8)) : make_uint2(0x38383838u, 0x38383838u);
-            o.s[h][0] = v.x, o.s[h][1] = v.y;
-        }
-    }
-}
 
 /* sum[4] += the group's products of one m tile with the B fragments b[p][u]
  * (MXFP4: each unit's sum times its scale; NVFP4: scaled weights, one sum). */
