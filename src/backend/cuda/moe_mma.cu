@@ -1,7 +1,7 @@
 /*
  * moe_mma.cu - the routed experts on the tensor cores (mma.sync m16n8k16,
  * FP32 accumulation), for FP4 experts (MXFP4, NVFP4). Two paths: the F16
- * path (k_moe_gu16 / k_moe_down16, the default; described at its section
+ * path (k_moe16, the default; described at its section
  * below) and the first, BF16 one described here (k_moe_gate_up /
  * k_moe_down: the fallback for scales the F16 path cannot load as words, and
  * DSV4_MOE_MMA=bf16). Both share the plan and the tiles.
@@ -227,6 +227,46 @@ __device__ __forceinline__ bool warps_reduce(float *acc)
     return true;
 }
 
+/* The epilogues of both paths, on warp 0 after warps_reduce. Lane (g, t)
+ * holds pairs 2t, 2t + 1 (e & 1) of rows g (e < 2) and g + 8 of a tile;
+ * acc[4 * m + e] is m tile m's.
+ * Gate and up: m tiles 0 (gate) and 1 (up) of rows rb..; sums times sa, sc,
+ * then SwiGLU with the clamp, times the routing weight, into M[pair]. */
+__device__ __forceinline__ void gate_up_out(const float *acc, float sa, float sc, int4 tl, int64_t rb, int g, int t,
+                                            const int *list, int I, const float *wts, float limit, bool reference,
+                                            float *M)
+{
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int p = 2 * t + (e & 1);
+        const int64_t r = rb + g + (e >= 2 ? 8 : 0);
+        if (p >= tl.z || r >= I) continue;
+        const int ts = list[tl.y + p];
+        float gv = acc[e] * sa, uv = acc[4 + e] * sc;
+        if (reference) gv = dsv4_round_bf16(gv), uv = dsv4_round_bf16(uv);
+        if (limit > 0) {
+            gv = fminf(gv, limit);
+            uv = fminf(fmaxf(uv, -limit), limit);
+        }
+        const float m = gv / (1.0f + expf(-gv)) * uv * wts[ts];
+        M[(size_t)ts * I + r] = reference ? dsv4_round_bf16(m) : m;
+    }
+}
+
+/* Down: m tiles 0 and 1 are rows rb.. and rb + 16..; sums times s2 into Y[pair]. */
+__device__ __forceinline__ void down_out(const float *acc, float s2, int4 tl, int64_t rb, int g, int t,
+                                         const int *list, int D, bool reference, float *Y)
+{
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        const int p = 2 * t + (e & 1);
+        const int64_t r = rb + 16 * (e >> 2) + g + ((e & 2) ? 8 : 0);
+        if (p >= tl.z || r >= D) continue;
+        const float y = acc[e] * s2;
+        Y[(size_t)list[tl.y + p] * D + r] = reference ? dsv4_round_bf16(y) : y;
+    }
+}
+
 /* Gate and up: block (tile, 16 rows of w1 and the same 16 of w3); its warps
  * take quarters of K, added in warp order. Epilogue: SwiGLU with the clamp,
  * times the routing weight, into M[pair]. */
@@ -271,22 +311,8 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gate_up(const wdesc *w1t,
         if (PF) copy_b<NP>(bn, b);
     }
     if (!warps_reduce(acc)) return;
-    const float sa = K == RK_NVFP4 ? a.scale2 : 1.0f, sc = K == RK_NVFP4 ? c.scale2 : 1.0f;
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const int p = 2 * t + (e & 1);
-        const int64_t r = rb + g + (e >= 2 ? 8 : 0);
-        if (p >= tl.z || r >= I) continue;
-        const int ts = list[tl.y + p];
-        float gv = K == RK_NVFP4 ? ag[e] * sa : ag[e], uv = K == RK_NVFP4 ? au[e] * sc : au[e];
-        if (reference) gv = dsv4_round_bf16(gv), uv = dsv4_round_bf16(uv);
-        if (limit > 0) {
-            gv = fminf(gv, limit);
-            uv = fminf(fmaxf(uv, -limit), limit);
-        }
-        const float m = gv / (1.0f + expf(-gv)) * uv * wts[ts];
-        M[(size_t)ts * I + r] = reference ? dsv4_round_bf16(m) : m;
-    }
+    gate_up_out(acc, K == RK_NVFP4 ? a.scale2 : 1.0f, K == RK_NVFP4 ? c.scale2 : 1.0f, tl, rb, g, t, list, I, wts,
+                limit, reference, M);
 }
 
 /* Down: block (tile, 32 rows of w2: two m tiles); its warps take quarters of K. */
@@ -333,17 +359,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
         if (PF) copy_b<NP>(bn, b);
     }
     if (!warps_reduce(&acc[0][0])) return;
-    const float s2 = K == RK_NVFP4 ? w.scale2 : 1.0f;
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const int p = 2 * t + (e & 1);
-            const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
-            if (p >= tl.z || r >= D) continue;
-            const float y = K == RK_NVFP4 ? acc[m][e] * s2 : acc[m][e];
-            Y[(size_t)list[tl.y + p] * D + r] = reference ? dsv4_round_bf16(y) : y;
-        }
+    down_out(&acc[0][0], K == RK_NVFP4 ? w.scale2 : 1.0f, tl, rb, g, t, list, D, reference, Y);
 }
 
 /* ==== The F16 path (the default): weights through E4M3 and the hardware's
@@ -620,77 +636,35 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
     return K == RK_NVFP4 ? 64.0f * w.scale2 : 64.0f;
 }
 
-/* Gate and up (F16 path): block (tile, 16 rows of w1 and the same of w3), as k_moe_gate_up. */
-template <int K, int NP>
-__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_gu16(const wdesc *w1t, const wdesc *w3t, const uint32_t *xp,
-                                                            size_t plane, const float *xs, int D, const int4 *tiles,
-                                                            const int *ntiles, const int *list, int kk, int I,
-                                                            const float *wts, float limit, bool reference, float *M)
+/* The F16 path's two MMA passes, as k_moe_gate_up and k_moe_down: gate and
+ * up (block: tile, 16 rows of w1 (wt) and the same of w3 (wt + E); the
+ * activations are token rows, list / kk) or, DOWN, the down projection
+ * (block: tile, 32 rows of w2 (wt): two m tiles; the activations are M's
+ * pair rows). R: the output's rows (I, or D), Kd: the K dimension. */
+template <int K, int NP, bool DOWN>
+__global__ void __launch_bounds__(32 * GM_WARPS) k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane,
+                                                         const float *xs, int Kd, const int4 *tiles,
+                                                         const int *ntiles, const int *list, int kk, int R,
+                                                         const float *wts, float limit, bool reference, float *out)
 {
     if ((int)blockIdx.x >= *ntiles) return;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int4 tl = tiles[blockIdx.x];
-    const wdesc a = w1t[tl.x], c = w3t[tl.x];
-    const int64_t rb = (int64_t)blockIdx.y * 16;
-    const int nkg = D / 128;
-    const int brow = g < tl.z ? list[tl.y + g] / kk : -1; /* the token row of pair g */
+    const wdesc a = wt[tl.x], c = DOWN ? a : wt[E + tl.x];
+    const int64_t rb = (int64_t)blockIdx.y * (DOWN ? 32 : 16);
+    const int nkg = Kd / 128;
+    const int brow = g < tl.z ? list[tl.y + g] / kk : -1; /* the activation row of pair g */
     const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] / kk : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] / kk : -1;
     const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     extern __shared__ uint4 moe_dyn[];
     moe_stage<NP> *ring = (moe_stage<NP> *)moe_dyn + wid * MOE_STAGES;
-    moe16_part<K, NP>(ring, a, rb, c, rb, rb + 16 <= I ? rb + 16 : I, xp, plane, xs, nkg, brow, pc0, pc1, kg0, kg1,
-                      acc);
+    /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
+    moe16_part<K, NP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane, xs,
+                      nkg, brow, pc0, pc1, kg0, kg1, acc);
     if (!warps_reduce(acc)) return;
-    const float sa = total16<K>(a), sc = total16<K>(c);
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const int p = 2 * t + (e & 1);
-        const int64_t r = rb + g + (e >= 2 ? 8 : 0);
-        if (p >= tl.z || r >= I) continue;
-        const int ts = list[tl.y + p];
-        float gv = acc[e] * sa, uv = acc[4 + e] * sc;
-        if (reference) gv = dsv4_round_bf16(gv), uv = dsv4_round_bf16(uv);
-        if (limit > 0) {
-            gv = fminf(gv, limit);
-            uv = fminf(fmaxf(uv, -limit), limit);
-        }
-        const float m = gv / (1.0f + expf(-gv)) * uv * wts[ts];
-        M[(size_t)ts * I + r] = reference ? dsv4_round_bf16(m) : m;
-    }
-}
-
-/* Down (F16 path): block (tile, 32 rows of w2: two m tiles), as k_moe_down. */
-template <int K, int NP>
-__global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down16(const wdesc *w2t, const uint32_t *mp, size_t plane,
-                                                              const float *ms, int I, const int4 *tiles,
-                                                              const int *ntiles, const int *list, int D,
-                                                              bool reference, float *Y)
-{
-    if ((int)blockIdx.x >= *ntiles) return;
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int4 tl = tiles[blockIdx.x];
-    const wdesc w = w2t[tl.x];
-    const int64_t rb = (int64_t)blockIdx.y * 32;
-    const int nkg = I / 128;
-    const int brow = g < tl.z ? list[tl.y + g] : -1; /* pair g's row of M */
-    const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] : -1;
-    const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    extern __shared__ uint4 moe_dyn[];
-    moe_stage<NP> *ring = (moe_stage<NP> *)moe_dyn + wid * MOE_STAGES;
-    /* D is a multiple of 128, so both m tiles' rows are whole */
-    moe16_part<K, NP>(ring, w, rb, w, rb + 16, D, mp, plane, ms, nkg, brow, pc0, pc1, kg0, kg1, acc);
-    if (!warps_reduce(acc)) return;
-    const float s2 = total16<K>(w);
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        const int p = 2 * t + (e & 1);
-        const int64_t r = rb + 16 * (e >> 2) + g + ((e & 2) ? 8 : 0);
-        if (p >= tl.z) continue;
-        const float y = acc[e] * s2;
-        Y[(size_t)list[tl.y + p] * D + r] = reference ? dsv4_round_bf16(y) : y;
-    }
+    if (DOWN) down_out(acc, total16<K>(a), tl, rb, g, t, list, R, reference, out);
+    else gate_up_out(acc, total16<K>(a), total16<K>(c), tl, rb, g, t, list, R, wts, limit, reference, out);
 }
 
 /* FP4 experts whose rows are whole aligned 16-byte chunks and whose K
@@ -752,18 +726,19 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     int dev = 0;
     CK(cudaGetDevice(&dev));
     if (dev < 0 || dev >= 64 || !attr[dev]) {
-        CK(cudaFuncSetAttribute(k_moe_gu16<K, NP>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
-        CK(cudaFuncSetAttribute(k_moe_down16<K, NP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        CK(cudaFuncSetAttribute(k_moe16<K, NP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)moe16_smem<NP>()));
+        CK(cudaFuncSetAttribute(k_moe16<K, NP, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)moe16_smem<NP>()));
         if (dev >= 0 && dev < 64) attr[dev] = true;
     }
-    k_moe_gu16<K, NP><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
-        tab, tab + E, xp, xpl, xs, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
+    k_moe16<K, NP, false><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
+        tab, E, xp, xpl, xs, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
     CK_LAUNCH();
     k_moe_pack16<NP == 1><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
-    k_moe_down16<K, NP><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
-        tab + 2 * E, mp, mpl, ms, I, tiles, ntiles, list, D, reference, Y);
+    k_moe16<K, NP, true><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
+        tab + 2 * E, E, mp, mpl, ms, I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
 }
 
