@@ -47,6 +47,7 @@ __global__ void __launch_bounds__(32 * LIN_WARPS) k_linear(wdesc w, const float 
         if (lane == 0) part_sum[wid][k] = v;
     }
     if (S > 1) __syncthreads();
+    else __syncwarp(); /* lane 0's sums are read by the other lanes */
     if (r >= w.rows || part != 0 || lane >= nt) return;
     float v = part_sum[wid][lane];
     for (int p = 1; p < S; p++) v += part_sum[wid + p][lane];
