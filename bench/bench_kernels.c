@@ -109,8 +109,10 @@ static void sync(dsv4_backend *be, void *dev)
     be->download(be, &x, dev, sizeof x);
 }
 
-/* Sparse attention decode at contexts 4k / 32k / 128k: the split kernels and
- * the naive layout, same state, same run. The state is zeros (the time does
+/* Sparse attention decode at contexts 4k / 32k / 128k: the default layout in
+ * reference numerics (tensor cores), the FP32 heads-together kernels (plain
+ * numerics) and the naive layout, same state, same run; the speedup is the
+ * naive layout's time over the default's. The state is zeros (the time does
  * not depend on the values); CSA picks 512 distinct compressed rows spread
  * over the context. */
 static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
@@ -118,8 +120,8 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
     const int H = 64, hd = 512, window = 128, topk = 512, page_tokens = 256;
     const int64_t ctxs[3] = {4096, 32768, 131072};
     static uint64_t ptv = 1000;
-    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
-           "GB/s", "of copy", "naive us", "speedup");
+    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
+           "GB/s", "of copy", "fp32 us", "naive us", "speedup");
     for (int kind = 0; kind < 2; kind++) {
         const int ratio = kind == 0 ? 4 : 128;
         for (int ci = 0; ci < 3; ci++)
@@ -171,35 +173,39 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
                 float *q = be->alloc(be, (size_t)B * H * hd * sizeof(float)),
                       *kvn = be->alloc(be, (size_t)B * hd * sizeof(float)),
                       *out = be->alloc(be, (size_t)B * H * hd * sizeof(float)), *sinks = be->alloc(be, H * sizeof(float));
-                const dsv4_attn_params ap = {.layer = 0, .kind = kind == 0 ? DSV4_ATTN_CSA : DSV4_ATTN_HCA,
-                                             .ratio = ratio, .n_heads = H, .head_dim = hd, .window = window,
-                                             .topk = topk, .scale = 0.044f, .sinks = sinks, .reference = false};
-                double us[2];
-                for (int naive = 0; naive < 2; naive++) {
-                    dsv4_cuda_attn_naive(naive);
+                /* the default layout in reference numerics (the server's: tensor cores), the
+                 * FP32 heads-together kernels (plain numerics' layout) and the first layout */
+                static const int layouts[3] = {DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_FP32, DSV4_ATTN_LAYOUT_NAIVE};
+                double us[3];
+                for (int li = 0; li < 3; li++) {
+                    const dsv4_attn_params ap = {.layer = 0, .kind = kind == 0 ? DSV4_ATTN_CSA : DSV4_ATTN_HCA,
+                                                 .ratio = ratio, .n_heads = H, .head_dim = hd, .window = window,
+                                                 .topk = topk, .scale = 0.044f, .sinks = sinks,
+                                                 .reference = li == 0};
+                    dsv4_cuda_attn_layout(layouts[li]);
                     be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
                     sync(be, out);
-                    const int r = naive ? (reps / 5 > 2 ? reps / 5 : 2) : reps;
+                    const int r = li == 2 ? (reps / 5 > 2 ? reps / 5 : 2) : reps;
                     double t0 = now_s();
                     for (int k = 0; k < r; k++) be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
                     sync(be, out);
-                    us[naive] = (now_s() - t0) / r * 1e6;
+                    us[li] = (now_s() - t0) / r * 1e6;
                 }
-                dsv4_cuda_attn_naive(0);
+                dsv4_cuda_attn_layout(DSV4_ATTN_LAYOUT_AUTO);
                 const int64_t rows = window + (kind == 0 ? hcnt[0] : ncmp);
                 const size_t bytes = (size_t)B * rows * hd * sizeof(float);
                 const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
                 char name[32];
                 snprintf(name, sizeof name, "%s (%lld rows)", kind == 0 ? "CSA" : "HCA", (long long)rows);
-                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.1fx\n", name, B, (long long)C, bytes / 1e6,
-                       us[0], gbs, 100 * gbs / copy_gbs, us[1], us[1] / us[0]);
+                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %10.2f %7.1fx\n", name, B, (long long)C,
+                       bytes / 1e6, us[0], gbs, 100 * gbs / copy_gbs, us[1], us[2], us[2] / us[0]);
                 if (jf)
                     fprintf(jf,
                             ",\n  {\"kind\": \"attention\", \"attn\": \"%s\", \"batch\": %d, \"context\": %lld, "
                             "\"rows\": %lld, \"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, "
-                            "\"naive_us\": %.3f}",
+                            "\"fp32_us\": %.3f, \"naive_us\": %.3f}",
                             kind == 0 ? "CSA" : "HCA", B, (long long)C, (long long)rows, bytes, us[0], gbs,
-                            gbs / copy_gbs, us[1]);
+                            gbs / copy_gbs, us[1], us[2]);
                 be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks);
                 be->free(be, didx), be->free(be, dcnt);
                 be->free(be, kv.slots), be->free(be, kv.pages);
@@ -251,14 +257,21 @@ int main(int argc, char **argv)
 {
     int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
     const char *json = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--batch")) {
+    bool attn_only = false;
+    for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--attn-only")) {
+            attn_only = true;
+            i--;
+        } else if (i + 1 >= argc) {
+            fprintf(stderr, "bench_kernels: %s needs a value\n", argv[i]);
+            return 2;
+        } else if (!strcmp(argv[i], "--batch")) {
             nb = 0;
             for (char *t = strtok(argv[i + 1], ","); t && nb < 8; t = strtok(NULL, ",")) batches[nb++] = atoi(t);
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]\n");
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only]\n");
             return 2;
         }
     }
@@ -302,7 +315,7 @@ int main(int argc, char **argv)
         {"lm head (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 129280, 4096},
         {"expert w1 (MXFP4)", DSV4_WF_MXFP4, DSV4_DT_U8, 2048, 4096},
     };
-    const int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    const int ns = attn_only ? 0 : (int)(sizeof shapes / sizeof shapes[0]);
     const size_t max_x = (size_t)64 * 16384, max_y = (size_t)64 * 129280;
     float *hx = malloc(max_x * sizeof(float));
     for (size_t i = 0; i < max_x; i++) hx[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
@@ -354,6 +367,7 @@ int main(int argc, char **argv)
         free(sc);
     }
 
+    if (attn_only) goto attention;
     /* routed experts: 256 MXFP4 experts of w1/w3 [2048, 4096] and w2 [4096, 2048], top-6 */
     const int E = 256, K = 6, D = 4096, I = 2048;
     const shape s13 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, I, D}, s2 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, D, I};
@@ -415,12 +429,15 @@ int main(int argc, char **argv)
         be->act_quant = false;
     }
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
+attention:
     bench_attn(be, batches, nb, reps, copy_gbs, jf);
+    if (attn_only) goto done;
     /* the tensor cores' rate (the prefill roofline) */
     const double r16 = dsv4_cuda_mma_rate(0), r8 = dsv4_cuda_mma_rate(1);
     printf("\ntensor cores (mma.sync, FP32 accumulation, no memory traffic): BF16 %.0f TFLOP/s, FP8 E4M3 %.0f "
            "TFLOP/s\n", r16, r8);
     if (jf) fprintf(jf, ",\n  {\"kind\": \"mma_rate\", \"bf16_tflops\": %.1f, \"fp8_tflops\": %.1f}", r16, r8);
+done:
     if (jf) {
         fprintf(jf, "\n]}\n");
         fclose(jf);

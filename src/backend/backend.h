@@ -80,7 +80,9 @@ typedef struct {
     int topk;             /* CSA: stride of the idx array */
     float scale;          /* head_dim^-0.5 */
     const float *sinks;   /* [n_heads] */
-    bool reference;       /* exp(s - max) rounded to BF16 before the product with V */
+    bool reference;       /* exp(s - max) rounded to BF16 before the product with V; q and every
+                           * row are then BF16 values (forward.c rounds them), which a backend may
+                           * multiply as BF16 (the CUDA tensor-core layout does) */
 } dsv4_attn_params;
 
 typedef struct {
@@ -239,6 +241,15 @@ struct dsv4_comm {
 dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_comm *comm, const dsv4_weights *w,
                                      char *err, size_t errlen);
 
+/* The CUDA backend's sparse attention layouts (dsv4_cuda_attn_layout; also
+ * DSV4_ATTN=naive|fp32 at start-up, DSV4_ATTN_NAIVE=1 meaning naive): AUTO
+ * takes the tensor cores in reference numerics where the shape allows and the
+ * FP32 heads-together kernels otherwise; FP32 always the latter; NAIVE the
+ * first layout (one block per (token, head) walking every row), the baseline;
+ * PARTS is AUTO with the weighted sum always as a cluster of row parts (never
+ * one block walking the parts: the tests compare the two bit for bit). */
+enum { DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_FP32, DSV4_ATTN_LAYOUT_NAIVE, DSV4_ATTN_LAYOUT_PARTS };
+
 #ifdef DSV4_HAVE_CUDA
 /* The CUDA backend on GPU `device`; NULL with a reason in err when unusable. */
 dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
@@ -246,10 +257,8 @@ int dsv4_cuda_device_count(void);
 /* The tensor-core kernels' weight decoders against quant.h's, every code, on
  * GPU 0: the number of mismatches (-1: a CUDA error). For the tests. */
 int dsv4_cuda_decode_check(void);
-/* Sparse attention on the first, naive layout (one block per (token, head)
- * walking every row) instead of the split kernels: the benchmark baseline
- * (also DSV4_ATTN_NAIVE=1). */
-void dsv4_cuda_attn_naive(int on);
+/* The sparse attention layout (DSV4_ATTN_LAYOUT_*), for benchmarks and tests. */
+void dsv4_cuda_attn_layout(int layout);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

@@ -1823,6 +1823,7 @@ static void run_indexer(scen *S, const dsv4_plan *plan, int32_t *idx_out, int32_
 }
 
 static int attn_planted_nan; /* the nonfinite scenario must reach some output */
+static int attn_layout_now;  /* the GPU side's attention layout (attn_layout below) */
 
 static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *idx, const int32_t *cnt, bool plant)
 {
@@ -1831,6 +1832,10 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
     const scen_cfg *c = S->c;
     const int T = plan->n_tok, H = c->H, hd = c->hd, K = c->topk;
     float *q = rnd_vec((size_t)T * H * hd, 1.0f), *kv = rnd_vec((size_t)T * hd, 1.0f);
+    if (S->ref) { /* forward.c's BF16 q and rows (the compressed rows come BF16 from compress) */
+        for (size_t i = 0; i < (size_t)T * H * hd; i++) q[i] = dsv4_round_bf16(q[i]);
+        for (size_t i = 0; i < (size_t)T * hd; i++) kv[i] = dsv4_round_bf16(kv[i]);
+    }
     if (plant) {
         q[((size_t)plan->segs[0].t0 * H + 1) * hd + 5] = NAN;
         kv[(size_t)(plan->segs[plan->n_seg - 1].t0) * hd + 7] = INFINITY;
@@ -1864,6 +1869,19 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
                               .reference = S->ref};
         be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc, dout);
         ro[s] = bhost(be, dout, (size_t)T * H * hd * 4);
+#ifdef DSV4_HAVE_CUDA
+        if (s == 1 && !selftest && S->ref && attn_layout_now == DSV4_ATTN_LAYOUT_AUTO) {
+            /* the weighted sum as a cluster of parts gives the same bits as one
+             * block walking the parts (what many tokens take) */
+            dsv4_cuda_attn_layout(DSV4_ATTN_LAYOUT_PARTS);
+            be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc, dout);
+            dsv4_cuda_attn_layout(DSV4_ATTN_LAYOUT_AUTO);
+            float *rp = bhost(be, dout, (size_t)T * H * hd * 4);
+            if (memcmp(rp, ro[s], (size_t)T * H * hd * 4))
+                fail_line(names[layer], "the cluster of parts and the walking block differ");
+            free(rp);
+        }
+#endif
         be->kv_store(be, layer, c->window, hd, plan, &S->kv[s], dkv);
         bfree(be, dq), bfree(be, dkv), bfree(be, di), bfree(be, dc), bfree(be, dout);
     }
@@ -1947,14 +1965,27 @@ static const scen_cfg cfg_small = {"small", .hd = 90, .H = 3,    .rope = 16, .wi
 static const scen_cfg cfg_wide = {"wide",  .hd = 300, .H = 2,    .rope = 64, .window = 7, .P = 32,
                                   .rc = 4, .rh = 16,  .topk = 3, .nI = 5,    .dI = 128,   .max_ctx = 96};
 
-/* The first attention layout (one block per (token, head): the benchmark
- * baseline and the path for shapes beyond 64 heads of 512) on the GPU side. */
-static void attn_naive(int on)
+/* Heads in partial groups of 16 and a head_dim of whole 32s but not 64s;
+ * Flash's attention shape (64 heads of 512). In reference numerics both take
+ * the tensor cores on the GPU (k_attn_qk / k_attn_pv), in plain numerics the
+ * FP32 heads-together kernels; the steps' 1 to 45 tokens cross both kernels'
+ * small-batch shapes (16-row score tiles and 16-dimension slices up to 4
+ * tokens). */
+static const scen_cfg cfg_heads = {"heads", .hd = 96, .H = 20,   .rope = 32, .window = 9, .P = 32,
+                                   .rc = 4, .rh = 8,  .topk = 6, .nI = 3,    .dI = 64,    .max_ctx = 96};
+static const scen_cfg cfg_flash = {"flash", .hd = 512, .H = 64,   .rope = 64, .window = 16, .P = 32,
+                                   .rc = 4, .rh = 16,  .topk = 8, .nI = 4,    .dI = 128,   .max_ctx = 96};
+
+/* The GPU side's attention layout (backend.h): the first layout (one block
+ * per (token, head): the benchmark baseline and the path for shapes beyond 64
+ * heads of 512), the FP32 heads-together kernels, or the default. */
+static void attn_layout(int layout)
 {
+    attn_layout_now = layout;
 #ifdef DSV4_HAVE_CUDA
-    if (!selftest) dsv4_cuda_attn_naive(on);
+    if (!selftest) dsv4_cuda_attn_layout(layout);
 #else
-    (void)on;
+    (void)layout;
 #endif
 }
 
@@ -1962,9 +1993,10 @@ static void test_state_plain(void **state)
 {
     scenario(&cfg_small, false, false);
     scenario(&cfg_wide, false, false);
-    attn_naive(1);
+    scenario(&cfg_heads, false, false);
+    attn_layout(DSV4_ATTN_LAYOUT_NAIVE);
     scenario(&cfg_small, false, false);
-    attn_naive(0);
+    attn_layout(DSV4_ATTN_LAYOUT_AUTO);
     assert_int_equal(n_fail, 0);
 }
 
@@ -1972,15 +2004,20 @@ static void test_state_reference(void **state)
 {
     scenario(&cfg_small, true, false);
     scenario(&cfg_wide, true, false);
-    attn_naive(1);
+    scenario(&cfg_heads, true, false);
+    scenario(&cfg_flash, true, false);
+    attn_layout(DSV4_ATTN_LAYOUT_FP32);
+    scenario(&cfg_heads, true, false);
+    attn_layout(DSV4_ATTN_LAYOUT_NAIVE);
     scenario(&cfg_wide, true, false);
-    attn_naive(0);
+    attn_layout(DSV4_ATTN_LAYOUT_AUTO);
     assert_int_equal(n_fail, 0);
 }
 
 static void test_state_nonfinite(void **state)
 {
     scenario(&cfg_small, false, true);
+    scenario(&cfg_heads, true, true);
     assert_int_equal(n_fail, 0);
 }
 

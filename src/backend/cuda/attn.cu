@@ -4,21 +4,31 @@
  * and its compressed rows (the indexer's choice on CSA layers, all visible
  * rows on HCA layers).
  *
- * Every head of a token reads the same K = V rows. Heads together
- * (head_dim <= 512, heads <= 64): k_attn_hs scores 8 heads per row it loads
- * (block: token, 8 heads, part of the rows; the rows through shared memory),
- * k_attn_md takes each (token, head)'s max and sum in a fixed order and turns
- * the scores into weights, and k_attn_hpv sums the weighted rows for all
- * heads at once (block: token, 64 dimensions, part; a cluster of the parts,
- * added in part order). The grid fills the GPU at batch 1 and a token's
- * result depends on its own rows only (batch invariance). The first layout
- * (one block per (token, head) walking every row: 64 blocks at batch 1)
- * stays as k_attn: the benchmark baseline (DSV4_ATTN_NAIVE=1,
- * dsv4_cuda_attn_naive) and the path for other shapes.
+ * Every head of a token reads the same K = V rows, so every layout but the
+ * first serves all heads per row it loads. Three layouts (backend.h,
+ * DSV4_ATTN_LAYOUT_*):
+ * - tensor cores (reference numerics, head_dim a multiple of 32 up to 512,
+ *   up to 64 heads: the server's default): k_attn_qpack, k_attn_qk,
+ *   k_attn_md16, k_attn_pv below, chained with programmatic dependent launch;
+ * - FP32 heads together (plain numerics, and reference numerics of other
+ *   shapes up to 64 heads of 512): k_attn_hs scores 8 heads per row it loads
+ *   (block: token, 8 heads, part of the rows; the rows through shared
+ *   memory), k_attn_md takes each (token, head)'s max and sum in a fixed
+ *   order and turns the scores into weights, and k_attn_hpv sums the weighted
+ *   rows for all heads at once (block: token, 64 dimensions, part; a cluster
+ *   of the parts, added in part order);
+ * - the first layout (one block per (token, head) walking every row: 64
+ *   blocks at batch 1), k_attn: the benchmark baseline (DSV4_ATTN=naive) and
+ *   the path for other shapes.
+ * Every layout fills the GPU at batch 1, and a token's result depends on its
+ * own rows only, through sums whose order is a function of its row count
+ * (batch invariance).
  */
 #include <cooperative_groups.h>
+#include <string.h>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/rowdot.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -60,10 +70,11 @@ __device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const in
 }
 
 /* Max and sum of the nr scores of one (token, head) in a fixed order (the
- * block's threads, block_max / block_sum); the scores become the weights
- * exp(s - max) (BF16 in reference numerics) in place. Returns the sum plus
+ * block's threads, block_max / block_sum); each score's weight exp(s - max)
+ * (BF16 in reference numerics) goes to store(j, weight). Returns the sum plus
  * the sink's mass (it adds to the denominator, no value). */
-__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
+template <typename S>
+__device__ static float attn_weights_to(const attn_args &A, const float *sc, int nr, int h, float *sh, S store)
 {
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
@@ -71,10 +82,16 @@ __device__ static float attn_weights(const attn_args &A, float *sc, int nr, int 
     float den = 0;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) {
         const float e = expf(sc[j] - mx);
-        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
+        store(j, A.reference ? dsv4_round_bf16(e) : e);
         den += e;
     }
     return block_sum(den, sh) + expf(A.sinks[h] - mx);
+}
+
+/* The weights in place of the scores. */
+__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
+{
+    return attn_weights_to(A, sc, nr, h, sh, [&](int j, float v) { sc[j] = v; });
 }
 
 __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
@@ -194,6 +211,36 @@ __global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, 
     if (threadIdx.x == 0) den[blockIdx.x] = dn;
 }
 
+/* Where k_attn_pv's warp finds weight (h, j) of token t: BF16 MMA A
+ * fragments, 512 bytes per (token, 16 heads, 16 rows), a lane's 16 bytes
+ * contiguous (registers a0..a3: heads +0 / +8, rows +0 / +8). */
+__device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
+{
+    const int hr = h & 15, jr = j & 15;
+    const int lane = (hr & 7) * 4 + ((jr & 7) >> 1), reg = (hr >> 3) + 2 * (jr >> 3);
+    return (((size_t)t * HG + (h >> 4)) * KS + (j >> 4)) * 256 + lane * 8 + reg * 2 + (jr & 1);
+}
+
+/* k_attn_md for the tensor cores: the same max, sum and weights (reference
+ * numerics: BF16, exact in the fragments), written as k_attn_pv's A
+ * fragments; rows from nr to the next multiple of 16 get weight 0. */
+__global__ void k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt, const float *scores, uint16_t *pb,
+                            float *den)
+{
+    __shared__ float sh[32];
+    const int t = blockIdx.x / A.H, h = blockIdx.x % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    const float dn = attn_weights_to(A, scores + (size_t)blockIdx.x * A.max_rows, nr, h, sh, [&](int j, float v) {
+        pb[am_frag(t, HG, KS, h, j)] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    });
+    for (int j = nr + threadIdx.x; j < ((nr + 15) & ~15); j += blockDim.x) pb[am_frag(t, HG, KS, h, j)] = 0;
+    if (threadIdx.x == 0) den[blockIdx.x] = dn;
+}
+
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
  * AT_PARTS parts; thread = (head tid / 4, SL / 4 dimensions); the part's rows
  * (their SL dimensions) and weights go through shared memory a tile at a
@@ -272,8 +319,324 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
     cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
 }
 
-static int attn_naive = -1;
-extern "C" void dsv4_cuda_attn_naive(int on) { attn_naive = on; }
+/* ---- tensor cores (reference numerics): the 64 heads of a token are the
+ * MMA's M dimension, its rows the N (scores) or K (weighted sum) dimension.
+ * In reference numerics q, every row and every weight exp(s - max) are BF16
+ * values (forward.c rounds q and the rows, k_attn_md the weights), so BF16
+ * MMAs with FP32 accumulation form every product exactly: only the order of
+ * the sums differs from the CPU. Other inputs would be rounded to BF16.
+ * For head_dim a multiple of 32 up to 512 and up to 64 heads.
+ *
+ * k_attn_qk: block (token, part of RT = 8 NT rows), warp w = heads 16 w ..
+ * 16 w + 15. The token's q goes to shared memory once as BF16; the part's
+ * rows go through shared memory CH dimensions at a time (the next chunk's
+ * loads in flight during this chunk's MMAs). A score is one MMA chain over
+ * the dimensions in order, whatever RT is: the part count is free.
+ * k_attn_md16: k_attn_md's max, sum and weights, the weights written as
+ * k_attn_pv's A fragments (BF16: exact). k_attn_pv: block (token, 8 NT
+ * dimensions, part), a cluster of the AM_PARTS parts (split at multiples of
+ * 16 rows, a function of the token's row count only); tiles of values
+ * through shared memory as BF16, B operands through ldmatrix.trans, the
+ * weights' fragments straight from memory; each part adds an eighth of the
+ * outputs over the parts, in part order, and divides. With many tokens
+ * (WALK) one block per (token, 32 dimensions) walks the parts itself, the
+ * part sums added in the same order: the same bits with no cluster and no
+ * per-part start-up (the tests compare the two). */
+#define AM_PARTS 8
+#define AM_TILE 64 /* rows per tile of k_attn_pv */
+
+__device__ __forceinline__ int am_part_lo(int nr, int p)
+{
+    return p >= AM_PARTS ? nr : (int)(((int64_t)nr * p / AM_PARTS) & ~15);
+}
+
+/* Bytes per row of a BF16 tile in shared memory whose 16-byte fragment reads
+ * (8 lanes: 2 rows x 4 chunks) meet 8 distinct bank groups: stride = 64 mod 128. */
+__host__ __device__ constexpr int am_stride(int elems) { return elems * 2 + (192 - (elems * 2) % 128) % 128; }
+
+template <int NT> __host__ __device__ constexpr int am_qk_chunk() { return 8192 / (8 * NT); }
+
+static size_t am_qk_smem(int NT, int hd)
+{
+    const int RT = 8 * NT, CH = 8192 / RT;
+    return (size_t)64 * am_stride(hd) + (size_t)RT * am_stride(CH) + (size_t)RT * sizeof(float *);
+}
+
+__device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
+
+/* One float4 of a row (row pointers need not be 16-byte aligned). */
+__device__ __forceinline__ float4 ld_row4(const float *p)
+{
+    if (((uintptr_t)p & 15) == 0) return *(const float4 *)p;
+    return make_float4(p[0], p[1], p[2], p[3]);
+}
+
+/* q as BF16, once per step (every score block of a token copies it whole). */
+__global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* k_attn_qk may find its rows meanwhile */
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    const float4 a = q[2 * i], b = q[2 * i + 1];
+    const uint2 x = bf4_rn(a), y = bf4_rn(b);
+    qb[i] = make_uint4(x.x, x.y, y.x, y.y);
+}
+
+template <int NT>
+__global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg,
+                                                 const int64_t *posv, const int32_t *page_table, const uint16_t *qb,
+                                                 const float *kv_new, const int32_t *idx, const int32_t *cnt,
+                                                 float *scores, const float **rows)
+{
+    constexpr int RT = 8 * NT, CH = am_qk_chunk<NT>(), C4 = CH / 4, LD = RT * C4 / 128; /* float4 per thread */
+    extern __shared__ __align__(16) unsigned char am_sm[];
+    const int hd = A.hd, qst = am_stride(hd), kst = am_stride(CH);
+    unsigned char *qs = am_sm, *ks = am_sm + 64 * qst;
+    const float **rps = (const float **)(ks + RT * kst);
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, tq = lane & 3;
+    const dsv4_seg s = segs[tok_seg[t]];
+    const int64_t pos = posv[t];
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
+    const int j0 = blockIdx.y * RT;
+    if (j0 >= nr) return; /* the whole block */
+    const int nt = nr - j0 < RT ? nr - j0 : RT;
+    if (tid < RT) {
+        const float *r = tid < nt ? row_ptr(A, s, pos, t, j0 + tid, nwin, lo, kv_new, idx, page_table) : NULL;
+        rps[tid] = r;
+        if (tid < nt) rows[(size_t)t * A.max_rows + j0 + tid] = r;
+    }
+    __syncthreads();
+    float4 kr[LD];
+    auto load_chunk = [&](int c) {
+#pragma unroll
+        for (int i = 0; i < LD; i++) {
+            const int e = i * 128 + tid, r = e / C4, d = c + 4 * (e % C4);
+            kr[i] = r < nt && d < hd ? ld_row4(rps[r] + d) : make_float4(0, 0, 0, 0);
+        }
+    };
+    load_chunk(0);
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q (launched with PDL) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    /* the token's BF16 q (heads past H zero) without registers */
+    const int H16 = (A.H + 15) & ~15, q16 = hd / 8;
+    for (int e = tid; e < H16 * q16; e += 128) {
+        const int h = e / q16;
+        cp_async<16>(qs + h * qst + 16 * (e % q16), qb + ((size_t)t * A.H + (h < A.H ? h : 0)) * hd + 8 * (e % q16),
+                     h < A.H);
+    }
+    cp_async_commit();
+    float acc[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    const bool active = 16 * w < A.H;
+    for (int c = 0; c < hd; c += CH) {
+        if (c == 0) cp_async_wait<0>();
+        __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
+#pragma unroll
+        for (int i = 0; i < LD; i++) {
+            const int e = i * 128 + tid;
+            *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = bf4_rn(kr[i]);
+        }
+        if (c + CH < hd) load_chunk(c + CH);
+        __syncthreads();
+        if (!active) continue;
+        const int cw = hd - c < CH ? hd - c : CH;
+        /* lane (g, tq) takes dimensions 8 tq .. 8 tq + 7 of each 32: the same
+         * permutation of K for q and the rows, so each MMA adds the same
+         * products (its order of them is its own) */
+        for (int d0 = 0; d0 < cw; d0 += 32) {
+            const uint4 a = *(const uint4 *)(qs + (16 * w + g) * qst + 2 * (c + d0) + 16 * tq);
+            const uint4 b8 = *(const uint4 *)(qs + (16 * w + g + 8) * qst + 2 * (c + d0) + 16 * tq);
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const uint4 k = *(const uint4 *)(ks + (8 * n + g) * kst + 2 * d0 + 16 * tq);
+                mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
+                mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
+            }
+        }
+    }
+    if (!active) return;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int h = 16 * w + g + 8 * (e >> 1), j = 8 * n + 2 * tq + (e & 1);
+            if (h < A.H && j < nt) scores[((size_t)t * A.H + h) * A.max_rows + j0 + j] = acc[n][e] * A.scale;
+        }
+}
+
+__device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const void *p)
+{
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(a));
+}
+
+template <int NT, bool WALK>
+__global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                 const uint16_t *pb, const float **rows, const float *den, float *out)
+{
+    constexpr int SL = 8 * NT, VS = SL == 8 ? 16 : 2 * SL + 16; /* bytes per value row: an odd multiple of 16 */
+    constexpr int TILE = WALK ? 2 * AM_TILE : AM_TILE;                /* rows per tile */
+    constexpr int VL = TILE * SL / 4 / 128 > 0 ? TILE * SL / 4 / 128 : 1; /* value float4 per thread */
+    __shared__ __align__(16) unsigned char vs[TILE * VS];
+    __shared__ __align__(16) float red[WALK ? 1 : 64 * SL];
+    extern __shared__ const float *prs[]; /* WALK: the token's row addresses */
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3, dbase = blockIdx.y * SL;
+    /* the parts this block adds: all of them in order (WALK), or its own */
+    const int p_lo = WALK ? 0 : (int)blockIdx.z, p_hi = WALK ? AM_PARTS : p_lo + 1;
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    const float **rp = rows + (size_t)t * A.max_rows;
+    if (WALK) { /* k_attn_qk's list is complete: k_attn_md16 has passed its wait */
+        for (int j = tid; j < nr; j += 128) prs[j] = rp[j];
+        __syncthreads();
+    }
+    const bool active = 16 * w < A.H, m0 = 16 * w + g < A.H, m1 = 16 * w + g + 8 < A.H;
+    const uint4 *pw = (const uint4 *)pb + ((size_t)t * ((A.H + 15) >> 4) + w) * (A.max_rows >> 4) * 32 + lane;
+    float4 vr[VL];
+    uint4 pa[TILE / 16];
+    /* the loads run a tile ahead: cursor (pn, jn), the tile's rows end at je */
+    int pn = p_lo, jn = am_part_lo(nr, p_lo), je = am_part_lo(nr, p_lo + 1);
+    auto skip = [&]() { /* past the end of a part: the next part's first rows */
+        while (pn < p_hi && jn >= je) {
+            pn++;
+            jn = am_part_lo(nr, pn);
+            je = am_part_lo(nr, pn + 1);
+        }
+    };
+    auto load_values = [&]() {
+        const int n = je - jn < TILE ? je - jn : TILE;
+#pragma unroll
+        for (int i = 0; i < VL; i++) {
+            const int e = i * 128 + tid, r = e / (SL / 4), d = dbase + 4 * (e % (SL / 4));
+            vr[i] = e < TILE * SL / 4 && r < n ? ld_row4((WALK ? prs[jn + r] : rp[jn + r]) + d) : make_float4(0, 0, 0, 0);
+        }
+    };
+    auto load_weights = [&]() { /* this warp's A fragments of the tile's k-steps */
+#pragma unroll
+        for (int k = 0; k < TILE / 16; k++)
+            pa[k] = active && jn + 16 * k < je ? pw[((jn >> 4) + k) * 32] : make_uint4(0, 0, 0, 0);
+    };
+    skip();
+    /* launched with PDL after k_attn_md16: the row list (k_attn_qk's) and the
+     * values are there once k_attn_md16's blocks have passed their wait */
+    if (pn < p_hi) load_values();
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
+    if (pn < p_hi) load_weights();
+    float acc[NT][4], tot[NT][4];
+    for (int p = p_lo; p < p_hi; p++) {
+#pragma unroll
+        for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        const int j1 = am_part_lo(nr, p + 1);
+        for (int jt = am_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
+            __syncthreads(); /* the previous tile's MMAs are done with vs */
+#pragma unroll
+            for (int i = 0; i < VL; i++) {
+                const int e = i * 128 + tid;
+                if (e < TILE * SL / 4) *(uint2 *)(vs + (e / (SL / 4)) * VS + 8 * (e % (SL / 4))) = bf4_rn(vr[i]);
+            }
+            uint4 pc[TILE / 16];
+#pragma unroll
+            for (int k = 0; k < TILE / 16; k++) pc[k] = pa[k];
+            const int n = j1 - jt < TILE ? j1 - jt : TILE;
+            jn += TILE;
+            skip();
+            if (pn < p_hi) load_values(), load_weights();
+            __syncthreads();
+            if (!active) continue;
+#pragma unroll
+            for (int k = 0; k < TILE / 16; k++) {
+                if (16 * k >= n) break;
+                const uint32_t a0 = m0 ? pc[k].x : 0, a1 = m1 ? pc[k].y : 0, a2 = m0 ? pc[k].z : 0,
+                               a3 = m1 ? pc[k].w : 0;
+#pragma unroll
+                for (int nn = 0; nn < NT; nn++) {
+                    uint32_t b0, b1;
+                    ldsm_x2_trans(b0, b1, vs + (16 * k + (lane & 15)) * VS + 16 * nn);
+                    mma_bf16(acc[nn], a0, a1, a2, a3, b0, b1);
+                }
+            }
+        }
+        /* the parts' sums added in part order (an empty part adds its zeros) */
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) tot[n][e] = p == p_lo ? acc[n][e] : tot[n][e] + acc[n][e];
+    }
+    if (WALK) {
+        if (!active) return;
+        const float d0 = m0 ? den[t * A.H + 16 * w + g] : 1.0f, d1 = m1 ? den[t * A.H + 16 * w + g + 8] : 1.0f;
+#pragma unroll
+        for (int nn = 0; nn < NT; nn++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int h = 16 * w + g + 8 * (e >> 1);
+                if (h < A.H)
+                    out[((size_t)t * A.H + h) * A.hd + dbase + 8 * nn + 2 * tq + (e & 1)] = tot[nn][e] / (e >> 1 ? d1 : d0);
+            }
+        return;
+    }
+    if (active)
+#pragma unroll
+        for (int nn = 0; nn < NT; nn++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[(16 * w + g + 8 * (e >> 1)) * SL + 8 * nn + 2 * tq + (e & 1)] = tot[nn][e];
+    /* each part adds an eighth of the outputs over the parts in part order
+     * (the eight loads in flight together) */
+    const int part = (int)blockIdx.z;
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    for (int e = part * 8 * SL + tid; e < (part + 1) * 8 * SL; e += 128) {
+        const int h = e / SL, d = e % SL;
+        if (h >= A.H) break;
+        float r[AM_PARTS];
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) r[q] = cl.map_shared_rank(red, q)[e];
+        float v = r[0];
+#pragma unroll
+        for (int q = 1; q < AM_PARTS; q++) v += r[q];
+        out[((size_t)t * A.H + h) * A.hd + dbase + d] = v / den[t * A.H + h];
+    }
+    cl.sync(); /* every part's shared memory stays until all have read it */
+}
+
+static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */
+extern "C" void dsv4_cuda_attn_layout(int layout) { attn_layout = layout; }
+
+/* A launch with a cluster of grid.z blocks along z (cluster_z) and/or
+ * programmatic dependent launch (the kernel waits with griddepcontrol.wait
+ * for its predecessor's results). */
+template <typename... P>
+static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem, cudaStream_t st, bool cluster,
+                        bool pdl, P... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3((unsigned)threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[2];
+    int na = 0;
+    if (cluster) {
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = 1;
+        at[na].val.clusterDim.y = 1;
+        at[na].val.clusterDim.z = grid.z;
+        na++;
+    }
+    if (pdl) {
+        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
+    cfg.attrs = at;
+    cfg.numAttrs = (unsigned)na;
+    CK(cudaLaunchKernelEx(&cfg, kern, args...));
+}
 
 void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,
                const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
@@ -307,45 +670,85 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     A.pg_off = kv->layer[p->layer].pg_cmp;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    if (attn_naive < 0) {
-        const char *e = getenv("DSV4_ATTN_NAIVE");
-        attn_naive = e && e[0] == '1';
+    if (attn_layout < 0) {
+        const char *e = getenv("DSV4_ATTN"), *n = getenv("DSV4_ATTN_NAIVE");
+        attn_layout = (n && n[0] == '1') || (e && !strcmp(e, "naive")) ? DSV4_ATTN_LAYOUT_NAIVE
+                      : e && !strcmp(e, "fp32")                         ? DSV4_ATTN_LAYOUT_FP32
+                                                                        : DSV4_ATTN_LAYOUT_AUTO;
     }
-    if (!attn_naive && p->head_dim <= HS_MAXD && p->n_heads <= HS_HEADS) { /* heads together */
+    const int H = p->n_heads, hd = p->head_dim;
+    if (attn_layout != DSV4_ATTN_LAYOUT_NAIVE && hd <= HS_MAXD && H <= HS_HEADS) { /* heads together */
+        const bool mma = (attn_layout == DSV4_ATTN_LAYOUT_AUTO || attn_layout == DSV4_ATTN_LAYOUT_PARTS) &&
+                         p->reference && hd % 32 == 0 &&
+                         ((uintptr_t)q & 15) == 0;
+        if (mma) A.max_rows = max_rows = (max_rows + 15) & ~15; /* k_attn_pv loads weights 16-byte aligned */
         const size_t nt = (size_t)plan->n_tok;
-        char *sp = (char *)cuda_scratch(be, CS_ROWS, nt * max_rows * sizeof(float *) +
-                                                         nt * p->n_heads * (max_rows + 1) * sizeof(float));
+        const size_t qb_off = (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1) * sizeof(float) + 15) & ~(size_t)15;
+        const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
+        const size_t h16 = (size_t)((H + 15) & ~15);
+        char *sp = (char *)cuda_scratch(be, CS_ROWS, pb_off + (mma ? nt * h16 * max_rows * sizeof(uint16_t) : 0));
         const float **hrows = (const float **)sp;
         float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
-        float *hden = hsc + nt * p->n_heads * max_rows;
-        /* small batches: more blocks (the scores are the same for any part count,
+        float *hden = hsc + nt * H * max_rows;
+        const int64_t *dpos = im->d_pos;
+        const float *csc = hsc, *cden = hden;
+        /* small batches: more blocks (a score is the same for any part count,
          * a dimension's weighted sum for any slice width) */
+        if (mma) {
+            static bool attr[64]; /* per GPU: more than 48 KB of dynamic shared memory */
+            const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
+            const bool small = nt <= 4;
+            const size_t smem = am_qk_smem(small ? 2 : 8, hd);
+            if (!attr[dev]) { /* both at the first call (a prefill, before any graph capture) */
+                CK(cudaFuncSetAttribute(k_attn_qk<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)am_qk_smem(2, HS_MAXD)));
+                CK(cudaFuncSetAttribute(k_attn_qk<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)am_qk_smem(8, HS_MAXD)));
+                attr[dev] = true;
+            }
+            const int rt = small ? 16 : 64;
+            uint16_t *qb = (uint16_t *)(sp + qb_off);
+            const size_t n8 = nt * H * hd / 8;
+            k_attn_qpack<<<(unsigned)((n8 + 255) / 256), 256, 0, im->stream>>>((const float4 *)q, n8, (uint4 *)qb);
+            CK_LAUNCH();
+            /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
+             * each kernel's prologue (row counts, row addresses, the first rows)
+             * overlaps its predecessor; qpack itself waits for everything before */
+            launch_attn(small ? k_attn_qk<2> : k_attn_qk<8>, dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 128,
+                        smem, im->stream, false, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                        dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
+            uint16_t *pb = (uint16_t *)(sp + pb_off);
+            launch_attn(k_attn_md16, dim3((unsigned)(nt * H)), 128, 0, im->stream, false, true, A, dpos, cnt, csc, pb,
+                        hden);
+            const int sl = nt <= 2 ? 16 : nt <= 8 || hd % 64 ? 32 : 64;
+            /* many sequences: a block per (token, slice) walks the parts itself (the
+             * same sums in the same order as the cluster adds them) */
+            /* many sequences: a block per (token, 32 dimensions) walks the parts itself
+             * (the same sums in the same order as the cluster adds them) */
+            const bool walk = attn_layout == DSV4_ATTN_LAYOUT_AUTO && nt * (size_t)(hd / 32) >= 256 &&
+                              max_rows * sizeof(float *) <= 48 * 1024;
+            if (walk) {
+                launch_attn(k_attn_pv<4, true>, dim3((unsigned)nt, (unsigned)(hd / 32), 1), 128,
+                            max_rows * sizeof(float *), im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb,
+                            (const float **)hrows, cden, out);
+                return;
+            }
+            void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
+                       float *) = sl == 16 ? k_attn_pv<2, false> : sl == 32 ? k_attn_pv<4, false> : k_attn_pv<8, false>;
+            launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
+                        cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
+            return;
+        }
         const int hs_parts = nt <= 2 ? 32 : nt <= 4 ? 16 : AT_PARTS, sl = nt <= 2 ? 16 : nt <= 8 ? 32 : 64;
-        k_attn_hs<<<dim3((unsigned)nt, (unsigned)((p->n_heads + 7) / 8), hs_parts), 256, 0, im->stream>>>(
-            A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
+        k_attn_hs<<<dim3((unsigned)nt, (unsigned)((H + 7) / 8), hs_parts), 256, 0, im->stream>>>(
+            A, im->d_segs, im->d_tok_seg, dpos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
         CK_LAUNCH();
-        k_attn_md<<<(unsigned)(nt * p->n_heads), 128, 0, im->stream>>>(A, im->d_pos, cnt, hsc, hden);
+        k_attn_md<<<(unsigned)(nt * H), 128, 0, im->stream>>>(A, dpos, cnt, hsc, hden);
         CK_LAUNCH();
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3((unsigned)nt, (unsigned)((p->head_dim + sl - 1) / sl), AT_PARTS);
-        cfg.blockDim = dim3(256);
-        cfg.stream = im->stream;
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = 1;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = AT_PARTS;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
-        if (sl == 16)
-            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<16>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
-                                  (const float *)hden, out));
-        else if (sl == 32)
-            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<32>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
-                                  (const float *)hden, out));
-        else
-            CK(cudaLaunchKernelEx(&cfg, k_attn_hpv<64>, A, (const int64_t *)im->d_pos, cnt, (const float *)hsc, hrows,
-                                  (const float *)hden, out));
+        void (*hpv)(attn_args, const int64_t *, const int32_t *, const float *, const float **, const float *,
+                    float *) = sl == 16 ? k_attn_hpv<16> : sl == 32 ? k_attn_hpv<32> : k_attn_hpv<64>;
+        launch_attn(hpv, dim3((unsigned)nt, (unsigned)((hd + sl - 1) / sl), AT_PARTS), 256, 0, im->stream, true, false,
+                    A, dpos, cnt, csc, (const float **)hrows, cden, out);
         return;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
