@@ -70,11 +70,10 @@ __device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const in
 }
 
 /* Max and sum of the nr scores of one (token, head) in a fixed order (the
- * block's threads, block_max / block_sum); each score's weight exp(s - max)
- * (BF16 in reference numerics) goes to store(j, weight). Returns the sum plus
+ * block's threads, block_max / block_sum); the scores become the weights
+ * exp(s - max) (BF16 in reference numerics) in place. Returns the sum plus
  * the sink's mass (it adds to the denominator, no value). */
-template <typename S>
-__device__ static float attn_weights_to(const attn_args &A, const float *sc, int nr, int h, float *sh, S store)
+__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
 {
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
@@ -82,16 +81,10 @@ __device__ static float attn_weights_to(const attn_args &A, const float *sc, int
     float den = 0;
     for (int j = threadIdx.x; j < nr; j += blockDim.x) {
         const float e = expf(sc[j] - mx);
-        store(j, A.reference ? dsv4_round_bf16(e) : e);
+        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
         den += e;
     }
     return block_sum(den, sh) + expf(A.sinks[h] - mx);
-}
-
-/* The weights in place of the scores. */
-__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
-{
-    return attn_weights_to(A, sc, nr, h, sh, [&](int j, float v) { sc[j] = v; });
 }
 
 __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
@@ -221,24 +214,47 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
     return (((size_t)t * HG + (h >> 4)) * KS + (j >> 4)) * 256 + lane * 8 + reg * 2 + (jr & 1);
 }
 
-/* k_attn_md for the tensor cores: the same max, sum and weights (reference
- * numerics: BF16, exact in the fragments), written as k_attn_pv's A
- * fragments; rows from nr to the next multiple of 16 get weight 0. */
-__global__ void k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt, const float *scores, uint16_t *pb,
-                            float *den)
+/* The max, sum and weights for the tensor cores: a warp per (token, head),
+ * a lane taking row pairs 2 l, 2 l + 1 (+ 64 k); the max and the sum in a
+ * fixed order (each lane's pairs in order, then the butterfly); the weights
+ * exp(s - max) (reference numerics: BF16, exact in the fragments) written as
+ * k_attn_pv's A fragments, a pair per 4-byte store; rows from nr to the next
+ * multiple of 16 get weight 0. n = tokens x heads. */
+__global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                   const float *scores, uint16_t *pb, float *den, int n)
 {
-    __shared__ float sh[32];
-    const int t = blockIdx.x / A.H, h = blockIdx.x % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
+    const int gw = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (gw >= n) return;
+    const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
     int nwin;
-    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), n16 = (nr + 15) & ~15;
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    const float dn = attn_weights_to(A, scores + (size_t)blockIdx.x * A.max_rows, nr, h, sh, [&](int j, float v) {
-        pb[am_frag(t, HG, KS, h, j)] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-    });
-    for (int j = nr + threadIdx.x; j < ((nr + 15) & ~15); j += blockDim.x) pb[am_frag(t, HG, KS, h, j)] = 0;
-    if (threadIdx.x == 0) den[blockIdx.x] = dn;
+    const float *sc = scores + (size_t)gw * A.max_rows; /* 8-byte aligned: max_rows is a multiple of 16 */
+    float mx = -INFINITY;
+#pragma unroll 4
+    for (int j = 2 * lane; j < nr; j += 64) {
+        const float2 v = *(const float2 *)(sc + j);
+        mx = fmaxf(mx, j + 1 < nr ? fmaxf(v.x, v.y) : v.x);
+    }
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0;
+#pragma unroll 4
+    for (int j = 2 * lane; j < n16; j += 64) {
+        float e0 = 0, e1 = 0;
+        if (j < nr) {
+            const float2 v = *(const float2 *)(sc + j);
+            e0 = expf(v.x - mx);
+            if (j + 1 < nr) e1 = expf(v.y - mx);
+        }
+        sum += e0;
+        sum += e1;
+        const float w0 = A.reference ? dsv4_round_bf16(e0) : e0, w1 = A.reference ? dsv4_round_bf16(e1) : e1;
+        *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(w0, w1);
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) den[gw] = sum + expf(A.sinks[h] - mx);
 }
 
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
@@ -332,8 +348,8 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
  * rows go through shared memory CH dimensions at a time (the next chunk's
  * loads in flight during this chunk's MMAs). A score is one MMA chain over
  * the dimensions in order, whatever RT is: the part count is free.
- * k_attn_md16: k_attn_md's max, sum and weights, the weights written as
- * k_attn_pv's A fragments (BF16: exact). k_attn_pv: block (token, 8 NT
+ * k_attn_md16: each (token, head)'s max, sum and weights on a warp, the
+ * weights written as k_attn_pv's A fragments (BF16: exact). k_attn_pv: block (token, 8 NT
  * dimensions, part), a cluster of the AM_PARTS parts (split at multiples of
  * 16 rows, a function of the token's row count only); tiles of values
  * through shared memory as BF16, B operands through ldmatrix.trans, the
@@ -718,8 +734,8 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                         smem, im->stream, false, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
                         dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
-            launch_attn(k_attn_md16, dim3((unsigned)(nt * H)), 128, 0, im->stream, false, true, A, dpos, cnt, csc, pb,
-                        hden);
+            launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
+                        csc, pb, hden, (int)(nt * H));
             const int sl = nt <= 2 ? 16 : nt <= 8 || hd % 64 ? 32 : 64;
             /* many sequences: a block per (token, slice) walks the parts itself (the
              * same sums in the same order as the cluster adds them) */
