@@ -343,8 +343,8 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
  * the sums differs from the CPU. Other inputs would be rounded to BF16.
  * For head_dim a multiple of 32 up to 512 and up to 64 heads.
  *
- * k_attn_qk: block (token, part of RT = 8 NT rows), warp w = heads 16 w ..
- * 16 w + 15. The token's q goes to shared memory once as BF16; the part's
+ * k_attn_qk: block (token, part of RT = 16 NT rows), 8 warps: heads 16 w ..
+ * 16 w + 15 (w = warp % 4) of the part's first or second half of the rows. The token's q goes to shared memory once as BF16; the part's
  * rows go through shared memory CH dimensions at a time (the next chunk's
  * loads in flight during this chunk's MMAs). A score is one MMA chain over
  * the dimensions in order, whatever RT is: the part count is free.
@@ -370,11 +370,11 @@ __device__ __forceinline__ int am_part_lo(int nr, int p)
  * (8 lanes: 2 rows x 4 chunks) meet 8 distinct bank groups: stride = 64 mod 128. */
 __host__ __device__ constexpr int am_stride(int elems) { return elems * 2 + (192 - (elems * 2) % 128) % 128; }
 
-template <int NT> __host__ __device__ constexpr int am_qk_chunk() { return 8192 / (8 * NT); }
+template <int NT> __host__ __device__ constexpr int am_qk_chunk() { return 8192 / (16 * NT); }
 
 static size_t am_qk_smem(int NT, int hd)
 {
-    const int RT = 8 * NT, CH = 8192 / RT;
+    const int RT = 16 * NT, CH = 8192 / RT;
     return (size_t)64 * am_stride(hd) + (size_t)RT * am_stride(CH) + (size_t)RT * sizeof(float *);
 }
 
@@ -399,17 +399,18 @@ __global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb)
 }
 
 template <int NT>
-__global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg,
+__global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg,
                                                  const int64_t *posv, const int32_t *page_table, const uint16_t *qb,
                                                  const float *kv_new, const int32_t *idx, const int32_t *cnt,
                                                  float *scores, const float **rows)
 {
-    constexpr int RT = 8 * NT, CH = am_qk_chunk<NT>(), C4 = CH / 4, LD = RT * C4 / 128; /* float4 per thread */
+    constexpr int RT = 16 * NT, CH = am_qk_chunk<NT>(), C4 = CH / 4, LD = RT * C4 / 256; /* float4 per thread */
     extern __shared__ __align__(16) unsigned char am_sm[];
     const int hd = A.hd, qst = am_stride(hd), kst = am_stride(CH);
     unsigned char *qs = am_sm, *ks = am_sm + 64 * qst;
     const float **rps = (const float **)(ks + RT * kst);
-    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, tq = lane & 3;
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int w = (tid >> 5) & 3, rh = tid >> 7; /* warp: heads 16 w .., rows 8 NT rh .. */
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     int64_t lo;
@@ -428,7 +429,7 @@ __global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *se
     auto load_chunk = [&](int c) {
 #pragma unroll
         for (int i = 0; i < LD; i++) {
-            const int e = i * 128 + tid, r = e / C4, d = c + 4 * (e % C4);
+            const int e = i * 256 + tid, r = e / C4, d = c + 4 * (e % C4);
             kr[i] = r < nt && d < hd ? ld_row4(rps[r] + d) : make_float4(0, 0, 0, 0);
         }
     };
@@ -437,7 +438,7 @@ __global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *se
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* the token's BF16 q (heads past H zero) without registers */
     const int H16 = (A.H + 15) & ~15, q16 = hd / 8;
-    for (int e = tid; e < H16 * q16; e += 128) {
+    for (int e = tid; e < H16 * q16; e += 256) {
         const int h = e / q16;
         cp_async<16>(qs + h * qst + 16 * (e % q16), qb + ((size_t)t * A.H + (h < A.H ? h : 0)) * hd + 8 * (e % q16),
                      h < A.H);
@@ -452,7 +453,7 @@ __global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *se
         __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
 #pragma unroll
         for (int i = 0; i < LD; i++) {
-            const int e = i * 128 + tid;
+            const int e = i * 256 + tid;
             *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = bf4_rn(kr[i]);
         }
         if (c + CH < hd) load_chunk(c + CH);
@@ -467,7 +468,7 @@ __global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *se
             const uint4 b8 = *(const uint4 *)(qs + (16 * w + g + 8) * qst + 2 * (c + d0) + 16 * tq);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                const uint4 k = *(const uint4 *)(ks + (8 * n + g) * kst + 2 * d0 + 16 * tq);
+                const uint4 k = *(const uint4 *)(ks + (8 * (NT * rh + n) + g) * kst + 2 * d0 + 16 * tq);
                 mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
                 mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
             }
@@ -478,7 +479,7 @@ __global__ void __launch_bounds__(128) k_attn_qk(attn_args A, const dsv4_seg *se
     for (int n = 0; n < NT; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int h = 16 * w + g + 8 * (e >> 1), j = 8 * n + 2 * tq + (e & 1);
+            const int h = 16 * w + g + 8 * (e >> 1), j = 8 * (NT * rh + n) + 2 * tq + (e & 1);
             if (h < A.H && j < nt) scores[((size_t)t * A.H + h) * A.max_rows + j0 + j] = acc[n][e] * A.scale;
         }
 }
@@ -714,12 +715,12 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
             static bool attr[64]; /* per GPU: more than 48 KB of dynamic shared memory */
             const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
             const bool small = nt <= 4;
-            const size_t smem = am_qk_smem(small ? 2 : 8, hd);
+            const size_t smem = am_qk_smem(small ? 1 : 4, hd);
             if (!attr[dev]) { /* both at the first call (a prefill, before any graph capture) */
-                CK(cudaFuncSetAttribute(k_attn_qk<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)am_qk_smem(2, HS_MAXD)));
-                CK(cudaFuncSetAttribute(k_attn_qk<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)am_qk_smem(8, HS_MAXD)));
+                CK(cudaFuncSetAttribute(k_attn_qk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)am_qk_smem(1, HS_MAXD)));
+                CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)am_qk_smem(4, HS_MAXD)));
                 attr[dev] = true;
             }
             const int rt = small ? 16 : 64;
@@ -730,7 +731,7 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack itself waits for everything before */
-            launch_attn(small ? k_attn_qk<2> : k_attn_qk<8>, dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 128,
+            launch_attn(small ? k_attn_qk<1> : k_attn_qk<4>, dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256,
                         smem, im->stream, false, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
                         dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
