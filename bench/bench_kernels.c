@@ -117,9 +117,8 @@ static void sync(dsv4_backend *be, void *dev)
  * over the context. */
 static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
-    const int H = 64, hd = 512, window = 128, topk = 512, page_tokens = 256;
+    const int hd = 512, window = 128, topk = 512;
     const int64_t ctxs[3] = {4096, 32768, 131072};
-    static uint64_t ptv = 1000;
     printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
            "GB/s", "of copy", "fp32 us", "naive us", "speedup");
     for (int kind = 0; kind < 2; kind++) {
@@ -128,71 +127,21 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
             for (int bi = 0; bi < nb; bi++) {
                 const int B = batches[bi] > 64 ? 64 : batches[bi];
                 const int64_t C = ctxs[ci];
-                dsv4_layer_state ls;
-                memset(&ls, 0, sizeof ls);
-                dsv4_kv kv;
-                memset(&kv, 0, sizeof kv);
-                kv.max_seqs = B;
-                kv.max_ctx = C + 1;
-                kv.page_tokens = page_tokens;
-                kv.max_pages_per_seq = (int)((C + page_tokens) / page_tokens);
-                kv.n_pages = (int64_t)B * kv.max_pages_per_seq;
-                kv.slot_floats = (size_t)window * hd;
-                kv.page_floats = (size_t)(page_tokens / ratio) * hd;
-                kv.layer = &ls;
-                kv.slots = be->alloc(be, (size_t)B * kv.slot_floats * sizeof(float));
-                kv.pages = be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
-                kv.page_table = malloc((size_t)kv.n_pages * sizeof(int32_t));
-                for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
-                kv.pt_version = ++ptv;
-                if (!kv.slots || !kv.pages) {
-                    printf("attention: no memory for batch %d at %lld\n", B, (long long)C);
-                    break;
-                }
-                dsv4_seg segs[64];
-                int32_t tokens[64] = {0}, tok_seg[64];
-                int64_t pos[64];
-                for (int t = 0; t < B; t++) {
-                    segs[t] = (dsv4_seg){.slot = t, .pos0 = C - 1, .n = 1, .t0 = t};
-                    tok_seg[t] = t;
-                    pos[t] = C - 1;
-                }
-                const dsv4_plan plan = {.n_tok = B, .n_seg = B, .segs = segs, .tokens = tokens, .pos = pos,
-                                        .tok_seg = tok_seg};
-                be->step_begin(be, &plan, &kv);
-                /* CSA: topk distinct rows of the C/4 visible, spread over the context, ascending */
-                const int64_t ncmp = C / ratio;
-                int32_t *hidx = malloc((size_t)B * topk * sizeof(int32_t)), *hcnt = malloc((size_t)B * sizeof(int32_t));
-                for (int t = 0; t < B; t++) {
-                    hcnt[t] = (int32_t)(ncmp < topk ? ncmp : topk);
-                    for (int k = 0; k < topk; k++) hidx[t * topk + k] = (int32_t)((int64_t)k * ncmp / topk);
-                }
-                int32_t *didx = be->alloc(be, (size_t)B * topk * sizeof(int32_t)), *dcnt = be->alloc(be, (size_t)B * 4);
-                be->upload(be, didx, hidx, (size_t)B * topk * sizeof(int32_t));
-                be->upload(be, dcnt, hcnt, (size_t)B * sizeof(int32_t));
-                float *q = be->alloc(be, (size_t)B * H * hd * sizeof(float)),
-                      *kvn = be->alloc(be, (size_t)B * hd * sizeof(float)),
-                      *out = be->alloc(be, (size_t)B * H * hd * sizeof(float)), *sinks = be->alloc(be, H * sizeof(float));
                 /* the default layout in reference numerics (the server's: tensor cores), the
                  * FP32 heads-together kernels (plain numerics' layout) and the first layout */
                 static const int layouts[3] = {DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_FP32, DSV4_ATTN_LAYOUT_NAIVE};
                 double us[3];
                 for (int li = 0; li < 3; li++) {
-                    const dsv4_attn_params ap = {.layer = 0, .kind = kind == 0 ? DSV4_ATTN_CSA : DSV4_ATTN_HCA,
-                                                 .ratio = ratio, .n_heads = H, .head_dim = hd, .window = window,
-                                                 .topk = topk, .scale = 0.044f, .sinks = sinks,
-                                                 .reference = li == 0};
                     dsv4_cuda_attn_layout(layouts[li]);
-                    be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
-                    sync(be, out);
-                    const int r = li == 2 ? (reps / 5 > 2 ? reps / 5 : 2) : reps;
-                    double t0 = now_s();
-                    for (int k = 0; k < r; k++) be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
-                    sync(be, out);
-                    us[li] = (now_s() - t0) / r * 1e6;
+                    us[li] = dsv4_cuda_attn_time(be, kind == 0, B, C, li == 0,
+                                                 li == 2 ? (reps / 5 > 2 ? reps / 5 : 2) : reps);
                 }
                 dsv4_cuda_attn_layout(DSV4_ATTN_LAYOUT_AUTO);
-                const int64_t rows = window + (kind == 0 ? hcnt[0] : ncmp);
+                if (us[0] < 0 || us[1] < 0 || us[2] < 0) {
+                    printf("attention: no memory for batch %d at %lld\n", B, (long long)C);
+                    break;
+                }
+                const int64_t ncmp = C / ratio, rows = window + (kind == 0 ? (ncmp < topk ? ncmp : topk) : ncmp);
                 const size_t bytes = (size_t)B * rows * hd * sizeof(float);
                 const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
                 char name[32];
@@ -206,10 +155,6 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
                             "\"fp32_us\": %.3f, \"naive_us\": %.3f}",
                             kind == 0 ? "CSA" : "HCA", B, (long long)C, (long long)rows, bytes, us[0], gbs,
                             gbs / copy_gbs, us[1], us[2]);
-                be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks);
-                be->free(be, didx), be->free(be, dcnt);
-                be->free(be, kv.slots), be->free(be, kv.pages);
-                free(kv.page_table), free(hidx), free(hcnt);
             }
     }
 }

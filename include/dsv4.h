@@ -75,6 +75,8 @@ typedef struct {
     int ep;                    /* > 1: expert parallelism over this many ranks (--ep N): the routed experts split by
                                   id, every other op replicated; today CPU ranks in one process with a loopback
                                   communicator (the multi-GPU code path, bit for bit the single rank's logits) */
+    const char *tune_file;     /* CUDA: a `dsv4 tune` file of kernel choices (--tune); NULL: $DSV4_TUNE, else the
+                                  built-in ones. Unreadable, stale or from another GPU: a warning, the built-in ones */
 } dsv4_engine_opts;
 
 typedef struct dsv4_engine dsv4_engine;

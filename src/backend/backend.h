@@ -17,6 +17,7 @@
 
 #include "engine/sample.h"
 #include "engine/state.h"
+#include "engine/tune.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -259,6 +260,17 @@ int dsv4_cuda_device_count(void);
 int dsv4_cuda_decode_check(void);
 /* The sparse attention layout (DSV4_ATTN_LAYOUT_*), for benchmarks and tests. */
 void dsv4_cuda_attn_layout(int layout);
+/* The tuned kernel choices (engine/tune.h) every CUDA backend of the process
+ * uses from the next call on; NULL: the built-in ones. get: the current. */
+void dsv4_cuda_tune_set(const dsv4_tune *t);
+void dsv4_cuda_tune_get(dsv4_tune *t);
+/* One layer's sparse attention on Flash's shape (64 heads of 512, window
+ * 128, 256-token pages) for `batch` sequences at context ctx, CSA (the top
+ * 512 of ctx / 4 compressed rows) or HCA (every ctx / 128 row), on zero
+ * rows: microseconds per call over reps calls after a warm-up, with the
+ * current layout and choices; -1 when the state does not fit. For dsv4
+ * tune and bench_kernels. */
+double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

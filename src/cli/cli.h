@@ -23,6 +23,7 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Parse "5,17,3" or "@FILE" (a file holding such a list) into a malloc'ed array. */
 int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errlen);
@@ -31,7 +32,7 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
 int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out);
 /* The engine options every command shares: --numerics, --backend,
- * --moe-backend, --threads. Returns -1 when opt is none of them, 1 after
+ * --moe-backend, --threads, --tune. Returns -1 when opt is none of them, 1 after
  * printing one line for a bad value, 0 when applied to o. */
 int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engine_opts *o);
 /* Print "dsv4 <cmd>: <msg>" to stderr and return 1 (the exit code). */

@@ -25,6 +25,7 @@ static void usage(FILE *f)
             "  serve     the OpenAI-compatible server with continuous batching\n"
             "  check     wait for a server to be ready and ask it one question\n"
             "  bench     load-test a server with streaming requests (TTFT, TPOT, ITL, throughput)\n"
+            "  tune      time the interchangeable GPU kernel choices and write them for serve --tune\n"
             "\n"
             "`dsv4 <command> --help` describes a command's options.\n");
 }
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "serve")) return cmd_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
     fprintf(stderr, "dsv4: unknown command '%s'\n", cmd);
     usage(stderr);
     return 2;
@@ -146,6 +148,10 @@ int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engi
         if (!strcmp(v, "on")) o->no_graphs = 0;
         else if (!strcmp(v, "off")) o->no_graphs = 1;
         else return cli_fail(cmd, "--cuda-graphs: '%s' is not one of on, off", v);
+        return 0;
+    }
+    if (!strcmp(opt, "--tune")) {
+        o->tune_file = v;
         return 0;
     }
     if (!strcmp(opt, "--threads")) {

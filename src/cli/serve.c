@@ -53,7 +53,7 @@ static void serve_usage(FILE *f)
             "usage: dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]\n"
             "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
             "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
-            "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N]\n"
+            "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
             "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
             "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]\n"
             "\n"
@@ -61,7 +61,8 @@ static void serve_usage(FILE *f)
             "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
             "KV pool from --mem-fraction 0.5 of the memory left after the weights and activations (the GPU's on\n"
             "the GPU; capped at what the running requests can use). --tokenizer: a tokenizer.json other than the\n"
-            "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks). See docs/SERVER.md.\n",
+            "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks); --tune: kernel choices\n"
+            "from `dsv4 tune` (default $DSV4_TUNE, else built in). See docs/SERVER.md.\n",
             DSV4_DEFAULT_MODEL);
 }
 

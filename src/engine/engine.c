@@ -246,6 +246,30 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be,
     return DSV4_OK;
 }
 
+/* The kernel choices of the CUDA backends on GPU `device` (engine/tune.h):
+ * --tune, else $DSV4_TUNE, else the built-in ones. Every choice gives the
+ * same bits, so a file that cannot be used costs speed only: a warning. */
+static void tune_apply(const dsv4_engine_opts *o, const char *device)
+{
+#ifdef DSV4_HAVE_CUDA
+    const char *path = o->tune_file ? o->tune_file : getenv("DSV4_TUNE");
+    dsv4_tune t;
+    dsv4_tune_default(&t);
+    if (path && *path) {
+        char why[512];
+        if (dsv4_tune_load(path, device, &t, why, sizeof why) != DSV4_OK) {
+            fprintf(stderr, "dsv4: tuning file not used (%s); the built-in kernel choices apply\n", why);
+            dsv4_tune_default(&t);
+        } else if (o->verbose) {
+            fprintf(stderr, "dsv4: kernel choices from %s\n", path);
+        }
+    }
+    dsv4_cuda_tune_set(&t);
+#else
+    (void)o, (void)device;
+#endif
+}
+
 /* --backend: cpu always works; cuda needs a build with the CUDA backend and a
  * supported GPU; auto takes the GPU when there is one and says so in one line. */
 /* Expert parallelism over o->ep ranks of one device kind: CPU backends
@@ -303,6 +327,8 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, co
         for (int r = 0; r < o->ep; r++) ranks[r]->destroy(ranks[r]);
         return DSV4_ERR_UNSUPPORTED;
     }
+    if (gpu) tune_apply(o, ranks[0]->device);
+    else if (o->tune_file) fprintf(stderr, "dsv4: --tune: the CPU backend has no tuned kernels; not used\n");
     if (why_comm[0]) /* ranks on GPUs of their own, but no NCCL: say why the collectives go through the host */
         fprintf(stderr, "dsv4: expert parallelism without NCCL (%s): the all-reduce goes through host memory\n",
                 why_comm);
@@ -325,6 +351,7 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
             else if ((*out = dsv4_backend_cuda_create(0, why, sizeof why)) != NULL) {
                 if (o->verbose || o->backend == DSV4_BACKEND_AUTO)
                     fprintf(stderr, "dsv4: backend cuda (GPU 0)\n");
+                tune_apply(o, (*out)->device);
                 return DSV4_OK;
             }
         } else {
@@ -348,6 +375,7 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
         snprintf(err, errlen, "out of memory creating the CPU backend");
         return DSV4_ERR_NOMEM;
     }
+    if (o->tune_file) fprintf(stderr, "dsv4: --tune: the CPU backend has no tuned kernels; not used\n");
     return DSV4_OK;
 }
 

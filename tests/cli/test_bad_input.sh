@@ -33,11 +33,11 @@ for good in "$DSV4_SRC"/tests/fixtures/*/; do
     run_cases "$DSV4_SRC/tests/cli/corrupt_quant.py" "$good"
   fi
 done
-# bad arguments
+# bad arguments (the CPU backend: on a GPU machine auto also says which backend it took)
 for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
   set +e
   # shellcheck disable=SC2086
-  "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" $args -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
+  "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
   rc=$?
   set -e
   if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ]; then
@@ -45,6 +45,38 @@ for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fas
     fails=$((fails + 1))
   else
     echo "ok   args '$args': $(cat "$tmp/err")"
+  fi
+done
+# tuning files (dsv4 tune) only ever cost speed: a missing, malformed or foreign one leaves the logits
+# bit for bit as they were and says why in one warning line
+"$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --ids 1,2,3 -o "$tmp/ref.bin" 2>/dev/null
+printf '{"dsv4_tune": 1, "device": "another GPU", "attention": [{"max_tokens": 0, "score_rows": 64, "sum": "walk32"}]}' \
+  > "$tmp/foreign.json"
+printf '{"dsv4_tune": ' > "$tmp/broken.json"
+for tf in /nonexistent/tune.json "$tmp/broken.json" "$tmp/foreign.json"; do
+  set +e
+  "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --ids 1,2,3 --tune "$tf" -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
+  rc=$?
+  set -e
+  if [ "$rc" -ne 0 ] || ! cmp -s "$tmp/ref.bin" "$tmp/out.bin" || ! grep -q "not used" "$tmp/err"; then
+    echo "FAIL --tune $tf: rc=$rc: $(cat "$tmp/err")"
+    fails=$((fails + 1))
+  else
+    echo "ok   --tune $tf: same logits; $(grep "not used" "$tmp/err")"
+  fi
+done
+# dsv4 tune: bad arguments, or no GPU to tune, are one line and a non-zero exit
+for args in "--reps 0" "--device x" "--bogus 1" "-o"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$DSV4" tune $args 2> "$tmp/err" >/dev/null
+  rc=$?
+  set -e
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ]; then
+    echo "FAIL tune '$args': rc=$rc: $(cat "$tmp/err")"
+    fails=$((fails + 1))
+  else
+    echo "ok   tune '$args': $(cat "$tmp/err")"
   fi
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }

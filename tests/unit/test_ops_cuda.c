@@ -1880,6 +1880,22 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
             if (memcmp(rp, ro[s], (size_t)T * H * hd * 4))
                 fail_line(names[layer], "the cluster of parts and the walking block differ");
             free(rp);
+            /* every tuned choice (dsv4 tune) gives the same bits */
+            static const dsv4_tune alt[] = {{1, {{0, 16, DSV4_SUM_PARTS16}}},
+                                            {1, {{0, 64, DSV4_SUM_PARTS64}}},
+                                            {1, {{0, 16, DSV4_SUM_WALK32}}},
+                                            {2, {{2, 64, DSV4_SUM_WALK32}, {0, 16, DSV4_SUM_PARTS32}}}};
+            dsv4_tune keep;
+            dsv4_cuda_tune_get(&keep);
+            for (int a = 0; a < (int)(sizeof alt / sizeof alt[0]); a++) {
+                dsv4_cuda_tune_set(&alt[a]);
+                be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc, dout);
+                rp = bhost(be, dout, (size_t)T * H * hd * 4);
+                if (memcmp(rp, ro[s], (size_t)T * H * hd * 4))
+                    fail_line(names[layer], "tuned choice %d gives other bits than the built-in ones", a);
+                free(rp);
+            }
+            dsv4_cuda_tune_set(&keep);
         }
 #endif
         be->kv_store(be, layer, c->window, hd, plan, &S->kv[s], dkv);

@@ -25,7 +25,9 @@
  * (batch invariance).
  */
 #include <cooperative_groups.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/rowdot.cuh"
@@ -357,7 +359,9 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
  * outputs over the parts, in part order, and divides. With many tokens
  * (WALK) one block per (token, 32 dimensions) walks the parts itself, the
  * part sums added in the same order: the same bits with no cluster and no
- * per-part start-up (the tests compare the two). */
+ * per-part start-up (the tests compare the two). Which scores block and
+ * which weighted-sum layout serve a call of n tokens is dsv4 tune's choice
+ * (engine/tune.h; built in: the H200's): every choice gives the same bits. */
 #define AM_PARTS 8
 #define AM_TILE 64 /* rows per tile of k_attn_pv */
 
@@ -624,6 +628,21 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */
 extern "C" void dsv4_cuda_attn_layout(int layout) { attn_layout = layout; }
 
+/* The tuned choices (engine/tune.h): only ones that give the same bits. */
+static dsv4_tune attn_tune;
+static bool attn_tune_set;
+extern "C" void dsv4_cuda_tune_set(const dsv4_tune *t)
+{
+    if (t) attn_tune = *t;
+    else dsv4_tune_default(&attn_tune);
+    attn_tune_set = true;
+}
+extern "C" void dsv4_cuda_tune_get(dsv4_tune *t)
+{
+    if (!attn_tune_set) dsv4_cuda_tune_set(NULL);
+    *t = attn_tune;
+}
+
 /* A launch with a cluster of grid.z blocks along z (cluster_z) and/or
  * programmatic dependent launch (the kernel waits with griddepcontrol.wait
  * for its predecessor's results). */
@@ -714,7 +733,9 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
         if (mma) {
             static bool attr[64]; /* per GPU: more than 48 KB of dynamic shared memory */
             const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
-            const bool small = nt <= 4;
+            if (!attn_tune_set) dsv4_cuda_tune_set(NULL);
+            const dsv4_attn_choice *ch = dsv4_tune_pick(&attn_tune, (int)nt);
+            const bool small = ch->score_rows == 16;
             const size_t smem = am_qk_smem(small ? 1 : 4, hd);
             if (!attr[dev]) { /* both at the first call (a prefill, before any graph capture) */
                 CK(cudaFuncSetAttribute(k_attn_qk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -737,12 +758,10 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
             uint16_t *pb = (uint16_t *)(sp + pb_off);
             launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
                         csc, pb, hden, (int)(nt * H));
-            const int sl = nt <= 2 ? 16 : nt <= 8 || hd % 64 ? 32 : 64;
-            /* many sequences: a block per (token, slice) walks the parts itself (the
-             * same sums in the same order as the cluster adds them) */
-            /* many sequences: a block per (token, 32 dimensions) walks the parts itself
-             * (the same sums in the same order as the cluster adds them) */
-            const bool walk = attn_layout == DSV4_ATTN_LAYOUT_AUTO && nt * (size_t)(hd / 32) >= 256 &&
+            /* the tuned layout of the weighted sum (same bits whichever): a cluster of
+             * the parts per (token, slice), or with many tokens a block per (token, 32
+             * dimensions) walking the parts itself (the same sums in the same order) */
+            const bool walk = ch->sum == DSV4_SUM_WALK32 && attn_layout == DSV4_ATTN_LAYOUT_AUTO &&
                               max_rows * sizeof(float *) <= 48 * 1024;
             if (walk) {
                 launch_attn(k_attn_pv<4, true>, dim3((unsigned)nt, (unsigned)(hd / 32), 1), 128,
@@ -750,6 +769,7 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                             (const float **)hrows, cden, out);
                 return;
             }
+            const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
             void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
                        float *) = sl == 16 ? k_attn_pv<2, false> : sl == 32 ? k_attn_pv<4, false> : k_attn_pv<8, false>;
             launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
@@ -775,4 +795,72 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
                                                              im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);
     CK_LAUNCH();
+}
+
+/* ---- dsv4_cuda_attn_time (backend.h): the attention state of bench_kernels
+ * and dsv4 tune, on zero rows. */
+extern "C" double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps)
+{
+    const int H = 64, hd = 512, window = 128, topk = 512, page_tokens = 256, ratio = csa ? 4 : 128;
+    static uint64_t ptv = (uint64_t)1 << 40; /* page-table versions of their own */
+    if (batch < 1 || batch > 4096 || ctx < 1 || reps < 1) return -1;
+    dsv4_layer_state ls;
+    memset(&ls, 0, sizeof ls);
+    dsv4_kv kv;
+    memset(&kv, 0, sizeof kv);
+    kv.max_seqs = batch;
+    kv.max_ctx = ctx + 1;
+    kv.page_tokens = page_tokens;
+    kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
+    kv.n_pages = (int64_t)batch * kv.max_pages_per_seq;
+    kv.slot_floats = (size_t)window * hd;
+    kv.page_floats = (size_t)(page_tokens / ratio) * hd;
+    kv.layer = &ls;
+    kv.pt_version = ++ptv;
+    dsv4_seg *segs = (dsv4_seg *)calloc((size_t)batch, sizeof *segs);
+    int32_t *tokens = (int32_t *)calloc((size_t)batch, 4), *tok_seg = (int32_t *)calloc((size_t)batch, 4);
+    int64_t *pos = (int64_t *)calloc((size_t)batch, 8);
+    int32_t *hidx = (int32_t *)calloc((size_t)batch * topk, 4), *hcnt = (int32_t *)calloc((size_t)batch, 4);
+    kv.page_table = (int32_t *)malloc((size_t)kv.n_pages * sizeof(int32_t));
+    kv.slots = (float *)be->alloc(be, (size_t)batch * kv.slot_floats * sizeof(float));
+    kv.pages = (float *)be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
+    int32_t *didx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *dcnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
+    float *q = (float *)be->alloc(be, (size_t)batch * H * hd * sizeof(float)),
+          *kvn = (float *)be->alloc(be, (size_t)batch * hd * sizeof(float)),
+          *out = (float *)be->alloc(be, (size_t)batch * H * hd * sizeof(float)),
+          *sinks = (float *)be->alloc(be, H * sizeof(float));
+    double us = -1;
+    if (segs && tokens && tok_seg && pos && hidx && hcnt && kv.page_table && kv.slots && kv.pages && didx && dcnt && q &&
+        kvn && out && sinks) {
+        for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
+        const int64_t ncmp = ctx / ratio;
+        for (int t = 0; t < batch; t++) {
+            segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};
+            tok_seg[t] = t;
+            pos[t] = ctx - 1;
+            hcnt[t] = (int32_t)(ncmp < topk ? ncmp : topk); /* distinct rows spread over the context */
+            for (int k = 0; k < topk; k++) hidx[(size_t)t * topk + k] = (int32_t)((int64_t)k * ncmp / topk);
+        }
+        const dsv4_plan plan = {.n_tok = batch, .n_seg = batch, .segs = segs, .tokens = tokens, .pos = pos,
+                                .tok_seg = tok_seg};
+        be->step_begin(be, &plan, &kv);
+        be->upload(be, didx, hidx, (size_t)batch * topk * 4);
+        be->upload(be, dcnt, hcnt, (size_t)batch * 4);
+        const dsv4_attn_params ap = {.layer = 0, .kind = csa ? DSV4_ATTN_CSA : DSV4_ATTN_HCA, .ratio = ratio,
+                                     .n_heads = H, .head_dim = hd, .window = window, .topk = topk,
+                                     .scale = 0.044f, .sinks = sinks, .reference = reference};
+        cuda_impl *im = impl_of(be);
+        be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
+        CK(cudaStreamSynchronize(im->stream));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int r = 0; r < reps; r++) be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
+        CK(cudaStreamSynchronize(im->stream));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / reps;
+    }
+    be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks);
+    be->free(be, didx), be->free(be, dcnt), be->free(be, kv.slots), be->free(be, kv.pages);
+    free(kv.page_table), free(segs), free(tokens), free(tok_seg), free(pos), free(hidx), free(hcnt);
+    return us;
 }

@@ -1,0 +1,74 @@
+/*
+ * tune.h - the kernel choices `dsv4 tune` measures and `dsv4 serve` loads.
+ *
+ * Only choices that leave every bit of every result unchanged are tuned:
+ * a token's result never depends on them, so a tuning file (missing, stale
+ * or from another GPU) can only cost speed. Today that is sparse attention
+ * on the tensor cores (attn.cu): the rows per block of the scores kernel and
+ * the layout of the weighted sum, per range of tokens in the call.
+ *
+ * The file (JSON):
+ *   {"dsv4_tune": 1, "device": "<the backend's device string>",
+ *    "attention": [{"max_tokens": 2, "score_rows": 16, "sum": "parts16"}, ...,
+ *                  {"max_tokens": 0, "score_rows": 64, "sum": "walk32"}],
+ *    "measured": {...}}
+ * rows in increasing max_tokens, the last 0 (any number); "measured" (what
+ * `dsv4 tune` timed) is not read back.
+ */
+#ifndef DSV4_ENGINE_TUNE_H
+#define DSV4_ENGINE_TUNE_H
+
+#include <stddef.h>
+
+#include "dsv4.h"
+
+/* The weighted sum's layout: a cluster of 8 row parts per (token, 16 / 32 /
+ * 64 dimensions), or one block per (token, 32 dimensions) walking the parts. */
+enum { DSV4_SUM_PARTS16, DSV4_SUM_PARTS32, DSV4_SUM_PARTS64, DSV4_SUM_WALK32, DSV4_SUM_COUNT };
+
+#define DSV4_TUNE_VERSION 1
+#define DSV4_TUNE_ROWS 8
+
+typedef struct {
+    int max_tokens; /* attention calls of up to this many tokens; 0: any number (the last row) */
+    int score_rows; /* the scores kernel's rows per block: 16 or 64 */
+    int sum;        /* DSV4_SUM_* */
+} dsv4_attn_choice;
+
+typedef struct {
+    int n;
+    dsv4_attn_choice row[DSV4_TUNE_ROWS];
+} dsv4_tune;
+
+/* The built-in choices: what `dsv4 tune` measured on an H200
+ * (share/tune/h200.json, bench/results/2026-11-29-cuda-tune/). */
+static inline void dsv4_tune_default(dsv4_tune *t)
+{
+    static const dsv4_attn_choice rows[] = {
+        {2, 16, DSV4_SUM_PARTS16}, {4, 16, DSV4_SUM_PARTS64}, {8, 64, DSV4_SUM_PARTS32}, {0, 64, DSV4_SUM_WALK32}};
+    t->n = (int)(sizeof rows / sizeof rows[0]);
+    for (int i = 0; i < t->n; i++) t->row[i] = rows[i];
+}
+
+/* The row serving a call of n_tok tokens. */
+static inline const dsv4_attn_choice *dsv4_tune_pick(const dsv4_tune *t, int n_tok)
+{
+    for (int i = 0; i < t->n - 1; i++)
+        if (n_tok <= t->row[i].max_tokens) return &t->row[i];
+    return &t->row[t->n - 1];
+}
+
+const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk32" */
+
+/* Checks a table (rows as described above): DSV4_OK or DSV4_ERR_INVALID with the reason. */
+dsv4_status dsv4_tune_check(const dsv4_tune *t, char *err, size_t errlen);
+
+/* Reads a tuning file made for `device`. DSV4_OK; DSV4_ERR_IO (cannot read), DSV4_ERR_FORMAT (malformed),
+ * DSV4_ERR_UNSUPPORTED (another version or another GPU), each with the reason: the caller keeps its table. */
+dsv4_status dsv4_tune_load(const char *path, const char *device, dsv4_tune *t, char *err, size_t errlen);
+
+/* Writes t for `device`, with `measured` (may be NULL: a JSON object as text) under "measured". */
+dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune *t, const char *measured, char *err,
+                           size_t errlen);
+
+#endif
