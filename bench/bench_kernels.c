@@ -198,6 +198,43 @@ static void bench_hc(dsv4_backend *be, const int *batches, int nb, int reps, dou
     free(hfn), free(hx);
 }
 
+/* The lightning indexer (scores of every visible compressed key, then the
+ * top 512) at contexts 4k / 32k / 128k, reference numerics, beside its first
+ * version (one block per token ranking every candidate against every other),
+ * same state, same run. MB: the keys read (FP32, 512 bytes a key). */
+static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
+{
+    const int64_t ctxs[3] = {4096, 32768, 131072};
+    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %8s\n", "indexer", "batch", "context", "MB", "us/call", "GB/s",
+           "of copy", "first us", "speedup");
+    for (int ci = 0; ci < 3; ci++)
+        for (int bi = 0; bi < nb; bi++) {
+            const int B = batches[bi] > 64 ? 64 : batches[bi];
+            const int64_t C = ctxs[ci], N = C / 4;
+            double us[2];
+            for (int naive = 0; naive < 2; naive++) {
+                dsv4_cuda_indexer_naive(naive);
+                us[naive] = dsv4_cuda_indexer_time(be, B, C, true, naive ? 2 : reps);
+            }
+            dsv4_cuda_indexer_naive(0);
+            if (us[0] < 0 || us[1] < 0) {
+                printf("indexer: no memory for batch %d at %lld\n", B, (long long)C);
+                break;
+            }
+            const size_t bytes = (size_t)B * N * 128 * sizeof(float);
+            const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
+            char name[32];
+            snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
+            printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.1fx\n", name, B, (long long)C, bytes / 1e6,
+                   us[0], gbs, 100 * gbs / copy_gbs, us[1], us[1] / us[0]);
+            if (jf)
+                fprintf(jf,
+                        ",\n  {\"kind\": \"indexer\", \"batch\": %d, \"context\": %lld, \"keys\": %lld, \"bytes\": %zu, "
+                        "\"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, \"first_us\": %.3f}",
+                        B, (long long)C, (long long)N, bytes, us[0], gbs, gbs / copy_gbs, us[1]);
+        }
+}
+
 int main(int argc, char **argv)
 {
     int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
@@ -216,7 +253,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only]\n");
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention and indexer]\n");
             return 2;
         }
     }
@@ -376,6 +413,7 @@ int main(int argc, char **argv)
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
 attention:
     bench_attn(be, batches, nb, reps, copy_gbs, jf);
+    bench_indexer(be, batches, nb, reps, copy_gbs, jf);
     if (attn_only) goto done;
     /* the tensor cores' rate (the prefill roofline) */
     const double r16 = dsv4_cuda_mma_rate(0), r8 = dsv4_cuda_mma_rate(1);

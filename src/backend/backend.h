@@ -271,6 +271,12 @@ void dsv4_cuda_tune_get(dsv4_tune *t);
  * current layout and choices; -1 when the state does not fit. For dsv4
  * tune and bench_kernels. */
 double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps);
+/* The same for the lightning indexer's scores and top-k (64 heads of 128,
+ * the top 512 of ctx / 4 keys). */
+double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps);
+/* The indexer's first version (one block per token ranking every candidate
+ * against every other): the benchmark baseline. Same indices. */
+void dsv4_cuda_indexer_naive(int on);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

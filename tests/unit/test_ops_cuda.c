@@ -2037,6 +2037,84 @@ static void test_state_nonfinite(void **state)
     assert_int_equal(n_fail, 0);
 }
 
+/* The indexer's top-k over thousands of candidates (the scenarios above have
+ * a few dozen): small-integer queries, keys and weights with a power-of-two
+ * scale, so every score is exact in any summation order and both backends
+ * must pick exactly the same indices - with many exact ties (ties go to the
+ * lower index) and equal keys repeated across the context. Sequences at
+ * positions 19,999 (5,000 candidates), 2,999 (750) and 99 (25: fewer than
+ * top-k), pages handed out in scrambled order. */
+static void indexer_large(bool ref)
+{
+    case_begin("indexer_topk, 5,000 / 750 / 25 candidates, top-512, exact ties%s", ref ? ", reference" : "");
+    const int nI = 4, dI = 64, ratio = 4, K = 512, P = 256, T = 3;
+    int64_t posv[3] = {19999, 2999, 99};
+    dsv4_layer_state ls;
+    memset(&ls, 0, sizeof ls);
+    dsv4_kv kv[2];
+    memset(kv, 0, sizeof kv);
+    const int maxp = (int)(posv[0] / P + 2);
+    int32_t *pt = malloc((size_t)T * maxp * 4);
+    for (int i = 0; i < T * maxp; i++) pt[i] = (int32_t)((i * 37 + 11) % (T * maxp)); /* a permutation */
+    const size_t page_floats = (size_t)(P / ratio) * dI, nf = (size_t)T * maxp * page_floats;
+    float *keys = malloc(nf * 4);
+    for (size_t i = 0; i < nf; i++) keys[i] = (float)(rnd_int(7) - 3);
+    for (size_t r = 300; r < nf / dI; r += 3) /* every third key a copy of an earlier one: exact ties */
+        memcpy(keys + r * dI, keys + (r - 300 + (r % 7)) * dI, (size_t)dI * 4);
+    float *q = malloc((size_t)T * nI * dI * 4), *w = malloc((size_t)T * nI * 4);
+    for (int i = 0; i < T * nI * dI; i++) q[i] = (float)(rnd_int(7) - 3);
+    for (int i = 0; i < T * nI; i++) w[i] = (float)(rnd_int(5) - 2);
+    dsv4_seg segs[3];
+    int32_t tok[3] = {0, 0, 0}, tseg[3] = {0, 1, 2};
+    for (int t = 0; t < T; t++) segs[t] = (dsv4_seg){.slot = t, .pos0 = posv[t], .n = 1, .t0 = t};
+    dsv4_plan plan = {.n_tok = T, .n_seg = T, .segs = segs, .tokens = tok, .pos = posv, .tok_seg = tseg};
+    dsv4_indexer_params p = {.layer = 0,
+                             .ratio = ratio,
+                             .n_heads = nI,
+                             .head_dim = dI,
+                             .topk = K,
+                             .scale = 1.0f / 16.0f, /* dI^-1/2 nI^-1/2, exact */
+                             .reference = ref};
+    int32_t *ri[2], *rc[2];
+    for (int sd = 0; sd < 2; sd++) {
+        dsv4_backend *be = side[sd];
+        kv[sd] = (dsv4_kv){.max_seqs = T,
+                           .max_ctx = posv[0] + 1,
+                           .page_tokens = P,
+                           .max_pages_per_seq = maxp,
+                           .n_pages = (int64_t)T * maxp,
+                           .page_floats = page_floats,
+                           .layer = &ls,
+                           .page_table = pt,
+                           .pt_version = ++pt_versions};
+        kv[sd].pages = bdup(be, keys, nf * 4);
+        be->step_begin(be, &plan, &kv[sd]);
+        float *dq = bdup(be, q, (size_t)T * nI * dI * 4), *dw = bdup(be, w, (size_t)T * nI * 4);
+        int32_t *di = bpoison(be, (size_t)T * K * 4), *dc = bpoison(be, (size_t)T * 4);
+        be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
+        ri[sd] = bhost(be, di, (size_t)T * K * 4);
+        rc[sd] = bhost(be, dc, (size_t)T * 4);
+        bfree(be, dq), bfree(be, dw), bfree(be, di), bfree(be, dc), bfree(be, kv[sd].pages);
+    }
+    check_i32("indexer_topk (large): cnt", rc[0], rc[1], (size_t)T);
+    for (int t = 0; t < T; t++) {
+        const int64_t N = (posv[t] + 1) / ratio;
+        const int want = N < K ? (int)N : K;
+        if (rc[0][t] != want) fail_line("indexer_topk (large): cnt (cpu)", "token %d: %d, expected %d", t, rc[0][t], want);
+        check_i32("indexer_topk (large): idx", ri[0] + (size_t)t * K, ri[1] + (size_t)t * K, (size_t)want);
+    }
+    case_checks += 1 + T;
+    free(ri[0]), free(ri[1]), free(rc[0]), free(rc[1]), free(pt), free(keys), free(q), free(w);
+    case_end();
+}
+
+static void test_indexer_large(void **state)
+{
+    indexer_large(false);
+    indexer_large(true);
+    assert_int_equal(n_fail, 0);
+}
+
 /* ==== the harness itself ================================================== */
 
 /* Broken ops: each must be caught. They wrap a second CPU backend. */
@@ -2350,6 +2428,7 @@ int main(void)
         cmocka_unit_test_setup(test_state_plain, reset_failures),
         cmocka_unit_test_setup(test_state_reference, reset_failures),
         cmocka_unit_test_setup(test_state_nonfinite, reset_failures),
+        cmocka_unit_test_setup(test_indexer_large, reset_failures),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     side[1]->destroy(side[1]);

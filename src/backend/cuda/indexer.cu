@@ -1,10 +1,16 @@
 /*
  * indexer.cu - the lightning indexer on the GPU (MODEL.md §3.6.2): scores of
  * every visible compressed key, then the top-k, written in ascending index
- * order with ties going to the lower index (as the CPU backend). One block per
- * token, a warp per candidate key. The selection ranks every candidate against every other (O(N^2) per
- * token): simple and exact; a radix select replaces it when it is timed.
+ * order with ties going to the lower index (as the CPU backend). Scores: a
+ * warp per candidate key, 32 keys per block (the grid spreads a token's keys
+ * over the GPU), queries and keys in shared memory; top-k: a block per token, a radix select on the score bits
+ * (linear in the candidates; the first version ranked every candidate
+ * against every other in one block: quadratic, milliseconds at 128k).
  */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "backend/cuda/common.cuh"
 
 struct idx_args {
@@ -16,7 +22,188 @@ struct idx_args {
     int page_tokens, max_pages;
 };
 
-__global__ void k_indexer(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *pos,
+/* Scores: block (token, IX_KPB keys), a warp per key; lane l takes heads l,
+ * l + 32, ... (each a serial dot product over the head dimension), then a
+ * fixed butterfly. A key's score is the same whichever block computes it.
+ * The token's queries (rows padded to hd + 1 floats: lane-distinct banks)
+ * and the block's keys sit in shared memory; a warp scores two keys at a
+ * time (each query value loaded once for both). */
+#define IX_KPB 32 /* keys per block */
+
+__device__ __forceinline__ float ix_head(const idx_args &A, const float *wt, int h, float dq, float acc)
+{
+    float wh = wt[h] * A.scale;
+    if (A.reference) {
+        wh = dsv4_round_bf16(wh);
+        return acc + dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * wh);
+    }
+    return dq > 0 ? acc + wh * dq : acc;
+}
+
+__global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg,
+                                                   const int64_t *pos, const int32_t *page_table, const float *q,
+                                                   const float *w, float *scores)
+{
+    extern __shared__ float ix_sm[];
+    const int t = blockIdx.x, hd = A.hd, qs = hd + 1;
+    const int64_t N = (pos[t] + 1) / A.ratio, c0 = (int64_t)blockIdx.y * IX_KPB;
+    if (c0 >= N) return;
+    const int nk = N - c0 < IX_KPB ? (int)(N - c0) : IX_KPB;
+    const dsv4_seg s = segs[tok_seg[t]];
+    const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
+    float *qsm = ix_sm, *ksm = ix_sm + (size_t)A.nh * qs;
+    __shared__ const float *kp[IX_KPB];
+    if (threadIdx.x < nk)
+        kp[threadIdx.x] = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot,
+                                  c0 + threadIdx.x, A.ratio, hd);
+    for (int e = threadIdx.x; e < A.nh * hd; e += blockDim.x) qsm[(e / hd) * qs + e % hd] = qt[e];
+    __syncthreads();
+    for (int e = threadIdx.x; e < nk * hd; e += blockDim.x) ksm[e] = kp[e / hd][e % hd];
+    __syncthreads();
+    float *sc = scores + (size_t)t * 2 * A.max_n;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    for (int k0 = 2 * wid; k0 < nk; k0 += 16) { /* keys k0 and k0 + 1 */
+        const bool two = k0 + 1 < nk;
+        const float *ka = ksm + (size_t)k0 * hd, *kb = ksm + (size_t)(two ? k0 + 1 : k0) * hd;
+        float acc0 = 0, acc1 = 0;
+        for (int h = lane; h < A.nh; h += 32) {
+            const float *qh = qsm + (size_t)h * qs;
+            float d0 = 0, d1 = 0;
+#pragma unroll 8
+            for (int i = 0; i < hd; i++) {
+                const float x = qh[i];
+                d0 += x * ka[i];
+                d1 += x * kb[i];
+            }
+            acc0 = ix_head(A, wt, h, d0, acc0);
+            acc1 = ix_head(A, wt, h, d1, acc1);
+        }
+        acc0 = warp_sum(acc0);
+        acc1 = warp_sum(acc1);
+        if (lane == 0) {
+            const float v0 = A.reference ? dsv4_round_bf16(acc0) : acc0, v1 = A.reference ? dsv4_round_bf16(acc1) : acc1;
+            sc[c0 + k0] = isnan(v0) ? -INFINITY : v0; /* NaN ranks last, as on the CPU: exactly k are kept */
+            if (two) sc[c0 + k0 + 1] = isnan(v1) ? -INFINITY : v1;
+        }
+    }
+}
+
+/* A score as an unsigned key in the scores' order (-0 as +0: they tie). */
+__device__ __forceinline__ uint32_t ix_key(float v)
+{
+    const uint32_t b = __float_as_uint(v + 0.0f);
+    return b & 0x80000000u ? ~b : b | 0x80000000u;
+}
+
+#define IX_BT 1024 /* threads of the top-k block */
+
+/* Exclusive prefix sum of v over the block's threads (in thread order); *total gets the sum. */
+__device__ int ix_scan(int v, int *sh, int *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    int x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    __syncthreads();
+    if (lane == 31) sh[wid] = x;
+    __syncthreads();
+    if (wid == 0) {
+        int z = sh[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, z, o);
+            if (lane >= o) z += y;
+        }
+        sh[lane] = z; /* inclusive over warps */
+    }
+    __syncthreads();
+    *total = sh[31];
+    return x - v + (wid ? sh[wid - 1] : 0);
+}
+
+/* Top-k of a token's N scores: the k highest, ties to the lower index, in
+ * ascending index order - the same set as ranking every candidate against
+ * every other (the CPU's rule), found by an MSB-first radix select on the
+ * score bits (4 passes of 8 bits: the k-th score T and how many of the keys
+ * equal to T to take), then the indices in order with two block scans over
+ * each thread's contiguous run of candidates. */
+__global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
+                                                   int32_t *cnt)
+{
+    __shared__ int hist[256], sh[32];
+    __shared__ uint32_t s_prefix;
+    __shared__ int s_need;
+    const int t = blockIdx.x, tid = threadIdx.x;
+    const int64_t N = (pos[t] + 1) / A.ratio;
+    const float *sc = scores + (size_t)t * 2 * A.max_n;
+    const int k = N < A.topk ? (int)N : A.topk;
+    int32_t *out = idx + (size_t)t * A.topk;
+    if (tid == 0) cnt[t] = k;
+    if (N <= A.topk) {
+        for (int64_t c = tid; c < N; c += IX_BT) out[c] = (int32_t)c;
+        return;
+    }
+    uint32_t prefix = 0, mask = 0;
+    int need = k; /* how many of the keys matching the prefix are still to be taken */
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += IX_BT) hist[b] = 0;
+        __syncthreads();
+        for (int64_t c = tid; c < N; c += IX_BT) {
+            const uint32_t u = ix_key(sc[c]);
+            if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255], 1);
+        }
+        __syncthreads();
+        if (tid < 32) { /* the digit holding the need-th highest: a warp walks the bins from the top */
+            int above = 0; /* keys in higher bins */
+            for (int b0 = 224; b0 >= 0; b0 -= 32) {
+                const int h = hist[b0 + 31 - tid]; /* lane 0: the highest bin of the group */
+                int x = h;
+                for (int o = 1; o < 32; o <<= 1) {
+                    const int y = __shfl_up_sync(0xffffffffu, x, o);
+                    if (tid >= o) x += y;
+                }
+                const unsigned hit = __ballot_sync(0xffffffffu, above + x >= need);
+                if (hit) {
+                    const int l = __ffs(hit) - 1;
+                    const int before = __shfl_sync(0xffffffffu, x - h, l);
+                    if (tid == l) {
+                        s_prefix = prefix | ((uint32_t)(b0 + 31 - l) << shift);
+                        s_need = need - (above + before);
+                    }
+                    break;
+                }
+                above += __shfl_sync(0xffffffffu, x, 31);
+            }
+        }
+        __syncthreads();
+        prefix = s_prefix;
+        need = s_need;
+        mask |= 255u << shift;
+    }
+    /* T = prefix: every key above it is taken, and the first `need` keys equal to it */
+    const int64_t per = (N + IX_BT - 1) / IX_BT, lo = (int64_t)tid * per, hi = lo + per < N ? lo + per : N;
+    int n_eq = 0;
+    for (int64_t c = lo; c < hi; c++) n_eq += ix_key(sc[c]) == prefix;
+    int tot;
+    int eq_before = ix_scan(n_eq, sh, &tot);
+    int n_take = 0;
+    for (int64_t c = lo, e = eq_before; c < hi; c++) {
+        const uint32_t u = ix_key(sc[c]);
+        if (u > prefix) n_take++;
+        else if (u == prefix) n_take += e++ < need;
+    }
+    int at = ix_scan(n_take, sh, &tot);
+    for (int64_t c = lo, e = eq_before; c < hi; c++) {
+        const uint32_t u = ix_key(sc[c]);
+        if (u > prefix || (u == prefix && e++ < need)) out[at++] = (int32_t)c;
+    }
+}
+
+/* The first version, one block per token: a warp per key, then every
+ * candidate ranked against every other (quadratic). The benchmarks'
+ * baseline (dsv4_cuda_indexer_naive); the same indices. */
+__global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *pos,
                           const int32_t *page_table, const float *q, const float *w, float *scores, int32_t *idx,
                           int32_t *cnt)
 {
@@ -76,6 +263,9 @@ __global__ void k_indexer(idx_args A, const dsv4_seg *segs, const int32_t *tok_s
     if (threadIdx.x == 0) cnt[t] = k;
 }
 
+static int ix_naive;
+extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
+
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                        const float *q, const float *w, int32_t *idx, int32_t *cnt)
 {
@@ -101,7 +291,84 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
     float *scores = (float *)cuda_scratch(be, CS_SCORES, (size_t)plan->n_tok * 2 * max_n * sizeof(float));
-    k_indexer<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w,
-                                                   scores, idx, cnt);
+    if (ix_naive) {
+        k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
+                                                             q, w, scores, idx, cnt);
+        CK_LAUNCH();
+        return;
+    }
+    const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
+    static size_t attr[64]; /* per GPU: the dynamic shared memory allowed so far */
+    const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
+    if (smem > 227 * 1024) { /* beyond any GPU's shared memory: the first version */
+        k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
+                                                             q, w, scores, idx, cnt);
+        CK_LAUNCH();
+        return;
+    }
+    if (smem > 48 * 1024 && smem > attr[dev]) {
+        CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr[dev] = smem;
+    }
+    k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem, im->stream>>>(
+        A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     CK_LAUNCH();
+    k_idx_topk<<<plan->n_tok, IX_BT, 0, im->stream>>>(A, im->d_pos, scores, idx, cnt);
+    CK_LAUNCH();
+}
+
+/* ---- dsv4_cuda_indexer_time (backend.h): Flash's indexer (64 heads of 128,
+ * the top 512 of ctx / 4 keys) on zero keys and queries: every candidate
+ * ties (the radix select's passes all see one bin). */
+extern "C" double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps)
+{
+    const int nI = 64, dI = 128, ratio = 4, topk = 512, page_tokens = 256;
+    static uint64_t ptv = (uint64_t)1 << 41;
+    if (batch < 1 || batch > 4096 || ctx < ratio || reps < 1) return -1;
+    dsv4_layer_state ls;
+    memset(&ls, 0, sizeof ls);
+    dsv4_kv kv;
+    memset(&kv, 0, sizeof kv);
+    kv.max_seqs = batch;
+    kv.max_ctx = ctx + 1;
+    kv.page_tokens = page_tokens;
+    kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
+    kv.n_pages = (int64_t)batch * kv.max_pages_per_seq;
+    kv.page_floats = (size_t)(page_tokens / ratio) * dI;
+    kv.layer = &ls;
+    kv.pt_version = ++ptv;
+    dsv4_seg *segs = (dsv4_seg *)calloc((size_t)batch, sizeof *segs);
+    int32_t *tokens = (int32_t *)calloc((size_t)batch, 4), *tok_seg = (int32_t *)calloc((size_t)batch, 4);
+    int64_t *pos = (int64_t *)calloc((size_t)batch, 8);
+    kv.page_table = (int32_t *)malloc((size_t)kv.n_pages * sizeof(int32_t));
+    kv.pages = (float *)be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
+    float *q = (float *)be->alloc(be, (size_t)batch * nI * dI * sizeof(float)),
+          *w = (float *)be->alloc(be, (size_t)batch * nI * sizeof(float));
+    int32_t *idx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *cnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
+    double us = -1;
+    if (segs && tokens && tok_seg && pos && kv.page_table && kv.pages && q && w && idx && cnt) {
+        for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
+        for (int t = 0; t < batch; t++) {
+            segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};
+            tok_seg[t] = t;
+            pos[t] = ctx - 1;
+        }
+        const dsv4_plan plan = {.n_tok = batch, .n_seg = batch, .segs = segs, .tokens = tokens, .pos = pos,
+                                .tok_seg = tok_seg};
+        be->step_begin(be, &plan, &kv);
+        const dsv4_indexer_params ip = {.layer = 0, .ratio = ratio, .n_heads = nI, .head_dim = dI, .topk = topk,
+                                        .scale = 0.011f, .reference = reference};
+        cuda_impl *im = impl_of(be);
+        be->indexer_topk(be, &ip, &plan, &kv, q, w, idx, cnt);
+        CK(cudaStreamSynchronize(im->stream));
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int r = 0; r < reps; r++) be->indexer_topk(be, &ip, &plan, &kv, q, w, idx, cnt);
+        CK(cudaStreamSynchronize(im->stream));
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / reps;
+    }
+    be->free(be, kv.pages), be->free(be, q), be->free(be, w), be->free(be, idx), be->free(be, cnt);
+    free(kv.page_table), free(segs), free(tokens), free(tok_seg), free(pos);
+    return us;
 }
