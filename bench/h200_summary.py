@@ -91,6 +91,7 @@ def main(d):
     out["experts"] = [{kk: r[kk] for kk in ("numerics", "batch", "experts", "bytes", "us", "of_copy") if kk in r}
                       for r in res if r["kind"] == "experts"]
     out["attention"] = [{kk: v for kk, v in r.items() if kk != "kind"} for r in res if r["kind"] == "attention"]
+    out["indexer"] = [{kk: v for kk, v in r.items() if kk != "kind"} for r in res if r["kind"] == "indexer"]
     out["hc_pre"] = [{kk: v for kk, v in r.items() if kk != "kind"} for r in res if r["kind"] == "hc_pre"]
     pf = load(os.path.join(d, "prefill4k.json"))
     if pf:
