@@ -33,19 +33,25 @@ for good in "$DSV4_SRC"/tests/fixtures/*/; do
     run_cases "$DSV4_SRC/tests/cli/corrupt_quant.py" "$good"
   fi
 done
-# bad arguments (the CPU backend: on a GPU machine auto also says which backend it took)
-for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
+# expect_refused LABEL CMD...: CMD must exit non-zero (not by a signal) with one line on stderr
+expect_refused() {
+  label=$1
+  shift
   set +e
-  # shellcheck disable=SC2086
-  "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin" 2> "$tmp/err" >/dev/null
+  "$@" 2> "$tmp/err" >/dev/null
   rc=$?
   set -e
   if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ]; then
-    echo "FAIL args '$args': rc=$rc: $(cat "$tmp/err")"
+    echo "FAIL $label: rc=$rc: $(cat "$tmp/err")"
     fails=$((fails + 1))
   else
-    echo "ok   args '$args': $(cat "$tmp/err")"
+    echo "ok   $label: $(cat "$tmp/err")"
   fi
+}
+# bad arguments (the CPU backend: on a GPU machine auto also says which backend it took)
+for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
+  # shellcheck disable=SC2086
+  expect_refused "args '$args'" "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin"
 done
 # tuning files (dsv4 tune) only ever cost speed: a missing, malformed or foreign one leaves the logits
 # bit for bit as they were and says why in one warning line
@@ -67,16 +73,7 @@ for tf in /nonexistent/tune.json "$tmp/broken.json" "$tmp/foreign.json"; do
 done
 # dsv4 tune: bad arguments, or no GPU to tune, are one line and a non-zero exit
 for args in "--reps 0" "--device x" "--bogus 1" "-o"; do
-  set +e
   # shellcheck disable=SC2086
-  "$DSV4" tune $args 2> "$tmp/err" >/dev/null
-  rc=$?
-  set -e
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || [ "$(wc -l < "$tmp/err")" -ne 1 ]; then
-    echo "FAIL tune '$args': rc=$rc: $(cat "$tmp/err")"
-    fails=$((fails + 1))
-  else
-    echo "ok   tune '$args': $(cat "$tmp/err")"
-  fi
+  expect_refused "tune '$args'" "$DSV4" tune $args
 done
 [ "$fails" -eq 0 ] || { echo "$fails failures"; exit 1; }

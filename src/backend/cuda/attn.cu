@@ -27,7 +27,6 @@
 #include <cooperative_groups.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/rowdot.cuh"
@@ -797,70 +796,49 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     CK_LAUNCH();
 }
 
-/* ---- dsv4_cuda_attn_time (backend.h): the attention state of bench_kernels
- * and dsv4 tune, on zero rows. */
+/* ---- dsv4_cuda_attn_time (backend.h), on bench_state.cu's state. */
+struct attn_call {
+    dsv4_backend *be;
+    dsv4_attn_params p;
+    bench_step *b;
+    const float *q, *kvn;
+    const int32_t *idx, *cnt;
+    float *out;
+};
+static void attn_call_run(void *c)
+{
+    attn_call *a = (attn_call *)c;
+    a->be->attn(a->be, &a->p, &a->b->plan, &a->b->kv, a->q, a->kvn, a->idx, a->cnt, a->out);
+}
+
 extern "C" double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps)
 {
-    const int H = 64, hd = 512, window = 128, topk = 512, page_tokens = 256, ratio = csa ? 4 : 128;
-    static uint64_t ptv = (uint64_t)1 << 40; /* page-table versions of their own */
-    if (batch < 1 || batch > 4096 || ctx < 1 || reps < 1) return -1;
-    dsv4_layer_state ls;
-    memset(&ls, 0, sizeof ls);
-    dsv4_kv kv;
-    memset(&kv, 0, sizeof kv);
-    kv.max_seqs = batch;
-    kv.max_ctx = ctx + 1;
-    kv.page_tokens = page_tokens;
-    kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
-    kv.n_pages = (int64_t)batch * kv.max_pages_per_seq;
-    kv.slot_floats = (size_t)window * hd;
-    kv.page_floats = (size_t)(page_tokens / ratio) * hd;
-    kv.layer = &ls;
-    kv.pt_version = ++ptv;
-    dsv4_seg *segs = (dsv4_seg *)calloc((size_t)batch, sizeof *segs);
-    int32_t *tokens = (int32_t *)calloc((size_t)batch, 4), *tok_seg = (int32_t *)calloc((size_t)batch, 4);
-    int64_t *pos = (int64_t *)calloc((size_t)batch, 8);
+    const int H = 64, hd = 512, window = 128, topk = 512, ratio = csa ? 4 : 128;
+    bench_step b;
+    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, hd, (size_t)window * hd)) return -1;
     int32_t *hidx = (int32_t *)calloc((size_t)batch * topk, 4), *hcnt = (int32_t *)calloc((size_t)batch, 4);
-    kv.page_table = (int32_t *)malloc((size_t)kv.n_pages * sizeof(int32_t));
-    kv.slots = (float *)be->alloc(be, (size_t)batch * kv.slot_floats * sizeof(float));
-    kv.pages = (float *)be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
     int32_t *didx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *dcnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
     float *q = (float *)be->alloc(be, (size_t)batch * H * hd * sizeof(float)),
           *kvn = (float *)be->alloc(be, (size_t)batch * hd * sizeof(float)),
           *out = (float *)be->alloc(be, (size_t)batch * H * hd * sizeof(float)),
           *sinks = (float *)be->alloc(be, H * sizeof(float));
     double us = -1;
-    if (segs && tokens && tok_seg && pos && hidx && hcnt && kv.page_table && kv.slots && kv.pages && didx && dcnt && q &&
-        kvn && out && sinks) {
-        for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
+    if (hidx && hcnt && didx && dcnt && q && kvn && out && sinks) {
         const int64_t ncmp = ctx / ratio;
-        for (int t = 0; t < batch; t++) {
-            segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};
-            tok_seg[t] = t;
-            pos[t] = ctx - 1;
-            hcnt[t] = (int32_t)(ncmp < topk ? ncmp : topk); /* distinct rows spread over the context */
+        for (int t = 0; t < batch; t++) { /* CSA: distinct rows spread over the context */
+            hcnt[t] = (int32_t)(ncmp < topk ? ncmp : topk);
             for (int k = 0; k < topk; k++) hidx[(size_t)t * topk + k] = (int32_t)((int64_t)k * ncmp / topk);
         }
-        const dsv4_plan plan = {.n_tok = batch, .n_seg = batch, .segs = segs, .tokens = tokens, .pos = pos,
-                                .tok_seg = tok_seg};
-        be->step_begin(be, &plan, &kv);
         be->upload(be, didx, hidx, (size_t)batch * topk * 4);
         be->upload(be, dcnt, hcnt, (size_t)batch * 4);
-        const dsv4_attn_params ap = {.layer = 0, .kind = csa ? DSV4_ATTN_CSA : DSV4_ATTN_HCA, .ratio = ratio,
-                                     .n_heads = H, .head_dim = hd, .window = window, .topk = topk,
-                                     .scale = 0.044f, .sinks = sinks, .reference = reference};
-        cuda_impl *im = impl_of(be);
-        be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
-        CK(cudaStreamSynchronize(im->stream));
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int r = 0; r < reps; r++) be->attn(be, &ap, &plan, &kv, q, kvn, didx, dcnt, out);
-        CK(cudaStreamSynchronize(im->stream));
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / reps;
+        attn_call a = {be, {.layer = 0, .kind = csa ? DSV4_ATTN_CSA : DSV4_ATTN_HCA, .ratio = ratio, .n_heads = H,
+                            .head_dim = hd, .window = window, .topk = topk, .scale = 0.044f, .sinks = sinks,
+                            .reference = reference},
+                       &b, q, kvn, didx, dcnt, out};
+        us = bench_time_calls(be, attn_call_run, &a, reps);
     }
-    be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks);
-    be->free(be, didx), be->free(be, dcnt), be->free(be, kv.slots), be->free(be, kv.pages);
-    free(kv.page_table), free(segs), free(tokens), free(tok_seg), free(pos), free(hidx), free(hcnt);
+    be->free(be, q), be->free(be, kvn), be->free(be, out), be->free(be, sinks), be->free(be, didx), be->free(be, dcnt);
+    free(hidx), free(hcnt);
+    bench_step_free(&b, be);
     return us;
 }

@@ -124,6 +124,22 @@ static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->imp
 
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 
+/* bench_state.cu: the decode state of the kernel timings (batch sequences,
+ * one token each at position ctx - 1, zero rows on pages of 256 tokens), and
+ * the time of one call in microseconds over reps calls after a warm-up. */
+struct bench_step {
+    dsv4_layer_state ls;
+    dsv4_kv kv;
+    dsv4_seg *segs;
+    int32_t *tokens, *tok_seg;
+    int64_t *pos;
+    dsv4_plan plan;
+};
+bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
+                     size_t slot_floats);
+void bench_step_free(bench_step *b, dsv4_backend *be);
+double bench_time_calls(dsv4_backend *be, void (*call)(void *), void *ctx, int reps);
+
 /* mma.cu: tensor-core FP8 linears (for the weights cuda_mma_eligible accepts) */
 bool cuda_mma_on(void);
 bool cuda_mma_eligible(const wdesc &w);
@@ -250,6 +266,33 @@ __device__ __forceinline__ float block_max(float v, float *sh)
     }
     __syncthreads();
     return sh[0];
+}
+
+/* Inclusive scan over a block of 1024 threads in thread order; sh holds 32;
+ * *total gets the block's sum. */
+template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    for (int o = 1; o < 32; o <<= 1) {
+        T n = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += n;
+    }
+    __syncthreads();
+    if (lane == 31) sh[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        T w = sh[lane];
+        for (int o = 1; o < 32; o <<= 1) {
+            T n = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += n;
+        }
+        sh[lane] = w;
+    }
+    __syncthreads();
+    if (wid > 0) v += sh[wid - 1];
+    *total = sh[31];
+    __syncthreads();
+    return v;
 }
 
 /* Compressed row c of a layer of slot `slot` (main rows or indexer keys). */

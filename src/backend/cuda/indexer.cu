@@ -9,7 +9,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/cuda/common.cuh"
 
@@ -97,31 +96,6 @@ __device__ __forceinline__ uint32_t ix_key(float v)
 
 #define IX_BT 1024 /* threads of the top-k block */
 
-/* Exclusive prefix sum of v over the block's threads (in thread order); *total gets the sum. */
-__device__ int ix_scan(int v, int *sh, int *total)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    int x = v;
-    for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, x, o);
-        if (lane >= o) x += y;
-    }
-    __syncthreads();
-    if (lane == 31) sh[wid] = x;
-    __syncthreads();
-    if (wid == 0) {
-        int z = sh[lane];
-        for (int o = 1; o < 32; o <<= 1) {
-            const int y = __shfl_up_sync(0xffffffffu, z, o);
-            if (lane >= o) z += y;
-        }
-        sh[lane] = z; /* inclusive over warps */
-    }
-    __syncthreads();
-    *total = sh[31];
-    return x - v + (wid ? sh[wid - 1] : 0);
-}
-
 /* Top-k of a token's N scores: the k highest, ties to the lower index, in
  * ascending index order - the same set as ranking every candidate against
  * every other (the CPU's rule), found by an MSB-first radix select on the
@@ -186,14 +160,14 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     int n_eq = 0;
     for (int64_t c = lo; c < hi; c++) n_eq += ix_key(sc[c]) == prefix;
     int tot;
-    int eq_before = ix_scan(n_eq, sh, &tot);
+    const int eq_before = block_scan_incl<int>(n_eq, sh, &tot) - n_eq;
     int n_take = 0;
     for (int64_t c = lo, e = eq_before; c < hi; c++) {
         const uint32_t u = ix_key(sc[c]);
         if (u > prefix) n_take++;
         else if (u == prefix) n_take += e++ < need;
     }
-    int at = ix_scan(n_take, sh, &tot);
+    int at = block_scan_incl<int>(n_take, sh, &tot) - n_take;
     for (int64_t c = lo, e = eq_before; c < hi; c++) {
         const uint32_t u = ix_key(sc[c]);
         if (u > prefix || (u == prefix && e++ < need)) out[at++] = (int32_t)c;
@@ -317,58 +291,38 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     CK_LAUNCH();
 }
 
-/* ---- dsv4_cuda_indexer_time (backend.h): Flash's indexer (64 heads of 128,
- * the top 512 of ctx / 4 keys) on zero keys and queries: every candidate
- * ties (the radix select's passes all see one bin). */
+/* ---- dsv4_cuda_indexer_time (backend.h), on bench_state.cu's state: zero
+ * keys and queries, so every candidate ties (the radix select's passes all
+ * see one bin). */
+struct idx_call {
+    dsv4_backend *be;
+    dsv4_indexer_params p;
+    bench_step *b;
+    const float *q, *w;
+    int32_t *idx, *cnt;
+};
+static void idx_call_run(void *c)
+{
+    idx_call *a = (idx_call *)c;
+    a->be->indexer_topk(a->be, &a->p, &a->b->plan, &a->b->kv, a->q, a->w, a->idx, a->cnt);
+}
+
 extern "C" double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps)
 {
-    const int nI = 64, dI = 128, ratio = 4, topk = 512, page_tokens = 256;
-    static uint64_t ptv = (uint64_t)1 << 41;
-    if (batch < 1 || batch > 4096 || ctx < ratio || reps < 1) return -1;
-    dsv4_layer_state ls;
-    memset(&ls, 0, sizeof ls);
-    dsv4_kv kv;
-    memset(&kv, 0, sizeof kv);
-    kv.max_seqs = batch;
-    kv.max_ctx = ctx + 1;
-    kv.page_tokens = page_tokens;
-    kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
-    kv.n_pages = (int64_t)batch * kv.max_pages_per_seq;
-    kv.page_floats = (size_t)(page_tokens / ratio) * dI;
-    kv.layer = &ls;
-    kv.pt_version = ++ptv;
-    dsv4_seg *segs = (dsv4_seg *)calloc((size_t)batch, sizeof *segs);
-    int32_t *tokens = (int32_t *)calloc((size_t)batch, 4), *tok_seg = (int32_t *)calloc((size_t)batch, 4);
-    int64_t *pos = (int64_t *)calloc((size_t)batch, 8);
-    kv.page_table = (int32_t *)malloc((size_t)kv.n_pages * sizeof(int32_t));
-    kv.pages = (float *)be->alloc(be, (size_t)kv.n_pages * kv.page_floats * sizeof(float));
+    const int nI = 64, dI = 128, ratio = 4, topk = 512;
+    bench_step b;
+    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, dI, 0)) return -1;
     float *q = (float *)be->alloc(be, (size_t)batch * nI * dI * sizeof(float)),
           *w = (float *)be->alloc(be, (size_t)batch * nI * sizeof(float));
     int32_t *idx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *cnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
     double us = -1;
-    if (segs && tokens && tok_seg && pos && kv.page_table && kv.pages && q && w && idx && cnt) {
-        for (int64_t i = 0; i < kv.n_pages; i++) kv.page_table[i] = (int32_t)i;
-        for (int t = 0; t < batch; t++) {
-            segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};
-            tok_seg[t] = t;
-            pos[t] = ctx - 1;
-        }
-        const dsv4_plan plan = {.n_tok = batch, .n_seg = batch, .segs = segs, .tokens = tokens, .pos = pos,
-                                .tok_seg = tok_seg};
-        be->step_begin(be, &plan, &kv);
-        const dsv4_indexer_params ip = {.layer = 0, .ratio = ratio, .n_heads = nI, .head_dim = dI, .topk = topk,
-                                        .scale = 0.011f, .reference = reference};
-        cuda_impl *im = impl_of(be);
-        be->indexer_topk(be, &ip, &plan, &kv, q, w, idx, cnt);
-        CK(cudaStreamSynchronize(im->stream));
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int r = 0; r < reps; r++) be->indexer_topk(be, &ip, &plan, &kv, q, w, idx, cnt);
-        CK(cudaStreamSynchronize(im->stream));
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / reps;
+    if (q && w && idx && cnt) {
+        idx_call a = {be, {.layer = 0, .ratio = ratio, .n_heads = nI, .head_dim = dI, .topk = topk, .scale = 0.011f,
+                           .reference = reference},
+                      &b, q, w, idx, cnt};
+        us = bench_time_calls(be, idx_call_run, &a, reps);
     }
-    be->free(be, kv.pages), be->free(be, q), be->free(be, w), be->free(be, idx), be->free(be, cnt);
-    free(kv.page_table), free(segs), free(tokens), free(tok_seg), free(pos);
+    be->free(be, q), be->free(be, w), be->free(be, idx), be->free(be, cnt);
+    bench_step_free(&b, be);
     return us;
 }

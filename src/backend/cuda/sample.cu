@@ -31,32 +31,6 @@ __device__ __forceinline__ uint64_t fix_of(float z) { return (uint64_t)((double)
 
 __device__ __forceinline__ uint32_t bits_of(float z) { return __float_as_uint(z); }
 
-/* Inclusive scan over the block (blockDim.x == SMP_THREADS); sh holds 32. */
-template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
-{
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    for (int o = 1; o < 32; o <<= 1) {
-        T n = __shfl_up_sync(0xffffffffu, v, o);
-        if (lane >= o) v += n;
-    }
-    __syncthreads();
-    if (lane == 31) sh[wid] = v;
-    __syncthreads();
-    if (wid == 0) {
-        T w = sh[lane];
-        for (int o = 1; o < 32; o <<= 1) {
-            T n = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += n;
-        }
-        sh[lane] = w;
-    }
-    __syncthreads();
-    if (wid > 0) v += sh[wid - 1];
-    *total = sh[31];
-    __syncthreads();
-    return v;
-}
-
 /* The boundary of a kept prefix: tokens with bits > v, and the first `ties`
  * (by id) of those with bits == v. all: every token. */
 struct boundary {

@@ -1,0 +1,73 @@
+/*
+ * bench_state.cu - the decode state the kernel timings (dsv4_cuda_attn_time,
+ * dsv4_cuda_indexer_time: bench_kernels and dsv4 tune) run on: `batch`
+ * sequences one token each at position ctx - 1, their compressed rows on
+ * pages of 256 tokens handed out in order, zero rows (a timing does not
+ * depend on the values).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cuda/common.cuh"
+
+bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
+                     size_t slot_floats)
+{
+    static uint64_t ptv = (uint64_t)1 << 40; /* page-table versions of their own */
+    const int page_tokens = 256;
+    memset(b, 0, sizeof *b);
+    if (batch < 1 || batch > 4096 || ctx < ratio) return false;
+    b->kv.max_seqs = batch;
+    b->kv.max_ctx = ctx + 1;
+    b->kv.page_tokens = page_tokens;
+    b->kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
+    b->kv.n_pages = (int64_t)batch * b->kv.max_pages_per_seq;
+    b->kv.slot_floats = slot_floats;
+    b->kv.page_floats = (size_t)(page_tokens / ratio) * row_floats;
+    b->kv.layer = &b->ls;
+    b->kv.pt_version = ++ptv;
+    b->segs = (dsv4_seg *)calloc((size_t)batch, sizeof *b->segs);
+    b->tokens = (int32_t *)calloc((size_t)batch, 4);
+    b->tok_seg = (int32_t *)calloc((size_t)batch, 4);
+    b->pos = (int64_t *)calloc((size_t)batch, 8);
+    b->kv.page_table = (int32_t *)malloc((size_t)b->kv.n_pages * sizeof(int32_t));
+    b->kv.slots = slot_floats ? (float *)be->alloc(be, (size_t)batch * slot_floats * sizeof(float)) : NULL;
+    b->kv.pages = (float *)be->alloc(be, (size_t)b->kv.n_pages * b->kv.page_floats * sizeof(float));
+    if (!b->segs || !b->tokens || !b->tok_seg || !b->pos || !b->kv.page_table || (slot_floats && !b->kv.slots) ||
+        !b->kv.pages) {
+        bench_step_free(b, be);
+        return false;
+    }
+    for (int64_t i = 0; i < b->kv.n_pages; i++) b->kv.page_table[i] = (int32_t)i;
+    for (int t = 0; t < batch; t++) {
+        b->segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};
+        b->tok_seg[t] = t;
+        b->pos[t] = ctx - 1;
+    }
+    b->plan = (dsv4_plan){.n_tok = batch, .n_seg = batch, .segs = b->segs, .tokens = b->tokens, .pos = b->pos,
+                          .tok_seg = b->tok_seg};
+    be->step_begin(be, &b->plan, &b->kv);
+    return true;
+}
+
+void bench_step_free(bench_step *b, dsv4_backend *be)
+{
+    if (b->kv.slots) be->free(be, b->kv.slots);
+    if (b->kv.pages) be->free(be, b->kv.pages);
+    free(b->kv.page_table), free(b->segs), free(b->tokens), free(b->tok_seg), free(b->pos);
+    memset(b, 0, sizeof *b);
+}
+
+double bench_time_calls(dsv4_backend *be, void (*call)(void *), void *ctx, int reps)
+{
+    cudaStream_t st = impl_of(be)->stream;
+    call(ctx); /* warm-up */
+    CK(cudaStreamSynchronize(st));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 0; r < reps; r++) call(ctx);
+    CK(cudaStreamSynchronize(st));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / reps;
+}
