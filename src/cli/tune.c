@@ -7,6 +7,7 @@
  * tokens per call, on a CSA layer at 4k (640 rows) and an HCA layer at 128k
  * (1,152 rows); per token count the choice with the least total time.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,18 @@ static int usage(FILE *f)
             "  --device N   the GPU (default 0)\n"
             "  --reps N     timed calls per choice and shape (default 30)\n");
     return f == stdout ? 0 : 2;
+}
+
+/* Append to the text b of capacity cap (the length in *len; what does not fit is dropped). */
+static void put(char *b, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *b, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(b + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
 int cmd_tune(int argc, char **argv)
@@ -62,13 +75,9 @@ int cmd_tune(int argc, char **argv)
     dsv4_tune saved;
     dsv4_cuda_tune_get(&saved);
     int best_sr[16], best_sum[16];
-    size_t mcap = 1 << 16, mlen = 0;
-    char *meas = malloc(mcap);
-    if (!meas) {
-        be->destroy(be);
-        return cli_fail(C, "out of memory");
-    }
-    mlen += (size_t)snprintf(meas + mlen, mcap - mlen, "{\"shapes\": \"CSA 4k (640 rows) + HCA 128k (1152 rows), "
+    static char meas[8192]; /* the timings as JSON text, for the file's "measured" */
+    size_t mlen = 0;
+    put(meas, sizeof meas, &mlen, "{\"shapes\": \"CSA 4k (640 rows) + HCA 128k (1152 rows), "
                                                        "64 heads of 512, us per call\", \"batches\": [");
     printf("%s: sparse attention (CSA 4k + HCA 128k, us per call)\n%8s", be->device, "tokens");
     for (int s = 0; s < 2; s++)
@@ -78,7 +87,7 @@ int cmd_tune(int argc, char **argv)
     for (int b = 0; b < nb; b++) {
         double best = -1;
         printf("%8d", batches[b]);
-        mlen += (size_t)snprintf(meas + mlen, mcap - mlen, "%s{\"tokens\": %d", b ? ", " : "", batches[b]);
+        put(meas, sizeof meas, &mlen, "%s{\"tokens\": %d", b ? ", " : "", batches[b]);
         for (int s = 0; s < 2; s++)
             for (int k = 0; k < DSV4_SUM_COUNT; k++) {
                 const dsv4_tune one = {.n = 1, .row = {{0, score_rows[s], k}}};
@@ -90,18 +99,18 @@ int cmd_tune(int argc, char **argv)
                     continue;
                 }
                 printf(" %14.2f", a + h);
-                mlen += (size_t)snprintf(meas + mlen, mcap - mlen, ", \"%s/%d\": %.2f", dsv4_tune_sum_name(k),
+                put(meas, sizeof meas, &mlen, ", \"%s/%d\": %.2f", dsv4_tune_sum_name(k),
                                          score_rows[s], a + h);
                 if (best < 0 || a + h < best) best = a + h, best_sr[b] = score_rows[s], best_sum[b] = k;
             }
-        mlen += (size_t)snprintf(meas + mlen, mcap - mlen, "}");
+        put(meas, sizeof meas, &mlen, "}");
         if (best < 0) {
             rc = cli_fail(C, "could not time %d tokens (GPU memory?)", batches[b]);
             break;
         }
         printf("   %s/%d\n", dsv4_tune_sum_name(best_sum[b]), best_sr[b]);
     }
-    snprintf(meas + mlen, mcap - mlen, "]}");
+    put(meas, sizeof meas, &mlen, "]}");
     dsv4_cuda_tune_set(&saved);
     if (!rc) {
         /* neighbouring token counts with the same choice share a row; a row serves up
@@ -125,7 +134,6 @@ int cmd_tune(int argc, char **argv)
             printf("  (-1: any number)\n");
         }
     }
-    free(meas);
     be->destroy(be);
     return rc;
 #endif

@@ -218,9 +218,10 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
 /* The max, sum and weights for the tensor cores: a warp per (token, head),
  * a lane taking row pairs 2 l, 2 l + 1 (+ 64 k); the max and the sum in a
  * fixed order (each lane's pairs in order, then the butterfly); the weights
- * exp(s - max) (reference numerics: BF16, exact in the fragments) written as
- * k_attn_pv's A fragments, a pair per 4-byte store; rows from nr to the next
- * multiple of 16 get weight 0. n = tokens x heads. */
+ * exp(s - max) rounded to BF16 (reference numerics, the only ones that take
+ * the tensor cores) and written as k_attn_pv's A fragments, a pair per 4-byte
+ * store; rows from nr to the next multiple of 16 get weight 0. n = tokens x
+ * heads. */
 __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                    const float *scores, uint16_t *pb, float *den, int n)
 {
@@ -251,8 +252,7 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
         }
         sum += e0;
         sum += e1;
-        const float w0 = A.reference ? dsv4_round_bf16(e0) : e0, w1 = A.reference ? dsv4_round_bf16(e1) : e1;
-        *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(w0, w1);
+        *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1);
     }
     sum = warp_sum(sum);
     if (lane == 0) den[gw] = sum + expf(A.sinks[h] - mx);
@@ -339,18 +339,20 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
 /* ---- tensor cores (reference numerics): the 64 heads of a token are the
  * MMA's M dimension, its rows the N (scores) or K (weighted sum) dimension.
  * In reference numerics q, every row and every weight exp(s - max) are BF16
- * values (forward.c rounds q and the rows, k_attn_md the weights), so BF16
+ * values (forward.c rounds q and the rows, k_attn_md16 the weights), so BF16
  * MMAs with FP32 accumulation form every product exactly: only the order of
  * the sums differs from the CPU. Other inputs would be rounded to BF16.
  * For head_dim a multiple of 32 up to 512 and up to 64 heads.
  *
  * k_attn_qk: block (token, part of RT = 16 NT rows), 8 warps: heads 16 w ..
- * 16 w + 15 (w = warp % 4) of the part's first or second half of the rows. The token's q goes to shared memory once as BF16; the part's
+ * 16 w + 15 (w = warp % 4) of the part's first or second half of the rows.
+ * The token's q goes to shared memory once as BF16; the part's
  * rows go through shared memory CH dimensions at a time (the next chunk's
  * loads in flight during this chunk's MMAs). A score is one MMA chain over
  * the dimensions in order, whatever RT is: the part count is free.
  * k_attn_md16: each (token, head)'s max, sum and weights on a warp, the
- * weights written as k_attn_pv's A fragments (BF16: exact). k_attn_pv: block (token, 8 NT
+ * weights written as k_attn_pv's A fragments (BF16: exact). k_attn_pv:
+ * block (token, 8 NT
  * dimensions, part), a cluster of the AM_PARTS parts (split at multiples of
  * 16 rows, a function of the token's row count only); tiles of values
  * through shared memory as BF16, B operands through ldmatrix.trans, the
@@ -373,12 +375,13 @@ __device__ __forceinline__ int am_part_lo(int nr, int p)
  * (8 lanes: 2 rows x 4 chunks) meet 8 distinct bank groups: stride = 64 mod 128. */
 __host__ __device__ constexpr int am_stride(int elems) { return elems * 2 + (192 - (elems * 2) % 128) % 128; }
 
-template <int NT> __host__ __device__ constexpr int am_qk_chunk() { return 8192 / (16 * NT); }
+/* k_attn_qk<NT>: dimensions per chunk of its 16 NT rows (8,192 floats a chunk) and its dynamic shared
+ * memory: the token's q, a chunk of the rows, the rows' addresses. */
+__host__ __device__ constexpr int am_qk_chunk(int NT) { return 8192 / (16 * NT); }
 
 static size_t am_qk_smem(int NT, int hd)
 {
-    const int RT = 16 * NT, CH = 8192 / RT;
-    return (size_t)64 * am_stride(hd) + (size_t)RT * am_stride(CH) + (size_t)RT * sizeof(float *);
+    return (size_t)64 * am_stride(hd) + (size_t)16 * NT * (am_stride(am_qk_chunk(NT)) + sizeof(float *));
 }
 
 __device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
@@ -407,7 +410,7 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
                                                  const float *kv_new, const int32_t *idx, const int32_t *cnt,
                                                  float *scores, const float **rows)
 {
-    constexpr int RT = 16 * NT, CH = am_qk_chunk<NT>(), C4 = CH / 4, LD = RT * C4 / 256; /* float4 per thread */
+    constexpr int RT = 16 * NT, CH = am_qk_chunk(NT), C4 = CH / 4, LD = RT * C4 / 256; /* float4 per thread */
     extern __shared__ __align__(16) unsigned char am_sm[];
     const int hd = A.hd, qst = am_stride(hd), kst = am_stride(CH);
     unsigned char *qs = am_sm, *ks = am_sm + 64 * qst;
@@ -727,8 +730,6 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
         float *hden = hsc + nt * H * max_rows;
         const int64_t *dpos = im->d_pos;
         const float *csc = hsc, *cden = hden;
-        /* small batches: more blocks (a score is the same for any part count,
-         * a dimension's weighted sum for any slice width) */
         if (mma) {
             static bool attr[64]; /* per GPU: more than 48 KB of dynamic shared memory */
             const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
@@ -775,6 +776,8 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                         cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
             return;
         }
+        /* small batches: more blocks (a score is the same for any part count,
+         * a dimension's weighted sum for any slice width) */
         const int hs_parts = nt <= 2 ? 32 : nt <= 4 ? 16 : AT_PARTS, sl = nt <= 2 ? 16 : nt <= 8 ? 32 : 64;
         k_attn_hs<<<dim3((unsigned)nt, (unsigned)((H + 7) / 8), hs_parts), 256, 0, im->stream>>>(
             A, im->d_segs, im->d_tok_seg, dpos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
