@@ -69,7 +69,9 @@ typedef struct {
     int n_heads, head_dim; /* indexer heads */
     int topk;
     float scale;          /* index_head_dim^-0.5 * n_heads^-0.5 */
-    bool reference;       /* scores in BF16 as the reference computes them */
+    bool reference;       /* scores in BF16 as the reference computes them; the queries and keys are then
+                           * BF16 values (Hadamard, BF16, FP4 round trip), which a backend may multiply as
+                           * BF16 (the CUDA tensor-core scores do) */
 } dsv4_indexer_params;
 
 typedef struct {

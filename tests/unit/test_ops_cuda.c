@@ -1761,6 +1761,8 @@ static void run_indexer(scen *S, const dsv4_plan *plan, int32_t *idx_out, int32_
     const scen_cfg *c = S->c;
     const int T = plan->n_tok, K = c->topk;
     float *q = rnd_vec((size_t)T * c->nI * c->dI, 1.0f), *w = rnd_vec((size_t)T * c->nI, 1.0f);
+    if (S->ref) /* forward.c's simulated queries are BF16 values (the keys come so from compress) */
+        for (size_t i = 0; i < (size_t)T * c->nI * c->dI; i++) q[i] = dsv4_round_bf16(q[i]);
     if (plant) q[(size_t)(plan->segs[0].t0) * c->nI * c->dI + c->dI + 2] = NAN; /* its head 1 drops out */
     dsv4_indexer_params p = {.layer = L_CSA,
                              .ratio = c->rc,
