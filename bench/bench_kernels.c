@@ -3,7 +3,7 @@
  * shapes, each beside the device-to-device copy bandwidth measured in the same
  * run (METHOD.md: bytes read plus bytes written over the time).
  *
- *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]
+ *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only | --linear-only]
  *
  * For every weight shape of a Flash layer (FP8 projections, the BF16 LM head,
  * the F32 hyper-connection mixer) and every batch: the linear op on B token
@@ -239,10 +239,11 @@ int main(int argc, char **argv)
 {
     int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
     const char *json = NULL;
-    bool attn_only = false;
+    bool attn_only = false, linear_only = false;
     for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--attn-only")) {
-            attn_only = true;
+        if (!strcmp(argv[i], "--attn-only") || !strcmp(argv[i], "--linear-only")) {
+            attn_only = attn_only || argv[i][2] == 'a';
+            linear_only = linear_only || argv[i][2] == 'l';
             i--;
         } else if (i + 1 >= argc) {
             fprintf(stderr, "bench_kernels: %s needs a value\n", argv[i]);
@@ -253,7 +254,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention and indexer]\n");
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention and indexer | --linear-only]\n");
             return 2;
         }
     }
@@ -303,7 +304,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < max_x; i++) hx[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
     float *x = be->alloc(be, max_x * sizeof(float)), *y = be->alloc(be, max_y * sizeof(float));
     be->upload(be, x, hx, max_x * sizeof(float));
-    printf("%-20s %6s %10s %10s %8s %8s\n", "linear", "batch", "MB", "us/call", "GB/s", "of copy");
+    printf("%-20s %6s %10s %10s %8s %8s %10s %8s\n", "linear", "batch", "MB", "us/call", "GB/s", "of copy", "ref us",
+           "of copy");
     for (int si = 0; si < ns; si++) {
         const shape *s = &shapes[si];
         const size_t wb = weight_bytes(s);
@@ -335,11 +337,21 @@ int main(int argc, char **argv)
             for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
             sync(be, y);
             const double us = (now_s() - t) / reps * 1e6, gbs = (double)wb / (us * 1e-6) / 1e9;
-            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%\n", s->name, B, wb / 1e6, us, gbs, 100 * gbs / copy_gbs);
+            /* the same in reference numerics (the server's default): FP8 activations in front of FP8 weights */
+            be->act_quant = true;
+            for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
+            sync(be, y);
+            t = now_s();
+            for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
+            sync(be, y);
+            be->act_quant = false;
+            const double ref_us = (now_s() - t) / reps * 1e6, ref_gbs = (double)wb / (ref_us * 1e-6) / 1e9;
+            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.0f%%\n", s->name, B, wb / 1e6, us, gbs,
+                   100 * gbs / copy_gbs, ref_us, 100 * ref_gbs / copy_gbs);
             if (jf)
                 fprintf(jf, ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
-                            "\"gb_s\": %.1f, \"of_copy\": %.3f}",
-                        s->name, B, wb, us, gbs, gbs / copy_gbs);
+                            "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f}",
+                        s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs);
         }
         for (int c = 0; c < nc; c++) {
             be->free(be, w[c].dev);
@@ -349,6 +361,7 @@ int main(int argc, char **argv)
         free(sc);
     }
 
+    if (linear_only) goto done;
     if (attn_only) goto attention;
     /* routed experts: 256 MXFP4 experts of w1/w3 [2048, 4096] and w2 [4096, 2048], top-6 */
     const int E = 256, K = 6, D = 4096, I = 2048;

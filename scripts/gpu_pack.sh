@@ -16,6 +16,7 @@ cp build-gpu/dsv4 build-gpu/bench_cpu build-gpu/bench_kernels build-gpu/tests/te
 if [ -n "${BASE:-}" ]; then
   cp "$BASE/bench_cpu" .gpu/bench_cpu.base
   cp "$BASE/bench_kernels" .gpu/bench_kernels.base
+  if [ -f "$BASE/dsv4" ]; then cp "$BASE/dsv4" .gpu/dsv4.base; fi
 fi
 for b in .gpu/dsv4 .gpu/test_golden .gpu/test_gpu_vs_cpu; do
   ldd "$b" | awk '/=> \// { print $3 }' | grep -vE '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libgcc_s)\.so' | while read -r l; do

@@ -165,6 +165,11 @@ struct dsv4_backend {
      * the same results as G calls of linear on those row views (NULL: the forward pass makes them). */
     void (*linear_groups)(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n,
                           float *y, int ldy, size_t yg);
+    /* m linears of one input: y[i] = W[i] . x for i < m (every W[i] in = x's width; the y[i] apart
+     * from x and from each other); the same results as m calls of linear, in fewer launches (NULL:
+     * the forward pass makes the calls). */
+    void (*linear_multi)(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n,
+                         float *const *y, const int *ldy);
     /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
     void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                     float *y);

@@ -360,6 +360,28 @@ static void ep_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const flo
     EACH RB->linear_groups(RB, TW(w), G, T(x), ldx, xg, n, T(y), ldy, yg);
 }
 
+#define EP_MULTI 16
+static void ep_linear_multi(dsv4_backend *be, int mw, const dsv4_w *const *w, const float *x, int ldx, int n,
+                            float *const *y, const int *ldy)
+{
+    ep_impl *m = ep_of(be);
+    if (mw > EP_MULTI) { /* more than one call holds: the first EP_MULTI, then the rest */
+        ep_linear_multi(be, EP_MULTI, w, x, ldx, n, y, ldy);
+        ep_linear_multi(be, mw - EP_MULTI, w + EP_MULTI, x, ldx, n, y + EP_MULTI, ldy + EP_MULTI);
+        return;
+    }
+    dsv4_w tmp[EP_MULTI];
+    const dsv4_w *rw[EP_MULTI];
+    float *ry[EP_MULTI];
+    EACH {
+        for (int i = 0; i < mw; i++) {
+            rw[i] = tw(m, w[i], r, &tmp[i]);
+            ry[i] = T(y[i]);
+        }
+        RB->linear_multi(RB, mw, rw, T(x), ldx, n, ry, ldy);
+    }
+}
+
 static void ep_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                        float *y)
 {
@@ -722,6 +744,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->embed = ep_embed;
     be->linear = ep_linear;
     be->linear_groups = ranks[0]->linear_groups ? ep_linear_groups : NULL;
+    be->linear_multi = ranks[0]->linear_multi ? ep_linear_multi : NULL;
     be->rmsnorm = ep_rmsnorm;
     be->rmsnorm_bf16 = ep_rmsnorm_bf16;
     be->rope = ep_rope;

@@ -174,7 +174,8 @@ static dsv4_status scratch_init(dsv4_engine *e, int T)
     bool ok = A(s->X, T * hc * D) && A(s->u, T * D) && A(s->h, T * D) && A(s->post, T * hc) &&
               A(s->comb, T * hc * hc) && A(s->qa, T * (size_t)c->q_lora_rank) && A(s->q, T * H * hd) &&
               A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * (hd > dI ? hd : dI)) &&
-              A(s->cg, T * 2 * (hd > dI ? hd : dI)) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
+              A(s->cg, T * 2 * (hd > dI ? hd : dI)) && A(s->ica, T * 2 * (dI ? dI : 1)) &&
+              A(s->icg, T * 2 * (dI ? dI : 1)) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
               A(s->idx, T * (size_t)c->index_topk) && A(s->cnt, T) &&
               A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) && A(s->y, T * D) && A(s->y2, T * D) &&
               A(s->rl, T * (size_t)c->n_routed_experts) && A(s->eidx, T * (size_t)c->n_experts_per_tok) &&
@@ -201,7 +202,7 @@ static void scratch_destroy(dsv4_engine *e)
 {
     dsv4_scratch *s = &e->s;
     if (e->be) {
-        void *bufs[] = {s->X, s->u, s->h, s->post, s->comb, s->qa, s->q, s->o, s->kv, s->ca, s->cg, s->qi, s->wi,
+        void *bufs[] = {s->X, s->u, s->h, s->post, s->comb, s->qa, s->q, s->o, s->kv, s->ca, s->cg, s->ica, s->icg, s->qi, s->wi,
                         s->idx, s->cnt, s->z, s->y, s->y2, s->rl, s->eidx, s->ewts, s->sg, s->su, s->logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) e->be->free(e->be, bufs[i]);

@@ -24,6 +24,7 @@ typedef struct {
     float *o;       /* [T, H*hd] */
     float *kv;      /* [T, hd] */
     float *ca, *cg; /* [T, 2*hd] compressor inputs */
+    float *ica, *icg; /* [T, 2*dI] the indexer compressor's, when the linears run together (linear_multi) */
     float *qi;      /* [T, nI*dI] */
     float *wi;      /* [T, nI] */
     int32_t *idx;   /* [T, topk] */

@@ -52,15 +52,19 @@ static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const ds
                             .scale = scale->vec};
 }
 
-/* Run one compressor (main or indexer) of layer l over the step's tokens. */
-static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
+/* Run one compressor (main or indexer) of layer l over the step's tokens;
+ * its projections of h are already in ca, cg when pre (linear_multi). */
+static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer, bool pre)
 {
     const dsv4_config *c = f->c;
     dsv4_backend *be = f->be;
     int w = cw->coff * cw->d;
+    float *ca = pre && indexer ? f->s->ica : f->s->ca, *cg = pre && indexer ? f->s->icg : f->s->cg;
     mark(f, DSV4_PROF_COMPRESS);
-    be->linear(be, &cw->wkv, f->s->h, c->dim, f->T, f->s->ca, w);
-    be->linear(be, &cw->wgate, f->s->h, c->dim, f->T, f->s->cg, w);
+    if (!pre) {
+        be->linear(be, &cw->wkv, f->s->h, c->dim, f->T, ca, w);
+        be->linear(be, &cw->wgate, f->s->h, c->dim, f->T, cg, w);
+    }
     dsv4_compress_params p = {.layer = l,
                               .indexer = indexer,
                               .ratio = cw->ratio,
@@ -72,7 +76,30 @@ static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool inde
                               .freqs = f->e->freqs_compress,
                               .norm_eps = (float)c->rms_norm_eps,
                               .reference = f->ref};
-    be->compress(be, &p, f->plan, &f->e->kv, f->s->ca, f->s->cg);
+    be->compress(be, &p, f->plan, &f->e->kv, ca, cg);
+}
+
+/* The linears of one input x [T, in] as one linear_multi call where the
+ * backend has it (the same results as the separate calls, fewer launches). */
+typedef struct {
+    int m;
+    const dsv4_w *w[8];
+    float *y[8];
+    int ld[8];
+} lin_set;
+
+static void lin_add(lin_set *ls, const dsv4_w *w, float *y, int ld)
+{
+    ls->w[ls->m] = w, ls->y[ls->m] = y, ls->ld[ls->m] = ld;
+    ls->m++;
+}
+
+static void lin_run(fwd *f, const lin_set *ls, const float *x, int in)
+{
+    dsv4_backend *be = f->be;
+    if (be->linear_multi) be->linear_multi(be, ls->m, ls->w, x, in, f->T, ls->y, ls->ld);
+    else
+        for (int i = 0; i < ls->m; i++) be->linear(be, ls->w[i], x, in, f->T, ls->y[i], ls->ld[i]);
 }
 
 static void attention(fwd *f, int l)
@@ -94,15 +121,42 @@ static void attention(fwd *f, int l)
     be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
 
+    /* Every projection of h at once where the backend groups them
+     * (linear_multi): wq_a, wkv, the compressors' and the indexer's weights */
+    const bool pre = be->linear_multi != NULL;
+    if (pre) {
+        lin_set ls = {0};
+        lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
+        lin_add(&ls, &L->wkv, s->kv, hd);
+        if (L->kind == DSV4_ATTN_CSA) {
+            const int wi = L->idx_cmp.coff * L->idx_cmp.d;
+            lin_add(&ls, &L->idx_cmp.wkv, s->ica, wi);
+            lin_add(&ls, &L->idx_cmp.wgate, s->icg, wi);
+            lin_add(&ls, &L->idx_weights_proj, s->wi, c->index_n_heads);
+        }
+        if (L->kind != DSV4_ATTN_SLIDING) {
+            const int wm = L->cmp.coff * L->cmp.d;
+            lin_add(&ls, &L->cmp.wkv, s->ca, wm);
+            lin_add(&ls, &L->cmp.wgate, s->cg, wm);
+        }
+        mark(f, DSV4_PROF_DENSE);
+        lin_run(f, &ls, s->h, D);
+    }
+
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq; per-head RMS; RoPE */
     mark(f, DSV4_PROF_DENSE);
-    be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
+    if (!pre) be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
     mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     mark(f, DSV4_PROF_DENSE);
-    be->linear(be, &L->wq_b, s->qa, c->q_lora_rank, T, s->q, H * hd);
+    {
+        lin_set ls = {0};
+        lin_add(&ls, &L->wq_b, s->q, H * hd);
+        if (pre && L->kind == DSV4_ATTN_CSA) lin_add(&ls, &L->idx_wq_b, s->qi, c->index_n_heads * c->index_head_dim);
+        lin_run(f, &ls, s->qa, c->q_lora_rank);
+    }
     mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->q, (size_t)T * H * hd);
     if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd); /* in place on the BF16 tensor, as the reference */
@@ -112,7 +166,7 @@ static void attention(fwd *f, int l)
 
     /* KV path: one shared K=V head */
     mark(f, DSV4_PROF_DENSE);
-    be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
+    if (!pre) be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
     mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->kv, (size_t)T * hd);
     be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv);
@@ -124,14 +178,14 @@ static void attention(fwd *f, int l)
     /* Compressed rows, and the indexer's choice among them */
     if (L->kind == DSV4_ATTN_CSA) {
         const int nI = c->index_n_heads, dI = c->index_head_dim;
-        run_compressor(f, l, &L->idx_cmp, true);
+        run_compressor(f, l, &L->idx_cmp, true, pre);
         mark(f, DSV4_PROF_INDEXER);
-        be->linear(be, &L->idx_wq_b, s->qa, c->q_lora_rank, T, s->qi, nI * dI);
+        if (!pre) be->linear(be, &L->idx_wq_b, s->qa, c->q_lora_rank, T, s->qi, nI * dI);
         bf16_point(f, s->qi, (size_t)T * nI * dI);
         be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false);
         bf16_point(f, s->qi, (size_t)T * nI * dI);
         if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
-        be->linear(be, &L->idx_weights_proj, s->h, D, T, s->wi, nI);
+        if (!pre) be->linear(be, &L->idx_weights_proj, s->h, D, T, s->wi, nI);
         bf16_point(f, s->wi, (size_t)T * nI);
         dsv4_indexer_params ip = {.layer = l,
                                   .ratio = L->ratio,
@@ -140,11 +194,11 @@ static void attention(fwd *f, int l)
                                   .topk = c->index_topk,
                                   .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
                                   .reference = f->ref};
-        run_compressor(f, l, &L->cmp, false);
+        run_compressor(f, l, &L->cmp, false, pre);
         mark(f, DSV4_PROF_INDEXER);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     } else if (L->kind == DSV4_ATTN_HCA) {
-        run_compressor(f, l, &L->cmp, false);
+        run_compressor(f, l, &L->cmp, false, pre);
     }
 
     /* Sparse attention with sinks, then undo the RoPE on the output */
@@ -219,8 +273,10 @@ static void ffn(fwd *f, int l)
 
     mark(f, DSV4_PROF_SHARED);
     if (dsv4_w_present(&L->sh_w1)) {
-        be->linear(be, &L->sh_w1, s->h, D, T, s->sg, I);
-        be->linear(be, &L->sh_w3, s->h, D, T, s->su, I);
+        lin_set ls = {0};
+        lin_add(&ls, &L->sh_w1, s->sg, I);
+        lin_add(&ls, &L->sh_w3, s->su, I);
+        lin_run(f, &ls, s->h, D);
         bf16_point(f, s->sg, (size_t)T * I);
         bf16_point(f, s->su, (size_t)T * I);
         be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg);

@@ -760,6 +760,62 @@ static void groups_case(int G, int n, int R, int in, bool aq)
     case_end();
 }
 
+/* be->linear_multi against separate linear calls on the same backend, bit
+ * for bit: one input, FP8 matrices of several shapes (so several part
+ * counts: several launches sharing one pack), one too narrow for the
+ * tensor-core tiles, one with no_act_quant, a BF16 and an MXFP4 matrix (each
+ * its own linear). */
+static void multi_case(int n, int in, bool aq)
+{
+    case_begin("linear_multi n=%d in=%d%s", n, in, aq ? " act_quant" : "");
+    dsv4_backend *be = side[1];
+    const struct {
+        wkind k;
+        int rows, ypad;
+        bool no_aq;
+    } sp[] = {{WK_FP8_E8M0, 1024, 0, false}, {WK_FP8_E8M0, 512, 3, false}, {WK_FP8_E8M0, 64, 0, false},
+              {WK_FP8_E8M0, 4096, 0, false}, {WK_FP8_E8M0, 100, 1, false}, {WK_BF16, 96, 0, false},
+              {WK_MXFP4, 64, 2, false},      {WK_FP8_E8M0, 256, 0, true},  {WK_FP8_E8M0, 32, 0, false}};
+    enum { M = sizeof sp / sizeof sp[0] };
+    wmat wm[M];
+    const dsv4_w *ws[M];
+    float *ys[M], *yr[M];
+    int ld[M];
+    float *x = malloc((size_t)n * in * sizeof(float));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < in; i++) x[(size_t)t * in + i] = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+    float *dx = bdup(be, x, (size_t)n * in * 4);
+    for (int i = 0; i < M; i++) {
+        wmat_make(&wm[i], sp[i].k, sp[i].rows, in, 128, 128, false);
+        wm[i].on[1].no_act_quant = sp[i].no_aq;
+        ws[i] = &wm[i].on[1];
+        ld[i] = sp[i].rows + sp[i].ypad;
+        ys[i] = bpoison(be, (size_t)n * ld[i] * 4);
+        yr[i] = bpoison(be, (size_t)n * ld[i] * 4);
+    }
+    be->act_quant = aq;
+    if (be->linear_multi) be->linear_multi(be, M, ws, dx, in, n, ys, ld);
+    else
+        for (int i = 0; i < M; i++) be->linear(be, ws[i], dx, in, n, ys[i], ld[i]);
+    for (int i = 0; i < M; i++) be->linear(be, ws[i], dx, in, n, yr[i], ld[i]);
+    be->act_quant = false;
+    for (int i = 0; i < M; i++) {
+        float *a = bhost(be, ys[i], (size_t)n * ld[i] * 4), *b = bhost(be, yr[i], (size_t)n * ld[i] * 4);
+        case_checks++;
+        if (memcmp(a, b, (size_t)n * ld[i] * 4))
+            fail_line("linear_multi", "weight %d (%s, %d rows) differs from its own linear call", i, wk_name[sp[i].k],
+                      sp[i].rows);
+        free(a);
+        free(b);
+        bfree(be, ys[i]);
+        bfree(be, yr[i]);
+        wmat_free(&wm[i]);
+    }
+    bfree(be, dx);
+    free(x);
+    case_end();
+}
+
 static void test_linear(void **state)
 {
     const wkind fl[] = {WK_BF16, WK_F16, WK_F32};
@@ -822,6 +878,12 @@ static void test_linear(void **state)
     groups_case(8, 13, 40, 256, true);
     groups_case(3, 7, 37, 144, false);
     groups_case(2, 5, 20, 129, false); /* the GEMV path */
+    /* linear_multi (the projections of one input in fewer launches): the same bits as separate calls */
+    multi_case(1, 2048, false);
+    multi_case(1, 2048, true);
+    multi_case(13, 1024, true);
+    multi_case(40, 4096, false);
+    multi_case(300, 512, true); /* two 256-token chunks */
     const lin_spec fp4[] = {
         {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
         {WK_MXFP4, 13, 129, 96, .xpad = 0},

@@ -145,6 +145,9 @@ bool cuda_mma_on(void);
 bool cuda_mma_eligible(const wdesc &w);
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref);
+/* m (<= 64) FP8 linears of one input, the same K and ref, as m calls of cuda_linear_mma (linear_multi) */
+void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                           const int *ldy, bool ref);
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);
@@ -312,6 +315,8 @@ void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, fl
 void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                         int ldy, size_t yg);
+void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n, float *const *y,
+                       const int *ldy);
 /* y = W x for a weight given as a descriptor (no act_quant). */
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);

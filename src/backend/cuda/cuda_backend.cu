@@ -571,6 +571,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->embed = cuda_embed;
     be->linear = cuda_linear;
     be->linear_groups = cuda_linear_groups;
+    be->linear_multi = cuda_linear_multi;
     be->rmsnorm = cuda_rmsnorm;
     be->rmsnorm_bf16 = cuda_rmsnorm_bf16;
     be->rope = cuda_rope;

@@ -172,3 +172,33 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
     }
     linear_launch(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg);
 }
+
+/* linear_multi: the FP8 weights the tensor cores take go in one pack of x
+ * and one launch per part count (cuda_linear_mma_multi), split by whether
+ * their activations are quantised (reference numerics, per weight); every
+ * other weight is its own cuda_linear. Each output is computed exactly as by
+ * cuda_linear, so the results are those of m calls. */
+void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n, float *const *y,
+                       const int *ldy)
+{
+    if (n <= 0) return;
+    wdesc d[64];
+    float *yy[64];
+    int ll[64];
+    bool multi[64] = {};
+    for (int pass = 0; pass < 2; pass++) {
+        int k = 0;
+        for (int i = 0; i < m && i < 64; i++) {
+            if (w[i]->ne[0] <= 0 || w[i]->fmt != DSV4_WF_FP8) continue;
+            const wdesc di = wdesc_of(w[i]);
+            const bool ref = be->act_quant && !w[i]->no_act_quant;
+            if (!cuda_mma_eligible(di) || ref != (pass == 1)) continue;
+            multi[i] = true;
+            d[k] = di, yy[k] = y[i], ll[k] = ldy[i];
+            k++;
+        }
+        cuda_linear_mma_multi(be, k, d, x, ldx, n, yy, ll, pass == 1);
+    }
+    for (int i = 0; i < m; i++)
+        if (i >= 64 || !multi[i]) cuda_linear(be, w[i], x, ldx, n, y[i], ldy[i]);
+}

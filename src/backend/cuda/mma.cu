@@ -121,111 +121,185 @@ __device__ __forceinline__ void load_group(const wdesc &w, int64_t rb, int kg, i
 }
 
 /* Where a block and warp of the MMA kernels work: group grp and part p of
- * blockIdx.z, rows [rb, rb + 32), n tiles from nt0, and the warp's quarter
- * [kg0, kg1) of the part's 64-column groups. */
+ * blockIdx.z, rows [rb, rb + 32) (rb = 32 tile), n tiles from nt0, and the
+ * warp's quarter [kg0, kg1) of the part's 64-column groups. */
 struct mma_place {
     int grp, p, nt0, ntiles, kg0, kg1;
     int64_t rb;
 };
 
-__device__ __forceinline__ mma_place mma_place_of(int nkg, int P, int ntok, int NTT)
+__device__ __forceinline__ mma_place mma_place_of(int nkg, int P, int ntok, int NTT, int64_t tile)
 {
     mma_place a;
     a.grp = blockIdx.z / P, a.p = blockIdx.z % P;
-    a.rb = (int64_t)blockIdx.y * MMA_ROWS;
+    a.rb = tile * MMA_ROWS;
     a.nt0 = blockIdx.x * NTT, a.ntiles = ntok / 8;
     const int wid = threadIdx.x >> 5;
-    const int pk0 = (int)((int64_t)nkg * a.p / P), pk1 = (int)((int64_t)nkg * (a.p + 1) / P);
+    const int pk0 = nkg * a.p / P, pk1 = nkg * (a.p + 1) / P; /* nkg * P < 2^31: columns < 2^24 */
     a.kg0 = pk0 + (pk1 - pk0) * wid / MMA_WARPS, a.kg1 = pk0 + (pk1 - pk0) * (wid + 1) / MMA_WARPS;
     return a;
 }
 
-/* The end of both MMA kernels: the warps' sums in warp order on warp 0, then
- * the parts' (blockIdx.z % P, a cluster) in part order on part 0, from the
- * other blocks' shared memory; part 0's warp 0 stores rows [rb, rb + 32). */
+/* The end of both MMA kernels: the warps' sums in warp order on warp 0; with
+ * P parts (blockIdx.z % P, a cluster) each part then adds a P-th of the
+ * block's outputs over the parts in part order, from the parts' shared
+ * memory (P independent loads each), and stores them. A sum is
+ * part 0 + part 1 + ... in that order whichever part adds it, so the bits
+ * are those of part 0 adding every output. */
 template <int NTT>
 __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p, int64_t rb, int nt0, int ntiles,
                                            int64_t rows, int n, float *out, int ldy)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, wid = threadIdx.x >> 5;
-    __shared__ float red[MMA_WARPS][2][NTT][4][32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    constexpr int F = 2 * NTT * 4 * 32; /* a block's outputs, red[w] flattened as ((m NTT + i) 4 + e) 32 + lane */
+    __shared__ float red[MMA_WARPS][F];
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int i = 0; i < NTT; i++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) red[wid][m][i][e][lane] = acc[m][i][e];
+            for (int e = 0; e < 4; e++) red[wid][((m * NTT + i) * 4 + e) * 32 + lane] = acc[m][i][e];
     __syncthreads();
     if (wid == 0) {
         for (int q = 1; q < MMA_WARPS; q++)
 #pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int i = 0; i < NTT; i++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) acc[m][i][e] += red[q][m][i][e][lane];
-#pragma unroll
-        for (int m = 0; m < 2; m++)
-#pragma unroll
-            for (int i = 0; i < NTT; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) red[0][m][i][e][lane] = acc[m][i][e];
+            for (int f = 0; f < F; f += 32) red[0][f + lane] += red[q][f + lane];
     }
-    if (P > 1) {
-        cg::cluster_group cl = cg::this_cluster();
-        cl.sync();
-        if (p == 0 && wid == 0)
-            for (int q = 1; q < P; q++) {
-                const float *o = cl.map_shared_rank(&red[0][0][0][0][0], q);
-#pragma unroll
-                for (int m = 0; m < 2; m++)
-#pragma unroll
-                    for (int i = 0; i < NTT; i++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) acc[m][i][e] += o[((m * NTT + i) * 4 + e) * 32 + lane];
-            }
-        cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
-        if (p != 0) return;
+    /* output f: row rb + 16m + g (+ 8 for e >= 2), token 8 (nt0 + i) + 2t + (e & 1) */
+    auto store = [&](int f, float v) {
+        const int ln = f & 31, e = (f >> 5) & 3, mi = f >> 7, m = mi / NTT, i = mi % NTT;
+        const int64_t r = rb + 16 * m + (ln >> 2) + (e >= 2 ? 8 : 0);
+        const int tk = (nt0 + i) * 8 + 2 * (ln & 3) + (e & 1);
+        if (nt0 + i < ntiles && r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    };
+    if (P == 1) {
+        __syncthreads();
+        for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) store(f, red[0][f]);
+        return;
     }
-    if (wid != 0) return;
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    const int f0 = F * p / P, f1 = F * (p + 1) / P;
+    for (int f = f0 + (int)threadIdx.x; f < f1; f += 32 * MMA_WARPS) {
+        float v[MMA_MAXP];
 #pragma unroll
-    for (int i = 0; i < NTT; i++) {
-        const int nt = nt0 + i;
-        if (nt >= ntiles) break;
+        for (int q = 0; q < MMA_MAXP; q++)
+            if (q < P) v[q] = *cl.map_shared_rank(&red[0][f], q);
+        float sum = v[0];
 #pragma unroll
-        for (int m = 0; m < 2; m++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int64_t r = rb + 16 * m + g + (e >= 2 ? 8 : 0);
-                const int tk = nt * 8 + 2 * t + (e & 1);
-                if (r < rows && tk < n) out[(size_t)tk * ldy + r] = acc[m][i][e];
-            }
+        for (int q = 1; q < MMA_MAXP; q++)
+            if (q < P) sum += v[q];
+        store(f, sum);
     }
+    cl.sync(); /* every part's shared memory stays until the others have read it */
 }
 
-/* Block: 32 rows, NTT n tiles of 8 tokens, the 64-column groups of part
- * blockIdx.z % P, split among its warps; the warps' sums add in warp order,
- * then the parts' (a cluster) in part order (mma_finish). Launched after the
- * pack with programmatic dependent launch: the first weights load before
- * griddepcontrol.wait. */
-template <int NTT, bool LO>
-__global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const uint32_t *xp, const float *xs, int ntok,
-                                                            int nkg, int P, int n, float *y, int ldy, size_t yg)
+/* The weights go through shared memory in a ring of MMA_STAGES stages per
+ * warp, MMA_STAGES - 1 groups ahead, with cp.async: no registers are held
+ * while bytes are in flight, so a warp keeps three groups (6 KB) on the way
+ * where a register double buffer kept one. A stage is the group's 32 rows of
+ * 64 bytes (row r = block row rb + r), so a lane's 16-byte fragment reads of
+ * rows g, g + 8 at byte 16t hit distinct banks. Changes where the bytes wait,
+ * not the arithmetic: the same MMAs in the same order. */
+#define MMA_STAGES 4
+struct mma_stage {
+    uint4 w[32 * 4];
+};
+constexpr size_t mma_fp8_smem = (size_t)MMA_WARPS * MMA_STAGES * sizeof(mma_stage);
+
+/* What a lane copies for every group: 16-byte chunks lane + 32i (stage row
+ * (lane + 32i) / 4, unit (lane + 32i) % 4), zeros past the rows or a row's end. */
+struct mma_src {
+    const char *w[4];
+    int kend[4]; /* the chunk is in its row for groups below kend (0 past the rows) */
+};
+
+__device__ __forceinline__ void mma_issue(mma_stage &st, const mma_src &src, int kg, int lane)
 {
-    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const mma_place at = mma_place_of(nkg, P, ntok, NTT);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const bool ok = kg < src.kend[i];
+        cp_async<16>(&st.w[lane + 32 * i], src.w[i] + (ok ? kg * 64 : 0), ok);
+    }
+    cp_async_commit();
+}
+
+/* The E8M0 weight scales of a lane's four rows (rb + 16m + 8h + g) for group kg. */
+__device__ __forceinline__ void mma_scales(const uint8_t *const (&srow)[2][2], int kg, int kpb, float (&ws)[2][2])
+{
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) ws[m][h] = srow[m][h] ? dsv4_e8m0_to_f32(__ldg(srow[m][h] + kg / kpb)) : 0.0f;
+}
+
+/* The weights of one FP8 launch: one linear (its G row groups through
+ * blockIdx.z), or several of the same input and part count P (linear_multi),
+ * their 32-row tiles one after the other along blockIdx.y. */
+#define MMA_JOBS 8
+struct mma_jobs {
+    int n;
+    int tile0[MMA_JOBS + 1]; /* job j: tiles [tile0[j], tile0[j + 1]) */
+    wdesc w[MMA_JOBS];
+    float *y[MMA_JOBS];
+    int ldy[MMA_JOBS];
+};
+
+/* Block: 32 rows of its job's weight, NTT n tiles of 8 tokens, the
+ * 64-column groups of part blockIdx.z % P, split among its warps; the warps'
+ * sums add in warp order, then the parts' (a cluster) in part order
+ * (mma_finish). A job's blocks are those of its linear launched alone: the
+ * same bits. Launched after the pack with programmatic dependent launch: the
+ * first weights load before griddepcontrol.wait. */
+template <int NTT, bool LO>
+__global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mma_jobs J, const uint32_t *xp,
+                                                                              const float *xs, int ntok, int nkg,
+                                                                              int P, int n, size_t yg)
+{
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, wid = threadIdx.x >> 5;
+    int job = 0;
+    while (job + 1 < J.n && (int)blockIdx.y >= J.tile0[job + 1]) job++;
+    wdesc w = J.w[job];
+    const mma_place at = mma_place_of(nkg, P, ntok, NTT, (int64_t)blockIdx.y - J.tile0[job]);
     const int grp = at.grp, p = at.p, nt0 = at.nt0, ntiles = at.ntiles, kg0 = at.kg0, kg1 = at.kg1;
     const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
     float acc[2][NTT][4] = {};
-    const uint8_t *sc8 = (const uint8_t *)w.scale;
-    wgrp cur, nxt;
-    if (kg0 < kg1) load_group(w, rb, kg0, g, t, cur);
-    /* the weights above do not depend on the kernel before (the pack, launched
-     * ahead of this one: programmatic dependent launch); its output does */
+    extern __shared__ uint4 mma_dyn[];
+    mma_stage *ring = (mma_stage *)mma_dyn + wid * MMA_STAGES;
+    mma_src src;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int c = lane + 32 * i;
+        const int64_t r = rb + (c >> 2);
+        const int c0 = 16 * (c & 3);
+        src.kend[i] = r < w.rows ? (int)((w.row_bytes - c0 + 63) / 64) : 0;
+        src.w[i] = (const char *)w.data + (w.row0 + (r < w.rows ? r : 0)) * w.row_bytes + c0;
+    }
+    /* each of the lane's four rows' scale row, once (NULL past the rows) */
+    const uint8_t *srow[2][2];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t r = rb + 16 * m + 8 * h + g;
+            srow[m][h] = r < w.rows ? (const uint8_t *)w.scale + (uint32_t)(w.row0 + r) / (uint32_t)w.br * w.scale_cols
+                                    : nullptr;
+        }
+    const int kpb = w.bc / 64; /* 64-column groups per scale block */
+#pragma unroll
+    for (int i = 0; i < MMA_STAGES - 1; i++) {
+        if (kg0 + i < kg1) mma_issue(ring[i], src, kg0 + i, lane);
+        else cp_async_commit();
+    }
+    float ws[2][2], wsn[2][2];
+    if (kg0 < kg1) mma_scales(srow, kg0, kpb, ws);
+    /* the weights and scales above do not depend on the kernel before (the
+     * pack, launched ahead of this one: programmatic dependent launch); its
+     * output does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* at one n tile (decode up to 8 tokens) the activations' fragments are
-     * loaded a group ahead too */
+    /* at one n tile (decode up to 8 tokens) the activations' fragments and the
+     * weight scales are loaded a group ahead, in registers */
     constexpr bool PF = NTT == 1;
     uint4 bq[4], bqn[4];
     auto load_bq = [&](int kg, uint4 *d) {
@@ -240,20 +314,21 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
         }
     };
     if (PF && kg0 < kg1 && nt0 < ntiles) load_bq(kg0, bq);
+    int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
-        if (kg + 1 < kg1) load_group(w, rb, kg + 1, g, t, nxt);
+        cp_async_wait<MMA_STAGES - 2>(); /* group kg has landed (this lane's copies) */
+        __syncwarp();                    /* every lane's, and the stage read last is free */
+        const int nx = kg + MMA_STAGES - 1, ns = cur == 0 ? MMA_STAGES - 1 : cur - 1;
+        if (nx < kg1) mma_issue(ring[ns], src, nx, lane);
+        else cp_async_commit();
+        if (kg + 1 < kg1) mma_scales(srow, kg + 1, kpb, wsn);
         if (PF && kg + 1 < kg1 && nt0 < ntiles) load_bq(kg + 1, bqn);
-        /* the weight scale of each of the lane's four rows for this group */
-        float ws[2][2];
+        /* rows g, g + 8 of both m tiles: stage rows 16m + 8h + g, unit t */
+        uint4 q[2][2];
 #pragma unroll
         for (int m = 0; m < 2; m++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int64_t r = rb + 16 * m + 8 * h + g;
-                ws[m][h] = r < w.rows ? dsv4_e8m0_to_f32(
-                                            __ldg(sc8 + ((w.row0 + r) / w.br) * w.scale_cols + (kg * 64) / w.bc))
-                                      : 0.0f;
-            }
+            for (int h = 0; h < 2; h++) q[m][h] = ring[cur].w[(16 * m + 8 * h + g) * 4 + t];
 #pragma unroll
         for (int i = 0; i < NTT; i++) {
             const int nt = nt0 + i;
@@ -274,10 +349,8 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
                 }
 #pragma unroll
                 for (int m = 0; m < 2; m++) {
-                    const uint32_t u0 = j == 0 ? cur.q[m][0].x : j == 1 ? cur.q[m][0].y : j == 2 ? cur.q[m][0].z
-                                                                                               : cur.q[m][0].w;
-                    const uint32_t u1 = j == 0 ? cur.q[m][1].x : j == 1 ? cur.q[m][1].y : j == 2 ? cur.q[m][1].z
-                                                                                               : cur.q[m][1].w;
+                    const uint32_t u0 = j == 0 ? q[m][0].x : j == 1 ? q[m][0].y : j == 2 ? q[m][0].z : q[m][0].w;
+                    const uint32_t u1 = j == 0 ? q[m][1].x : j == 1 ? q[m][1].y : j == 2 ? q[m][1].z : q[m][1].w;
                     uint32_t a0, a2, a1, a3;
                     fp8x4_f16(u0, a0, a2); /* row g: slots 2t,2t+1 | 2t+8,2t+9 */
                     fp8x4_f16(u1, a1, a3); /* row g + 8 */
@@ -297,12 +370,15 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 3) k_mma_fp8(wdesc w, const ui
                 acc[m][i][3] = __fmaf_rn(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][i][3]);
             }
         }
-        cur = nxt;
+#pragma unroll
+        for (int m = 0; m < 2; m++) ws[m][0] = wsn[m][0], ws[m][1] = wsn[m][1];
         if (PF)
 #pragma unroll
             for (int j = 0; j < 4; j++) bq[j] = bqn[j];
+        cur = cur == MMA_STAGES - 1 ? 0 : cur + 1;
     }
-    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
+    cp_async_wait<0>();
+    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
 
 /* BF16 weights. Pack: three BF16 parts of each activation (hi + mid + lo: 24
@@ -347,7 +423,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const u
                                                              int nkg, int P, int n, float *y, int ldy, size_t yg)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const mma_place at = mma_place_of(nkg, P, ntok, NTT);
+    const mma_place at = mma_place_of(nkg, P, ntok, NTT, blockIdx.y);
     const int grp = at.grp, p = at.p, nt0 = at.nt0, ntiles = at.ntiles, kg0 = at.kg0, kg1 = at.kg1;
     const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
@@ -425,12 +501,11 @@ static int mma_parts(const wdesc &w, int G)
 /* Launch configuration of the MMA kernels: grid (token tiles, 32-row tiles,
  * P x G), the parts of a (group, tile) one cluster, and programmatic
  * dependent launch (the packing kernel lets them start their weight loads). */
-static void mma_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, cudaStream_t st, const wdesc &w, int ntok,
+static void mma_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, cudaStream_t st, int64_t tiles, int ntok,
                        int NTT, int P, int G)
 {
     const int ntiles = ntok / 8;
-    cfg.gridDim = dim3((unsigned)((ntiles + NTT - 1) / NTT), (unsigned)((w.rows + MMA_ROWS - 1) / MMA_ROWS),
-                       (unsigned)(P * G));
+    cfg.gridDim = dim3((unsigned)((ntiles + NTT - 1) / NTT), (unsigned)tiles, (unsigned)(P * G));
     cfg.blockDim = dim3(32 * MMA_WARPS);
     cfg.stream = st;
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -443,24 +518,27 @@ static void mma_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, cudaStr
     cfg.numAttrs = P > 1 ? 2 : 1;
 }
 
+static int64_t mma_tiles(const wdesc &w) { return (w.rows + MMA_ROWS - 1) / MMA_ROWS; }
+
 template <int NTT, bool LO>
-static void mma_launch_t(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg,
-                         int P, int G, int n, float *y, int ldy, size_t yg)
+static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, const float *xs, int ntok, int nkg,
+                         int P, int G, int n, size_t yg)
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[2];
-    mma_config(cfg, at, st, w, ntok, NTT, P, G);
-    CK(cudaLaunchKernelEx(&cfg, k_mma_fp8<NTT, LO>, w, xp, xs, ntok, nkg, P, n, y, ldy, yg));
+    mma_config(cfg, at, st, J.tile0[J.n], ntok, NTT, P, G);
+    cfg.dynamicSmemBytes = mma_fp8_smem;
+    CK(cudaLaunchKernelEx(&cfg, k_mma_fp8<NTT, LO>, J, xp, xs, ntok, nkg, P, n, yg));
 }
 
 template <bool LO>
-static void mma_launch(cudaStream_t st, const wdesc &w, const uint32_t *xp, const float *xs, int ntok, int nkg, int P,
-                       int G, int n, float *y, int ldy, size_t yg)
+static void mma_launch(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, const float *xs, int ntok, int nkg,
+                       int P, int G, int n, size_t yg)
 {
     const int ntiles = ntok / 8;
-    if (ntiles >= 4) mma_launch_t<4, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
-    else if (ntiles == 2) mma_launch_t<2, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
-    else mma_launch_t<1, LO>(st, w, xp, xs, ntok, nkg, P, G, n, y, ldy, yg);
+    if (ntiles >= 4) mma_launch_t<4, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
+    else if (ntiles == 2) mma_launch_t<2, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
+    else mma_launch_t<1, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
 }
 
 template <int NTT>
@@ -469,8 +547,20 @@ static void bf16_launch_t(cudaStream_t st, const wdesc &w, const uint2 *xp, size
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[2];
-    mma_config(cfg, at, st, w, ntok, NTT, P, G);
+    mma_config(cfg, at, st, mma_tiles(w), ntok, NTT, P, G);
     CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT>, w, xp, plane, ntok, nkg, P, n, y, ldy, yg));
+}
+
+/* The FP8 activation pack of tokens [t0, t0 + nc) of x (G groups xg apart):
+ * its scratch, then the kernel. */
+static void fp8_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, int nc, int ntok, int K, int nkg,
+                     bool ref, uint32_t *xp, float *xs)
+{
+    const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+    dim3 pg((unsigned)((warps + 7) / 8), (unsigned)G);
+    if (ref) k_mma_pack<true><<<pg, 256, 0, st>>>(x, ldx, xg, nc, ntok, K, nkg, xp, xs);
+    else k_mma_pack<false><<<pg, 256, 0, st>>>(x, ldx, xg, nc, ntok, K, nkg, xp, xs);
+    CK_LAUNCH();
 }
 
 /* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
@@ -502,18 +592,51 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
-        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-        dim3 pg((unsigned)((warps + 7) / 8), (unsigned)G);
-        const float *xc = x + (size_t)t0 * ldx;
-        float *yc = y + (size_t)t0 * ldy;
-        if (ref) {
-            k_mma_pack<true><<<pg, 256, 0, st>>>(xc, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, xs);
-            CK_LAUNCH();
-            mma_launch<false>(st, w, xp, xs, ntok, nkg, P, G, nc, yc, ldy, yg);
-        } else {
-            k_mma_pack<false><<<pg, 256, 0, st>>>(xc, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, xs);
-            CK_LAUNCH();
-            mma_launch<true>(st, w, xp, xs, ntok, nkg, P, G, nc, yc, ldy, yg);
+        fp8_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, ref, xp, xs);
+        mma_jobs J = {};
+        J.n = 1;
+        J.tile0[1] = (int)mma_tiles(w);
+        J.w[0] = w;
+        J.y[0] = y + (size_t)t0 * ldy;
+        J.ldy[0] = ldy;
+        if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
+        else mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
+    }
+}
+
+/* m FP8 linears of one input x [n, K] (cuda_mma_fp8_multi_ok each, the same
+ * K and activation quantisation ref): one pack of x, then one launch per
+ * part count P for up to MMA_JOBS of them - every weight's blocks as in its
+ * own launch, so the results are those of m calls of cuda_linear_mma. */
+void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                           const int *ldy, bool ref)
+{
+    if (m <= 0 || n <= 0) return;
+    cudaStream_t st = impl_of(be)->stream;
+    const int nkg = (int)((w[0].cols + 63) / 64);
+    const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK, ntok_max = (chunk + 7) / 8 * 8;
+    uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
+    int P[64];
+    for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(w[i], 1);
+    for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
+        const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
+        fp8_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, ref, xp, xs);
+        bool done[64] = {};
+        for (int i = 0; i < m; i++) {
+            if (done[i]) continue;
+            mma_jobs J = {};
+            for (int k = i; k < m && J.n < MMA_JOBS; k++) {
+                if (done[k] || P[k] != P[i]) continue;
+                done[k] = true;
+                J.w[J.n] = w[k];
+                J.y[J.n] = y[k] + (size_t)t0 * ldy[k];
+                J.ldy[J.n] = ldy[k];
+                J.tile0[J.n + 1] = J.tile0[J.n] + (int)mma_tiles(w[k]);
+                J.n++;
+            }
+            if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
+            else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
         }
     }
 }
