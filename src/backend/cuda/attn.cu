@@ -396,7 +396,11 @@ __device__ __forceinline__ float4 ld_row4(const float *p)
 /* q as BF16, once per step (every score block of a token copies it whole). */
 __global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb)
 {
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* k_attn_qk may find its rows meanwhile */
+    /* launched with PDL (launch_pdl): q and everything before are complete
+     * past the wait; then k_attn_qk may find its rows (its prologue reads
+     * what kernels before this one wrote) */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n8) return;
     const float4 a = q[2 * i], b = q[2 * i + 1];
@@ -747,11 +751,11 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
             const int rt = small ? 16 : 64;
             uint16_t *qb = (uint16_t *)(sp + qb_off);
             const size_t n8 = nt * H * hd / 8;
-            k_attn_qpack<<<(unsigned)((n8 + 255) / 256), 256, 0, im->stream>>>((const float4 *)q, n8, (uint4 *)qb);
-            CK_LAUNCH();
+            launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + 255) / 256)), dim3(256), 0, im->stream, (const float4 *)q, n8,
+                       (uint4 *)qb);
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
-             * overlaps its predecessor; qpack itself waits for everything before */
+             * overlaps its predecessor; qpack waits for everything before */
             launch_attn(small ? k_attn_qk<1> : k_attn_qk<4>, dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256,
                         smem, im->stream, false, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
                         dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);

@@ -122,6 +122,34 @@ struct cuda_impl {
 
 static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->impl; }
 
+/* Programmatic dependent launch of the small per-layer kernels (launch_pdl):
+ * a kernel may be scheduled while the one before it in the stream finishes,
+ * so its launch latency hides behind that kernel's tail. It begins with
+ * pdl_start(): griddepcontrol.wait returns once the kernel before has
+ * completed and its writes are visible (every access after it is ordered
+ * as without PDL), then launch_dependents lets the next kernel be scheduled
+ * in turn. Both are no-ops in a kernel launched without the attribute. */
+__device__ __forceinline__ void pdl_start(void)
+{
+    asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
+}
+
+template <typename... KA, typename... A>
+static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, k, ((KA)args)...));
+}
+
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 
 /* bench_state.cu: the decode state of the kernel timings (batch sequences,

@@ -23,6 +23,7 @@ struct cmp_args {
 __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page_table, const float *a,
                            const float *g)
 {
+    pdl_start();
     __shared__ float sh[32];
     const dsv4_seg s = segs[blockIdx.x];
     const int r = A.ratio, d = A.d, w = A.coff * d;
@@ -144,6 +145,7 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.page_floats = kv->page_floats;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    k_compress<<<plan->n_seg, 256, 0, im->stream>>>(A, im->d_segs, im->d_page_table, a, g);
+    launch_pdl(k_compress, dim3(plan->n_seg), dim3(256), 0, im->stream, A, (const dsv4_seg *)im->d_segs,
+               (const int32_t *)im->d_page_table, a, g);
     CK_LAUNCH();
 }

@@ -250,6 +250,7 @@ void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, 
 
 __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y)
 {
+    pdl_start();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
@@ -261,12 +262,13 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
 void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y)
 {
     if (rows <= 0) return;
-    k_rmsnorm<<<rows, 256, 0, impl_of(be)->stream>>>(x, w, dim, ld, eps, y);
+    launch_pdl(k_rmsnorm, dim3(rows), dim3(256), 0, impl_of(be)->stream, x, w, dim, ld, eps, y);
     CK_LAUNCH();
 }
 
 __global__ void k_rmsnorm_bf16(float *x, int dim)
 {
+    pdl_start();
     __shared__ float sh[32];
     float *v = x + (size_t)blockIdx.x * dim;
     float s = 0;
@@ -280,13 +282,14 @@ __global__ void k_rmsnorm_bf16(float *x, int dim)
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 {
     if (rows <= 0) return;
-    k_rmsnorm_bf16<<<rows, 256, 0, impl_of(be)->stream>>>(x, dim);
+    launch_pdl(k_rmsnorm_bf16, dim3(rows), dim3(256), 0, impl_of(be)->stream, x, dim);
     CK_LAUNCH();
 }
 
 __global__ void k_rope(float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim, const int64_t *pos,
                        const float *freqs, bool inverse)
 {
+    pdl_start();
     const int half = rope_dim / 2;
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n_tok * n_heads * half) return;
@@ -307,13 +310,14 @@ void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, i
     const int64_t n = (int64_t)n_tok * n_heads * (rope_dim / 2);
     if (n <= 0) return;
     /* pos is the plan's host array: use the device copy */
-    k_rope<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(x, n_tok, n_heads, ld_tok, head_dim, rope_dim,
+    launch_pdl(k_rope, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, x, n_tok, n_heads, ld_tok, head_dim, rope_dim,
                                                                        impl_of(be)->d_pos, freqs, inverse);
     CK_LAUNCH();
 }
 
 __global__ void k_round_bf16(float *x, size_t n)
 {
+    pdl_start();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = dsv4_round_bf16(x[i]);
 }
@@ -321,7 +325,7 @@ __global__ void k_round_bf16(float *x, size_t n)
 void cuda_round_bf16(dsv4_backend *be, float *x, size_t n)
 {
     if (!n) return;
-    k_round_bf16<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(x, n);
+    launch_pdl(k_round_bf16, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, x, n);
     CK_LAUNCH();
 }
 
@@ -330,6 +334,7 @@ void cuda_round_bf16(dsv4_backend *be, float *x, size_t n)
  * elementwise: the values of dsv4_fp8sim). */
 __global__ void k_kv_sim(float *x, int rows, int ld, int nope)
 {
+    pdl_start();
     const int nb = (nope + 63) / 64, lane = threadIdx.x & 31;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (wg >= (int64_t)rows * nb) return;
@@ -352,7 +357,7 @@ void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 {
     const int64_t n = (int64_t)rows * ((nope + 63) / 64);
     if (n <= 0) return;
-    k_kv_sim<<<(unsigned)((n + 7) / 8), 256, 0, impl_of(be)->stream>>>(x, rows, ld, nope);
+    launch_pdl(k_kv_sim, dim3((unsigned)((n + 7) / 8)), dim3(256), 0, impl_of(be)->stream, x, rows, ld, nope);
     CK_LAUNCH();
 }
 
@@ -360,6 +365,7 @@ void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
  * per row, for dimensions the warp version does not take. */
 __global__ void k_idx_sim(float *x, int rows, int dim)
 {
+    pdl_start();
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
     float *v = x + (size_t)r * dim;
@@ -375,6 +381,7 @@ __global__ void k_idx_sim(float *x, int rows, int dim)
  * shuffles: the values of the serial version. */
 template <int E> __global__ void k_idx_sim_w(float *x, int rows)
 {
+    pdl_start();
     const int lane = threadIdx.x & 31;
     const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (r >= rows) return;
@@ -423,18 +430,19 @@ void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
     cudaStream_t st = impl_of(be)->stream;
     const unsigned g = (unsigned)((rows + 7) / 8);
     switch (dim) {
-    case 32: k_idx_sim_w<1><<<g, 256, 0, st>>>(x, rows); break;
-    case 64: k_idx_sim_w<2><<<g, 256, 0, st>>>(x, rows); break;
-    case 128: k_idx_sim_w<4><<<g, 256, 0, st>>>(x, rows); break;
-    case 256: k_idx_sim_w<8><<<g, 256, 0, st>>>(x, rows); break;
-    case 512: k_idx_sim_w<16><<<g, 256, 0, st>>>(x, rows); break;
-    default: k_idx_sim<<<(rows + 63) / 64, 64, 0, st>>>(x, rows, dim); break;
+    case 32: launch_pdl(k_idx_sim_w<1>, dim3(g), dim3(256), 0, st, x, rows); break;
+    case 64: launch_pdl(k_idx_sim_w<2>, dim3(g), dim3(256), 0, st, x, rows); break;
+    case 128: launch_pdl(k_idx_sim_w<4>, dim3(g), dim3(256), 0, st, x, rows); break;
+    case 256: launch_pdl(k_idx_sim_w<8>, dim3(g), dim3(256), 0, st, x, rows); break;
+    case 512: launch_pdl(k_idx_sim_w<16>, dim3(g), dim3(256), 0, st, x, rows); break;
+    default: launch_pdl(k_idx_sim, dim3((rows + 63) / 64), dim3(64), 0, st, x, rows, dim); break;
     }
     CK_LAUNCH();
 }
 
 __global__ void k_add(const float *a, const float *b, size_t n, float *y)
 {
+    pdl_start();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a[i] + b[i];
 }
@@ -442,12 +450,13 @@ __global__ void k_add(const float *a, const float *b, size_t n, float *y)
 void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
 {
     if (!n) return;
-    k_add<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(a, b, n, y);
+    launch_pdl(k_add, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, a, b, n, y);
     CK_LAUNCH();
 }
 
 __global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, float *m)
 {
+    pdl_start();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float gi = g[i], ui = u[i];
@@ -461,13 +470,14 @@ __global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, 
 void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
 {
     if (!n) return;
-    k_swiglu<<<(unsigned)((n + 255) / 256), 256, 0, impl_of(be)->stream>>>(g, u, n, limit, m);
+    launch_pdl(k_swiglu, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, g, u, n, limit, m);
     CK_LAUNCH();
 }
 
 __global__ void k_kv_store(int window, int head_dim, const dsv4_seg *segs, int n_seg, float *slots, size_t slot_floats,
                            size_t win_off, const float *kv_new)
 {
+    pdl_start();
     const dsv4_seg s = segs[blockIdx.x];
     const int first = s.n > window ? s.n - window : 0;
     float *ring = slots + (size_t)s.slot * slot_floats + win_off;
@@ -480,7 +490,7 @@ void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const 
                    const float *kv_new)
 {
     cuda_impl *im = impl_of(be);
-    k_kv_store<<<plan->n_seg, 128, 0, im->stream>>>(window, head_dim, im->d_segs, plan->n_seg, kv->slots,
+    launch_pdl(k_kv_store, dim3(plan->n_seg), dim3(128), 0, im->stream, window, head_dim, im->d_segs, plan->n_seg, kv->slots,
                                                     kv->slot_floats, kv->layer[layer].win, kv_new);
     CK_LAUNCH();
 }

@@ -25,6 +25,7 @@
 __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, const float *__restrict__ X, int n,
                                                 int n_mix, int F, float *__restrict__ part)
 {
+    pdl_start();
     __shared__ __align__(16) float xs[HC_TT][HC_KCOLS];
     __shared__ __align__(16) float fs[HC_RC][HC_KCOLS];
     const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS;
@@ -107,6 +108,7 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
                                                   const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
                                                   float *__restrict__ post, float *__restrict__ comb, bool head)
 {
+    pdl_start();
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
     __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
@@ -187,10 +189,10 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     const int hc = p->hc, F = hc * p->dim, n_mix = head ? hc : (2 + hc) * hc;
     const int kp = (F + HC_KCOLS - 1) / HC_KCOLS;
     float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
-    k_hc_mix<<<dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), 256, 0, im->stream>>>(p->fn, X, n, n_mix, F,
-                                                                                            mraw);
+    launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
+               n_mix, F, mraw);
     CK_LAUNCH();
-    k_hc_split<<<n, 256, 0, im->stream>>>(*p, X, mraw, kp, n, u, post, comb, head);
+    launch_pdl(k_hc_split, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
     CK_LAUNCH();
 }
 
@@ -206,6 +208,7 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
 
 __global__ void k_hc_post(int hc, int dim, const float *o, const float *post, const float *comb, int n, float *X)
 {
+    pdl_start();
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n * dim) return;
     const int t = (int)(id / dim), d = (int)(id % dim);
@@ -226,6 +229,7 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
 {
     const int64_t total = (int64_t)n * dim;
     if (total <= 0) return;
-    k_hc_post<<<(unsigned)((total + 255) / 256), 256, 0, impl_of(be)->stream>>>(hc, dim, o, post, comb, n, X);
+    launch_pdl(k_hc_post, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, impl_of(be)->stream, hc, dim, o, post,
+               comb, n, X);
     CK_LAUNCH();
 }

@@ -75,6 +75,7 @@ __global__ void k_mma_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
                            float *xs)
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* the MMA kernel may start loading weights */
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* x (launched with PDL: launch_pdl) */
     const int lane = threadIdx.x & 31;
     const int nb = (nkg + 1) / 2;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -389,6 +390,7 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
                                 size_t plane)
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* x (launch_pdl) */
     const int lane = threadIdx.x & 31;
     const int nb = (nkg + 1) / 2;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -558,9 +560,8 @@ static void fp8_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G,
 {
     const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
     dim3 pg((unsigned)((warps + 7) / 8), (unsigned)G);
-    if (ref) k_mma_pack<true><<<pg, 256, 0, st>>>(x, ldx, xg, nc, ntok, K, nkg, xp, xs);
-    else k_mma_pack<false><<<pg, 256, 0, st>>>(x, ldx, xg, nc, ntok, K, nkg, xp, xs);
-    CK_LAUNCH();
+    if (ref) launch_pdl(k_mma_pack<true>, pg, dim3(256), 0, st, x, ldx, xg, nc, ntok, K, nkg, xp, xs);
+    else launch_pdl(k_mma_pack<false>, pg, dim3(256), 0, st, x, ldx, xg, nc, ntok, K, nkg, xp, xs);
 }
 
 /* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
@@ -578,9 +579,8 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
             const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8, ntiles = ntok / 8;
             const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-            k_mma_pack_bf16<<<dim3((unsigned)((warps + 7) / 8), (unsigned)G), 256, 0, st>>>(
-                x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, plane);
-            CK_LAUNCH();
+            launch_pdl(k_mma_pack_bf16, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, st,
+                       x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, plane);
             float *yc = y + (size_t)t0 * ldy;
             if (ntiles >= 4) bf16_launch_t<4>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
             else if (ntiles == 2) bf16_launch_t<2>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);

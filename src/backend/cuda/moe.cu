@@ -24,6 +24,7 @@ __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : lo
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
 {
+    pdl_start();
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (t >= n) return;
@@ -91,9 +92,9 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     if (k > MAX_K || n_experts > MAX_E) abort(); /* refused at load for this backend */
     cuda_impl *im = impl_of(be);
     const bool hash = tid2eid && tid2eid->name;
-    k_route<<<(n + 3) / 4, 128, 0, im->stream>>>(logits, n, n_experts, k, bias, hash ? tid2eid->dev : NULL,
-                                                  hash && tid2eid->dtype == DSV4_DT_I64, im->d_tokens, renorm,
-                                                  route_scale, idx, wts);
+    launch_pdl(k_route, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
+               (const void *)(hash ? tid2eid->dev : NULL), hash && tid2eid->dtype == DSV4_DT_I64,
+               (const int *)im->d_tokens, renorm, route_scale, idx, wts);
     CK_LAUNCH();
 }
 
@@ -156,6 +157,7 @@ __global__ void k_expert_down(const wdesc *w2, const float *M, int I, int k, con
 
 __global__ void k_expert_sum(const float *Y, const int32_t *idx, int k, int D, int n, float *out)
 {
+    pdl_start();
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n * D) return;
     const int t = (int)(id / D), d = (int)(id % D);
@@ -247,6 +249,7 @@ void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, i
 {
     const int64_t tot2 = (int64_t)n * D;
     if (tot2 <= 0) return;
-    k_expert_sum<<<(unsigned)((tot2 + 255) / 256), 256, 0, impl_of(be)->stream>>>(Y, idx, k, D, n, out);
+    launch_pdl(k_expert_sum, dim3((unsigned)((tot2 + 255) / 256)), dim3(256), 0, impl_of(be)->stream, Y, idx, k, D, n,
+               out);
     CK_LAUNCH();
 }

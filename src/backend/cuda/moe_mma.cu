@@ -46,6 +46,7 @@ __device__ __forceinline__ uint32_t bf2(float a, float b)
  * tiles (expert, first list entry, count <= 8) and their number. One block. */
 __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, int *list, int4 *tiles, int *ntiles)
 {
+    pdl_start();
     __shared__ int cnt[MAX_EP], off[MAX_EP], toff[MAX_EP + 1];
     for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
     __syncthreads();
@@ -754,7 +755,7 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
     char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
     int4 *tiles = (int4 *)pl;
     int *ntiles = (int *)(pl + (size_t)maxt * 16), *list = ntiles + 4;
-    k_moe_plan<<<1, 1024, 0, st>>>(idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles);
+    launch_pdl(k_moe_plan, dim3(1), dim3(1024), 0, st, idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles);
     CK_LAUNCH();
     if (p->expert_hi > p->expert_lo) CK(cudaMemsetAsync(Y, 0, (size_t)nk * D * sizeof(float), st));
     const bool nv = p->w1[0].fmt == DSV4_WF_NVFP4;
