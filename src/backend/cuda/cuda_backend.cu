@@ -254,9 +254,27 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
+    /* rows of up to 16 elements per thread (4,096 at 256 threads): the
+     * weights are fetched first, under the sum's loads (a loop fetching one
+     * per step would wait a round trip each), then written in one pass */
+    constexpr int U = 16;
+    const bool held = dim <= U * (int)blockDim.x;
+    float wv[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int i = threadIdx.x + u * blockDim.x;
+        wv[u] = held && w && i < dim ? w[i] : 1.0f;
+    }
     const float s = block_sum(sumsq_strided<8>(xr, dim), sh);
     const float k = 1.0f / sqrtf(s / (float)dim + eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w ? w[i] * (xr[i] * k) : xr[i] * k;
+    if (held) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = threadIdx.x + u * blockDim.x;
+            if (i < dim) yr[i] = w ? wv[u] * (xr[i] * k) : xr[i] * k;
+        }
+    } else
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w ? w[i] * (xr[i] * k) : xr[i] * k;
 }
 
 void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y)

@@ -75,9 +75,9 @@ __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, co
  * comb[i / hc][i % hc]; a row or column sum gathers its hc values by
  * shuffles and adds them in the CPU's order, so every value is the CPU's
  * arithmetic (no barriers, which the block version pays 4 of per iteration). */
-__device__ static void hc_sinkhorn_warp(const dsv4_hc_params &p, const float *m, float *comb)
+template <int HCT> __device__ static void hc_sinkhorn_warp(const dsv4_hc_params &p, const float *m, float *comb)
 {
-    const int hc = p.hc, lane = threadIdx.x & 31, j = lane / hc, k = lane % hc;
+    const int hc = HCT ? HCT : p.hc, lane = threadIdx.x & 31, j = lane / hc, k = lane % hc;
     const bool in = lane < hc * hc;
     const float eps = p.hc_eps;
     float v = in ? m[2 * hc + lane] * p.scale[2] + p.base[2 * hc + lane] : 0.0f;
@@ -103,7 +103,11 @@ __device__ static void hc_sinkhorn_warp(const dsv4_hc_params &p, const float *m,
 /* Per token: rho = 1 / RMS of the streams, the mixing logits m (raw dot
  * products: k_hc_mix's kp parts, a warp per logit adding them in a fixed
  * order) times rho, then Sinkhorn (or the head's sigmoid) into post and
- * comb, and the collapse u = sum_i pre_i X_i (the CPU's order). */
+ * comb, and the collapse u = sum_i pre_i X_i (the CPU's order). One block
+ * per token, a chain of dependent steps at batch 1: HCT = hc when it is 4
+ * (Flash's; 0: any), so the per-stream loops unroll, and the mixing
+ * parameters are fetched into shared memory first, under the RMS's loads. */
+template <int HCT>
 __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float *__restrict__ X,
                                                   const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
                                                   float *__restrict__ post, float *__restrict__ comb, bool head)
@@ -112,19 +116,26 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
     __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
-    const int t = blockIdx.x, hc = p.hc, F = hc * p.dim, D = p.dim;
+    __shared__ float s_base[(2 + HC_MAX) * HC_MAX], s_scale[3];
+    const int t = blockIdx.x, hc = HCT ? HCT : p.hc, F = hc * p.dim, D = p.dim;
     const int n_mix = head ? hc : (2 + hc) * hc;
+    for (int i = threadIdx.x; i < n_mix; i += blockDim.x) s_base[i] = p.base[i];
+    if (threadIdx.x < (head ? 1 : 3)) s_scale[threadIdx.x] = p.scale[threadIdx.x];
     const float *x = X + (size_t)t * F;
     const float s = block_sum(sumsq_strided<16>(x, F), sh);
     const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+#pragma unroll 3
     for (int r = w; r < n_mix; r += nw) {
         float a = 0.0f;
+#pragma unroll 4
         for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_mix + r];
         a = warp_sum(a);
         if (lane == 0) m[r] = a * rho;
     }
     __syncthreads();
+    p.base = s_base; /* the same values, from shared memory */
+    p.scale = s_scale;
     const int tid = threadIdx.x;
     const float eps = p.hc_eps;
     if (tid < hc) {
@@ -132,7 +143,7 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
         if (!head) s_post[tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
     }
     if (!head && hc * hc <= 32) {
-        if (w == 0) hc_sinkhorn_warp(p, m, s_comb);
+        if (w == 0) hc_sinkhorn_warp<HCT>(p, m, s_comb);
     } else if (!head) { /* more streams: the block version, each sum in one thread */
         if (tid < hc) {
             float *row = s_comb + tid * hc, mx = -INFINITY, sm = 0;
@@ -192,7 +203,8 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
                n_mix, F, mraw);
     CK_LAUNCH();
-    launch_pdl(k_hc_split, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
+    if (hc == 4) launch_pdl(k_hc_split<4>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
+    else launch_pdl(k_hc_split<0>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
     CK_LAUNCH();
 }
 
