@@ -762,9 +762,8 @@ static void groups_case(int G, int n, int R, int in, bool aq)
 
 /* be->linear_multi against separate linear calls on the same backend, bit
  * for bit: one input, FP8 matrices of several shapes (so several part
- * counts: several launches sharing one pack), one too narrow for the
- * tensor-core tiles, one with no_act_quant, a BF16 and an MXFP4 matrix (each
- * its own linear). */
+ * counts: several launches sharing one pack), one with no_act_quant, BF16
+ * matrices (their own pack and launches) and an MXFP4 one (its own linear). */
 static void multi_case(int n, int in, bool aq)
 {
     case_begin("linear_multi n=%d in=%d%s", n, in, aq ? " act_quant" : "");
@@ -775,7 +774,8 @@ static void multi_case(int n, int in, bool aq)
         bool no_aq;
     } sp[] = {{WK_FP8_E8M0, 1024, 0, false}, {WK_FP8_E8M0, 512, 3, false}, {WK_FP8_E8M0, 64, 0, false},
               {WK_FP8_E8M0, 4096, 0, false}, {WK_FP8_E8M0, 100, 1, false}, {WK_BF16, 96, 0, false},
-              {WK_MXFP4, 64, 2, false},      {WK_FP8_E8M0, 256, 0, true},  {WK_FP8_E8M0, 32, 0, false}};
+              {WK_MXFP4, 64, 2, false},      {WK_FP8_E8M0, 256, 0, true},  {WK_FP8_E8M0, 32, 0, false},
+              {WK_BF16, 1024, 0, false},     {WK_BF16, 33, 2, false}};
     enum { M = sizeof sp / sizeof sp[0] };
     wmat wm[M];
     const dsv4_w *ws[M];

@@ -175,8 +175,8 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
 
 /* linear_multi: the FP8 weights the tensor cores take go in one pack of x
  * and one launch per part count (cuda_linear_mma_multi), split by whether
- * their activations are quantised (reference numerics, per weight); every
- * other weight is its own cuda_linear. Each output is computed exactly as by
+ * their activations are quantised (reference numerics, per weight), and so
+ * do the BF16 ones; every other weight is its own cuda_linear. Each output is computed exactly as by
  * cuda_linear, so the results are those of m calls. */
 void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n, float *const *y,
                        const int *ldy)
@@ -186,13 +186,13 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
     float *yy[64];
     int ll[64];
     bool multi[64] = {};
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 3; pass++) { /* FP8, FP8 with act_quant, BF16 */
         int k = 0;
         for (int i = 0; i < m && i < 64; i++) {
-            if (w[i]->ne[0] <= 0 || w[i]->fmt != DSV4_WF_FP8) continue;
+            if (w[i]->ne[0] <= 0 || w[i]->fmt != (pass == 2 ? DSV4_WF_FLOAT : DSV4_WF_FP8)) continue;
             const wdesc di = wdesc_of(w[i]);
             const bool ref = be->act_quant && !w[i]->no_act_quant;
-            if (!cuda_mma_eligible(di) || ref != (pass == 1)) continue;
+            if (!cuda_mma_eligible(di) || (pass < 2 && ref != (pass == 1))) continue;
             multi[i] = true;
             d[k] = di, yy[k] = y[i], ll[k] = ldy[i];
             k++;

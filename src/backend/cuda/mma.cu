@@ -420,12 +420,19 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
 /* The BF16 kernel: as k_mma_fp8 with rows of 128 bytes per 64-column group
  * (a lane: bytes 16t .. + 15 of each half of rows g and g + 8, already MMA
  * operands), no scales, three MMAs per step (the activation's parts, hi first). */
-template <int NTT>
-__global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const uint2 *xp, size_t plane, int ntok,
-                                                             int nkg, int P, int n, float *y, int ldy, size_t yg)
+template <int NTT, bool MULTI>
+__global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, const uint2 *xp, size_t plane, int ntok,
+                                                             int nkg, int P, int n, size_t yg)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const mma_place at = mma_place_of(nkg, P, ntok, NTT, blockIdx.y);
+    /* one job (MULTI false): its descriptor stays kernel-parameter operands
+     * (a job picked at run time takes registers: measured 8 % slower on the
+     * LM head) */
+    int job = 0;
+    if (MULTI)
+        while (job + 1 < J.n && (int)blockIdx.y >= J.tile0[job + 1]) job++;
+    wdesc w = J.w[MULTI ? job : 0];
+    const mma_place at = mma_place_of(nkg, P, ntok, NTT, (int64_t)blockIdx.y - J.tile0[job]);
     const int grp = at.grp, p = at.p, nt0 = at.nt0, ntiles = at.ntiles, kg0 = at.kg0, kg1 = at.kg1;
     const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
@@ -458,7 +465,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(wdesc w, const u
         }
         cur[0] = nxt[0], cur[1] = nxt[1];
     }
-    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, y + grp * yg, ldy);
+    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
 
 /* The tensor-core paths (linears here, experts in moe_mma.cu) unless
@@ -544,13 +551,32 @@ static void mma_launch(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, c
 }
 
 template <int NTT>
-static void bf16_launch_t(cudaStream_t st, const wdesc &w, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
-                          int G, int n, float *y, int ldy, size_t yg)
+static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg,
+                          int P, int G, int n, size_t yg)
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute at[2];
-    mma_config(cfg, at, st, mma_tiles(w), ntok, NTT, P, G);
-    CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT>, w, xp, plane, ntok, nkg, P, n, y, ldy, yg));
+    mma_config(cfg, at, st, J.tile0[J.n], ntok, NTT, P, G);
+    if (J.n > 1) CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT, true>, J, xp, plane, ntok, nkg, P, n, yg));
+    else CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT, false>, J, xp, plane, ntok, nkg, P, n, yg));
+}
+
+static void bf16_launch(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
+                        int G, int n, size_t yg)
+{
+    const int ntiles = ntok / 8;
+    if (ntiles >= 4) bf16_launch_t<4>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    else if (ntiles == 2) bf16_launch_t<2>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    else bf16_launch_t<1>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+}
+
+/* The BF16 activation pack (three BF16 parts per value) of tokens [t0, t0 + nc). */
+static void bf16_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, int nc, int ntok, int K, int nkg,
+                      uint2 *xp, size_t plane)
+{
+    const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+    launch_pdl(k_mma_pack_bf16, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, st, x, ldx, xg, nc,
+               ntok, K, nkg, xp, plane);
 }
 
 /* The FP8 activation pack of tokens [t0, t0 + nc) of x (G groups xg apart):
@@ -577,14 +603,15 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         const size_t plane = (size_t)G * nkg * ntok_max * 16; /* uint2 per 4 columns */
         uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, 3 * plane * sizeof(uint2));
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
-            const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8, ntiles = ntok / 8;
-            const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-            launch_pdl(k_mma_pack_bf16, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, st,
-                       x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w.cols, nkg, xp, plane);
-            float *yc = y + (size_t)t0 * ldy;
-            if (ntiles >= 4) bf16_launch_t<4>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
-            else if (ntiles == 2) bf16_launch_t<2>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
-            else bf16_launch_t<1>(st, w, xp, plane, ntok, nkg, P, G, nc, yc, ldy, yg);
+            const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
+            bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane);
+            mma_jobs J = {};
+            J.n = 1;
+            J.tile0[1] = (int)mma_tiles(w);
+            J.w[0] = w;
+            J.y[0] = y + (size_t)t0 * ldy;
+            J.ldy[0] = ldy;
+            bf16_launch(st, J, xp, plane, ntok, nkg, P, G, nc, yg);
         }
         return;
     }
@@ -604,24 +631,29 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     }
 }
 
-/* m FP8 linears of one input x [n, K] (cuda_mma_fp8_multi_ok each, the same
- * K and activation quantisation ref): one pack of x, then one launch per
- * part count P for up to MMA_JOBS of them - every weight's blocks as in its
- * own launch, so the results are those of m calls of cuda_linear_mma. */
+/* m linears of one input x [n, K] that the tensor cores take (cuda_mma_eligible),
+ * all FP8 with the same activation quantisation ref or all BF16, the same K:
+ * one pack of x, then one launch per part count P for up to MMA_JOBS of
+ * them - every weight's blocks as in its own launch, so the results are
+ * those of m calls of cuda_linear_mma. */
 void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy, bool ref)
 {
     if (m <= 0 || n <= 0) return;
     cudaStream_t st = impl_of(be)->stream;
+    const bool bf = w[0].fmt == DSV4_WF_FLOAT;
     const int nkg = (int)((w[0].cols + 63) / 64);
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK, ntok_max = (chunk + 7) / 8 * 8;
-    uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
-    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
+    const size_t plane = (size_t)nkg * ntok_max * 16; /* BF16: uint2 per 4 columns */
+    uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, bf ? 3 * plane * sizeof(uint2)
+                                                             : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
+    float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     int P[64];
     for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(w[i], 1);
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
-        fp8_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, ref, xp, xs);
+        if (bf) bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane);
+        else fp8_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, ref, xp, xs);
         bool done[64] = {};
         for (int i = 0; i < m; i++) {
             if (done[i]) continue;
@@ -635,7 +667,8 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                 J.tile0[J.n + 1] = J.tile0[J.n] + (int)mma_tiles(w[k]);
                 J.n++;
             }
-            if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
+            if (bf) bf16_launch(st, J, (const uint2 *)xp, plane, ntok, nkg, P[i], 1, nc, 0);
+            else if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
             else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
         }
     }

@@ -55,14 +55,14 @@ __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, in
         if (e >= 0 && e < E && (hi <= lo || (e >= lo && e < hi))) atomicAdd(&cnt[e], 1);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int o = 0, to = 0;
-        for (int e = 0; e < E; e++) {
-            off[e] = o, toff[e] = to;
-            o += cnt[e], to += (cnt[e] + 7) / 8;
-        }
-        toff[E] = to;
-        *ntiles = to;
+    { /* offsets by two block scans (1,024 threads, E <= MAX_EP): one thread walking the experts was
+       * a chain of E dependent steps */
+        __shared__ int scan_sh[32];
+        const int e = threadIdx.x, c = e < E ? cnt[e] : 0, tc = (c + 7) / 8;
+        int tot_c, tot_t;
+        const int ic = block_scan_incl(c, scan_sh, &tot_c), it = block_scan_incl(tc, scan_sh, &tot_t);
+        if (e < E) off[e] = ic - c, toff[e] = it - tc;
+        if (e == 0) toff[E] = tot_t, *ntiles = tot_t;
     }
     __syncthreads();
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
