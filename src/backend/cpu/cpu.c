@@ -524,6 +524,14 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
     par_for(be, (w->ne[0] + rpt - 1) / rpt, (double)w->ne[0] * w->ne[1] * n, linear_task, &c);
 }
 
+/* The linears one after the other: the op exists on the CPU so that the
+ * forward pass's grouped path (forward.c) runs in the CPU tests too. */
+static void cpu_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n,
+                             float *const *y, const int *ldy)
+{
+    for (int i = 0; i < m; i++) cpu_linear(be, w[i], x, ldx, n, y[i], ldy[i]);
+}
+
 static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
                         float *y)
 {
@@ -1169,6 +1177,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->copy = cpu_copy;
     be->embed = cpu_embed;
     be->linear = cpu_linear;
+    be->linear_multi = cpu_linear_multi;
     be->rmsnorm = cpu_rmsnorm;
     be->rmsnorm_bf16 = cpu_rmsnorm_bf16;
     be->rope = cpu_rope;
