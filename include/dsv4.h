@@ -94,6 +94,8 @@ typedef struct {
     int max_seqs;
     int bos_id, eos_id;
     const char *backend; /* "cpu" or "cuda" */
+    int64_t kv_page_bytes; /* one KV page (dsv4_page_tokens() positions of one sequence, every layer) */
+    int kv_bf16_rows;      /* the cached rows are stored as BF16 (reference numerics, where the backend can) */
 } dsv4_model_info;
 void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
 

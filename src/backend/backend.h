@@ -109,6 +109,10 @@ struct dsv4_backend {
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
      * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
     bool act_quant;
+    /* The state's cached rows may be BF16 (dsv4_kv.bf16_rows, reference
+     * numerics): compress, indexer_topk, attn and kv_store read and write them
+     * so. Set by the backend at creation. */
+    bool kv_bf16;
     void (*destroy)(dsv4_backend *be);
     /* Make this backend's device current on the calling thread before other
      * calls (NULL: nothing to do). One thread driving backends on several

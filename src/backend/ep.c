@@ -699,7 +699,8 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
         return NULL;
     }
     m->R = n_ranks;
-    for (int r = 0; r < n_ranks; r++) m->rank[r] = ranks[r];
+    be->kv_bf16 = true;
+    for (int r = 0; r < n_ranks; r++) m->rank[r] = ranks[r], be->kv_bf16 = be->kv_bf16 && ranks[r]->kv_bf16;
     m->E = w->n_experts;
     m->own = ranks[0]->sm > 0;
     if (m->own && !bind_experts(m, w)) {

@@ -81,13 +81,16 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     kv->n_pages = (pool_tokens + P - 1) / P;
     kv->layer = calloc((size_t)c->n_layers, sizeof(dsv4_layer_state));
     if (!kv->layer) return DSV4_ERR_NOMEM;
+    /* reference numerics caches BF16 values: stored as such where the backend reads them */
+    kv->bf16_rows = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_bf16;
     size_t so = 0, po = 0;
     const int hd = c->head_dim, dI = c->index_head_dim;
+    const size_t rhd = dsv4_kv_row_floats(kv, hd), rdI = dsv4_kv_row_floats(kv, dI);
     for (int l = 0; l < c->n_layers; l++) {
         dsv4_layer_state *ls = &kv->layer[l];
         int r = c->layer_ratio[l];
         ls->win = so;
-        so += (size_t)c->window * hd;
+        so += (size_t)c->window * rhd;
         if (c->layer_kind[l] == DSV4_ATTN_CSA) {
             ls->cmp_rows = 2 * r;
             ls->cmp_kv = so;
@@ -99,9 +102,9 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
             ls->idx_score = so;
             so += (size_t)2 * r * 2 * dI;
             ls->pg_cmp = po;
-            po += (size_t)(P / r) * hd;
+            po += (size_t)(P / r) * rhd;
             ls->pg_idx = po;
-            po += (size_t)(P / r) * dI;
+            po += (size_t)(P / r) * rdI;
         } else if (c->layer_kind[l] == DSV4_ATTN_HCA) {
             ls->cmp_rows = r;
             ls->cmp_kv = so;
@@ -109,7 +112,7 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
             ls->cmp_score = so;
             so += (size_t)r * hd;
             ls->pg_cmp = po;
-            po += (size_t)(P / r) * hd;
+            po += (size_t)(P / r) * rhd;
         }
     }
     kv->slot_floats = so;
@@ -498,9 +501,11 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     }
     if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
     if (o->verbose)
-        fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens, "
-                "ready in %.3f s\n", e->be->name, e->numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference",
-                max_seqs, (long long)max_ctx, (long long)e->kv.n_pages, e->kv.page_tokens, now_s() - t0);
+        fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens "
+                "(%.1f KiB, cached rows %s), ready in %.3f s\n", e->be->name,
+                e->numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", max_seqs, (long long)max_ctx,
+                (long long)e->kv.n_pages, e->kv.page_tokens, (double)e->kv.page_floats * sizeof(float) / 1024.0,
+                e->kv.bf16_rows ? "BF16" : "FP32", now_s() - t0);
     *out = e;
     return DSV4_OK;
 fail:
@@ -534,6 +539,8 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info)
     info->bos_id = e->cfg.bos_token_id;
     info->eos_id = e->cfg.eos_token_id;
     info->backend = e->be->name;
+    info->kv_page_bytes = (int64_t)e->kv.page_floats * (int64_t)sizeof(float);
+    info->kv_bf16_rows = e->kv.bf16_rows;
 }
 
 /* ---- sequences ---------------------------------------------------------- */

@@ -8,6 +8,12 @@
  * `page_tokens` positions of one sequence for every layer at once, so
  * admission control is a count of pages. Layouts are plain offsets so every
  * backend addresses the same memory the same way.
+ *
+ * With bf16_rows (reference numerics, where every cached row - window ring,
+ * compressed rows, indexer keys - is a BF16 value, on a backend that says
+ * it reads them: kv_bf16) those rows are stored as BF16, two to a float
+ * slot: half the bytes, the same values. The compressors' partial windows
+ * stay FP32 (they are sums in progress).
  */
 #ifndef DSV4_ENGINE_STATE_H
 #define DSV4_ENGINE_STATE_H
@@ -20,14 +26,14 @@
 
 /* Where one layer's data sits inside a slot and inside a page (in floats). */
 typedef struct {
-    size_t win;        /* slot: [window][head_dim] ring, row = pos % window */
+    size_t win;        /* slot: [window][row floats] ring, row = pos % window */
     size_t cmp_kv;     /* slot: [cmp_rows][coff*head_dim] compressor kv rows */
     size_t cmp_score;  /* slot: [cmp_rows][coff*head_dim] compressor scores (incl. ape) */
     size_t idx_kv;     /* slot: [cmp_rows][2*index_head_dim] (CSA) */
     size_t idx_score;
     int cmp_rows;      /* 2*ratio (CSA: previous + current window) or ratio (HCA) */
-    size_t pg_cmp;     /* page: [page_tokens/ratio][head_dim] compressed rows */
-    size_t pg_idx;     /* page: [page_tokens/ratio][index_head_dim] indexer keys (CSA) */
+    size_t pg_cmp;     /* page: [page_tokens/ratio][row floats of head_dim] compressed rows */
+    size_t pg_idx;     /* page: [page_tokens/ratio][row floats of index_head_dim] indexer keys (CSA) */
 } dsv4_layer_state;
 
 typedef struct {
@@ -36,6 +42,7 @@ typedef struct {
     int page_tokens;
     int max_pages_per_seq;
     int64_t n_pages;
+    bool bf16_rows;          /* cached rows as BF16 (see above) */
     size_t slot_floats;
     size_t page_floats;
     dsv4_layer_state *layer; /* [n_layers] */
@@ -69,7 +76,14 @@ typedef struct {
     const int32_t *tok_seg;  /* [n_tok] segment of each token */
 } dsv4_plan;
 
-/* Pointer to compressed row c of layer l of slot s (main rows or indexer keys). */
+/* Floats a cached row of width values takes. */
+static inline size_t dsv4_kv_row_floats(const dsv4_kv *kv, int width)
+{
+    return kv->bf16_rows ? (size_t)(width + 1) / 2 : (size_t)width;
+}
+
+/* Pointer to compressed row c of layer l of slot s (main rows or indexer
+ * keys): width floats, or width BF16 values with bf16_rows. */
 static inline float *dsv4_kv_cmp_row(const dsv4_kv *kv, int l, int slot, int64_t c, int ratio, bool indexer,
                                      int width)
 {
@@ -77,7 +91,14 @@ static inline float *dsv4_kv_cmp_row(const dsv4_kv *kv, int l, int slot, int64_t
     int32_t page = kv->page_table[(size_t)slot * kv->max_pages_per_seq + tok / kv->page_tokens];
     int64_t row = (tok % kv->page_tokens) / ratio;
     size_t off = indexer ? kv->layer[l].pg_idx : kv->layer[l].pg_cmp;
-    return kv->pages + (size_t)page * kv->page_floats + off + (size_t)row * width;
+    return kv->pages + (size_t)page * kv->page_floats + off + (size_t)row * dsv4_kv_row_floats(kv, width);
+}
+
+/* Pointer to the window ring's row for position pos of layer l of slot s. */
+static inline float *dsv4_kv_win_row(const dsv4_kv *kv, int l, int slot, int64_t pos, int window, int width)
+{
+    return kv->slots + (size_t)slot * kv->slot_floats + kv->layer[l].win +
+           (size_t)(pos % window) * dsv4_kv_row_floats(kv, width);
 }
 
 #endif

@@ -222,6 +222,18 @@ static void test_reference_numerics(void **state)
         size_t sz = (size_t)fx->T * fx->V;
         float *ref = malloc(sz * sizeof(float)), *ref2 = malloc(sz * sizeof(float));
         dsv4_engine *e = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1);
+        /* reference numerics caches BF16 values: the CPU stores its cached rows as BF16, a page (nothing but
+         * rows) half the bytes of plain numerics' */
+        dsv4_engine *ep = open_engine(fx, DSV4_NUMERICS_PLAIN, 1);
+        dsv4_model_info ir, ip;
+        dsv4_engine_info(e, &ir);
+        dsv4_engine_info(ep, &ip);
+        dsv4_engine_close(ep);
+        assert_false(ip.kv_bf16_rows);
+        if (test_backend == DSV4_BACKEND_CPU) {
+            assert_true(ir.kv_bf16_rows);
+            assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
+        }
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 0, ref);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 29, ref2);
         assert_memory_equal(ref, ref2, sz * sizeof(float));

@@ -41,7 +41,7 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
  * from per-thread buffers that only ever grow: after the first steps of a
  * given shape the token loop allocates nothing. Each use has its own slot so
  * nested uses never share a buffer; worker threads free theirs on exit. */
-enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_ROWBUF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
 
 typedef struct {
     void *p[S_COUNT];
@@ -760,6 +760,26 @@ static void compress_finish(const dsv4_compress_params *p, float *row, int64_t c
     }
 }
 
+/* A cached row (dsv4_kv.bf16_rows: BF16 values, two to a float slot) from
+ * and to FP32: the same values, reference numerics caching BF16 values. */
+static void kv_row_put(float *dst, const float *src, int n, bool bf16)
+{
+    if (!bf16) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+        return;
+    }
+    uint16_t *d = (uint16_t *)dst;
+    for (int i = 0; i < n; i++) d[i] = dsv4_f32_to_bf16(src[i]);
+}
+
+static const float *kv_row_get(const float *src, int n, bool bf16, float *buf)
+{
+    if (!bf16) return src;
+    const uint16_t *s = (const uint16_t *)src;
+    for (int i = 0; i < n; i++) buf[i] = dsv4_bf16_to_f32(s[i]);
+    return buf;
+}
+
 typedef struct {
     const dsv4_compress_params *p;
     const dsv4_plan *plan;
@@ -789,9 +809,11 @@ static void compress_seg(void *vctx, int64_t si)
         }
         if (j != r - 1) continue;
         int64_t crow = pos / r;
-        float *row = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, crow, r, p->indexer, p->d);
+        float *dst = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, crow, r, p->indexer, p->d);
+        float tmp[c->kv->bf16_rows ? p->d : 1], *row = c->kv->bf16_rows ? tmp : dst;
         compress_pool(p, kvs, scs, row);
         compress_finish(p, row, crow);
+        if (c->kv->bf16_rows) kv_row_put(dst, row, p->d, true);
         if (p->coff == 2) {
             /* the current window becomes the previous one */
             memcpy(kvs, kvs + (size_t)r * w, (size_t)r * w * sizeof(float));
@@ -860,8 +882,10 @@ static void indexer_tok(void *vctx, int64_t t)
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
     float ws[nh];
     for (int h = 0; h < nh; h++) ws[h] = p->reference ? dsv4_round_bf16(w[h] * p->scale) : w[h] * p->scale;
+    float kbuf[c->kv->bf16_rows ? hd : 1];
     for (int64_t r = 0; r < N; r++) {
-        const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
+        const float *key =
+            kv_row_get(dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd), hd, c->kv->bf16_rows, kbuf);
         float sc = 0;
         for (int h = 0; h < nh; h++) {
             float dq = dsv4_cpu_dot_f32(q + (size_t)h * hd, key, hd);
@@ -891,6 +915,7 @@ typedef struct {
     const float *q;
     float *out;
     const float **rows; /* [n_tok][max_rows] */
+    uint8_t *bf;        /* [n_tok][max_rows]: the row is a BF16 cached row (dsv4_kv.bf16_rows) */
     int *n_rows;        /* [n_tok] */
     int max_rows;
 } attn_ctx;
@@ -898,23 +923,24 @@ typedef struct {
 /* Visible rows of token t in canonical order: window positions ascending,
  * then compressed rows ascending. */
 static int attn_rows(const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *kv_new,
-                     const int32_t *idx, const int32_t *cnt, int t, const float **rows)
+                     const int32_t *idx, const int32_t *cnt, int t, const float **rows, uint8_t *bf)
 {
     const dsv4_seg *s = &plan->segs[plan->tok_seg[t]];
     int64_t pos = plan->pos[t];
     int hd = p->head_dim, n = 0;
     int64_t lo = pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
-    const float *ring = kv->slots + (size_t)s->slot * kv->slot_floats + kv->layer[p->layer].win;
     for (int64_t q = lo; q <= pos; q++) {
-        if (q >= s->pos0) rows[n++] = kv_new + (size_t)(s->t0 + (q - s->pos0)) * hd;
-        else rows[n++] = ring + (size_t)(q % p->window) * hd;
+        if (q >= s->pos0) bf[n] = 0, rows[n++] = kv_new + (size_t)(s->t0 + (q - s->pos0)) * hd;
+        else bf[n] = kv->bf16_rows, rows[n++] = dsv4_kv_win_row(kv, p->layer, s->slot, q, p->window, hd);
     }
     if (p->kind == DSV4_ATTN_CSA) {
         for (int i = 0; i < cnt[t]; i++)
+            bf[n] = kv->bf16_rows,
             rows[n++] = dsv4_kv_cmp_row(kv, p->layer, s->slot, idx[(size_t)t * p->topk + i], p->ratio, false, hd);
     } else if (p->kind == DSV4_ATTN_HCA) {
         int64_t N = (pos + 1) / p->ratio;
-        for (int64_t c = 0; c < N; c++) rows[n++] = dsv4_kv_cmp_row(kv, p->layer, s->slot, c, p->ratio, false, hd);
+        for (int64_t c = 0; c < N; c++)
+            bf[n] = kv->bf16_rows, rows[n++] = dsv4_kv_cmp_row(kv, p->layer, s->slot, c, p->ratio, false, hd);
     }
     return n;
 }
@@ -927,12 +953,14 @@ static void attn_task(void *vctx, int64_t task)
     int t = (int)(task / H), h = (int)(task % H);
     int nr = c->n_rows[t];
     const float **rows = c->rows + (size_t)t * c->max_rows;
+    const uint8_t *bf = c->bf + (size_t)t * c->max_rows;
     const float *q = c->q + ((size_t)t * H + h) * hd;
     float *o = c->out + ((size_t)t * H + h) * hd;
     float *sc = scratch(S_SCORE, (size_t)nr * sizeof(float));
+    float *rb = scratch(S_ROWBUF, (size_t)hd * sizeof(float)); /* a BF16 row as FP32 */
     float sink = p->sinks[h], mx = -INFINITY;
     for (int j = 0; j < nr; j++) {
-        sc[j] = dsv4_cpu_dot_f32(q, rows[j], hd) * p->scale;
+        sc[j] = dsv4_cpu_dot_f32(q, kv_row_get(rows[j], hd, bf[j], rb), hd) * p->scale;
         mx = fmaxf(mx, sc[j]);
     }
     /* The sink adds mass to the denominator only. The max runs over the real
@@ -945,7 +973,7 @@ static void attn_task(void *vctx, int64_t task)
     for (int j = 0; j < nr; j++) {
         /* reference: the kernel multiplies V by BF16 exp(s - max) and divides at the end */
         float ej = p->reference ? dsv4_round_bf16(sc[j]) : sc[j];
-        const float *r = rows[j];
+        const float *r = kv_row_get(rows[j], hd, bf[j], rb);
         for (int i = 0; i < hd; i++) o[i] += ej * r[i];
     }
     for (int i = 0; i < hd; i++) o[i] /= den;
@@ -963,9 +991,11 @@ static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     }
     attn_ctx c = {.p = p, .plan = plan, .q = q, .out = out, .max_rows = max_rows};
     c.rows = scratch(S_ROWS, (size_t)plan->n_tok * max_rows * sizeof(*c.rows));
+    c.bf = scratch(S_ROWBF, (size_t)plan->n_tok * max_rows);
     c.n_rows = scratch(S_NROWS, (size_t)plan->n_tok * sizeof(int));
     for (int t = 0; t < plan->n_tok; t++)
-        c.n_rows[t] = attn_rows(p, plan, kv, kv_new, idx, cnt, t, c.rows + (size_t)t * max_rows);
+        c.n_rows[t] = attn_rows(p, plan, kv, kv_new, idx, cnt, t, c.rows + (size_t)t * max_rows,
+                                c.bf + (size_t)t * max_rows);
     double rows = 0;
     for (int t = 0; t < plan->n_tok; t++) rows += c.n_rows[t];
     par_for(be, (int64_t)plan->n_tok * p->n_heads, 2.0 * rows * p->n_heads * p->head_dim, attn_task, &c);
@@ -976,11 +1006,10 @@ static void cpu_kv_store(dsv4_backend *be, int layer, int window, int head_dim, 
 {
     for (int si = 0; si < plan->n_seg; si++) {
         const dsv4_seg *s = &plan->segs[si];
-        float *ring = kv->slots + (size_t)s->slot * kv->slot_floats + kv->layer[layer].win;
         int first = s->n > window ? s->n - window : 0;
         for (int i = first; i < s->n; i++)
-            memcpy(ring + (size_t)((s->pos0 + i) % window) * head_dim, kv_new + (size_t)(s->t0 + i) * head_dim,
-                   (size_t)head_dim * sizeof(float));
+            kv_row_put(dsv4_kv_win_row(kv, layer, s->slot, s->pos0 + i, window, head_dim),
+                       kv_new + (size_t)(s->t0 + i) * head_dim, head_dim, kv->bf16_rows);
     }
 }
 
@@ -1163,6 +1192,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, luts_init);
     be->name = "cpu";
+    be->kv_bf16 = true; /* compress, indexer, attention and window store read and write BF16 cached rows */
     snprintf(be->device, sizeof be->device, "the CPU");
     be->impl = im;
     be->destroy = cpu_destroy;
