@@ -41,7 +41,7 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
  * from per-thread buffers that only ever grow: after the first steps of a
  * given shape the token loop allocates nothing. Each use has its own slot so
  * nested uses never share a buffer; worker threads free theirs on exit. */
-enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_ROWBUF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
 
 typedef struct {
     void *p[S_COUNT];
@@ -772,12 +772,16 @@ static void kv_row_put(float *dst, const float *src, int n, bool bf16)
     for (int i = 0; i < n; i++) d[i] = dsv4_f32_to_bf16(src[i]);
 }
 
-static const float *kv_row_get(const float *src, int n, bool bf16, float *buf)
+/* q . row for a cached row: the BF16 row through the same tile as an FP32
+ * one (the order of the sum does not depend on the element kind), so the
+ * value is that of the row's FP32 copy. */
+static float kv_row_dot(const float *q, const float *row, int n, bool bf16)
 {
-    if (!bf16) return src;
-    const uint16_t *s = (const uint16_t *)src;
-    for (int i = 0; i < n; i++) buf[i] = dsv4_bf16_to_f32(s[i]);
-    return buf;
+    if (!bf16) return dsv4_cpu_dot_f32(q, row, n);
+    float y;
+    wsrc ws = {.data = (const uint8_t *)row};
+    tile(K_BF16, 1, 1, q, 0, &ws, n, &y, 0);
+    return y;
 }
 
 typedef struct {
@@ -882,13 +886,11 @@ static void indexer_tok(void *vctx, int64_t t)
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
     float ws[nh];
     for (int h = 0; h < nh; h++) ws[h] = p->reference ? dsv4_round_bf16(w[h] * p->scale) : w[h] * p->scale;
-    float kbuf[c->kv->bf16_rows ? hd : 1];
     for (int64_t r = 0; r < N; r++) {
-        const float *key =
-            kv_row_get(dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd), hd, c->kv->bf16_rows, kbuf);
+        const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
         float sc = 0;
         for (int h = 0; h < nh; h++) {
-            float dq = dsv4_cpu_dot_f32(q + (size_t)h * hd, key, hd);
+            float dq = kv_row_dot(q + (size_t)h * hd, key, hd, c->kv->bf16_rows);
             /* the reference scores in BF16: each product and the sum rounded */
             if (p->reference) sc += dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * ws[h]);
             else if (dq > 0) sc += ws[h] * dq;
@@ -957,10 +959,9 @@ static void attn_task(void *vctx, int64_t task)
     const float *q = c->q + ((size_t)t * H + h) * hd;
     float *o = c->out + ((size_t)t * H + h) * hd;
     float *sc = scratch(S_SCORE, (size_t)nr * sizeof(float));
-    float *rb = scratch(S_ROWBUF, (size_t)hd * sizeof(float)); /* a BF16 row as FP32 */
     float sink = p->sinks[h], mx = -INFINITY;
     for (int j = 0; j < nr; j++) {
-        sc[j] = dsv4_cpu_dot_f32(q, kv_row_get(rows[j], hd, bf[j], rb), hd) * p->scale;
+        sc[j] = kv_row_dot(q, rows[j], hd, bf[j]) * p->scale;
         mx = fmaxf(mx, sc[j]);
     }
     /* The sink adds mass to the denominator only. The max runs over the real
@@ -973,8 +974,13 @@ static void attn_task(void *vctx, int64_t task)
     for (int j = 0; j < nr; j++) {
         /* reference: the kernel multiplies V by BF16 exp(s - max) and divides at the end */
         float ej = p->reference ? dsv4_round_bf16(sc[j]) : sc[j];
-        const float *r = kv_row_get(rows[j], hd, bf[j], rb);
-        for (int i = 0; i < hd; i++) o[i] += ej * r[i];
+        if (bf[j]) {
+            const uint16_t *r = (const uint16_t *)rows[j];
+            for (int i = 0; i < hd; i++) o[i] += ej * dsv4_bf16_to_f32(r[i]);
+        } else {
+            const float *r = rows[j];
+            for (int i = 0; i < hd; i++) o[i] += ej * r[i];
+        }
     }
     for (int i = 0; i < hd; i++) o[i] /= den;
 }
