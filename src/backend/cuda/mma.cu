@@ -592,6 +592,18 @@ static void fp8_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G,
 
 /* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
  * g * yg), n tokens; ref: the reference's FP8 activation quantisation. */
+/* The jobs table of one linear. */
+static mma_jobs mma_job1(const wdesc &w, float *y, int ldy)
+{
+    mma_jobs J = {};
+    J.n = 1;
+    J.tile0[1] = (int)mma_tiles(w);
+    J.w[0] = w;
+    J.y[0] = y;
+    J.ldy[0] = ldy;
+    return J;
+}
+
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref)
 {
@@ -605,13 +617,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
             const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
             bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane);
-            mma_jobs J = {};
-            J.n = 1;
-            J.tile0[1] = (int)mma_tiles(w);
-            J.w[0] = w;
-            J.y[0] = y + (size_t)t0 * ldy;
-            J.ldy[0] = ldy;
-            bf16_launch(st, J, xp, plane, ntok, nkg, P, G, nc, yg);
+            bf16_launch(st, mma_job1(w, y + (size_t)t0 * ldy, ldy), xp, plane, ntok, nkg, P, G, nc, yg);
         }
         return;
     }
@@ -620,12 +626,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
         fp8_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, ref, xp, xs);
-        mma_jobs J = {};
-        J.n = 1;
-        J.tile0[1] = (int)mma_tiles(w);
-        J.w[0] = w;
-        J.y[0] = y + (size_t)t0 * ldy;
-        J.ldy[0] = ldy;
+        const mma_jobs J = mma_job1(w, y + (size_t)t0 * ldy, ldy);
         if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
         else mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
     }
