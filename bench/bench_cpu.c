@@ -3,7 +3,7 @@
  *
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
- *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N]
+ *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
  * prefill, and --profile-steps P (default M) decode steps run op by op after
@@ -17,6 +17,10 @@
  * and prints tokens/s for both. The pick is made by the engine's sampler (on
  * the GPU: only token ids come back); --host-argmax reads every logit back
  * and takes the argmax here instead (the path before GPU sampling).
+ * --context C starts each sequence at position C - N (dsv4_seq_skip: pages
+ * allocated, rows left as the pool holds them, no model run), so the prompt
+ * ends at C and the decode steps pay a C-token context's attention and
+ * indexer (the values are meaningless; the costs are not).
  * --no-graphs runs decode steps op by op instead of replaying CUDA graphs. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
@@ -40,6 +44,7 @@ int main(int argc, char **argv)
     dsv4_engine_opts_default(&o);
     o.backend = DSV4_BACKEND_CPU;
     int N = 256, M = 64, B = 1;
+    long long C = 0; /* --context: the prompt ends at this position (dsv4_seq_skip before it) */
     const char *json = NULL, *prof_json = NULL;
     int host_argmax = 0, prof_steps = 0;
     for (int i = 1; i < argc; i += 2) {
@@ -60,6 +65,7 @@ int main(int argc, char **argv)
         }
         if (!strcmp(argv[i], "-m")) o.model_dir = argv[i + 1];
         else if (!strcmp(argv[i], "--prompt")) N = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--context")) C = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--decode")) M = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch")) B = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) o.n_threads = atoi(argv[i + 1]);
@@ -77,15 +83,20 @@ int main(int argc, char **argv)
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
                         "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
-                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N]\n");
+                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C]\n");
         return 2;
     }
+    if (C < 0 || (C > 0 && C < N)) {
+        fprintf(stderr, "bench_cpu: --context %lld: at least the prompt (%d)\n", (long long)C, N);
+        return 2;
+    }
+    const int64_t S = C > 0 ? C - N : 0; /* positions skipped before the prompt (dsv4_seq_skip) */
     o.profile = prof_json != NULL;
     o.verbose = 1; /* load phases and their times on stderr */
     o.max_seqs = B;
     const int P = prof_json ? (prof_steps > 0 ? prof_steps : M) : 0;
-    o.max_ctx = N + M + P;
-    o.pool_tokens = (int64_t)B * (N + M + P + 1024); /* pages are whole: room for rounding up */
+    o.max_ctx = S + N + M + P;
+    o.pool_tokens = (int64_t)B * (S + N + M + P + 1024); /* pages are whole: room for rounding up */
     o.max_batch_tokens = N * B < 4096 ? N * B : 4096;
     char err[1024];
     dsv4_engine *e;
@@ -105,7 +116,12 @@ int main(int argc, char **argv)
         ids[i] = (int32_t)((r >> 33) % (uint64_t)V);
     }
     float *logits = malloc((size_t)B * V * sizeof(float));
-    for (int b = 0; b < B; b++) dsv4_seq_create(e, &seq[b], err, sizeof err);
+    for (int b = 0; b < B; b++)
+        if (dsv4_seq_create(e, &seq[b], err, sizeof err) != DSV4_OK ||
+            (S > 0 && dsv4_seq_skip(e, seq[b], S, err, sizeof err) != DSV4_OK)) {
+            fprintf(stderr, "bench_cpu: %s\n", err);
+            return 1;
+        }
     double t0 = now_s();
     for (int b = 0; b < B; b++)
         be[b] = (dsv4_batch_entry){.seq = seq[b], .n_tokens = N, .tokens = ids + (size_t)b * N,
@@ -156,18 +172,21 @@ int main(int argc, char **argv)
     }
     if (!P) t2 = now_s();
     const double pf_tok_s = (double)B * N / (t1 - t0), dc_tok_s = (double)B * M / (t2 - t1), step_ms = (t2 - t1) * 1e3 / M;
-    printf("model %s  backend %s  batch %d  prefill %d tokens each: %.1f tok/s (%.1f ms)  decode %d steps: %.3f ms/step, "
-           "%.1f tok/s  (%s, %s)\n",
-           o.model_dir, info.backend, B, N, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s,
+    char ctx[48] = "";
+    if (S > 0) snprintf(ctx, sizeof ctx, " (context %lld)", (long long)(S + N));
+    printf("model %s  backend %s  batch %d  prefill %d tokens each%s: %.1f tok/s (%.1f ms)  decode %d steps: %.3f "
+           "ms/step, %.1f tok/s  (%s, %s)\n",
+           o.model_dir, info.backend, B, N, ctx, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s,
            o.no_graphs ? "op by op" : "graphs where the backend has them",
            host_argmax ? "host argmax over read-back logits" : "engine sampler");
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
             fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"batch\": %d, \"prompt\": %d, "
-                       "\"decode\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, "
+                       "\"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, "
                        "\"decode_ms_per_token\": %.4f, \"graphs\": %s, \"host_argmax\": %s}\n",
-                    o.model_dir, info.backend, o.n_threads, B, N, M, pf_tok_s, dc_tok_s, step_ms, step_ms / B,
+                    o.model_dir, info.backend, o.n_threads, B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms,
+                    step_ms / B,
                     o.no_graphs ? "false" : "true", host_argmax ? "true" : "false");
             fclose(f);
         }

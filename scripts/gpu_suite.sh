@@ -9,7 +9,9 @@
 # timings; BASELINE=1 times the *.base binaries of gpu_pack.sh BASE=... beside
 # these, in the same run, or without them these binaries under BASE_ENV, e.g.
 # BASE_ENV=DSV4_CUDA_MMA=0 for the GEMV linears);
-# FLASH_LAYERS=N|max adds the Flash runs; EP_FLASH=N adds expert parallelism
+# FLASH_LAYERS=N|max adds the Flash runs (FLASH_CONTEXT=C: each sequence's prompt ends at position C,
+# bench_cpu --context: the decode steps pay that context's attention and indexer; a BASELINE build must know
+# the flag); EP_FLASH=N adds expert parallelism
 # over N ranks (one per GPU) on a Flash-shaped checkpoint of EP_LAYERS layers
 # (default 43): decode timings, profile and serving. Results go to $OUT
 # (default /tmp/dsv4-gpu-out).
@@ -183,13 +185,13 @@ if [ "${FLASH_LAYERS:-0}" != 0 ]; then
   # sampling), then FLASH_PROFILE_STEPS more op by op with the profile
   for bs in ${FLASH_BATCHES:-1 8 16 64}; do
     timeout 280 $B/bench_cpu -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" --batch "$bs" \
-      --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs.json" \
+      ${FLASH_CONTEXT:+--context $FLASH_CONTEXT} --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs.json" \
       --profile "$OUT/profile-flash-b$bs.json" --profile-steps "${FLASH_PROFILE_STEPS:-3}" \
       > "$OUT/profile-flash-b$bs.txt" 2>&1
     grep -m1 "^model " "$OUT/profile-flash-b$bs.txt" || tail -1 "$OUT/profile-flash-b$bs.txt"
     if [ -n "$BCB" ]; then # the earlier build, same run, same checkpoint
       timeout 200 $BCB -m /tmp/flash --prompt "${FLASH_PROMPT:-16}" --decode "${FLASH_DECODE:-8}" \
-        --batch "$bs" --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
+        ${FLASH_CONTEXT:+--context $FLASH_CONTEXT} --batch "$bs" --backend cuda --numerics "${FLASH_NUMERICS:-plain}" --fill-random --json "$OUT/bench-flash-b$bs-base.json" \
         > "$OUT/bench-flash-b$bs-base.txt" 2>&1
       grep -m1 "^model " "$OUT/bench-flash-b$bs-base.txt" | sed 's/^/base: /' || tail -1 "$OUT/bench-flash-b$bs-base.txt"
     fi

@@ -595,6 +595,32 @@ int64_t dsv4_seq_len(const dsv4_engine *e, int seq)
     return e->kv.len[seq];
 }
 
+dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    if (seq < 0 || seq >= kv->max_seqs || !kv->live[seq] || n < 0) {
+        snprintf(err, errlen, "seq_skip: no sequence %d, or a negative count", seq);
+        return DSV4_ERR_INVALID;
+    }
+    const int64_t end = kv->len[seq] + n;
+    if (end > kv->max_ctx) {
+        snprintf(err, errlen, "seq_skip: sequence %d would reach %lld tokens, over the context limit of %lld", seq,
+                 (long long)end, (long long)kv->max_ctx);
+        return DSV4_ERR_INVALID;
+    }
+    const int64_t want = (end + kv->page_tokens - 1) / kv->page_tokens;
+    if (want - kv->n_seq_pages[seq] > kv->n_free) {
+        snprintf(err, errlen, "seq_skip: the state pool is full: %lld more pages needed, %lld free",
+                 (long long)(want - kv->n_seq_pages[seq]), (long long)kv->n_free);
+        return DSV4_ERR_NOMEM;
+    }
+    if (kv->n_seq_pages[seq] < want) kv->pt_version++;
+    while (kv->n_seq_pages[seq] < want)
+        kv->page_table[(size_t)seq * kv->max_pages_per_seq + kv->n_seq_pages[seq]++] = kv->free_list[--kv->n_free];
+    kv->len[seq] = end;
+    return DSV4_OK;
+}
+
 int64_t dsv4_pages_free(const dsv4_engine *e) { return e->kv.n_free; }
 int64_t dsv4_pages_total(const dsv4_engine *e) { return e->kv.n_pages; }
 int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }

@@ -268,6 +268,49 @@ static void test_reference_numerics(void **state)
     }
 }
 
+/* dsv4_seq_skip (the benchmarks' long contexts): positions without a model
+ * run, then steps that work over them; its refusals. */
+static void test_seq_skip(void **state)
+{
+    (void)state;
+    const fixture *fx = &fixtures[0];
+    dsv4_engine_opts o;
+    dsv4_engine_opts_default(&o);
+    o.model_dir = fx->dir;
+    o.backend = test_backend;
+    o.max_seqs = 2;
+    o.max_ctx = 2048;
+    o.max_batch_tokens = 64;
+    o.pool_tokens = 2048;
+    dsv4_engine *e = NULL;
+    char err[1024];
+    if (dsv4_engine_open(&o, &e, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
+    int s0, s1;
+    assert_int_equal(dsv4_seq_create(e, &s0, err, sizeof err), DSV4_OK);
+    assert_int_equal(dsv4_seq_create(e, &s1, err, sizeof err), DSV4_OK);
+    const int64_t free0 = dsv4_pages_free(e), pt = dsv4_page_tokens(e);
+    assert_int_equal(dsv4_seq_skip(e, s0, 1000, err, sizeof err), DSV4_OK);
+    assert_int_equal(dsv4_seq_len(e, s0), 1000);
+    assert_int_equal(dsv4_pages_free(e), free0 - (1000 + pt - 1) / pt);
+    /* over the context limit, over the pool, a sequence that does not exist */
+    assert_int_equal(dsv4_seq_skip(e, s0, 1100, err, sizeof err), DSV4_ERR_INVALID);
+    assert_int_equal(dsv4_seq_skip(e, s1, 2048, err, sizeof err), DSV4_ERR_NOMEM);
+    assert_int_equal(dsv4_seq_len(e, s1), 0);
+    assert_int_equal(dsv4_seq_skip(e, 7, 1, err, sizeof err), DSV4_ERR_INVALID);
+    /* steps after the skip: prefill and decode at positions 1000.., finite logits */
+    float *lg = malloc((size_t)fx->V * 5 * sizeof(float));
+    dsv4_batch_entry en = {.seq = s0, .n_tokens = 5, .tokens = fx->ids, .logits = lg, .all_logits = true};
+    assert_int_equal(dsv4_step(e, &en, 1, err, sizeof err), DSV4_OK);
+    for (int d = 0; d < 3; d++) {
+        dsv4_batch_entry dn = {.seq = s0, .n_tokens = 1, .tokens = fx->ids + 5 + d, .logits = lg};
+        assert_int_equal(dsv4_step(e, &dn, 1, err, sizeof err), DSV4_OK);
+    }
+    for (int i = 0; i < fx->V; i++) assert_false(isnan(lg[i]) || isinf(lg[i]));
+    assert_int_equal(dsv4_seq_len(e, s0), 1008);
+    free(lg);
+    dsv4_engine_close(e);
+}
+
 static int setup(void **state)
 {
     const char *src = getenv("DSV4_SRC");
@@ -307,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_plain_modes),
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_reference_numerics),
+        cmocka_unit_test(test_seq_skip),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
