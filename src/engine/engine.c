@@ -176,8 +176,8 @@ static dsv4_status scratch_init(dsv4_engine *e, int T)
 #define A(ptr, n) ((ptr) = be->alloc(be, (size_t)(n) * sizeof(*(ptr))), (ptr) != NULL)
     bool ok = A(s->X, T * hc * D) && A(s->u, T * D) && A(s->h, T * D) && A(s->post, T * hc) &&
               A(s->comb, T * hc * hc) && A(s->qa, T * (size_t)c->q_lora_rank) && A(s->q, T * H * hd) &&
-              A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * (hd > dI ? hd : dI)) &&
-              A(s->cg, T * 2 * (hd > dI ? hd : dI)) && A(s->ica, T * 2 * (dI ? dI : 1)) &&
+              A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * hd) && A(s->cg, T * 2 * hd) &&
+              A(s->ica, T * 2 * (dI ? dI : 1)) &&
               A(s->icg, T * 2 * (dI ? dI : 1)) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
               A(s->idx, T * (size_t)c->index_topk) && A(s->cnt, T) &&
               A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) && A(s->y, T * D) && A(s->y2, T * D) &&

@@ -23,8 +23,8 @@ typedef struct {
     float *q;       /* [T, H*hd] queries, then attention output */
     float *o;       /* [T, H*hd] */
     float *kv;      /* [T, hd] */
-    float *ca, *cg; /* [T, 2*hd] compressor inputs */
-    float *ica, *icg; /* [T, 2*dI] the indexer compressor's, when the linears run together (linear_multi) */
+    float *ca, *cg;   /* [T, 2*hd] the compressor's inputs (its projections of h) */
+    float *ica, *icg; /* [T, 2*dI] the indexer compressor's */
     float *qi;      /* [T, nI*dI] */
     float *wi;      /* [T, nI] */
     int32_t *idx;   /* [T, topk] */

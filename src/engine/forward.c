@@ -52,19 +52,13 @@ static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const ds
                             .scale = scale->vec};
 }
 
-/* Run one compressor (main or indexer) of layer l over the step's tokens;
- * its projections of h are already in ca, cg when pre (linear_multi). */
-static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer, bool pre)
+/* Run one compressor (main or indexer) of layer l over the step's tokens:
+ * its projections of h are in ca, cg (ica, icg for the indexer's). */
+static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
 {
     const dsv4_config *c = f->c;
     dsv4_backend *be = f->be;
-    int w = cw->coff * cw->d;
-    float *ca = pre && indexer ? f->s->ica : f->s->ca, *cg = pre && indexer ? f->s->icg : f->s->cg;
     mark(f, DSV4_PROF_COMPRESS);
-    if (!pre) {
-        be->linear(be, &cw->wkv, f->s->h, c->dim, f->T, ca, w);
-        be->linear(be, &cw->wgate, f->s->h, c->dim, f->T, cg, w);
-    }
     dsv4_compress_params p = {.layer = l,
                               .indexer = indexer,
                               .ratio = cw->ratio,
@@ -76,7 +70,7 @@ static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool inde
                               .freqs = f->e->freqs_compress,
                               .norm_eps = (float)c->rms_norm_eps,
                               .reference = f->ref};
-    be->compress(be, &p, f->plan, &f->e->kv, ca, cg);
+    be->compress(be, &p, f->plan, &f->e->kv, indexer ? f->s->ica : f->s->ca, indexer ? f->s->icg : f->s->cg);
 }
 
 /* The linears of one input x [T, in] as one linear_multi call where the
@@ -121,10 +115,9 @@ static void attention(fwd *f, int l)
     be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h);
     bf16_point(f, s->h, (size_t)T * D);
 
-    /* Every projection of h at once where the backend groups them
-     * (linear_multi): wq_a, wkv, the compressors' and the indexer's weights */
-    const bool pre = be->linear_multi != NULL;
-    if (pre) {
+    /* Every projection of h at once (one linear_multi where the backend has
+     * it): wq_a, wkv, the compressors' and the indexer's weights */
+    {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
         lin_add(&ls, &L->wkv, s->kv, hd);
@@ -143,9 +136,7 @@ static void attention(fwd *f, int l)
         lin_run(f, &ls, s->h, D);
     }
 
-    /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq; per-head RMS; RoPE */
-    mark(f, DSV4_PROF_DENSE);
-    if (!pre) be->linear(be, &L->wq_a, s->h, D, T, s->qa, c->q_lora_rank);
+    /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq (with the indexer's queries); per-head RMS; RoPE */
     mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
     be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
@@ -154,7 +145,7 @@ static void attention(fwd *f, int l)
     {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_b, s->q, H * hd);
-        if (pre && L->kind == DSV4_ATTN_CSA) lin_add(&ls, &L->idx_wq_b, s->qi, c->index_n_heads * c->index_head_dim);
+        if (L->kind == DSV4_ATTN_CSA) lin_add(&ls, &L->idx_wq_b, s->qi, c->index_n_heads * c->index_head_dim);
         lin_run(f, &ls, s->qa, c->q_lora_rank);
     }
     mark(f, DSV4_PROF_NORM);
@@ -165,9 +156,6 @@ static void attention(fwd *f, int l)
     bf16_point(f, s->q, (size_t)T * H * hd);
 
     /* KV path: one shared K=V head */
-    mark(f, DSV4_PROF_DENSE);
-    if (!pre) be->linear(be, &L->wkv, s->h, D, T, s->kv, hd);
-    mark(f, DSV4_PROF_NORM);
     bf16_point(f, s->kv, (size_t)T * hd);
     be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv);
     bf16_point(f, s->kv, (size_t)T * hd);
@@ -178,14 +166,12 @@ static void attention(fwd *f, int l)
     /* Compressed rows, and the indexer's choice among them */
     if (L->kind == DSV4_ATTN_CSA) {
         const int nI = c->index_n_heads, dI = c->index_head_dim;
-        run_compressor(f, l, &L->idx_cmp, true, pre);
+        run_compressor(f, l, &L->idx_cmp, true);
         mark(f, DSV4_PROF_INDEXER);
-        if (!pre) be->linear(be, &L->idx_wq_b, s->qa, c->q_lora_rank, T, s->qi, nI * dI);
         bf16_point(f, s->qi, (size_t)T * nI * dI);
         be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false);
         bf16_point(f, s->qi, (size_t)T * nI * dI);
         if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
-        if (!pre) be->linear(be, &L->idx_weights_proj, s->h, D, T, s->wi, nI);
         bf16_point(f, s->wi, (size_t)T * nI);
         dsv4_indexer_params ip = {.layer = l,
                                   .ratio = L->ratio,
@@ -194,11 +180,11 @@ static void attention(fwd *f, int l)
                                   .topk = c->index_topk,
                                   .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
                                   .reference = f->ref};
-        run_compressor(f, l, &L->cmp, false, pre);
+        run_compressor(f, l, &L->cmp, false);
         mark(f, DSV4_PROF_INDEXER);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     } else if (L->kind == DSV4_ATTN_HCA) {
-        run_compressor(f, l, &L->cmp, false, pre);
+        run_compressor(f, l, &L->cmp, false);
     }
 
     /* Sparse attention with sinks, then undo the RoPE on the output */
