@@ -595,6 +595,21 @@ int64_t dsv4_seq_len(const dsv4_engine *e, int seq)
     return e->kv.len[seq];
 }
 
+/* Pages sequence seq needs to hold `end` positions, beyond those it has. */
+static int64_t seq_pages_short(const dsv4_kv *kv, int seq, int64_t end)
+{
+    return (end + kv->page_tokens - 1) / kv->page_tokens - kv->n_seq_pages[seq];
+}
+
+/* Give sequence seq the pages for `end` positions (seq_pages_short of them are free). */
+static void seq_take_pages(dsv4_kv *kv, int seq, int64_t end)
+{
+    int64_t k = seq_pages_short(kv, seq, end);
+    if (k > 0) kv->pt_version++;
+    for (; k > 0; k--)
+        kv->page_table[(size_t)seq * kv->max_pages_per_seq + kv->n_seq_pages[seq]++] = kv->free_list[--kv->n_free];
+}
+
 dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t errlen)
 {
     dsv4_kv *kv = &e->kv;
@@ -608,15 +623,12 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
                  (long long)end, (long long)kv->max_ctx);
         return DSV4_ERR_INVALID;
     }
-    const int64_t want = (end + kv->page_tokens - 1) / kv->page_tokens;
-    if (want - kv->n_seq_pages[seq] > kv->n_free) {
+    if (seq_pages_short(kv, seq, end) > kv->n_free) {
         snprintf(err, errlen, "seq_skip: the state pool is full: %lld more pages needed, %lld free",
-                 (long long)(want - kv->n_seq_pages[seq]), (long long)kv->n_free);
+                 (long long)seq_pages_short(kv, seq, end), (long long)kv->n_free);
         return DSV4_ERR_NOMEM;
     }
-    if (kv->n_seq_pages[seq] < want) kv->pt_version++;
-    while (kv->n_seq_pages[seq] < want)
-        kv->page_table[(size_t)seq * kv->max_pages_per_seq + kv->n_seq_pages[seq]++] = kv->free_list[--kv->n_free];
+    seq_take_pages(kv, seq, end);
     kv->len[seq] = end;
     return DSV4_OK;
 }
@@ -659,7 +671,7 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
                      (long long)end, (long long)kv->max_ctx);
             return DSV4_ERR_INVALID;
         }
-        need_pages += (end + kv->page_tokens - 1) / kv->page_tokens - kv->n_seq_pages[s];
+        need_pages += seq_pages_short(kv, s, end);
     }
     if (need_pages > kv->n_free) {
         snprintf(err, errlen, "the state pool is full: the step needs %lld more pages, %lld are free",
@@ -680,13 +692,7 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
         snprintf(err, errlen, "out of memory for the logits of %d sequences", kv->max_seqs);
         return DSV4_ERR_NOMEM;
     }
-    for (int i = 0; i < n_en; i++) {
-        int s = en[i].seq;
-        int64_t want = (kv->len[s] + en[i].n_tokens + kv->page_tokens - 1) / kv->page_tokens;
-        if (kv->n_seq_pages[s] < want) kv->pt_version++;
-        while (kv->n_seq_pages[s] < want)
-            kv->page_table[(size_t)s * kv->max_pages_per_seq + kv->n_seq_pages[s]++] = kv->free_list[--kv->n_free];
-    }
+    for (int i = 0; i < n_en; i++) seq_take_pages(kv, en[i].seq, kv->len[en[i].seq] + en[i].n_tokens);
     /* per entry: on the device (req), or from host logits (dst) */
     dsv4_sample_req reqs[n_en > 0 ? n_en : 1];
     float *host_dst[n_en > 0 ? n_en : 1];
