@@ -7,7 +7,7 @@
  * tokens per call, on a CSA layer at 4k (640 rows) and an HCA layer at 128k
  * (1,152 rows); per token count the choice with the least total time.
  */
-#include <stdarg.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,30 +17,17 @@
 
 static int usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dsv4 tune [-o FILE] [--device N] [--reps N]\n"
-            "\n"
-            "Times the interchangeable kernel choices on the GPU and writes the fastest per range of tokens as\n"
-            "JSON (default: dsv4-tune.json). `dsv4 serve --tune FILE` (or DSV4_TUNE=FILE) loads it; every choice\n"
-            "gives the same bits, so a missing or stale file only costs speed. A file made on another GPU is\n"
-            "refused with a warning. Without a file the built-in choices (measured on an H200) apply.\n"
-            "\n"
-            "  -o FILE      where to write (default dsv4-tune.json)\n"
-            "  --device N   the GPU (default 0)\n"
-            "  --reps N     timed calls per choice and shape (default 30)\n");
+    fprintf(f, "usage: dsv4 tune [-o FILE] [--device N] [--reps N]\n"
+               "\n"
+               "Times the interchangeable kernel choices on the GPU and writes the fastest per range of tokens as\n"
+               "JSON (default: dsv4-tune.json). `dsv4 serve --tune FILE` (or DSV4_TUNE=FILE) loads it; every choice\n"
+               "gives the same bits, so a missing or stale file only costs speed. A file made on another GPU is\n"
+               "refused with a warning. Without a file the built-in choices (measured on an H200) apply.\n"
+               "\n"
+               "  -o FILE      where to write (default dsv4-tune.json)\n"
+               "  --device N   the GPU (default 0)\n"
+               "  --reps N     timed calls per choice and shape (default 30)\n");
     return f == stdout ? 0 : 2;
-}
-
-/* Append to the text b of capacity cap (the length in *len; what does not fit is dropped). */
-static void put(char *b, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void put(char *b, size_t cap, size_t *len, const char *fmt, ...)
-{
-    if (*len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(b + *len, cap - *len, fmt, ap);
-    va_end(ap);
-    if (n > 0) *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
 int cmd_tune(int argc, char **argv)
@@ -52,7 +39,8 @@ int cmd_tune(int argc, char **argv)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout);
         if (i + 1 >= argc) return cli_fail(C, "%s: needs a value (dsv4 tune --help)", a);
         const char *v = argv[++i];
-        if (!strcmp(a, "-o")) out = v;
+        if (!strcmp(a, "-o"))
+            out = v;
         else if (!strcmp(a, "--device")) {
             if (cli_parse_int(C, a, v, 0, 63, &dev)) return 1;
         } else if (!strcmp(a, "--reps")) {
@@ -75,10 +63,11 @@ int cmd_tune(int argc, char **argv)
     dsv4_tune saved;
     dsv4_cuda_tune_get(&saved);
     int best_sr[16], best_sum[16];
-    static char meas[8192]; /* the timings as JSON text, for the file's "measured" */
-    size_t mlen = 0;
-    put(meas, sizeof meas, &mlen, "{\"shapes\": \"CSA 4k (640 rows) + HCA 128k (1152 rows), "
-                                                       "64 heads of 512, us per call\", \"batches\": [");
+    /* the timings, for the file's "measured" */
+    json_t *meas_rows = json_array(),
+           *meas = json_pack("{s:s, s:o}", "shapes",
+                             "CSA 4k (640 rows) + HCA 128k (1152 rows), 64 heads of 512, us per call", "batches",
+                             meas_rows);
     printf("%s: sparse attention (CSA 4k + HCA 128k, us per call)\n%8s", be->device, "tokens");
     for (int s = 0; s < 2; s++)
         for (int k = 0; k < DSV4_SUM_COUNT; k++) printf(" %11s/%-2d", dsv4_tune_sum_name(k), score_rows[s]);
@@ -87,7 +76,8 @@ int cmd_tune(int argc, char **argv)
     for (int b = 0; b < nb; b++) {
         double best = -1;
         printf("%8d", batches[b]);
-        put(meas, sizeof meas, &mlen, "%s{\"tokens\": %d", b ? ", " : "", batches[b]);
+        json_t *mrow = json_pack("{s:i}", "tokens", batches[b]);
+        json_array_append_new(meas_rows, mrow);
         for (int s = 0; s < 2; s++)
             for (int k = 0; k < DSV4_SUM_COUNT; k++) {
                 const dsv4_tune one = {.n = 1, .row = {{0, score_rows[s], k}}};
@@ -99,18 +89,17 @@ int cmd_tune(int argc, char **argv)
                     continue;
                 }
                 printf(" %14.2f", a + h);
-                put(meas, sizeof meas, &mlen, ", \"%s/%d\": %.2f", dsv4_tune_sum_name(k),
-                                         score_rows[s], a + h);
+                char key[32];
+                snprintf(key, sizeof key, "%s/%d", dsv4_tune_sum_name(k), score_rows[s]);
+                json_object_set_new(mrow, key, json_real(a + h));
                 if (best < 0 || a + h < best) best = a + h, best_sr[b] = score_rows[s], best_sum[b] = k;
             }
-        put(meas, sizeof meas, &mlen, "}");
         if (best < 0) {
             rc = cli_fail(C, "could not time %d tokens (GPU memory?)", batches[b]);
             break;
         }
         printf("   %s/%d\n", dsv4_tune_sum_name(best_sum[b]), best_sr[b]);
     }
-    put(meas, sizeof meas, &mlen, "]}");
     dsv4_cuda_tune_set(&saved);
     if (!rc) {
         /* neighbouring token counts with the same choice share a row; a row serves up
@@ -125,7 +114,8 @@ int cmd_tune(int argc, char **argv)
                 t.row[t.n - 1].max_tokens = batches[b];
         }
         t.row[t.n - 1].max_tokens = 0;
-        if (dsv4_tune_save(out, be->device, &t, meas, err, sizeof err) != DSV4_OK) rc = cli_fail(C, "%s", err);
+        if (dsv4_tune_save(out, be->device, &t, meas, err, sizeof err) != DSV4_OK)
+            rc = cli_fail(C, "%s", err);
         else {
             printf("wrote %s:", out);
             for (int i = 0; i < t.n; i++)
@@ -134,6 +124,7 @@ int cmd_tune(int argc, char **argv)
             printf("  (-1: any number)\n");
         }
     }
+    json_decref(meas);
     be->destroy(be);
     return rc;
 #endif

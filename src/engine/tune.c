@@ -124,7 +124,7 @@ out:
     return st;
 }
 
-dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune *t, const char *measured, char *err,
+dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune *t, json_t *measured, char *err,
                            size_t errlen)
 {
     if (dsv4_tune_check(t, err, errlen) != DSV4_OK) return DSV4_ERR_INVALID;
@@ -135,11 +135,7 @@ dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune
         json_array_append_new(att, json_pack("{s:i, s:i, s:s}", "max_tokens", t->row[i].max_tokens, "score_rows",
                                              t->row[i].score_rows, "sum", sum_names[t->row[i].sum]));
     json_object_set_new(root, "attention", att);
-    if (measured) {
-        json_error_t je;
-        json_t *m = json_loads(measured, 0, &je);
-        if (m) json_object_set_new(root, "measured", m);
-    }
+    if (measured) json_object_set(root, "measured", measured);
     const int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (rc) {

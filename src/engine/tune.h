@@ -67,8 +67,9 @@ dsv4_status dsv4_tune_check(const dsv4_tune *t, char *err, size_t errlen);
  * DSV4_ERR_UNSUPPORTED (another version or another GPU), each with the reason: the caller keeps its table. */
 dsv4_status dsv4_tune_load(const char *path, const char *device, dsv4_tune *t, char *err, size_t errlen);
 
-/* Writes t for `device`, with `measured` (may be NULL: a JSON object as text) under "measured". */
-dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune *t, const char *measured, char *err,
-                           size_t errlen);
+/* Writes t for `device`, with `measured` (may be NULL: a jansson value, borrowed) under "measured". */
+struct json_t;
+dsv4_status dsv4_tune_save(const char *path, const char *device, const dsv4_tune *t, struct json_t *measured,
+                           char *err, size_t errlen);
 
 #endif

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "engine/tune.h"
 
 static char dir[64], path[128];
@@ -66,7 +68,9 @@ static void test_round_trip(void **state)
     (void)state;
     const dsv4_tune t = {.n = 3, .row = {{1, 16, DSV4_SUM_PARTS16}, {32, 64, DSV4_SUM_PARTS64}, {0, 64, DSV4_SUM_WALK32}}};
     char err[256];
-    assert_int_equal(dsv4_tune_save(path, dev, &t, "{\"x\": [1, 2]}", err, sizeof err), DSV4_OK);
+    json_t *measured = json_pack("{s:[i,i]}", "x", 1, 2);
+    assert_int_equal(dsv4_tune_save(path, dev, &t, measured, err, sizeof err), DSV4_OK);
+    json_decref(measured);
     dsv4_tune r;
     dsv4_tune_default(&r);
     assert_int_equal(dsv4_tune_load(path, dev, &r, err, sizeof err), DSV4_OK);
