@@ -1,11 +1,14 @@
 /*
  * indexer.cu - the lightning indexer on the GPU (MODEL.md §3.6.2): scores of
  * every visible compressed key, then the top-k, written in ascending index
- * order with ties going to the lower index (as the CPU backend). Scores: a
- * warp per candidate key, 32 keys per block (the grid spreads a token's keys
- * over the GPU), queries and keys in shared memory; top-k: a block per token, a radix select on the score bits
- * (linear in the candidates; the first version ranked every candidate
- * against every other in one block: quadratic, milliseconds at 128k).
+ * order with ties going to the lower index (as the CPU backend). Scores: in
+ * reference numerics on the tensor cores (k_idx_score_tc: BF16 queries and
+ * keys, the heads as the MMA's M), otherwise a warp per candidate key, 32
+ * keys per block (the grid spreads a token's keys over the GPU), queries and
+ * keys in shared memory; top-k: a block per token, a radix select on the
+ * score bits (linear in the candidates; the first version ranked every
+ * candidate against every other in one block: quadratic, milliseconds at
+ * 128k; kept as the benchmarks' baseline).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -350,36 +353,28 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
     float *scores = (float *)cuda_scratch(be, CS_SCORES, (size_t)plan->n_tok * 2 * max_n * sizeof(float));
-    if (ix_naive) {
+    const bool tc =
+        p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
+    const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
+    if (ix_naive || (!tc && smem > 227 * 1024)) { /* the baseline, or beyond any GPU's shared memory */
         k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
                                                              q, w, scores, idx, cnt);
         CK_LAUNCH();
         return;
     }
-    if (p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0 &&
-        !ix_naive) {
+    if (tc) {
         k_idx_score_tc<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IXT_KEYS - 1) / IXT_KEYS)), 128, 0,
                          im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
-        CK_LAUNCH();
-        k_idx_topk<<<plan->n_tok, IX_BT, 0, im->stream>>>(A, im->d_pos, scores, idx, cnt);
-        CK_LAUNCH();
-        return;
+    } else {
+        static size_t attr[64]; /* per GPU: the dynamic shared memory allowed so far */
+        const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
+        if (smem > 48 * 1024 && smem > attr[dev]) {
+            CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            attr[dev] = smem;
+        }
+        k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
+                      im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     }
-    const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
-    static size_t attr[64]; /* per GPU: the dynamic shared memory allowed so far */
-    const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
-    if (smem > 227 * 1024) { /* beyond any GPU's shared memory: the first version */
-        k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
-                                                             q, w, scores, idx, cnt);
-        CK_LAUNCH();
-        return;
-    }
-    if (smem > 48 * 1024 && smem > attr[dev]) {
-        CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr[dev] = smem;
-    }
-    k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem, im->stream>>>(
-        A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     CK_LAUNCH();
     k_idx_topk<<<plan->n_tok, IX_BT, 0, im->stream>>>(A, im->d_pos, scores, idx, cnt);
     CK_LAUNCH();
