@@ -205,8 +205,9 @@ static void scratch_destroy(dsv4_engine *e)
 {
     dsv4_scratch *s = &e->s;
     if (e->be) {
-        void *bufs[] = {s->X, s->u, s->h, s->post, s->comb, s->qa, s->q, s->o, s->kv, s->ca, s->cg, s->ica, s->icg, s->qi, s->wi,
-                        s->idx, s->cnt, s->z, s->y, s->y2, s->rl, s->eidx, s->ewts, s->sg, s->su, s->logits};
+        void *bufs[] = {s->X,  s->u,  s->h,   s->post, s->comb, s->qa, s->q,   s->o,     s->kv,
+                        s->ca, s->cg, s->ica, s->icg,  s->qi,   s->wi, s->idx, s->cnt,   s->z,
+                        s->y,  s->y2, s->rl,  s->eidx, s->ewts, s->sg, s->su,  s->logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) e->be->free(e->be, bufs[i]);
     }

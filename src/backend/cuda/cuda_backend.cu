@@ -328,8 +328,8 @@ void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, i
     const int64_t n = (int64_t)n_tok * n_heads * (rope_dim / 2);
     if (n <= 0) return;
     /* pos is the plan's host array: use the device copy */
-    launch_pdl(k_rope, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, x, n_tok, n_heads, ld_tok, head_dim, rope_dim,
-                                                                       impl_of(be)->d_pos, freqs, inverse);
+    launch_pdl(k_rope, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, x, n_tok, n_heads, ld_tok,
+               head_dim, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, inverse);
     CK_LAUNCH();
 }
 
@@ -508,8 +508,8 @@ void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const 
                    const float *kv_new)
 {
     cuda_impl *im = impl_of(be);
-    launch_pdl(k_kv_store, dim3(plan->n_seg), dim3(128), 0, im->stream, window, head_dim, im->d_segs, plan->n_seg, kv->slots,
-                                                    kv->slot_floats, kv->layer[layer].win, kv_new);
+    launch_pdl(k_kv_store, dim3(plan->n_seg), dim3(128), 0, im->stream, window, head_dim, (const dsv4_seg *)im->d_segs,
+               plan->n_seg, kv->slots, kv->slot_floats, kv->layer[layer].win, kv_new);
     CK_LAUNCH();
 }
 

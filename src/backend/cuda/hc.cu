@@ -203,8 +203,8 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
                n_mix, F, mraw);
     CK_LAUNCH();
-    if (hc == 4) launch_pdl(k_hc_split<4>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
-    else launch_pdl(k_hc_split<0>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
+    launch_pdl(hc == 4 ? k_hc_split<4> : k_hc_split<0>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw,
+               kp, n, u, post, comb, head);
     CK_LAUNCH();
 }
 

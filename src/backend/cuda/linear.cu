@@ -176,8 +176,8 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
 /* linear_multi: the FP8 weights the tensor cores take go in one pack of x
  * and one launch per part count (cuda_linear_mma_multi), split by whether
  * their activations are quantised (reference numerics, per weight), and so
- * do the BF16 ones; every other weight is its own cuda_linear. Each output is computed exactly as by
- * cuda_linear, so the results are those of m calls. */
+ * do the BF16 ones; every other weight is its own cuda_linear. Each output
+ * is computed exactly as by cuda_linear, so the results are those of m calls. */
 void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n, float *const *y,
                        const int *ldy)
 {
