@@ -649,35 +649,14 @@ extern "C" void dsv4_cuda_tune_get(dsv4_tune *t)
     *t = attn_tune;
 }
 
-/* A launch with a cluster of grid.z blocks along z (cluster_z) and/or
+/* A launch with a cluster of grid.z blocks along z (cluster) and/or
  * programmatic dependent launch (the kernel waits with griddepcontrol.wait
- * for its predecessor's results). */
+ * for its predecessor's results): cuda_launch with the arguments as typed. */
 template <typename... P>
 static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem, cudaStream_t st, bool cluster,
                         bool pdl, P... args)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = dim3((unsigned)threads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = st;
-    cudaLaunchAttribute at[2];
-    int na = 0;
-    if (cluster) {
-        at[na].id = cudaLaunchAttributeClusterDimension;
-        at[na].val.clusterDim.x = 1;
-        at[na].val.clusterDim.y = 1;
-        at[na].val.clusterDim.z = grid.z;
-        na++;
-    }
-    if (pdl) {
-        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[na].val.programmaticStreamSerializationAllowed = 1;
-        na++;
-    }
-    cfg.attrs = at;
-    cfg.numAttrs = (unsigned)na;
-    CK(cudaLaunchKernelEx(&cfg, kern, args...));
+    cuda_launch(kern, grid, dim3((unsigned)threads), smem, st, cluster ? grid.z : 0u, pdl, args...);
 }
 
 void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,

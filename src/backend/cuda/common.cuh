@@ -134,20 +134,40 @@ __device__ __forceinline__ void pdl_start(void)
     asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");
 }
 
+/* A launch with a cluster of cluster_z blocks along z (0: no cluster) and/or
+ * programmatic dependent launch. */
 template <typename... KA, typename... A>
-static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                               unsigned cluster_z, bool pdl, A... args)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute at[2];
+    unsigned na = 0;
+    if (cluster_z) {
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = 1;
+        at[na].val.clusterDim.y = 1;
+        at[na].val.clusterDim.z = cluster_z;
+        na++;
+    }
+    if (pdl) {
+        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
     cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = na;
     CK(cudaLaunchKernelEx(&cfg, k, ((KA)args)...));
+}
+
+template <typename... KA, typename... A>
+static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+{
+    cuda_launch(k, grid, block, smem, st, 0, true, args...);
 }
 
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);

@@ -507,24 +507,13 @@ static int mma_parts(const wdesc &w, int G)
     return P;
 }
 
-/* Launch configuration of the MMA kernels: grid (token tiles, 32-row tiles,
- * P x G), the parts of a (group, tile) one cluster, and programmatic
- * dependent launch (the packing kernel lets them start their weight loads). */
-static void mma_config(cudaLaunchConfig_t &cfg, cudaLaunchAttribute *at, cudaStream_t st, int64_t tiles, int ntok,
-                       int NTT, int P, int G)
+/* The MMA kernels' grid: (token tiles, 32-row tiles, P x G); the parts of a
+ * (group, tile) are one cluster (cuda_launch's cluster_z = P), and the
+ * launch is programmatic dependent (the packing kernel lets them start
+ * their weight loads). */
+static dim3 mma_grid(int64_t tiles, int ntok, int NTT, int P, int G)
 {
-    const int ntiles = ntok / 8;
-    cfg.gridDim = dim3((unsigned)((ntiles + NTT - 1) / NTT), (unsigned)tiles, (unsigned)(P * G));
-    cfg.blockDim = dim3(32 * MMA_WARPS);
-    cfg.stream = st;
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    at[1].id = cudaLaunchAttributeClusterDimension;
-    at[1].val.clusterDim.x = 1;
-    at[1].val.clusterDim.y = 1;
-    at[1].val.clusterDim.z = (unsigned)P;
-    cfg.attrs = at;
-    cfg.numAttrs = P > 1 ? 2 : 1;
+    return dim3((unsigned)((ntok / 8 + NTT - 1) / NTT), (unsigned)tiles, (unsigned)(P * G));
 }
 
 static int64_t mma_tiles(const wdesc &w) { return (w.rows + MMA_ROWS - 1) / MMA_ROWS; }
@@ -533,11 +522,8 @@ template <int NTT, bool LO>
 static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, const float *xs, int ntok, int nkg,
                          int P, int G, int n, size_t yg)
 {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[2];
-    mma_config(cfg, at, st, J.tile0[J.n], ntok, NTT, P, G);
-    cfg.dynamicSmemBytes = mma_fp8_smem;
-    CK(cudaLaunchKernelEx(&cfg, k_mma_fp8<NTT, LO>, J, xp, xs, ntok, nkg, P, n, yg));
+    cuda_launch(k_mma_fp8<NTT, LO>, mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), mma_fp8_smem, st,
+                P > 1 ? (unsigned)P : 0u, true, J, xp, xs, ntok, nkg, P, n, yg);
 }
 
 template <bool LO>
@@ -554,11 +540,8 @@ template <int NTT>
 static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg,
                           int P, int G, int n, size_t yg)
 {
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[2];
-    mma_config(cfg, at, st, J.tile0[J.n], ntok, NTT, P, G);
-    if (J.n > 1) CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT, true>, J, xp, plane, ntok, nkg, P, n, yg));
-    else CK(cudaLaunchKernelEx(&cfg, k_mma_bf16<NTT, false>, J, xp, plane, ntok, nkg, P, n, yg));
+    cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true> : k_mma_bf16<NTT, false>, mma_grid(J.tile0[J.n], ntok, NTT, P, G),
+                dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J, xp, plane, ntok, nkg, P, n, yg);
 }
 
 static void bf16_launch(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
