@@ -1316,6 +1316,10 @@ static void test_hc(void **state)
     hc_case(4, 129, 7, true, false);
     hc_case(3, 300, 13, true, false);
     hc_case(4, 37, 7, true, true);
+    /* Flash's shape: the GPU's register-held path (4 streams of 16 x 256 columns) */
+    hc_case(4, 4096, 3, false, false);
+    hc_case(4, 4096, 3, false, true);
+    hc_case(4, 4096, 2, true, false);
     hc_post_case(4, 129, 7, false);
     hc_post_case(3, 300, 13, false);
     hc_post_case(4, 37, 1, false);
@@ -1511,6 +1515,7 @@ static void test_moe(void **state)
     moe_route_case(7, 37, 6, false, 0, false, 1.0f);
     moe_route_case(13, 16, 6, true, 0, true, 1.5f);
     moe_route_case(1, 129, 8, true, 0, true, 2.5f);
+    moe_route_case(5, 300, 6, true, 0, true, 1.0f); /* more than 256 experts: the GPU's wider lanes */
     moe_route_case(13, 37, 3, false, 64, true, 2.5f);
     moe_route_case(7, 16, 6, false, 32, false, 1.0f);
     const moe_spec cs[] = {

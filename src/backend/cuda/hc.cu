@@ -100,14 +100,18 @@ template <int HCT> __device__ static void hc_sinkhorn_warp(const dsv4_hc_params 
     if (in) comb[lane] = v;
 }
 
-/* Per token: rho = 1 / RMS of the streams, the mixing logits m (raw dot
+/* Per token, two blocks side by side (one for the head): both take
+ * rho = 1 / RMS of the streams and the mixing logits they need (raw dot
  * products: k_hc_mix's kp parts, a warp per logit adding them in a fixed
- * order) times rho, then Sinkhorn (or the head's sigmoid) into post and
- * comb, and the collapse u = sum_i pre_i X_i (the CPU's order). One block
- * per token, a chain of dependent steps at batch 1: HCT = hc when it is 4
- * (Flash's; 0: any), so the per-stream loops unroll, and the mixing
- * parameters are fetched into shared memory first, under the RMS's loads. */
-template <int HCT>
+ * order, times rho); block 0 makes pre and the collapse u = sum_i pre_i X_i
+ * (the CPU's order), block 1 post and the Sinkhorn's comb. Split so, the
+ * Sinkhorn's chain runs beside the collapse instead of before it. With
+ * NPT > 0 (HCT streams of D = NPT x 256 columns, Flash's 4 x 4096) each
+ * thread loads its NPT columns of every stream at once and keeps them: one
+ * round trip for the RMS and the collapse, whose sums run in the order of
+ * the generic path (ascending flat index per thread). Parameters go to
+ * shared memory first, under those loads. */
+template <int HCT, int NPT>
 __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float *__restrict__ X,
                                                   const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
                                                   float *__restrict__ post, float *__restrict__ comb, bool head)
@@ -115,36 +119,70 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
     pdl_start();
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
-    __shared__ float s_pre[HC_MAX], s_post[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
+    __shared__ float s_pre[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
     __shared__ float s_base[(2 + HC_MAX) * HC_MAX], s_scale[3];
-    const int t = blockIdx.x, hc = HCT ? HCT : p.hc, F = hc * p.dim, D = p.dim;
-    const int n_mix = head ? hc : (2 + hc) * hc;
-    for (int i = threadIdx.x; i < n_mix; i += blockDim.x) s_base[i] = p.base[i];
-    if (threadIdx.x < (head ? 1 : 3)) s_scale[threadIdx.x] = p.scale[threadIdx.x];
+    const int t = blockIdx.y, hc = HCT ? HCT : p.hc, F = hc * p.dim, D = p.dim;
+    const bool mix = blockIdx.x == 1; /* post and comb; block 0: pre and the collapse */
+    const int n_all = head ? hc : (2 + hc) * hc, n_mix = mix ? n_all : hc;
+    const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
+    for (int i = tid; i < n_mix; i += blockDim.x) s_base[i] = p.base[i];
+    if (tid < (head ? 1 : 3)) s_scale[tid] = p.scale[tid];
     const float *x = X + (size_t)t * F;
-    const float s = block_sum(sumsq_strided<16>(x, F), sh);
-    const float rho = 1.0f / sqrtf(s / (float)F + p.norm_eps);
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    float v[NPT ? HCT : 1][NPT ? NPT : 1];
+    if constexpr (NPT > 0) {
+#pragma unroll
+        for (int i = 0; i < HCT; i++)
+#pragma unroll
+            for (int j = 0; j < NPT; j++) v[i][j] = x[(size_t)i * D + tid + 256 * j];
+    }
 #pragma unroll 3
     for (int r = w; r < n_mix; r += nw) {
         float a = 0.0f;
 #pragma unroll 4
-        for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_mix + r];
+        for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_all + r];
         a = warp_sum(a);
-        if (lane == 0) m[r] = a * rho;
+        if (lane == 0) m[r] = a;
     }
-    __syncthreads();
+    float ss = 0;
+    if constexpr (NPT > 0) {
+#pragma unroll
+        for (int i = 0; i < HCT; i++)
+#pragma unroll
+            for (int j = 0; j < NPT; j++) ss += v[i][j] * v[i][j];
+    } else {
+        ss = sumsq_strided<16>(x, F);
+    }
+    const float rho = 1.0f / sqrtf(block_sum(ss, sh) / (float)F + p.norm_eps); /* block_sum: m visible */
     p.base = s_base; /* the same values, from shared memory */
     p.scale = s_scale;
-    const int tid = threadIdx.x;
     const float eps = p.hc_eps;
-    if (tid < hc) {
-        s_pre[tid] = dsv4_sigmoid(m[tid] * p.scale[0] + p.base[tid]) + eps;
-        if (!head) s_post[tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
+    if (!mix) {
+        if (tid < hc) s_pre[tid] = dsv4_sigmoid(m[tid] * rho * p.scale[0] + p.base[tid]) + eps;
+        __syncthreads();
+        if constexpr (NPT > 0) {
+#pragma unroll
+            for (int j = 0; j < NPT; j++) { /* the collapse, as the CPU adds */
+                float a = 0;
+#pragma unroll
+                for (int i = 0; i < HCT; i++) a += s_pre[i] * v[i][j];
+                u[(size_t)t * D + tid + 256 * j] = a;
+            }
+        } else {
+#pragma unroll 4
+            for (int d = tid; d < D; d += blockDim.x) {
+                float a = 0;
+                for (int i = 0; i < hc; i++) a += s_pre[i] * x[(size_t)i * D + d];
+                u[(size_t)t * D + d] = a;
+            }
+        }
+        return;
     }
-    if (!head && hc * hc <= 32) {
+    for (int r = tid; r < n_mix; r += blockDim.x) m[r] *= rho;
+    __syncthreads();
+    if (tid < hc) post[(size_t)t * hc + tid] = 2.0f * dsv4_sigmoid(m[hc + tid] * p.scale[1] + p.base[hc + tid]);
+    if (hc * hc <= 32) {
         if (w == 0) hc_sinkhorn_warp<HCT>(p, m, s_comb);
-    } else if (!head) { /* more streams: the block version, each sum in one thread */
+    } else { /* more streams: the block version, each sum in one thread */
         if (tid < hc) {
             float *row = s_comb + tid * hc, mx = -INFINITY, sm = 0;
             for (int k = 0; k < hc; k++) {
@@ -177,20 +215,11 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
         }
     }
     __syncthreads();
-    if (!head) {
-        for (int i = tid; i < hc; i += blockDim.x) post[(size_t)t * hc + i] = s_post[i];
-        for (int i = tid; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
-    }
-#pragma unroll 4
-    for (int d = tid; d < D; d += blockDim.x) { /* the collapse, as the CPU adds */
-        float a = 0;
-        for (int i = 0; i < hc; i++) a += s_pre[i] * x[(size_t)i * D + d];
-        u[(size_t)t * D + d] = a;
-    }
+    for (int i = tid; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
 }
 
 /* The mixing logits' parts (fn read once per HC_TT tokens, spread over the
- * GPU), the per-token split, then the collapse. */
+ * GPU), then the per-token split and collapse. */
 static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
                        float *comb, bool head)
 {
@@ -203,8 +232,9 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
                n_mix, F, mraw);
     CK_LAUNCH();
-    launch_pdl(hc == 4 ? k_hc_split<4> : k_hc_split<0>, dim3(n), dim3(256), 0, im->stream, *p, X, (const float *)mraw,
-               kp, n, u, post, comb, head);
+    const dim3 grid(head ? 1 : 2, (unsigned)n);
+    launch_pdl(hc == 4 && p->dim == 16 * 256 ? k_hc_split<4, 16> : hc == 4 ? k_hc_split<4, 0> : k_hc_split<0, 0>, grid,
+               dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
     CK_LAUNCH();
 }
 

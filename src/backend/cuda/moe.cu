@@ -18,9 +18,14 @@
 
 __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : log1pf(expf(x))); }
 
-/* One warp per token: the scores once (each lane its experts), then k rounds
- * of a warp argmax over score + bias (ties to the lower id, as the CPU's top-k);
- * lane 0 sorts the ids and computes the weights in ascending id order. */
+/* One warp per token, every value in registers: each lane scores its NJ
+ * experts once and keeps the best it has left (ties to the lower id, NaN
+ * last, as the CPU's top-k); k rounds of a warp argmax over those hand round
+ * i's id and unbiased score to lane i, and only the round's winner rescans
+ * its experts. The ids go to ascending order by rank (distinct ids), and the
+ * weights are summed in that order, as the CPU adds them. Hash layers take
+ * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). */
+template <int NJ>
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
 {
@@ -29,59 +34,78 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (t >= n) return;
     const float *lg = logits + (size_t)t * E;
-    int32_t *it = idx + (size_t)t * k;
-    float *wt = wts + (size_t)t * k;
+    int my_id = 0;
+    float my_w = 0.0f;
     if (tid2eid) {
         if (lane < k) {
             const size_t o = (size_t)tokens[t] * k + lane;
-            it[lane] = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
+            my_id = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
+            my_w = sqrt_softplus(lg[my_id]);
         }
     } else {
-        float sc[MAX_E / 32]; /* NaN ranks last */
-        uint32_t taken = 0;
-        for (int j = 0; j < MAX_E / 32; j++) {
+        float sc[NJ], sp[NJ]; /* biased score (NaN ranks last), unbiased */
+        uint32_t live = 0; /* bit j: expert lane + 32 j exists and is not taken */
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
             const int e = lane + 32 * j;
-            const float v = e < E ? sqrt_softplus(lg[e]) + (bias ? bias[e] : 0.0f) : -INFINITY;
+            if (e < E) live |= 1u << j;
+            sp[j] = e < E ? sqrt_softplus(lg[e]) : 0.0f;
+            const float v = e < E ? sp[j] + (bias ? bias[e] : 0.0f) : -INFINITY;
             sc[j] = isnan(v) ? -INFINITY : v;
         }
+        int lb = -1; /* the lane's best expert left, its scores */
+        float lv = -INFINITY, ls = 0.0f;
+        auto rescan = [&]() {
+            lb = -1, lv = -INFINITY, ls = 0.0f;
+#pragma unroll
+            for (int j = 0; j < NJ; j++)
+                if ((live >> j & 1u) && (lb < 0 || sc[j] > lv)) lb = lane + 32 * j, lv = sc[j], ls = sp[j];
+        };
+        rescan();
         for (int i = 0; i < k; i++) {
-            int best = -1;
-            float bv = -INFINITY;
-            for (int j = 0; j < MAX_E / 32; j++) {
-                const int e = lane + 32 * j;
-                if (e < E && !(taken >> j & 1u) && (best < 0 || sc[j] > bv)) {
-                    best = e;
-                    bv = sc[j];
-                }
-            }
+            int best = lb;
+            float bv = lv, bs = ls;
             for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, o), os = __shfl_xor_sync(0xffffffffu, bs, o);
                 const int ob = __shfl_xor_sync(0xffffffffu, best, o);
                 if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
                     bv = ov;
                     best = ob;
+                    bs = os;
                 }
             }
-            if (lane == 0) it[i] = best;
-            if ((best & 31) == lane) taken |= 1u << (best >> 5);
+            if (lane == i) {
+                my_id = best;
+                my_w = bs;
+            }
+            if (best >= 0 && (best & 31) == lane) {
+                live &= ~(1u << (best >> 5));
+                rescan();
+            }
         }
-        __syncwarp();
-        if (lane == 0) /* ascending ids, as the CPU's top-k returns them */
-            for (int i = 1; i < k; i++)
-                for (int j = i; j > 0 && it[j] < it[j - 1]; j--) {
-                    int32_t x = it[j];
-                    it[j] = it[j - 1];
-                    it[j - 1] = x;
-                }
+        /* ascending ids, as the CPU's top-k returns them: lane r takes the pick of rank r */
+        int rank = 0;
+        for (int q = 0; q < k; q++) rank += __shfl_sync(0xffffffffu, my_id, q) < my_id;
+        int s_id = my_id;
+        float s_w = my_w;
+        for (int q = 0; q < k; q++) {
+            const int rq = __shfl_sync(0xffffffffu, rank, q), iq = __shfl_sync(0xffffffffu, my_id, q);
+            const float wq = __shfl_sync(0xffffffffu, my_w, q);
+            if (rq == lane) {
+                s_id = iq;
+                s_w = wq;
+            }
+        }
+        my_id = s_id;
+        my_w = s_w;
     }
-    __syncwarp();
-    if (lane == 0) {
-        float sum = 0;
-        for (int i = 0; i < k; i++) sum += (wt[i] = sqrt_softplus(lg[it[i]]));
-        for (int i = 0; i < k; i++) {
-            if (renorm) wt[i] /= sum + 1e-20f;
-            wt[i] *= route_scale;
-        }
+    float sum = 0;
+    for (int i = 0; i < k; i++) sum += __shfl_sync(0xffffffffu, my_w, i);
+    if (lane < k) {
+        float w = my_w;
+        if (renorm) w /= sum + 1e-20f;
+        idx[(size_t)t * k + lane] = my_id;
+        wts[(size_t)t * k + lane] = w * route_scale;
     }
 }
 
@@ -92,7 +116,7 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     if (k > MAX_K || n_experts > MAX_E) abort(); /* refused at load for this backend */
     cuda_impl *im = impl_of(be);
     const bool hash = tid2eid && tid2eid->name;
-    launch_pdl(k_route, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
+    launch_pdl(n_experts <= 256 ? k_route<8> : k_route<MAX_E / 32>, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
                (const void *)(hash ? tid2eid->dev : NULL), hash && tid2eid->dtype == DSV4_DT_I64,
                (const int *)im->d_tokens, renorm, route_scale, idx, wts);
     CK_LAUNCH();
