@@ -411,6 +411,7 @@ __device__ __forceinline__ float e8m0_byte(uint32_t s, int u)
 template <bool REF>
 __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_t *xp, size_t plane, float *xs)
 {
+    pdl_start(); /* waits first: the MMA kernel after it reads the plan before its own wait */
     const int lane = threadIdx.x & 31, nkg = K / 128;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (wg >= (int64_t)nrows * nkg) return;
@@ -522,9 +523,10 @@ __device__ __forceinline__ int64_t stage_row(int r, int64_t ra, int64_t rb)
     return ((r >> 4) ? rb : ra) + (r & 7) + 8 * ((r >> 3) & 1);
 }
 
+/* A stage's weights and scale words (constants: issued before
+ * griddepcontrol.wait too), then its B fragments (the pack's output). */
 template <int NP>
-__device__ __forceinline__ void moe_issue(moe_stage<NP> &st, const moe_src &src, size_t plane, int kg, int sbytes,
-                                          int lane)
+__device__ __forceinline__ void moe_issue_w(moe_stage<NP> &st, const moe_src &src, int kg, int sbytes, int lane)
 {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -533,6 +535,11 @@ __device__ __forceinline__ void moe_issue(moe_stage<NP> &st, const moe_src &src,
     }
     if (sbytes == 4) cp_async<4>(&st.s[lane][0], src.s + kg * 4, src.sok);
     else cp_async<8>(&st.s[lane][0], src.s + kg * 8, src.sok);
+}
+
+template <int NP>
+__device__ __forceinline__ void moe_issue_b(moe_stage<NP> &st, const moe_src &src, size_t plane, int kg, int lane)
+{
     if (MOE_BR(NP))
 #pragma unroll
         for (int p = 0; p < NP; p++)
@@ -540,7 +547,6 @@ __device__ __forceinline__ void moe_issue(moe_stage<NP> &st, const moe_src &src,
             for (int u = 0; u < 4; u++)
                 cp_async<16>(&st.b[(p * 4 + u) * 32 + lane],
                              (const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4, src.bok);
-    cp_async_commit();
 }
 
 /* The lane's words of tile T from a stage (rows g, g + 8). */
@@ -567,7 +573,10 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
                                            float *acc)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    if (kg0 >= kg1) return;
+    if (kg0 >= kg1) {
+        pdl_start();
+        return;
+    }
     constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
     moe_src src;
 #pragma unroll
@@ -586,19 +595,30 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
     }
     src.bok = brow >= 0; /* else zeros (from a valid address) */
     src.b = (const uint4 *)xp + (size_t)(src.bok ? brow : 0) * nkg * 16 + t;
-    /* the first MOE_STAGES - 1 groups (empty groups keep the count uniform) */
+    /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
+     * (the kernel launched before this one packs the activations; the one
+     * before that, the plan, has completed), then their B fragments; the
+     * first commit group holds every early weight (empty groups keep the
+     * count uniform) */
+#pragma unroll
+    for (int i = 0; i < MOE_STAGES - 1; i++)
+        if (kg0 + i < kg1) moe_issue_w<NP>(ring[i], src, kg0 + i, SB, lane);
+    pdl_start();
 #pragma unroll
     for (int i = 0; i < MOE_STAGES - 1; i++) {
-        if (kg0 + i < kg1) moe_issue<NP>(ring[i], src, plane, kg0 + i, SB, lane);
-        else cp_async_commit();
+        if (kg0 + i < kg1) moe_issue_b<NP>(ring[i], src, plane, kg0 + i, lane);
+        cp_async_commit();
     }
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
         __syncwarp();                    /* every lane's, and the stage read last is free */
         const int nx = kg + MOE_STAGES - 1, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
-        if (nx < kg1) moe_issue<NP>(ring[ns], src, plane, nx, SB, lane);
-        else cp_async_commit();
+        if (nx < kg1) {
+            moe_issue_w<NP>(ring[ns], src, nx, SB, lane);
+            moe_issue_b<NP>(ring[ns], src, plane, nx, lane);
+        }
+        cp_async_commit();
         const moe_stage<NP> &st = ring[cur];
         wq16 wa_, wb_;
         stage_words<NP>(st, 0, g, t, wa_);
@@ -721,7 +741,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     const size_t xpl = (size_t)n * D / 2, mpl = (size_t)nk * I / 2; /* a plane: an F16x2 word per 2 columns */
     float *xs = (float *)(xp + NP * xpl), *ms = (float *)(mp + NP * mpl);
     const int64_t w1 = (int64_t)n * (D / 128), w2 = (int64_t)nk * (I / 128);
-    k_moe_pack16<NP == 1><<<(unsigned)((w1 + 7) / 8), 256, 0, st>>>(x, D, n, D, xp, xpl, xs);
+    launch_pdl(k_moe_pack16<NP == 1>, dim3((unsigned)((w1 + 7) / 8)), dim3(256), 0, st, x, D, n, D, xp, xpl, xs);
     CK_LAUNCH();
     static bool attr[64]; /* per instantiation and GPU: more than 48 KB of dynamic shared memory */
     int dev = 0;
@@ -733,13 +753,16 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                                 (int)moe16_smem<NP>()));
         if (dev >= 0 && dev < 64) attr[dev] = true;
     }
-    k_moe16<K, NP, false><<<dim3((unsigned)maxt, (unsigned)(I / 16)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
-        tab, E, xp, xpl, xs, D, tiles, ntiles, list, kk, I, wts, limit, reference, M);
+    launch_pdl(k_moe16<K, NP, false>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS), moe16_smem<NP>(),
+               st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles, list, kk, I, wts, limit,
+               reference, M);
     CK_LAUNCH();
-    k_moe_pack16<NP == 1><<<(unsigned)((w2 + 7) / 8), 256, 0, st>>>(M, I, nk, I, mp, mpl, ms);
+    launch_pdl(k_moe_pack16<NP == 1>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M, I, nk, I, mp,
+               mpl, ms);
     CK_LAUNCH();
-    k_moe16<K, NP, true><<<dim3((unsigned)maxt, (unsigned)(D / 32)), 32 * GM_WARPS, moe16_smem<NP>(), st>>>(
-        tab + 2 * E, E, mp, mpl, ms, I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
+    launch_pdl(k_moe16<K, NP, true>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS), moe16_smem<NP>(),
+               st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl, (const float *)ms, I, tiles, ntiles,
+               list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
 }
 
