@@ -23,6 +23,12 @@
 
 typedef struct dsv4_backend dsv4_backend;
 
+/* BF16 rounding folded into an op (reference numerics: the reference's BF16
+ * activations): its input read as BF16 values, its output rounded to BF16.
+ * The same values as a round_bf16 pass before or after the op. */
+#define DSV4_RND_IN 1u
+#define DSV4_RND_OUT 2u
+
 /* Op families for --profile. */
 typedef enum {
     DSV4_PROF_ATTN = 0,      /* sparse attention + window store */
@@ -174,16 +180,18 @@ struct dsv4_backend {
      * the forward pass makes the calls). */
     void (*linear_multi)(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n,
                          float *const *y, const int *ldy);
-    /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x */
+    /* y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) (* w if w); rows `ld` floats apart; y may equal x.
+     * rnd (DSV4_RND_*): x read as BF16 values, y rounded to BF16 */
     void (*rmsnorm)(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
-                    float *y);
+                    float *y, unsigned rnd);
     /* Unweighted RMS normalisation of each dim-wide row computed entirely in
-     * BF16 (squares, mean, eps, rsqrt and product each rounded), in place: the
-     * reference's per-head query normalisation. */
+     * BF16 (x read as BF16 values; squares, mean, eps, rsqrt and product each
+     * rounded), in place: the reference's per-head query normalisation. */
     void (*rmsnorm_bf16)(dsv4_backend *be, float *x, int rows, int dim);
-    /* interleaved RoPE on the last rope_dim dims of each head; angle pos[t]*freqs[i]; inverse rotates by -angle */
+    /* interleaved RoPE on the last rope_dim dims of each head; angle pos[t]*freqs[i]; inverse rotates by -angle.
+     * rnd: DSV4_RND_IN rounds every value of each head to BF16 first (in place), DSV4_RND_OUT the rotated ones */
     void (*rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-                 const int64_t *pos, const float *freqs, bool inverse);
+                 const int64_t *pos, const float *freqs, bool inverse, unsigned rnd);
     void (*round_bf16)(dsv4_backend *be, float *x, size_t n);
     /* FP8SIM64 on x[r][0, nope) for each row r (rows ld apart) */
     void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
@@ -195,9 +203,9 @@ struct dsv4_backend {
     /* hc_pre: X [n, hc, D] -> u [n, D], post [n, hc], comb [n, hc, hc] */
     void (*hc_pre)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
                    float *comb);
-    /* X[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * X[t, j] */
+    /* X[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * X[t, j]; rnd: o read as BF16 values, X rounded */
     void (*hc_post)(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                    float *X);
+                    float *X, unsigned rnd);
     /* final collapse: u[t] = sum_i (sigmoid(m_i * scale + base_i) + eps) X[t, i] */
     void (*hc_head)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
 
@@ -226,8 +234,9 @@ struct dsv4_backend {
                         const float *wts, float *out);
     /* out[t] = sum of Y[t, slot] over the token's slots in ascending expert id (NULL: no expert parallelism) */
     void (*moe_sum)(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int dim, float *out);
-    /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim) */
-    void (*swiglu)(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m);
+    /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim); rnd: g and u read as BF16 values, m rounded */
+    void (*swiglu)(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m,
+                   unsigned rnd);
 };
 
 /* The CPU backend; n_threads <= 0 uses every core. */

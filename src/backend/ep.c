@@ -383,10 +383,10 @@ static void ep_linear_multi(dsv4_backend *be, int mw, const dsv4_w *const *w, co
 }
 
 static void ep_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
-                       float *y)
+                       float *y, unsigned rnd)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->rmsnorm(RB, T(x), T(w), rows, dim, ld, eps, T(y));
+    EACH RB->rmsnorm(RB, T(x), T(w), rows, dim, ld, eps, T(y), rnd);
 }
 
 static void ep_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
@@ -396,10 +396,10 @@ static void ep_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 }
 
 static void ep_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-                    const int64_t *pos, const float *freqs, bool inverse)
+                    const int64_t *pos, const float *freqs, bool inverse, unsigned rnd)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->rope(RB, T(x), n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, T(freqs), inverse);
+    EACH RB->rope(RB, T(x), n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, T(freqs), inverse, rnd);
 }
 
 static void ep_round_bf16(dsv4_backend *be, float *x, size_t n)
@@ -446,10 +446,10 @@ static void ep_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X,
 }
 
 static void ep_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                       float *X)
+                       float *X, unsigned rnd)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->hc_post(RB, hc, dim, T(o), T(post), T(comb), n, T(X));
+    EACH RB->hc_post(RB, hc, dim, T(o), T(post), T(comb), n, T(X), rnd);
 }
 
 static void ep_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
@@ -517,10 +517,11 @@ static void ep_moe_route(dsv4_backend *be, const float *logits, int n, int n_exp
                        T(wts));
 }
 
-static void ep_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *mm)
+static void ep_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *mm,
+                      unsigned rnd)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->swiglu(RB, T(g), T(u), n, limit, T(mm));
+    EACH RB->swiglu(RB, T(g), T(u), n, limit, T(mm), rnd);
 }
 
 /* ---- the split op ------------------------------------------------------- */

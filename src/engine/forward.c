@@ -40,6 +40,12 @@ static void bf16_point(fwd *f, float *x, size_t n)
     if (f->ref) f->be->round_bf16(f->be, x, n);
 }
 
+/* The same rounding folded into an op: its input read as BF16 values and/or
+ * its output rounded (where the op is the input's only reader). */
+static unsigned rnd(const fwd *f, unsigned flags) { return f->ref ? flags : 0; }
+
+#define RIO (DSV4_RND_IN | DSV4_RND_OUT)
+
 static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const dsv4_w *base, const dsv4_w *scale)
 {
     return (dsv4_hc_params){.hc = c->hc_mult,
@@ -111,9 +117,7 @@ static void attention(fwd *f, int l)
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
     mark(f, DSV4_PROF_NORM);
-    bf16_point(f, s->u, (size_t)T * D);
-    be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h);
-    bf16_point(f, s->h, (size_t)T * D);
+    be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h, rnd(f, RIO));
 
     /* Every projection of h at once (one linear_multi where the backend has
      * it): wq_a, wkv, the compressors' and the indexer's weights */
@@ -138,9 +142,7 @@ static void attention(fwd *f, int l)
 
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq (with the indexer's queries); per-head RMS; RoPE */
     mark(f, DSV4_PROF_NORM);
-    bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
-    be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa);
-    bf16_point(f, s->qa, (size_t)T * c->q_lora_rank);
+    be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa, rnd(f, RIO));
     mark(f, DSV4_PROF_DENSE);
     {
         lin_set ls = {0};
@@ -149,18 +151,13 @@ static void attention(fwd *f, int l)
         lin_run(f, &ls, s->qa, c->q_lora_rank);
     }
     mark(f, DSV4_PROF_NORM);
-    bf16_point(f, s->q, (size_t)T * H * hd);
     if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd); /* in place on the BF16 tensor, as the reference */
-    else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q);
-    be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false);
-    bf16_point(f, s->q, (size_t)T * H * hd);
+    else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q, 0);
+    be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
 
     /* KV path: one shared K=V head */
-    bf16_point(f, s->kv, (size_t)T * hd);
-    be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv);
-    bf16_point(f, s->kv, (size_t)T * hd);
-    be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false);
-    bf16_point(f, s->kv, (size_t)T * hd);
+    be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
+    be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
     if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
 
     /* Compressed rows, and the indexer's choice among them */
@@ -168,9 +165,7 @@ static void attention(fwd *f, int l)
         const int nI = c->index_n_heads, dI = c->index_head_dim;
         run_compressor(f, l, &L->idx_cmp, true);
         mark(f, DSV4_PROF_INDEXER);
-        bf16_point(f, s->qi, (size_t)T * nI * dI);
-        be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false);
-        bf16_point(f, s->qi, (size_t)T * nI * dI);
+        be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false, rnd(f, RIO));
         if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
         bf16_point(f, s->wi, (size_t)T * nI);
         dsv4_indexer_params ip = {.layer = l,
@@ -202,9 +197,7 @@ static void attention(fwd *f, int l)
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
     mark(f, DSV4_PROF_NORM);
-    bf16_point(f, s->o, (size_t)T * H * hd);
-    be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true);
-    bf16_point(f, s->o, (size_t)T * H * hd);
+    be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true, rnd(f, RIO));
 
     /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
     const int G = c->o_groups, R = c->o_lora_rank, gw = H * hd / G;
@@ -218,11 +211,9 @@ static void attention(fwd *f, int l)
         }
     bf16_point(f, s->z, (size_t)T * G * R);
     be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
-    bf16_point(f, s->y, (size_t)T * D);
 
     mark(f, DSV4_PROF_HC);
-    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
-    bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
+    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
 static void ffn(fwd *f, int l)
@@ -237,9 +228,7 @@ static void ffn(fwd *f, int l)
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
     mark(f, DSV4_PROF_NORM);
-    bf16_point(f, s->u, (size_t)T * D);
-    be->rmsnorm(be, s->u, L->ffn_norm.vec, T, D, D, (float)c->rms_norm_eps, s->h);
-    bf16_point(f, s->h, (size_t)T * D);
+    be->rmsnorm(be, s->u, L->ffn_norm.vec, T, D, D, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
     mark(f, DSV4_PROF_ROUTED);
 
     /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
@@ -263,19 +252,15 @@ static void ffn(fwd *f, int l)
         lin_add(&ls, &L->sh_w1, s->sg, I);
         lin_add(&ls, &L->sh_w3, s->su, I);
         lin_run(f, &ls, s->h, D);
-        bf16_point(f, s->sg, (size_t)T * I);
-        bf16_point(f, s->su, (size_t)T * I);
-        be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg);
-        bf16_point(f, s->sg, (size_t)T * I);
+        be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg, rnd(f, RIO));
         be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
         bf16_point(f, s->y2, (size_t)T * D);
         be->add(be, s->y, s->y2, (size_t)T * D, s->y);
     }
-    bf16_point(f, s->y, (size_t)T * D);
 
+    /* y (rounded as it is read) joins the streams */
     mark(f, DSV4_PROF_HC);
-    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X);
-    bf16_point(f, s->X, (size_t)T * c->hc_mult * D);
+    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
 /* HC collapse and final norm of the m gathered rows of X. */
@@ -287,9 +272,7 @@ static void head_norm(fwd *f, int m)
     const int D = c->dim;
     dsv4_hc_params hp = hc_params(c, &f->e->w.hc_head_fn, &f->e->w.hc_head_base, &f->e->w.hc_head_scale);
     be->hc_head(be, &hp, s->X, m, s->u);
-    bf16_point(f, s->u, (size_t)m * D);
-    be->rmsnorm(be, s->u, f->e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h);
-    bf16_point(f, s->h, (size_t)m * D);
+    be->rmsnorm(be, s->u, f->e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
 }
 
 /* LM head of gathered rows [r0, r0 + nr) into the logits scratch. */

@@ -172,6 +172,21 @@ typedef struct {
 } tolspec;
 
 static const tolspec EXACT = {0};
+
+/* An op's output with its BF16 rounding folded in (DSV4_RND_OUT): BF16-exact,
+ * and where the two sides' FP32 values straddle a rounding boundary they land
+ * one BF16 step apart. */
+static tolspec rounded(tolspec t, unsigned rnd)
+{
+    if (rnd & DSV4_RND_OUT) t.bf16 = true, t.loose = 0x1p-7, t.loose_frac = 0.02;
+    return t;
+}
+
+static const char *rnd_name(unsigned rnd)
+{
+    static const char *nm[4] = {"", " rnd=in", " rnd=out", " rnd=in+out"};
+    return nm[rnd & 3];
+}
 static const tolspec EXACT_NF = {.nonfinite = true};
 
 static uint32_t bits(float f)
@@ -906,11 +921,11 @@ static void test_linear(void **state)
 
 /* ==== norms and RoPE ====================================================== */
 
-static void rmsnorm_case(int rows, int dim, int pad, bool weighted, bool inplace, bool nonfinite)
+static void rmsnorm_case(int rows, int dim, int pad, bool weighted, bool inplace, bool nonfinite, unsigned rnd)
 {
     const int ld = dim + pad;
-    case_begin("rmsnorm rows=%d dim=%d ld=%d%s%s%s", rows, dim, ld, weighted ? " weighted" : "",
-               inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "");
+    case_begin("rmsnorm rows=%d dim=%d ld=%d%s%s%s%s", rows, dim, ld, weighted ? " weighted" : "",
+               inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "", rnd_name(rnd));
     const size_t n = (size_t)rows * ld;
     float *x = malloc(n * 4), *w = rnd_vec((size_t)dim, 0.3f);
     fill_poison(x, n * 4);
@@ -926,7 +941,7 @@ static void rmsnorm_case(int rows, int dim, int pad, bool weighted, bool inplace
         dsv4_backend *be = side[s];
         float *dx = bdup(be, x, n * 4), *dw = weighted ? bdup(be, w, (size_t)dim * 4) : NULL;
         float *dy = inplace ? dx : bpoison(be, n * 4);
-        be->rmsnorm(be, dx, dw, rows, dim, ld, 1e-6f, dy);
+        be->rmsnorm(be, dx, dw, rows, dim, ld, 1e-6f, dy, rnd);
         res[s] = bhost(be, dy, n * 4);
         bfree(be, dx);
         bfree(be, dw);
@@ -937,7 +952,7 @@ static void rmsnorm_case(int rows, int dim, int pad, bool weighted, bool inplace
         memcpy(ga + (size_t)r * dim, res[0] + (size_t)r * ld, (size_t)dim * 4);
         memcpy(gb + (size_t)r * dim, res[1] + (size_t)r * ld, (size_t)dim * 4);
     }
-    check_f32("y", ga, gb, (size_t)rows * dim, (tolspec){.tol = 1e-5, .nonfinite = nonfinite});
+    check_f32("y", ga, gb, (size_t)rows * dim, rounded((tolspec){.tol = 1e-5, .nonfinite = nonfinite}, rnd));
     check_pad("y padding", res[1], rows, dim, ld);
     free(ga);
     free(gb);
@@ -953,7 +968,7 @@ static void rmsnorm_bf16_case(int rows, int dim, bool nonfinite)
     case_begin("rmsnorm_bf16 rows=%d dim=%d%s", rows, dim, nonfinite ? " NaN/Inf" : "");
     const size_t n = (size_t)rows * dim;
     float *x = malloc(n * 4);
-    for (size_t i = 0; i < n; i++) x[i] = dsv4_round_bf16(rnd_norm() * 2.0f); /* the reference's BF16 q */
+    for (size_t i = 0; i < n; i++) x[i] = rnd_norm() * 2.0f; /* read as BF16 values (the reference's BF16 q) */
     if (nonfinite) {
         x[dim + 3] = NAN;
         x[n - 1] = INFINITY;
@@ -973,11 +988,11 @@ static void rmsnorm_bf16_case(int rows, int dim, bool nonfinite)
     case_end();
 }
 
-static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, bool yarn, bool nonfinite)
+static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, bool yarn, bool nonfinite, unsigned rnd)
 {
     const int ld = H * hd + pad;
-    case_begin("rope n_tok=%d heads=%d head_dim=%d rope_dim=%d ld_tok=%d%s%s%s", n_tok, H, hd, rd, ld,
-               inverse ? " inverse" : "", yarn ? " yarn" : "", nonfinite ? " NaN/Inf" : "");
+    case_begin("rope n_tok=%d heads=%d head_dim=%d rope_dim=%d ld_tok=%d%s%s%s%s", n_tok, H, hd, rd, ld,
+               inverse ? " inverse" : "", yarn ? " yarn" : "", nonfinite ? " NaN/Inf" : "", rnd_name(rnd));
     const size_t n = (size_t)n_tok * ld;
     float *x = malloc(n * 4), freqs[256];
     int64_t pos[64];
@@ -1003,7 +1018,7 @@ static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, b
     float *res[2];
     for (int s = 0; s < 2; s++) {
         float *dx = bdup(side[s], x, n * 4), *df = bdup(side[s], freqs, (size_t)(rd / 2) * 4);
-        side[s]->rope(side[s], dx, n_tok, H, ld, hd, rd, pos, df, inverse);
+        side[s]->rope(side[s], dx, n_tok, H, ld, hd, rd, pos, df, inverse, rnd);
         res[s] = bhost(side[s], dx, n * 4);
         bfree(side[s], dx);
         bfree(side[s], df);
@@ -1014,7 +1029,11 @@ static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, b
     double *mg = malloc(n * sizeof(double));
     for (size_t i = 0; i < n; i++)
         if (owned[i]) ga[m] = res[0][i], gb[m] = res[1][i], mg[m++] = mag[i];
-    check_f32("x", ga, gb, m, (tolspec){.tol = 1e-5, .mag = mg, .nonfinite = nonfinite});
+    check_f32("x", ga, gb, m, rounded((tolspec){.tol = 1e-5, .mag = mg, .nonfinite = nonfinite}, rnd));
+    /* DSV4_RND_IN: the heads' other values are rounded in place; the padding keeps its bits */
+    if (rnd & DSV4_RND_IN)
+        for (int t = 0; t < n_tok; t++)
+            for (int i = 0; i < H * hd; i++) x[(size_t)t * ld + i] = dsv4_round_bf16(x[(size_t)t * ld + i]);
     check_kept("x outside the rotated dims", res[1], x, owned, n);
     free(ga);
     free(gb);
@@ -1029,22 +1048,32 @@ static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, b
 
 static void test_norms_rope(void **state)
 {
-    rmsnorm_case(3, 37, 0, true, false, false);
-    rmsnorm_case(7, 129, 5, true, false, false);
-    rmsnorm_case(13, 300, 3, false, false, false);
-    rmsnorm_case(7, 300, 0, true, true, false);
-    rmsnorm_case(13, 37, 7, false, true, false);
-    rmsnorm_case(7, 129, 2, true, false, true);
+    rmsnorm_case(3, 37, 0, true, false, false, 0);
+    rmsnorm_case(7, 129, 5, true, false, false, 0);
+    rmsnorm_case(13, 300, 3, false, false, false, 0);
+    rmsnorm_case(7, 300, 0, true, true, false, 0);
+    rmsnorm_case(13, 37, 7, false, true, false, 0);
+    rmsnorm_case(7, 129, 2, true, false, true, 0);
+    /* BF16 rounding folded in; rows the GPU holds in registers at 256 and 512 threads, and longer */
+    rmsnorm_case(7, 129, 5, true, false, false, DSV4_RND_IN | DSV4_RND_OUT);
+    rmsnorm_case(5, 300, 0, true, true, false, DSV4_RND_IN);
+    rmsnorm_case(3, 4096, 0, true, true, false, DSV4_RND_IN | DSV4_RND_OUT);
+    rmsnorm_case(3, 5000, 3, true, false, false, DSV4_RND_IN | DSV4_RND_OUT);
+    rmsnorm_case(3, 5000, 3, false, false, false, 0);
+    rmsnorm_case(2, 9000, 1, true, false, false, DSV4_RND_IN | DSV4_RND_OUT);
     rmsnorm_bf16_case(3, 37, false);
     rmsnorm_bf16_case(7, 129, false);
     rmsnorm_bf16_case(13, 300, false);
     rmsnorm_bf16_case(7, 129, true);
-    rope_case(7, 3, 90, 16, 5, false, true, false);
-    rope_case(13, 1, 90, 16, 0, false, true, false);
-    rope_case(7, 3, 38, 38, 3, true, false, false);
-    rope_case(3, 2, 300, 64, 0, true, true, false);
-    rope_case(13, 3, 90, 16, 1, true, true, false);
-    rope_case(7, 3, 90, 16, 2, false, true, true);
+    rope_case(7, 3, 90, 16, 5, false, true, false, 0);
+    rope_case(13, 1, 90, 16, 0, false, true, false, 0);
+    rope_case(7, 3, 38, 38, 3, true, false, false, 0);
+    rope_case(3, 2, 300, 64, 0, true, true, false, 0);
+    rope_case(13, 3, 90, 16, 1, true, true, false, 0);
+    rope_case(7, 3, 90, 16, 2, false, true, true, 0);
+    rope_case(7, 3, 90, 16, 5, false, true, false, DSV4_RND_IN | DSV4_RND_OUT);
+    rope_case(3, 2, 300, 64, 0, true, true, false, DSV4_RND_IN | DSV4_RND_OUT);
+    rope_case(5, 4, 90, 16, 3, false, true, false, DSV4_RND_OUT);
     assert_int_equal(n_fail, 0);
 }
 
@@ -1117,9 +1146,10 @@ static void add_case(size_t n, bool inplace, bool nonfinite)
     case_end();
 }
 
-static void swiglu_case(size_t n, float limit, bool inplace, bool nonfinite)
+static void swiglu_case(size_t n, float limit, bool inplace, bool nonfinite, unsigned rnd)
 {
-    case_begin("swiglu n=%zu limit=%g%s%s", n, (double)limit, inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "");
+    case_begin("swiglu n=%zu limit=%g%s%s%s", n, (double)limit, inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "",
+               rnd_name(rnd));
     float *g = rnd_vec(n, 4.0f), *u = rnd_vec(n, 4.0f);
     g[0] = -120.0f, g[1] = 95.0f, u[2] = 1e30f, g[3] = 0.0f; /* exp over- and underflow, clamp */
     if (nonfinite) g[4] = NAN, u[5] = NAN, g[6] = INFINITY, g[7] = -INFINITY, u[8] = -INFINITY;
@@ -1127,14 +1157,14 @@ static void swiglu_case(size_t n, float limit, bool inplace, bool nonfinite)
     for (int s = 0; s < 2; s++) {
         float *dg = bdup(side[s], g, n * 4), *du = bdup(side[s], u, n * 4),
               *dm = inplace ? dg : bpoison(side[s], n * 4);
-        side[s]->swiglu(side[s], dg, du, n, limit, dm);
+        side[s]->swiglu(side[s], dg, du, n, limit, dm, rnd);
         res[s] = bhost(side[s], dm, n * 4);
         bfree(side[s], dg);
         bfree(side[s], du);
         if (!inplace) bfree(side[s], dm);
     }
     /* without a clamp 1e30 * 95 overflows: that Inf is legitimate */
-    check_f32("m", res[0], res[1], n, (tolspec){.tol = 1e-5, .nonfinite = nonfinite || limit <= 0});
+    check_f32("m", res[0], res[1], n, rounded((tolspec){.tol = 1e-5, .nonfinite = nonfinite || limit <= 0}, rnd));
     free(res[0]);
     free(res[1]);
     free(g);
@@ -1199,10 +1229,12 @@ static void test_elementwise(void **state)
     add_case(1001, false, false);
     add_case(37, true, false);
     add_case(129, false, true);
-    swiglu_case(1003, 0.0f, false, false);
-    swiglu_case(1003, 7.0f, true, false);
-    swiglu_case(300, 7.0f, false, true);
-    swiglu_case(129, 0.0f, true, true);
+    swiglu_case(1003, 0.0f, false, false, 0);
+    swiglu_case(1003, 7.0f, true, false, 0);
+    swiglu_case(300, 7.0f, false, true, 0);
+    swiglu_case(129, 0.0f, true, true, 0);
+    swiglu_case(1003, 7.0f, true, false, DSV4_RND_IN | DSV4_RND_OUT);
+    swiglu_case(300, 0.0f, false, false, DSV4_RND_IN);
     kv_sim_case(3, 74, 90, false);
     kv_sim_case(7, 128, 144, false);
     kv_sim_case(13, 37, 53, false);
@@ -1269,9 +1301,9 @@ static void hc_case(int hc, int D, int n, bool head, bool nonfinite)
     case_end();
 }
 
-static void hc_post_case(int hc, int D, int n, bool nonfinite)
+static void hc_post_case(int hc, int D, int n, bool nonfinite, unsigned rnd)
 {
-    case_begin("hc_post hc=%d D=%d n=%d%s", hc, D, n, nonfinite ? " NaN/Inf" : "");
+    case_begin("hc_post hc=%d D=%d n=%d%s%s", hc, D, n, nonfinite ? " NaN/Inf" : "", rnd_name(rnd));
     const size_t nx = (size_t)n * hc * D;
     float *X = rnd_vec(nx, 1.0f), *o = rnd_vec((size_t)n * D, 1.0f), *post = malloc((size_t)n * hc * 4);
     float *comb = malloc((size_t)n * hc * hc * 4);
@@ -1283,7 +1315,7 @@ static void hc_post_case(int hc, int D, int n, bool nonfinite)
         dsv4_backend *be = side[s];
         float *dX = bdup(be, X, nx * 4), *dO = bdup(be, o, (size_t)n * D * 4);
         float *dp = bdup(be, post, (size_t)n * hc * 4), *dc = bdup(be, comb, (size_t)n * hc * hc * 4);
-        be->hc_post(be, hc, D, dO, dp, dc, n, dX);
+        be->hc_post(be, hc, D, dO, dp, dc, n, dX, rnd);
         res[s] = bhost(be, dX, nx * 4);
         bfree(be, dX), bfree(be, dO), bfree(be, dp), bfree(be, dc);
     }
@@ -1320,10 +1352,12 @@ static void test_hc(void **state)
     hc_case(4, 4096, 3, false, false);
     hc_case(4, 4096, 3, false, true);
     hc_case(4, 4096, 2, true, false);
-    hc_post_case(4, 129, 7, false);
-    hc_post_case(3, 300, 13, false);
-    hc_post_case(4, 37, 1, false);
-    hc_post_case(4, 129, 7, true);
+    hc_post_case(4, 129, 7, false, 0);
+    hc_post_case(3, 300, 13, false, 0);
+    hc_post_case(4, 37, 1, false, 0);
+    hc_post_case(4, 129, 7, true, 0);
+    hc_post_case(4, 129, 7, false, DSV4_RND_IN | DSV4_RND_OUT);
+    hc_post_case(3, 300, 5, false, DSV4_RND_IN);
     assert_int_equal(n_fail, 0);
 }
 
@@ -2197,14 +2231,15 @@ static void bad_linear_value(dsv4_backend *be, const dsv4_w *w, const float *x, 
     real->linear(be, w, x, ldx, n, y, ldy);
     y[0] += 0.01f; /* CPU memory */
 }
-static void bad_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+static void bad_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m,
+                       unsigned rnd)
 {
-    real->swiglu(be, g, u, n, 0.0f, m); /* ignores the clamp */
+    real->swiglu(be, g, u, n, 0.0f, m, rnd); /* ignores the clamp */
 }
 static void bad_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-                     const int64_t *pos, const float *freqs, bool inverse)
+                     const int64_t *pos, const float *freqs, bool inverse, unsigned rnd)
 {
-    real->rope(be, x, n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, freqs, !inverse);
+    real->rope(be, x, n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, freqs, !inverse, rnd);
 }
 static void bad_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
                          const float *kv_new)
@@ -2289,11 +2324,11 @@ static void run_lin(void)
 }
 static void run_swiglu(void)
 {
-    swiglu_case(300, 7.0f, false, false);
+    swiglu_case(300, 7.0f, false, false, 0);
 }
 static void run_rope(void)
 {
-    rope_case(7, 3, 90, 16, 5, false, true, false);
+    rope_case(7, 3, 90, 16, 5, false, true, false, 0);
 }
 static void run_state(void)
 {

@@ -41,7 +41,7 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
  * from per-thread buffers that only ever grow: after the first steps of a
  * given shape the token loop allocates nothing. Each use has its own slot so
  * nested uses never share a buffer; worker threads free theirs on exit. */
-enum { S_ACTQ, S_WBUF, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+enum { S_ACTQ, S_WBUF, S_RMS, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
 
 typedef struct {
     void *p[S_COUNT];
@@ -533,17 +533,24 @@ static void cpu_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, co
 }
 
 static void cpu_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps,
-                        float *y)
+                        float *y, unsigned rnd)
 {
+    float *xb = rnd & DSV4_RND_IN ? scratch(S_RMS, (size_t)dim * sizeof(float)) : NULL;
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * ld;
         float *yr = y + (size_t)r * ld;
+        if (xb) { /* the row as BF16 values */
+            for (int i = 0; i < dim; i++) xb[i] = dsv4_round_bf16(xr[i]);
+            xr = xb;
+        }
         float ss = dsv4_cpu_dot_f32(xr, xr, dim);
         float k = 1.0f / sqrtf(ss / (float)dim + eps);
         if (w)
             for (int i = 0; i < dim; i++) yr[i] = w[i] * (xr[i] * k);
         else
             for (int i = 0; i < dim; i++) yr[i] = xr[i] * k;
+        if (rnd & DSV4_RND_OUT)
+            for (int i = 0; i < dim; i++) yr[i] = dsv4_round_bf16(yr[i]);
     }
 }
 
@@ -551,6 +558,7 @@ static void cpu_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 {
     for (int r = 0; r < rows; r++) {
         float *v = x + (size_t)r * dim, ss = 0;
+        for (int i = 0; i < dim; i++) v[i] = dsv4_round_bf16(v[i]); /* the BF16 tensor */
         for (int i = 0; i < dim; i++) ss += dsv4_round_bf16(v[i] * v[i]);
         float ms = dsv4_round_bf16(ss / (float)dim);
         float k = dsv4_round_bf16(1.0f / sqrtf(dsv4_round_bf16(ms + 1e-6f)));
@@ -559,7 +567,7 @@ static void cpu_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 }
 
 static void cpu_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-                     const int64_t *pos, const float *freqs, bool inverse)
+                     const int64_t *pos, const float *freqs, bool inverse, unsigned rnd)
 {
     int half = rope_dim / 2;
     float cs[half > 0 ? half : 1], sn[half > 0 ? half : 1];
@@ -572,12 +580,17 @@ static void cpu_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_
             if (inverse) sn[i] = -sn[i];
         }
         for (int h = 0; h < n_heads; h++) {
-            float *v = x + (size_t)t * ld_tok + (size_t)h * head_dim + (head_dim - rope_dim);
+            float *hv = x + (size_t)t * ld_tok + (size_t)h * head_dim, *v = hv + (head_dim - rope_dim);
+            if (rnd & DSV4_RND_IN)
+                for (int i = 0; i < head_dim; i++) hv[i] = dsv4_round_bf16(hv[i]);
             for (int i = 0; i < half; i++) {
                 float a = v[2 * i], b = v[2 * i + 1];
                 v[2 * i] = a * cs[i] - b * sn[i];
                 v[2 * i + 1] = a * sn[i] + b * cs[i];
             }
+            /* a loop of its own: the rotation's code (and its FMA contraction) stays as without rounding */
+            if (rnd & DSV4_RND_OUT)
+                for (int i = 0; i < rope_dim; i++) v[i] = dsv4_round_bf16(v[i]);
         }
     }
 }
@@ -607,15 +620,18 @@ static void cpu_add(dsv4_backend *be, const float *a, const float *b, size_t n, 
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-static void cpu_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+static void cpu_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m,
+                       unsigned rnd)
 {
     for (size_t i = 0; i < n; i++) {
         float gi = g[i], ui = u[i];
+        if (rnd & DSV4_RND_IN) gi = dsv4_round_bf16(gi), ui = dsv4_round_bf16(ui);
         if (limit > 0) {
             gi = fminf(gi, limit);
             ui = fminf(fmaxf(ui, -limit), limit);
         }
-        m[i] = gi / (1.0f + expf(-gi)) * ui;
+        const float r = gi / (1.0f + expf(-gi)) * ui;
+        m[i] = rnd & DSV4_RND_OUT ? dsv4_round_bf16(r) : r;
     }
 }
 
@@ -672,7 +688,7 @@ static void cpu_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *
 }
 
 static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb,
-                        int n, float *X)
+                        int n, float *X, unsigned rnd)
 {
     for (int t = 0; t < n; t++) {
         float *x = X + (size_t)t * hc * dim;
@@ -680,10 +696,11 @@ static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const
         float old[hc];
         for (int d = 0; d < dim; d++) {
             for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
+            const float od = rnd & DSV4_RND_IN ? dsv4_round_bf16(ot[d]) : ot[d];
             for (int k = 0; k < hc; k++) {
-                float s = pt[k] * ot[d];
+                float s = pt[k] * od;
                 for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
-                x[(size_t)k * dim + d] = s;
+                x[(size_t)k * dim + d] = rnd & DSV4_RND_OUT ? dsv4_round_bf16(s) : s;
             }
         }
     }
@@ -1085,11 +1102,8 @@ static void moe_experts_run(dsv4_backend *be, moe_ctx *c)
         for (int i = 0; i < m; i++) memcpy(xs + (size_t)i * D, c->x + (size_t)(list[i] / k) * D, D * sizeof(float));
         cpu_linear(be, &p->w1[e], xs, D, m, g, I);
         cpu_linear(be, &p->w3[e], xs, D, m, u, I);
-        if (p->reference) { /* the expert GEMMs return BF16 */
-            cpu_round_bf16(be, g, (size_t)m * I);
-            cpu_round_bf16(be, u, (size_t)m * I);
-        }
-        cpu_swiglu(be, g, u, (size_t)m * I, p->swiglu_limit, g);
+        /* reference numerics: the expert GEMMs return BF16 */
+        cpu_swiglu(be, g, u, (size_t)m * I, p->swiglu_limit, g, p->reference ? DSV4_RND_IN : 0);
         for (int i = 0; i < m; i++) {
             float wv = c->wts[list[i]];
             float *gi = g + (size_t)i * I;

@@ -368,18 +368,19 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
 /* y = W x for a weight given as a descriptor (no act_quant). */
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
-void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y);
+void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y,
+                  unsigned rnd);
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim);
 void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-               const int64_t *pos, const float *freqs, bool inverse);
+               const int64_t *pos, const float *freqs, bool inverse, unsigned rnd);
 void cuda_round_bf16(dsv4_backend *be, float *x, size_t n);
 void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope);
 void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim);
 void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y);
-void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m);
+void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m, unsigned rnd);
 void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post, float *comb);
 void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                  float *X);
+                  float *X, unsigned rnd);
 void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
 void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                    const float *a, const float *g);

@@ -248,39 +248,68 @@ void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, 
     CK_LAUNCH();
 }
 
-__global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y)
+/* BF16 rounding folded into an op's load (DSV4_RND_IN) or store (DSV4_RND_OUT). */
+__device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
+__device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }
+
+__global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y, unsigned rnd)
 {
     pdl_start();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
-    /* rows of up to 16 elements per thread (4,096 at 256 threads): the
-     * weights are fetched first, under the sum's loads (a loop fetching one
-     * per step would wait a round trip each), then written in one pass */
+    /* rows of up to 16 elements per thread (4,096 at 256 threads, 8,192 at 512) are held
+     * in registers: the row and the weights are fetched at once (a loop
+     * fetching one per step would wait a round trip each), the squares added
+     * in the order of sumsq_strided, then the row written in one pass */
     constexpr int U = 16;
     const bool held = dim <= U * (int)blockDim.x;
-    float wv[U];
+    float wv[U], xv[U];
+    float s = 0;
+    if (held) {
+        /* every load unconditional (indices clamped into the row), so all are
+         * in flight at once: a guarded load with its use next to it became a
+         * branch per element, each waiting for its round trip */
+        const float *wp = w ? w : xr;
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int i = threadIdx.x + u * blockDim.x;
-        wv[u] = held && w && i < dim ? w[i] : 1.0f;
-    }
-    const float s = block_sum(sumsq_strided<8>(xr, dim), sh);
+        for (int u = 0; u < U; u++) {
+            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
+            wv[u] = wp[ic];
+            xv[u] = xr[ic];
+        }
+        if (rnd & DSV4_RND_IN)
+#pragma unroll
+            for (int u = 0; u < U; u++) xv[u] = dsv4_round_bf16(xv[u]);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (threadIdx.x + u * blockDim.x < dim) s += xv[u] * xv[u];
+    } else
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            const float v = rnd_in(rnd, xr[i]);
+            s += v * v;
+        }
+    s = block_sum(s, sh);
     const float k = 1.0f / sqrtf(s / (float)dim + eps);
     if (held) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int i = threadIdx.x + u * blockDim.x;
-            if (i < dim) yr[i] = w ? wv[u] * (xr[i] * k) : xr[i] * k;
+            if (i < dim) yr[i] = rnd_out(rnd, w ? wv[u] * (xv[u] * k) : xv[u] * k);
         }
     } else
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = w ? w[i] * (xr[i] * k) : xr[i] * k;
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            const float v = rnd_in(rnd, xr[i]);
+            yr[i] = rnd_out(rnd, w ? w[i] * (v * k) : v * k);
+        }
 }
 
-void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y)
+void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y,
+                  unsigned rnd)
 {
     if (rows <= 0) return;
-    launch_pdl(k_rmsnorm, dim3(rows), dim3(256), 0, impl_of(be)->stream, x, w, dim, ld, eps, y);
+    /* rows held in registers up to 16 x 512 (Pro's 7,168 too); the sum's order is the shape's */
+    launch_pdl(k_rmsnorm, dim3(rows), dim3(dim > 16 * 256 ? 512 : 256), 0, impl_of(be)->stream, x, w, dim, ld, eps, y,
+               rnd);
     CK_LAUNCH();
 }
 
@@ -290,11 +319,14 @@ __global__ void k_rmsnorm_bf16(float *x, int dim)
     __shared__ float sh[32];
     float *v = x + (size_t)blockIdx.x * dim;
     float s = 0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) s += dsv4_round_bf16(v[i] * v[i]);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        const float b = dsv4_round_bf16(v[i]); /* the BF16 tensor */
+        s += dsv4_round_bf16(b * b);
+    }
     s = block_sum(s, sh);
     const float ms = dsv4_round_bf16(s / (float)dim);
     const float k = dsv4_round_bf16(1.0f / sqrtf(dsv4_round_bf16(ms + 1e-6f)));
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) v[i] = dsv4_round_bf16(v[i] * k);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) v[i] = dsv4_round_bf16(dsv4_round_bf16(v[i]) * k);
 }
 
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
@@ -304,32 +336,42 @@ void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
     CK_LAUNCH();
 }
 
+/* A thread per (token, head, item): items [0, nr) round the head's
+ * unrotated values (nr = head_dim - rope_dim with DSV4_RND_IN, else 0), the
+ * rest rotate one pair each. */
 __global__ void k_rope(float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim, const int64_t *pos,
-                       const float *freqs, bool inverse)
+                       const float *freqs, bool inverse, unsigned rnd)
 {
     pdl_start();
-    const int half = rope_dim / 2;
+    const int half = rope_dim / 2, nr = rnd & DSV4_RND_IN ? head_dim - rope_dim : 0, per = nr + half;
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= (int64_t)n_tok * n_heads * half) return;
-    const int i = (int)(id % half), h = (int)((id / half) % n_heads), t = (int)(id / half / n_heads);
+    if (id >= (int64_t)n_tok * n_heads * per) return;
+    const int j = (int)(id % per), h = (int)((id / per) % n_heads), t = (int)(id / per / n_heads);
+    float *hv = x + (size_t)t * ld_tok + (size_t)h * head_dim;
+    if (j < nr) {
+        hv[j] = dsv4_round_bf16(hv[j]);
+        return;
+    }
+    const int i = j - nr;
     const float ang = (float)pos[t] * freqs[i];
     /* double-precision sin/cos of the FP32 angle, as the CPU backend */
     float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
     if (inverse) sn = -sn;
-    float *v = x + (size_t)t * ld_tok + (size_t)h * head_dim + (head_dim - rope_dim);
-    const float a = v[2 * i], b = v[2 * i + 1];
-    v[2 * i] = a * cs - b * sn;
-    v[2 * i + 1] = a * sn + b * cs;
+    float *v = hv + (head_dim - rope_dim);
+    const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
+    v[2 * i] = rnd_out(rnd, a * cs - b * sn);
+    v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
 }
 
 void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-               const int64_t *pos, const float *freqs, bool inverse)
+               const int64_t *pos, const float *freqs, bool inverse, unsigned rnd)
 {
-    const int64_t n = (int64_t)n_tok * n_heads * (rope_dim / 2);
+    const int per = (rnd & DSV4_RND_IN ? head_dim - rope_dim : 0) + rope_dim / 2;
+    const int64_t n = (int64_t)n_tok * n_heads * per;
     if (n <= 0) return;
     /* pos is the plan's host array: use the device copy */
     launch_pdl(k_rope, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, x, n_tok, n_heads, ld_tok,
-               head_dim, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, inverse);
+               head_dim, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, inverse, rnd);
     CK_LAUNCH();
 }
 
@@ -472,23 +514,24 @@ void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float 
     CK_LAUNCH();
 }
 
-__global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, float *m)
+__global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, float *m, unsigned rnd)
 {
     pdl_start();
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    float gi = g[i], ui = u[i];
+    float gi = rnd_in(rnd, g[i]), ui = rnd_in(rnd, u[i]);
     if (limit > 0) {
         gi = fminf(gi, limit);
         ui = fminf(fmaxf(ui, -limit), limit);
     }
-    m[i] = gi / (1.0f + expf(-gi)) * ui;
+    m[i] = rnd_out(rnd, gi / (1.0f + expf(-gi)) * ui);
 }
 
-void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m)
+void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m, unsigned rnd)
 {
     if (!n) return;
-    launch_pdl(k_swiglu, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, g, u, n, limit, m);
+    launch_pdl(k_swiglu, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, g, u, n, limit, m,
+               rnd);
     CK_LAUNCH();
 }
 
