@@ -128,7 +128,9 @@ static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->imp
  * pdl_start(): griddepcontrol.wait returns once the kernel before has
  * completed and its writes are visible (every access after it is ordered
  * as without PDL), then launch_dependents lets the next kernel be scheduled
- * in turn. Both are no-ops in a kernel launched without the attribute. */
+ * in turn. Both are no-ops in a kernel launched without the attribute.
+ * What reads only constants (weights, the step's positions: uploaded before
+ * its first kernel) may come before it, under the kernel before's tail. */
 __device__ __forceinline__ void pdl_start(void)
 {
     asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory");

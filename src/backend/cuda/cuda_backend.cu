@@ -254,7 +254,6 @@ __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & D
 
 __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y, unsigned rnd)
 {
-    pdl_start();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
@@ -272,9 +271,14 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
          * branch per element, each waiting for its round trip */
         const float *wp = w ? w : xr;
 #pragma unroll
+        for (int u = 0; u < U; u++) { /* the weights before griddepcontrol.wait: x is the kernel before's */
+            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
+            wv[u] = w ? wp[ic] : 1.0f;
+        }
+        pdl_start();
+#pragma unroll
         for (int u = 0; u < U; u++) {
             const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
-            wv[u] = wp[ic];
             xv[u] = xr[ic];
         }
         if (rnd & DSV4_RND_IN)
@@ -283,11 +287,13 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
 #pragma unroll
         for (int u = 0; u < U; u++)
             if (threadIdx.x + u * blockDim.x < dim) s += xv[u] * xv[u];
-    } else
+    } else {
+        pdl_start();
         for (int i = threadIdx.x; i < dim; i += blockDim.x) {
             const float v = rnd_in(rnd, xr[i]);
             s += v * v;
         }
+    }
     s = block_sum(s, sh);
     const float k = 1.0f / sqrtf(s / (float)dim + eps);
     if (held) {
@@ -342,21 +348,24 @@ void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 __global__ void k_rope(float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim, const int64_t *pos,
                        const float *freqs, bool inverse, unsigned rnd)
 {
-    pdl_start();
     const int half = rope_dim / 2, nr = rnd & DSV4_RND_IN ? head_dim - rope_dim : 0, per = nr + half;
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n_tok * n_heads * per) return;
     const int j = (int)(id % per), h = (int)((id / per) % n_heads), t = (int)(id / per / n_heads);
     float *hv = x + (size_t)t * ld_tok + (size_t)h * head_dim;
+    float cs = 0.0f, sn = 0.0f;
+    if (j >= nr) { /* the angle from the step's positions and the frequencies (constants): before the wait */
+        const float ang = (float)pos[t] * freqs[j - nr];
+        /* double-precision sin/cos of the FP32 angle, as the CPU backend */
+        cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+        if (inverse) sn = -sn;
+    }
+    pdl_start();
     if (j < nr) {
         hv[j] = dsv4_round_bf16(hv[j]);
         return;
     }
     const int i = j - nr;
-    const float ang = (float)pos[t] * freqs[i];
-    /* double-precision sin/cos of the FP32 angle, as the CPU backend */
-    float cs = (float)cos((double)ang), sn = (float)sin((double)ang);
-    if (inverse) sn = -sn;
     float *v = hv + (head_dim - rope_dim);
     const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
     v[2 * i] = rnd_out(rnd, a * cs - b * sn);

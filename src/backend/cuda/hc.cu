@@ -25,7 +25,6 @@
 __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, const float *__restrict__ X, int n,
                                                 int n_mix, int F, float *__restrict__ part)
 {
-    pdl_start();
     __shared__ __align__(16) float xs[HC_TT][HC_KCOLS];
     __shared__ __align__(16) float fs[HC_RC][HC_KCOLS];
     const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS;
@@ -33,6 +32,22 @@ __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, co
     /* 16-byte loads, several in flight per thread before their stores */
     const bool v4 = (F & 3) == 0 && ((uintptr_t)X & 15) == 0 && ((uintptr_t)fn & 15) == 0;
     constexpr int Q = HC_KCOLS / 4;
+    auto load_fn = [&](int r0, int nr) {
+#pragma unroll 4
+        for (int e = threadIdx.x; e < nr * Q; e += blockDim.x) {
+            const int r = e / Q, c = 4 * (e % Q);
+            const float *src = fn + (size_t)(r0 + r) * F + c0 + c;
+            float4 v;
+            if (v4 && c + 3 < nc) v = __ldg((const float4 *)src);
+            else
+                v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
+                                c + 3 < nc ? src[3] : 0.0f);
+            *(float4 *)&fs[r][c] = v;
+        }
+    };
+    /* the weights (Flash's 24 rows fit one pass) before griddepcontrol.wait: X is the kernel before's */
+    if (n_mix <= HC_RC) load_fn(0, n_mix);
+    pdl_start();
 #pragma unroll 4
     for (int e = threadIdx.x; e < HC_TT * Q; e += blockDim.x) {
         const int t = e / Q, c = 4 * (e % Q);
@@ -47,17 +62,9 @@ __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, co
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int r0 = 0; r0 < n_mix; r0 += HC_RC) {
         const int nr = n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC;
-        __syncthreads();
-#pragma unroll 4
-        for (int e = threadIdx.x; e < nr * Q; e += blockDim.x) {
-            const int r = e / Q, c = 4 * (e % Q);
-            const float *src = fn + (size_t)(r0 + r) * F + c0 + c;
-            float4 v;
-            if (v4 && c + 3 < nc) v = __ldg((const float4 *)src);
-            else
-                v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
-                                c + 3 < nc ? src[3] : 0.0f);
-            *(float4 *)&fs[r][c] = v;
+        if (n_mix > HC_RC) {
+            __syncthreads();
+            load_fn(r0, nr);
         }
         __syncthreads();
         for (int q = w; q < nr * nt; q += nw) {
@@ -116,7 +123,6 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
                                                   const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
                                                   float *__restrict__ post, float *__restrict__ comb, bool head)
 {
-    pdl_start();
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
     __shared__ float s_pre[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
@@ -125,8 +131,9 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
     const bool mix = blockIdx.x == 1; /* post and comb; block 0: pre and the collapse */
     const int n_all = head ? hc : (2 + hc) * hc, n_mix = mix ? n_all : hc;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
-    for (int i = tid; i < n_mix; i += blockDim.x) s_base[i] = p.base[i];
+    for (int i = tid; i < n_mix; i += blockDim.x) s_base[i] = p.base[i]; /* weights: before the wait */
     if (tid < (head ? 1 : 3)) s_scale[tid] = p.scale[tid];
+    pdl_start();
     const float *x = X + (size_t)t * F;
     float v[NPT ? HCT : 1][NPT ? NPT : 1];
     if constexpr (NPT > 0) {
@@ -135,14 +142,37 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
 #pragma unroll
             for (int j = 0; j < NPT; j++) v[i][j] = x[(size_t)i * D + tid + 256 * j];
     }
+    if (kp <= 64 && n_mix <= 3 * nw) { /* Flash's 64 parts, 24 logits: every part loaded at once
+                                         * (indices clamped), then added in the loop's order */
+        float pv[3][2];
+#pragma unroll
+        for (int ri = 0; ri < 3; ri++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int r = min(w + nw * ri, n_mix - 1), q = min(lane + 32 * h, kp - 1);
+                pv[ri][h] = mraw[((size_t)q * n + t) * n_all + r];
+            }
+        float a[3]; /* all three sums, rows past n_mix too (clamped; not stored): no branch to sink the loads under */
+#pragma unroll
+        for (int ri = 0; ri < 3; ri++) {
+            a[ri] = 0.0f;
+            if (lane < kp) a[ri] += pv[ri][0];
+            if (lane + 32 < kp) a[ri] += pv[ri][1];
+        }
+#pragma unroll
+        for (int ri = 0; ri < 3; ri++) a[ri] = warp_sum(a[ri]);
+#pragma unroll
+        for (int ri = 0; ri < 3; ri++)
+            if (lane == 0 && w + nw * ri < n_mix) m[w + nw * ri] = a[ri];
+    } else
 #pragma unroll 3
-    for (int r = w; r < n_mix; r += nw) {
-        float a = 0.0f;
+        for (int r = w; r < n_mix; r += nw) {
+            float a = 0.0f;
 #pragma unroll 4
-        for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_all + r];
-        a = warp_sum(a);
-        if (lane == 0) m[r] = a;
-    }
+            for (int q = lane; q < kp; q += 32) a += mraw[((size_t)q * n + t) * n_all + r];
+            a = warp_sum(a);
+            if (lane == 0) m[r] = a;
+        }
     float ss = 0;
     if constexpr (NPT > 0) {
 #pragma unroll

@@ -45,12 +45,21 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     } else {
         float sc[NJ], sp[NJ]; /* biased score (NaN ranks last), unbiased */
         uint32_t live = 0; /* bit j: expert lane + 32 j exists and is not taken */
+        float bj[NJ];
+        const float *bp = bias ? bias : lg;
+#pragma unroll
+        for (int j = 0; j < NJ; j++) { /* every load at once (indices clamped; a guarded load and its
+                                        * use had become a branch and a round trip each) */
+            const int e = lane + 32 * j, ec = e < E ? e : E - 1;
+            sp[j] = lg[ec];
+            bj[j] = bp[ec];
+        }
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
             const int e = lane + 32 * j;
             if (e < E) live |= 1u << j;
-            sp[j] = e < E ? sqrt_softplus(lg[e]) : 0.0f;
-            const float v = e < E ? sp[j] + (bias ? bias[e] : 0.0f) : -INFINITY;
+            sp[j] = e < E ? sqrt_softplus(sp[j]) : 0.0f;
+            const float v = e < E ? sp[j] + (bias ? bj[j] : 0.0f) : -INFINITY;
             sc[j] = isnan(v) ? -INFINITY : v;
         }
         int lb = -1; /* the lane's best expert left, its scores */
