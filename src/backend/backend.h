@@ -197,15 +197,15 @@ struct dsv4_backend {
     void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
     /* Hadamard + FP4SIM32 on each dim-wide row */
     void (*idx_sim)(dsv4_backend *be, float *x, int rows, int dim);
-    /* y[i] = a[i] + b[i] */
-    void (*add)(dsv4_backend *be, const float *a, const float *b, size_t n, float *y);
 
     /* hc_pre: X [n, hc, D] -> u [n, D], post [n, hc], comb [n, hc, hc] */
     void (*hc_pre)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
                    float *comb);
-    /* X[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * X[t, j]; rnd: o read as BF16 values, X rounded */
-    void (*hc_post)(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                    float *X, unsigned rnd);
+    /* X[t, k] = post[t, k] * o[t] + sum_j comb[t, j, k] * X[t, j], o = o1 + o2 (o2: a second addend, the
+     * shared expert's beside the routed experts', or NULL); rnd: o2 read as BF16 values and o rounded
+     * (DSV4_RND_IN), X rounded (DSV4_RND_OUT) */
+    void (*hc_post)(dsv4_backend *be, int hc, int dim, const float *o1, const float *o2, const float *post,
+                    const float *comb, int n, float *X, unsigned rnd);
     /* final collapse: u[t] = sum_i (sigmoid(m_i * scale + base_i) + eps) X[t, i] */
     void (*hc_head)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
 
@@ -213,7 +213,8 @@ struct dsv4_backend {
      * state of every segment, writing each completed row to the pages. */
     void (*compress)(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                      const float *a, const float *g);
-    /* q [n, nI, dI] (roped, simulated), w [n, nI] -> idx [n, topk] ascending, cnt [n] */
+    /* q [n, nI, dI] (roped, simulated), w [n, nI] -> idx [n, topk] ascending, cnt [n]; reference
+     * numerics read w as BF16 values */
     void (*indexer_topk)(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                          const float *q, const float *w, int32_t *idx, int32_t *cnt);
     /* Sparse attention with sinks over window rows (ring + this step's kv [n, hd])

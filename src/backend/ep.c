@@ -420,12 +420,6 @@ static void ep_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
     EACH RB->idx_sim(RB, T(x), rows, dim);
 }
 
-static void ep_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
-{
-    ep_impl *m = ep_of(be);
-    EACH RB->add(RB, T(a), T(b), n, T(y));
-}
-
 static dsv4_hc_params hc_of(ep_impl *m, const dsv4_hc_params *p, int r)
 {
     dsv4_hc_params q = *p;
@@ -445,11 +439,11 @@ static void ep_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X,
     }
 }
 
-static void ep_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                       float *X, unsigned rnd)
+static void ep_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
+                       const float *comb, int n, float *X, unsigned rnd)
 {
     ep_impl *m = ep_of(be);
-    EACH RB->hc_post(RB, hc, dim, T(o), T(post), T(comb), n, T(X), rnd);
+    EACH RB->hc_post(RB, hc, dim, T(o), T(o2), T(post), T(comb), n, T(X), rnd);
 }
 
 static void ep_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
@@ -753,7 +747,6 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->round_bf16 = ep_round_bf16;
     be->kv_sim = ep_kv_sim;
     be->idx_sim = ep_idx_sim;
-    be->add = ep_add;
     be->hc_pre = ep_hc_pre;
     be->hc_post = ep_hc_post;
     be->hc_head = ep_hc_head;

@@ -167,7 +167,6 @@ static void attention(fwd *f, int l)
         mark(f, DSV4_PROF_INDEXER);
         be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false, rnd(f, RIO));
         if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
-        bf16_point(f, s->wi, (size_t)T * nI);
         dsv4_indexer_params ip = {.layer = l,
                                   .ratio = L->ratio,
                                   .n_heads = nI,
@@ -213,7 +212,7 @@ static void attention(fwd *f, int l)
     be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
 
     mark(f, DSV4_PROF_HC);
-    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X, rnd(f, RIO));
+    be->hc_post(be, c->hc_mult, D, s->y, NULL, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
 static void ffn(fwd *f, int l)
@@ -247,20 +246,19 @@ static void ffn(fwd *f, int l)
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
 
     mark(f, DSV4_PROF_SHARED);
-    if (dsv4_w_present(&L->sh_w1)) {
+    const bool shared = dsv4_w_present(&L->sh_w1);
+    if (shared) {
         lin_set ls = {0};
         lin_add(&ls, &L->sh_w1, s->sg, I);
         lin_add(&ls, &L->sh_w3, s->su, I);
         lin_run(f, &ls, s->h, D);
         be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg, rnd(f, RIO));
         be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
-        bf16_point(f, s->y2, (size_t)T * D);
-        be->add(be, s->y, s->y2, (size_t)T * D, s->y);
     }
 
-    /* y (rounded as it is read) joins the streams */
+    /* the routed and shared experts' sum (y2 rounded, then the sum, as they are read) joins the streams */
     mark(f, DSV4_PROF_HC);
-    be->hc_post(be, c->hc_mult, D, s->y, s->post, s->comb, T, s->X, rnd(f, RIO));
+    be->hc_post(be, c->hc_mult, D, s->y, shared ? s->y2 : NULL, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
 /* HC collapse and final norm of the m gathered rows of X. */

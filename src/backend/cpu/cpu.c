@@ -615,11 +615,6 @@ static void cpu_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
     }
 }
 
-static void cpu_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
-{
-    for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i];
-}
-
 static void cpu_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m,
                        unsigned rnd)
 {
@@ -687,8 +682,8 @@ static void cpu_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *
     par_for(be, n, (double)n * p->hc * p->hc * p->dim, hc_task, &c);
 }
 
-static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb,
-                        int n, float *X, unsigned rnd)
+static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
+                        const float *comb, int n, float *X, unsigned rnd)
 {
     for (int t = 0; t < n; t++) {
         float *x = X + (size_t)t * hc * dim;
@@ -696,7 +691,9 @@ static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const
         float old[hc];
         for (int d = 0; d < dim; d++) {
             for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
-            const float od = rnd & DSV4_RND_IN ? dsv4_round_bf16(ot[d]) : ot[d];
+            float od = ot[d];
+            if (o2) od += rnd & DSV4_RND_IN ? dsv4_round_bf16(o2[(size_t)t * dim + d]) : o2[(size_t)t * dim + d];
+            if (rnd & DSV4_RND_IN) od = dsv4_round_bf16(od);
             for (int k = 0; k < hc; k++) {
                 float s = pt[k] * od;
                 for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
@@ -902,7 +899,9 @@ static void indexer_tok(void *vctx, int64_t t)
     float *score = scratch(S_SCORE, (size_t)(N > 0 ? N : 1) * sizeof(float));
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
     float ws[nh];
-    for (int h = 0; h < nh; h++) ws[h] = p->reference ? dsv4_round_bf16(w[h] * p->scale) : w[h] * p->scale;
+    /* reference numerics: w read as BF16 values (the reference's BF16 projection) */
+    for (int h = 0; h < nh; h++)
+        ws[h] = p->reference ? dsv4_round_bf16(dsv4_round_bf16(w[h]) * p->scale) : w[h] * p->scale;
     for (int64_t r = 0; r < N; r++) {
         const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
         float sc = 0;
@@ -1234,7 +1233,6 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->round_bf16 = cpu_round_bf16;
     be->kv_sim = cpu_kv_sim;
     be->idx_sim = cpu_idx_sim;
-    be->add = cpu_add;
     be->hc_pre = cpu_hc_pre;
     be->hc_post = cpu_hc_post;
     be->hc_head = cpu_hc_head;

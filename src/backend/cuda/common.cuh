@@ -378,11 +378,10 @@ void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, i
 void cuda_round_bf16(dsv4_backend *be, float *x, size_t n);
 void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope);
 void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim);
-void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y);
 void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m, unsigned rnd);
 void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post, float *comb);
-void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                  float *X, unsigned rnd);
+void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
+                  const float *comb, int n, float *X, unsigned rnd);
 void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
 void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                    const float *a, const float *g);

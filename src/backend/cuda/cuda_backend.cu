@@ -509,20 +509,6 @@ void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
     CK_LAUNCH();
 }
 
-__global__ void k_add(const float *a, const float *b, size_t n, float *y)
-{
-    pdl_start();
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a[i] + b[i];
-}
-
-void cuda_add(dsv4_backend *be, const float *a, const float *b, size_t n, float *y)
-{
-    if (!n) return;
-    launch_pdl(k_add, dim3((unsigned)((n + 255) / 256)), dim3(256), 0, impl_of(be)->stream, a, b, n, y);
-    CK_LAUNCH();
-}
-
 __global__ void k_swiglu(const float *g, const float *u, size_t n, float limit, float *m, unsigned rnd)
 {
     pdl_start();
@@ -658,7 +644,6 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->round_bf16 = cuda_round_bf16;
     be->kv_sim = cuda_kv_sim;
     be->idx_sim = cuda_idx_sim;
-    be->add = cuda_add;
     be->hc_pre = cuda_hc_pre;
     be->hc_post = cuda_hc_post;
     be->hc_head = cuda_hc_head;

@@ -278,8 +278,8 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
     hc_pre_run(be, p, X, n, u, NULL, NULL, true);
 }
 
-__global__ void k_hc_post(int hc, int dim, const float *o, const float *post, const float *comb, int n, float *X,
-                          unsigned rnd)
+__global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, const float *post, const float *comb,
+                          int n, float *X, unsigned rnd)
 {
     pdl_start();
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -289,7 +289,9 @@ __global__ void k_hc_post(int hc, int dim, const float *o, const float *post, co
     const float *pt = post + (size_t)t * hc, *ct = comb + (size_t)t * hc * hc;
     float old[HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
-    const float ov = rnd & DSV4_RND_IN ? dsv4_round_bf16(o[(size_t)t * dim + d]) : o[(size_t)t * dim + d];
+    float ov = o[(size_t)t * dim + d];
+    if (o2) ov += rnd & DSV4_RND_IN ? dsv4_round_bf16(o2[(size_t)t * dim + d]) : o2[(size_t)t * dim + d];
+    if (rnd & DSV4_RND_IN) ov = dsv4_round_bf16(ov);
     for (int k = 0; k < hc; k++) {
         float s = pt[k] * ov;
         for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
@@ -297,12 +299,12 @@ __global__ void k_hc_post(int hc, int dim, const float *o, const float *post, co
     }
 }
 
-void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *post, const float *comb, int n,
-                  float *X, unsigned rnd)
+void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
+                  const float *comb, int n, float *X, unsigned rnd)
 {
     const int64_t total = (int64_t)n * dim;
     if (total <= 0) return;
-    launch_pdl(k_hc_post, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, impl_of(be)->stream, hc, dim, o, post,
-               comb, n, X, rnd);
+    launch_pdl(k_hc_post, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, impl_of(be)->stream, hc, dim, o, o2,
+               post, comb, n, X, rnd);
     CK_LAUNCH();
 }

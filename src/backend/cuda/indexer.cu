@@ -35,7 +35,7 @@ struct idx_args {
 
 __device__ __forceinline__ float ix_head(const idx_args &A, const float *wt, int h, float dq, float acc)
 {
-    float wh = wt[h] * A.scale;
+    float wh = (A.reference ? dsv4_round_bf16(wt[h]) : wt[h]) * A.scale; /* reference: w as BF16 values */
     if (A.reference) {
         wh = dsv4_round_bf16(wh);
         return acc + dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * wh);
@@ -154,8 +154,8 @@ __global__ void __launch_bounds__(128) k_idx_score_tc(idx_args A, const dsv4_seg
         }
     /* the epilogue: heads 16 w4 + g and + 8 of keys 8 n + 2 tq and + 1 */
     const int h0 = 16 * w4 + g, h1 = h0 + 8;
-    const float wh0 = h0 < A.nh ? dsv4_round_bf16(wt[h0] * A.scale) : 0.0f,
-                wh1 = h1 < A.nh ? dsv4_round_bf16(wt[h1] * A.scale) : 0.0f;
+    const float wh0 = h0 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h0]) * A.scale) : 0.0f,
+                wh1 = h1 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h1]) * A.scale) : 0.0f;
 #pragma unroll
     for (int n = 0; n < IXT_KEYS / 8; n++)
 #pragma unroll
@@ -284,7 +284,7 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
         for (int h = lane; h < A.nh; h += 32) {
             float dq = 0;
             for (int i = 0; i < A.hd; i++) dq += qt[(size_t)h * A.hd + i] * key[i];
-            float wh = wt[h] * A.scale;
+            float wh = (A.reference ? dsv4_round_bf16(wt[h]) : wt[h]) * A.scale;
             if (A.reference) {
                 wh = dsv4_round_bf16(wh);
                 acc += dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * wh);
