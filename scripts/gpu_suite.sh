@@ -35,6 +35,8 @@ export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
   git log --oneline -1 2>/dev/null || true
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
+# a base build carried along (gpu_pack.sh BASE=...): its logits against these, bit for bit
+if [ -x $B/dsv4.base ]; then echo "== logits against the base build"; sh scripts/gpu_bits.sh; fi
 . scripts/serve_wait.sh
 # serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
 # then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}
