@@ -182,11 +182,12 @@ int main(int argc, char **argv)
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
-            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"batch\": %d, \"prompt\": %d, "
-                       "\"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, "
-                       "\"decode_ms_per_token\": %.4f, \"graphs\": %s, \"host_argmax\": %s}\n",
-                    o.model_dir, info.backend, o.n_threads, B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms,
-                    step_ms / B,
+            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"numerics\": \"%s\", \"layers\": %d, \"threads\": %d, "
+                       "\"batch\": %d, \"prompt\": %d, \"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, "
+                       "\"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, \"decode_ms_per_token\": %.4f, "
+                       "\"graphs\": %s, \"host_argmax\": %s}\n",
+                    o.model_dir, info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers,
+                    o.n_threads, B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms, step_ms / B,
                     o.no_graphs ? "false" : "true", host_argmax ? "true" : "false");
             fclose(f);
         }

@@ -4,12 +4,18 @@
 and the baseline of the same call, per layer and extrapolated to 43 layers,
 the kernels' figures, prefill beside the measured MMA rate, and serving.
 
-    python3 bench/h200_summary.py bench/results/<dir> > bench/results/h200-<name>.json
+    python3 bench/h200_summary.py [--numerics reference] bench/results/<dir> > bench/results/h200-<name>.json
 
 Reads what the suite wrote there: bench-flash-b*.json (and -base), kernels.json,
 inspect-flash.txt, flash-layers.txt, ref-b*.json, prefill4k*.json,
 serve-flash-c*.json; a file that is missing leaves its part out. Python's
 standard library only.
+
+A run's file may carry a suffix (bench-flash-b16-c131072.json, ...-plain,
+...): it is reported as a variant of its batch, with its own -base file if
+there is one. Its numerics and layer count come from the file (bench_cpu
+writes both), else from --numerics (default plain, gpu_suite.sh's default)
+and flash-layers.txt.
 """
 import glob
 import json
@@ -28,7 +34,7 @@ def load(path):
         return None
 
 
-def main(d):
+def main(d, default_numerics):
     out = {"source": os.path.normpath(d)}
     k = load(os.path.join(d, "kernels.json")) or {"results": []}
     res = k["results"]
@@ -39,10 +45,10 @@ def main(d):
     if rate:
         out["mma_rate_tflops"] = {"bf16": rate["bf16_tflops"], "fp8_e4m3": rate["fp8_tflops"]}
     head = {r["batch"]: r["us"] / 1e3 for r in res if r["kind"] == "linear" and r["name"].startswith("lm head")}
-    layers = None
+    suite_layers = None
     try:
         with open(os.path.join(d, "flash-layers.txt")) as f:
-            layers = int(re.search(r"(\d+) layers", f.read()).group(1))
+            suite_layers = int(re.search(r"(\d+) layers", f.read()).group(1))
     except (OSError, AttributeError):
         pass
     mb = {}
@@ -57,15 +63,25 @@ def main(d):
     except OSError:
         pass
     steps = []
-    for f in sorted(glob.glob(os.path.join(d, "bench-flash-b*.json")), key=lambda p: int(re.findall(r"b(\d+)", p)[-1])):
-        if f.endswith("-base.json"):
+    runs = []
+    for f in glob.glob(os.path.join(d, "bench-flash-b*.json")):
+        m = re.match(r"bench-flash-b(\d+)(?:-(.+))?\.json$", os.path.basename(f))
+        if not m or (m.group(2) or "").endswith("base"):
             continue
+        runs.append((int(m.group(1)), m.group(2) or "", f))
+    for _, variant, f in sorted(runs):
         r = load(f)
         if not r:
             continue
         b = r["batch"]
-        e = {"batch": b, "layers": layers, "numerics": "plain", "ms_per_step": r["decode_ms_per_step"],
+        layers = r.get("layers", suite_layers)
+        numerics = r.get("numerics") or ("plain" if "plain" in variant.split("-") else default_numerics)
+        e = {"batch": b, "layers": layers, "numerics": numerics, "ms_per_step": r["decode_ms_per_step"],
              "tok_s": r["decode_tok_s"]}
+        if variant:
+            e["variant"] = variant
+        if r.get("context", 0) > r.get("prompt", 0):
+            e["context"] = r["context"]
         base = load(f[:-5] + "-base.json")
         if base:
             e["baseline_ms_per_step"] = base["decode_ms_per_step"]
@@ -112,6 +128,11 @@ def main(d):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: h200_summary.py RESULTS_DIR")
-    main(sys.argv[1])
+    args = sys.argv[1:]
+    num = "plain"
+    if len(args) == 3 and args[0] == "--numerics" and args[1] in ("plain", "reference"):
+        num = args[1]
+        args = args[2:]
+    if len(args) != 1:
+        sys.exit("usage: h200_summary.py [--numerics plain|reference] RESULTS_DIR")
+    main(args[0], num)
