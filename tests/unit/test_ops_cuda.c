@@ -1329,6 +1329,7 @@ static void test_hc(void **state)
     hc_case(4, 4096, 3, false, false);
     hc_case(4, 4096, 3, false, true);
     hc_case(4, 4096, 2, true, false);
+    hc_case(4, 5000, 2, false, false); /* more than 64 mixing parts: the GPU's generic part loop */
     hc_post_case(4, 129, 7, false, 0, false);
     hc_post_case(3, 300, 13, false, 0, false);
     hc_post_case(4, 37, 1, false, 0, false);
