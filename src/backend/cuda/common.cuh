@@ -95,6 +95,9 @@ struct cuda_impl {
     int moe_mma[MAX_MOE_TABLES]; /* the layer's experts' tensor-core path, MOE_* (cuda_moe_mma_eligible) */
     int n_moe;
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
+    /* the weights' device buffers (cuda_weight_malloc), freed with the backend */
+    void **wmem;
+    int n_wmem, cap_wmem;
     /* weight upload: two pinned staging buffers, each with the event of its last copy */
     void *pin[2];
     cudaEvent_t pin_ev[2];
@@ -173,6 +176,10 @@ static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t sm
 }
 
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
+
+/* cudaMalloc for a weight: the buffer is kept in the backend's list and freed
+ * when the backend is destroyed (engine close). cudaSuccess or the error. */
+cudaError_t cuda_weight_malloc(dsv4_backend *be, void **p, size_t bytes);
 
 /* bench_state.cu: the decode state of the kernel timings (batch sequences,
  * one token each at position ctx - 1, zero rows on pages of 256 tokens), and

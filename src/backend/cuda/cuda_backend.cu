@@ -28,6 +28,26 @@ static void *c_alloc(dsv4_backend *be, size_t bytes)
 
 static void c_free(dsv4_backend *be, void *p) { CK(cudaFree(p)); }
 
+cudaError_t cuda_weight_malloc(dsv4_backend *be, void **p, size_t bytes)
+{
+    cuda_impl *im = impl_of(be);
+    *p = NULL;
+    if (im->n_wmem == im->cap_wmem) {
+        const int cap = im->cap_wmem ? 2 * im->cap_wmem : 1024;
+        void **g = (void **)realloc(im->wmem, (size_t)cap * sizeof(void *));
+        if (!g) return cudaErrorMemoryAllocation;
+        im->wmem = g;
+        im->cap_wmem = cap;
+    }
+    const cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        *p = NULL;
+        return e;
+    }
+    im->wmem[im->n_wmem++] = *p;
+    return cudaSuccess;
+}
+
 static void c_bind(dsv4_backend *be) { CK(cudaSetDevice(impl_of(be)->device)); }
 
 static int64_t c_mem_free(dsv4_backend *be)
@@ -112,7 +132,7 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
     if (w->f32) {
         size_t bytes = (size_t)w->ne[0] * w->ne[1] * sizeof(float);
         void *d = NULL;
-        if (cudaMalloc(&d, bytes) != cudaSuccess) goto oom;
+        if (cuda_weight_malloc(be, &d, bytes) != cudaSuccess) goto oom;
         upload_staged(im, d, w->f32, bytes);
         w->vec = (const float *)d;
         w->dev = d;
@@ -121,10 +141,10 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
     if (w->synth.kind != DSV4_SYNTH_NONE) return cuda_weight_fill(be, w, err, errlen); /* --fill-random */
     {
         size_t eb = (size_t)dsv4_w_elem_bytes(w), sb = (size_t)dsv4_w_scale_bytes(w);
-        if (cudaMalloc(&w->dev, eb) != cudaSuccess) goto oom;
+        if (cuda_weight_malloc(be, &w->dev, eb) != cudaSuccess) goto oom;
         upload_staged(im, w->dev, w->host, eb);
         if (sb) {
-            if (cudaMalloc(&w->dev_scale, sb) != cudaSuccess) goto oom;
+            if (cuda_weight_malloc(be, &w->dev_scale, sb) != cudaSuccess) goto oom;
             upload_staged(im, w->dev_scale, w->scale, sb);
         }
         return DSV4_OK;
@@ -572,6 +592,8 @@ static void c_destroy(dsv4_backend *be)
         if (im->smp_pin) cudaFreeHost(im->smp_pin);
         cudaFree(im->d_smp);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
+        for (int i = 0; i < im->n_wmem; i++) cudaFree(im->wmem[i]); /* the weights */
+        free(im->wmem);
         if (im->prof_ev)
             for (int i = 0; i < MAX_PROF_EVENTS; i++) cudaEventDestroy(im->prof_ev[i]);
         free(im->prof_ev);
