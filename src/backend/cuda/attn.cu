@@ -659,6 +659,13 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
     cuda_launch(kern, grid, dim3((unsigned)threads), smem, st, cluster ? grid.z : 0u, pdl, args...);
 }
 
+/* More than 48 KB of dynamic shared memory for the tensor-core scores (cuda_kernels_init). */
+void cuda_attn_init(void)
+{
+    CK(cudaFuncSetAttribute(k_attn_qk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(1, HS_MAXD)));
+    CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(4, HS_MAXD)));
+}
+
 void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,
                const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
 {
@@ -714,19 +721,10 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
         const int64_t *dpos = im->d_pos;
         const float *csc = hsc, *cden = hden;
         if (mma) {
-            static bool attr[64]; /* per GPU: more than 48 KB of dynamic shared memory */
-            const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
             if (!attn_tune_set) dsv4_cuda_tune_set(NULL);
             const dsv4_attn_choice *ch = dsv4_tune_pick(&attn_tune, (int)nt);
             const bool small = ch->score_rows == 16;
             const size_t smem = am_qk_smem(small ? 1 : 4, hd);
-            if (!attr[dev]) { /* both at the first call (a prefill, before any graph capture) */
-                CK(cudaFuncSetAttribute(k_attn_qk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)am_qk_smem(1, HS_MAXD)));
-                CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)am_qk_smem(4, HS_MAXD)));
-                attr[dev] = true;
-            }
             const int rt = small ? 16 : 64;
             uint16_t *qb = (uint16_t *)(sp + qb_off);
             const size_t n8 = nt * H * hd / 8;

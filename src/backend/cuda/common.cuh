@@ -80,6 +80,7 @@ struct cuda_graph {
 };
 struct cuda_impl {
     int device;
+    size_t smem_optin; /* the most dynamic shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
     cudaStream_t stream;
     /* the current step's plan and page table, on the device */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
@@ -208,6 +209,11 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);
+/* Kernel attributes set once per backend, at its creation: more than 48 KB
+ * of dynamic shared memory for the kernels that take it. */
+void cuda_attn_init(void);
+void cuda_indexer_init(size_t smem_optin);
+void cuda_moe_mma_init(void);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 

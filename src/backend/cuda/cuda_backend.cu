@@ -638,7 +638,11 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     dsv4_backend *be = (dsv4_backend *)calloc(1, sizeof(*be));
     cuda_impl *im = (cuda_impl *)calloc(1, sizeof(*im));
     im->device = device;
+    im->smem_optin = prop.sharedMemPerBlockOptin;
     CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    cuda_attn_init();
+    cuda_indexer_init(im->smem_optin);
+    cuda_moe_mma_init();
     be->name = "cuda";
     be->sm = prop.major * 10 + prop.minor;
     be->ordinal = device;

@@ -328,6 +328,13 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
 static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
 
+/* The CUDA-core scores may take all of the GPU's shared memory (their size
+ * follows the indexer's shape): allowed once (cuda_kernels_init). */
+void cuda_indexer_init(size_t smem_optin)
+{
+    CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_optin));
+}
+
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                        const float *q, const float *w, int32_t *idx, int32_t *cnt)
 {
@@ -356,7 +363,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     const bool tc =
         p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
     const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
-    if (ix_naive || (!tc && smem > 227 * 1024)) { /* the baseline, or beyond any GPU's shared memory */
+    if (ix_naive || (!tc && smem > im->smem_optin)) { /* the baseline, or beyond this GPU's shared memory */
         k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
                                                              q, w, scores, idx, cnt);
         CK_LAUNCH();
@@ -366,12 +373,6 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         k_idx_score_tc<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IXT_KEYS - 1) / IXT_KEYS)), 128, 0,
                          im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     } else {
-        static size_t attr[64]; /* per GPU: the dynamic shared memory allowed so far */
-        const int dev = im->device >= 0 && im->device < 64 ? im->device : 0;
-        if (smem > 48 * 1024 && smem > attr[dev]) {
-            CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            attr[dev] = smem;
-        }
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     }

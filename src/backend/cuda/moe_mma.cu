@@ -743,16 +743,6 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     const int64_t w1 = (int64_t)n * (D / 128), w2 = (int64_t)nk * (I / 128);
     launch_pdl(k_moe_pack16<NP == 1>, dim3((unsigned)((w1 + 7) / 8)), dim3(256), 0, st, x, D, n, D, xp, xpl, xs);
     CK_LAUNCH();
-    static bool attr[64]; /* per instantiation and GPU: more than 48 KB of dynamic shared memory */
-    int dev = 0;
-    CK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 64 || !attr[dev]) {
-        CK(cudaFuncSetAttribute(k_moe16<K, NP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)moe16_smem<NP>()));
-        CK(cudaFuncSetAttribute(k_moe16<K, NP, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)moe16_smem<NP>()));
-        if (dev >= 0 && dev < 64) attr[dev] = true;
-    }
     launch_pdl(k_moe16<K, NP, false>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS), moe16_smem<NP>(),
                st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles, list, kk, I, wts, limit,
                reference, M);
@@ -764,6 +754,21 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl, (const float *)ms, I, tiles, ntiles,
                list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
+}
+
+/* More than 48 KB of dynamic shared memory for each k_moe16 (cuda_kernels_init). */
+template <int K, int NP> static void moe16_attr(void)
+{
+    CK(cudaFuncSetAttribute(k_moe16<K, NP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
+    CK(cudaFuncSetAttribute(k_moe16<K, NP, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
+}
+
+void cuda_moe_mma_init(void)
+{
+    moe16_attr<RK_MXFP4, 1>();
+    moe16_attr<RK_MXFP4, 2>();
+    moe16_attr<RK_NVFP4, 1>();
+    moe16_attr<RK_NVFP4, 2>();
 }
 
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
