@@ -115,12 +115,13 @@ void dsv4_seq_free(dsv4_engine *e, int seq);
 /* Tokens already absorbed by the sequence. */
 int64_t dsv4_seq_len(const dsv4_engine *e, int seq);
 /* For benchmarks: advance the sequence by n positions without running the
- * model. Their pages are allocated and their cached rows are whatever the
- * pool holds (zeros in a fresh pool), so the logits that follow are
+ * model. The pages it takes are filled with pseudo-random BF16 values in
+ * [-1, 1] (the same for the same place in any sequence; a page already
+ * holding earlier positions keeps its rows), so the logits that follow are
  * meaningless; what later steps cost - attention over the window and the
- * compressed rows, the indexer over n / ratio keys - is that of a context of
- * that length. DSV4_ERR_INVALID past the context limit, DSV4_ERR_NOMEM when
- * the pool lacks the pages. */
+ * compressed rows, the indexer over n / ratio keys choosing among distinct
+ * scores - is that of a context of that length. DSV4_ERR_INVALID past the
+ * context limit, DSV4_ERR_NOMEM when the pool lacks the pages. */
 dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t errlen);
 /* Free KV pages (each covers dsv4_page_tokens() positions). */
 int64_t dsv4_pages_free(const dsv4_engine *e);

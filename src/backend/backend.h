@@ -193,6 +193,9 @@ struct dsv4_backend {
     void (*rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
                  const int64_t *pos, const float *freqs, bool inverse, unsigned rnd);
     void (*round_bf16)(dsv4_backend *be, float *x, size_t n);
+    /* x[i] = the bits of dsv4_fill_word(seed, i) for i < n: benchmark contents for cached rows
+     * (dsv4_seq_skip) */
+    void (*fill)(dsv4_backend *be, float *x, size_t n, uint64_t seed);
     /* FP8SIM64 on x[r][0, nope) for each row r (rows ld apart) */
     void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
     /* Hadamard + FP4SIM32 on each dim-wide row */

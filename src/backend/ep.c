@@ -402,6 +402,12 @@ static void ep_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_t
     EACH RB->rope(RB, T(x), n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, T(freqs), inverse, rnd);
 }
 
+static void ep_fill(dsv4_backend *be, float *x, size_t n, uint64_t seed)
+{
+    ep_impl *m = ep_of(be);
+    EACH RB->fill(RB, T(x), n, seed);
+}
+
 static void ep_round_bf16(dsv4_backend *be, float *x, size_t n)
 {
     ep_impl *m = ep_of(be);
@@ -745,6 +751,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->rmsnorm_bf16 = ep_rmsnorm_bf16;
     be->rope = ep_rope;
     be->round_bf16 = ep_round_bf16;
+    be->fill = ep_fill;
     be->kv_sim = ep_kv_sim;
     be->idx_sim = ep_idx_sim;
     be->hc_pre = ep_hc_pre;

@@ -629,7 +629,14 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
                  (long long)seq_pages_short(kv, seq, end), (long long)kv->n_free);
         return DSV4_ERR_NOMEM;
     }
+    const int64_t p0 = kv->n_seq_pages[seq];
     seq_take_pages(kv, seq, end);
+    /* the pages taken get benchmark contents, seeded by their place in the sequence (not by which
+     * pages they are): a page that already held earlier positions keeps its rows */
+    for (int64_t p = p0; p < kv->n_seq_pages[seq]; p++) {
+        const int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + p];
+        e->be->fill(e->be, kv->pages + (size_t)pg * kv->page_floats, kv->page_floats, 0x5eed0000ull + (uint64_t)p);
+    }
     kv->len[seq] = end;
     return DSV4_OK;
 }

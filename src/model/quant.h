@@ -67,6 +67,20 @@ DSV4_HD uint16_t dsv4_f32_to_bf16(float f)
 
 DSV4_HD float dsv4_round_bf16(float f) { return dsv4_bf16_to_f32(dsv4_f32_to_bf16(f)); }
 
+/* Word i of a benchmark fill (dsv4_seq_skip's rows): two BF16 values in
+ * [-1, 1] from a hash of (seed, i), high half and low half, so the word reads
+ * as a finite FP32 value near the first or as two BF16 values. */
+DSV4_HD uint32_t dsv4_fill_word(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ull; /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float a = (float)(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    const float b = (float)(z & 0xffffff) * (2.0f / 16777216.0f) - 1.0f;
+    return (uint32_t)dsv4_f32_to_bf16(a) << 16 | dsv4_f32_to_bf16(b);
+}
+
 DSV4_HD float dsv4_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

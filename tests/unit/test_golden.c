@@ -307,6 +307,18 @@ static void test_seq_skip(void **state)
     }
     for (int i = 0; i < fx->V; i++) assert_false(isnan(lg[i]) || isinf(lg[i]));
     assert_int_equal(dsv4_seq_len(e, s0), 1008);
+    /* the skipped rows depend on their place in the sequence, not on which pages hold them: a second
+     * sequence skipped as far gives the same logits for the same steps */
+    float *lg1 = malloc((size_t)fx->V * 5 * sizeof(float));
+    assert_int_equal(dsv4_seq_skip(e, s1, 1000, err, sizeof err), DSV4_OK);
+    dsv4_batch_entry en1 = {.seq = s1, .n_tokens = 5, .tokens = fx->ids, .logits = lg1, .all_logits = true};
+    assert_int_equal(dsv4_step(e, &en1, 1, err, sizeof err), DSV4_OK);
+    for (int d = 0; d < 3; d++) {
+        dsv4_batch_entry dn = {.seq = s1, .n_tokens = 1, .tokens = fx->ids + 5 + d, .logits = lg1};
+        assert_int_equal(dsv4_step(e, &dn, 1, err, sizeof err), DSV4_OK);
+    }
+    assert_memory_equal(lg, lg1, (size_t)fx->V * sizeof(float));
+    free(lg1);
     free(lg);
     dsv4_engine_close(e);
 }

@@ -1121,6 +1121,32 @@ static void round_bf16_case(size_t n)
     case_end();
 }
 
+/* Benchmark contents (dsv4_seq_skip): the same words on both sides, each two
+ * BF16 values in [-1, 1] (so finite as FP32 too). */
+static void fill_case(size_t n, uint64_t seed)
+{
+    case_begin("fill n=%zu seed=%llu", n, (unsigned long long)seed);
+    float *res[2];
+    for (int s = 0; s < 2; s++) {
+        float *dx = bpoison(side[s], n * 4);
+        side[s]->fill(side[s], dx, n, seed);
+        res[s] = bhost(side[s], dx, n * 4);
+        bfree(side[s], dx);
+    }
+    check_f32("x", res[0], res[1], n, EXACT);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &res[0][i], 4);
+        const float hi = dsv4_bf16_to_f32((uint16_t)(u >> 16)), lo = dsv4_bf16_to_f32((uint16_t)u);
+        bad += !(fabsf(hi) <= 1.0f && fabsf(lo) <= 1.0f && isfinite(res[0][i]));
+    }
+    if (bad) fail_line("x", "%zu of %zu words outside two BF16 values in [-1, 1]", bad, n);
+    free(res[0]);
+    free(res[1]);
+    case_end();
+}
+
 static void swiglu_case(size_t n, float limit, bool inplace, bool nonfinite, unsigned rnd)
 {
     case_begin("swiglu n=%zu limit=%g%s%s%s", n, (double)limit, inplace ? " in place" : "", nonfinite ? " NaN/Inf" : "",
@@ -1201,6 +1227,8 @@ static void idx_sim_case(int rows, int dim, bool nonfinite)
 static void test_elementwise(void **state)
 {
     round_bf16_case(1037);
+    fill_case(1, 7);
+    fill_case(300007, 0x5eed0003ull);
     swiglu_case(1003, 0.0f, false, false, 0);
     swiglu_case(1003, 7.0f, true, false, 0);
     swiglu_case(300, 7.0f, false, true, 0);

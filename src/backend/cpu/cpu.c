@@ -600,6 +600,12 @@ static void cpu_round_bf16(dsv4_backend *be, float *x, size_t n)
     for (size_t i = 0; i < n; i++) x[i] = dsv4_round_bf16(x[i]);
 }
 
+static void cpu_fill(dsv4_backend *be, float *x, size_t n, uint64_t seed)
+{
+    uint32_t *w = (uint32_t *)x;
+    for (size_t i = 0; i < n; i++) w[i] = dsv4_fill_word(seed, i);
+}
+
 static void cpu_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 {
     for (int r = 0; r < rows; r++) dsv4_fp8sim(x + (size_t)r * ld, nope, 64);
@@ -1231,6 +1237,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->rmsnorm_bf16 = cpu_rmsnorm_bf16;
     be->rope = cpu_rope;
     be->round_bf16 = cpu_round_bf16;
+    be->fill = cpu_fill;
     be->kv_sim = cpu_kv_sim;
     be->idx_sim = cpu_idx_sim;
     be->hc_pre = cpu_hc_pre;

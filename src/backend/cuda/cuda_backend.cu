@@ -418,6 +418,20 @@ void cuda_round_bf16(dsv4_backend *be, float *x, size_t n)
     CK_LAUNCH();
 }
 
+__global__ void k_fill(uint32_t *x, size_t n, uint64_t seed)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        x[i] = dsv4_fill_word(seed, i);
+}
+
+static void c_fill(dsv4_backend *be, float *x, size_t n, uint64_t seed)
+{
+    if (!n) return;
+    const size_t blocks = (n + 255) / 256;
+    k_fill<<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, impl_of(be)->stream>>>((uint32_t *)x, n, seed);
+    CK_LAUNCH();
+}
+
 /* FP8SIM of KV rows: one warp per (row, 64-wide block), two elements per
  * lane, the block's maximum by shuffles (a maximum is order-free; the rest is
  * elementwise: the values of dsv4_fp8sim). */
@@ -668,6 +682,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->rmsnorm_bf16 = cuda_rmsnorm_bf16;
     be->rope = cuda_rope;
     be->round_bf16 = cuda_round_bf16;
+    be->fill = c_fill;
     be->kv_sim = cuda_kv_sim;
     be->idx_sim = cuda_idx_sim;
     be->hc_pre = cuda_hc_pre;
