@@ -14,6 +14,7 @@
  * FP32.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -90,6 +91,7 @@ typedef struct {
 
 static void lin_add(lin_set *ls, const dsv4_w *w, float *y, int ld)
 {
+    if (ls->m == (int)(sizeof ls->w / sizeof ls->w[0])) abort(); /* the forward pass adds at most 7 */
     ls->w[ls->m] = w, ls->y[ls->m] = y, ls->ld[ls->m] = ld;
     ls->m++;
 }

@@ -268,19 +268,15 @@ void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, 
     CK_LAUNCH();
 }
 
-/* BF16 rounding folded into an op's load (DSV4_RND_IN) or store (DSV4_RND_OUT). */
-__device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
-__device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }
-
 __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y, unsigned rnd)
 {
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * ld;
     float *yr = y + (size_t)blockIdx.x * ld;
     /* rows of up to 16 elements per thread (4,096 at 256 threads, 8,192 at 512) are held
-     * in registers: the row and the weights are fetched at once (a loop
-     * fetching one per step would wait a round trip each), the squares added
-     * in the order of sumsq_strided, then the row written in one pass */
+     * in registers: the weights fetched before the wait, the row at once after
+     * it (a loop fetching one per step would wait a round trip each), the
+     * squares added in the order of sumsq_strided, the row written in one pass */
     constexpr int U = 16;
     const bool held = dim <= U * (int)blockDim.x;
     float wv[U], xv[U];
@@ -289,11 +285,10 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
         /* every load unconditional (indices clamped into the row), so all are
          * in flight at once: a guarded load with its use next to it became a
          * branch per element, each waiting for its round trip */
-        const float *wp = w ? w : xr;
 #pragma unroll
         for (int u = 0; u < U; u++) { /* the weights before griddepcontrol.wait: x is the kernel before's */
             const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
-            wv[u] = w ? wp[ic] : 1.0f;
+            wv[u] = w ? w[ic] : 1.0f;
         }
         pdl_start();
 #pragma unroll
@@ -301,9 +296,8 @@ __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float
             const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
             xv[u] = xr[ic];
         }
-        if (rnd & DSV4_RND_IN)
 #pragma unroll
-            for (int u = 0; u < U; u++) xv[u] = dsv4_round_bf16(xv[u]);
+        for (int u = 0; u < U; u++) xv[u] = rnd_in(rnd, xv[u]); /* after every load is issued */
 #pragma unroll
         for (int u = 0; u < U; u++)
             if (threadIdx.x + u * blockDim.x < dim) s += xv[u] * xv[u];

@@ -116,8 +116,8 @@ template <int HCT> __device__ static void hc_sinkhorn_warp(const dsv4_hc_params 
  * NPT > 0 (HCT streams of D = NPT x 256 columns, Flash's 4 x 4096) each
  * thread loads its NPT columns of every stream at once and keeps them: one
  * round trip for the RMS and the collapse, whose sums run in the order of
- * the generic path (ascending flat index per thread). Parameters go to
- * shared memory first, under those loads. */
+ * the generic path (ascending flat index per thread). The parameters
+ * (weights) go to shared memory before griddepcontrol.wait. */
 template <int HCT, int NPT>
 __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float *__restrict__ X,
                                                   const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
@@ -290,12 +290,12 @@ __global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, cons
     float old[HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
     float ov = o[(size_t)t * dim + d];
-    if (o2) ov += rnd & DSV4_RND_IN ? dsv4_round_bf16(o2[(size_t)t * dim + d]) : o2[(size_t)t * dim + d];
-    if (rnd & DSV4_RND_IN) ov = dsv4_round_bf16(ov);
+    if (o2) ov += rnd_in(rnd, o2[(size_t)t * dim + d]);
+    ov = rnd_in(rnd, ov);
     for (int k = 0; k < hc; k++) {
         float s = pt[k] * ov;
         for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
-        x[(size_t)k * dim + d] = rnd & DSV4_RND_OUT ? dsv4_round_bf16(s) : s;
+        x[(size_t)k * dim + d] = rnd_out(rnd, s);
     }
 }
 
