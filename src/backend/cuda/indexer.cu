@@ -328,11 +328,16 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
 static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
 
-/* The CUDA-core scores may take all of the GPU's shared memory (their size
- * follows the indexer's shape): allowed once (cuda_kernels_init). */
-void cuda_indexer_init(size_t smem_optin)
+/* The CUDA-core scores may take all of the GPU's shared memory that their
+ * static arrays leave (their size follows the indexer's shape): allowed once,
+ * at the backend's creation; returns that limit. */
+size_t cuda_indexer_init(size_t smem_optin)
 {
-    CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_optin));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, k_idx_score));
+    const size_t dyn = smem_optin > fa.sharedSizeBytes ? smem_optin - fa.sharedSizeBytes : 0;
+    CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+    return dyn;
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -363,7 +368,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     const bool tc =
         p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
     const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
-    if (ix_naive || (!tc && smem > im->smem_optin)) { /* the baseline, or beyond this GPU's shared memory */
+    if (ix_naive || (!tc && smem > im->ix_smem_max)) { /* the baseline, or beyond this GPU's shared memory */
         k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
                                                              q, w, scores, idx, cnt);
         CK_LAUNCH();
