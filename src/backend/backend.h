@@ -290,13 +290,13 @@ void dsv4_cuda_tune_set(const dsv4_tune *t);
 void dsv4_cuda_tune_get(dsv4_tune *t);
 /* One layer's sparse attention on Flash's shape (64 heads of 512, window
  * 128, 256-token pages) for `batch` sequences at context ctx, CSA (the top
- * 512 of ctx / 4 compressed rows) or HCA (every ctx / 128 row), on zero
- * rows: microseconds per call over reps calls after a warm-up, with the
+ * 512 of ctx / 4 compressed rows) or HCA (every ctx / 128 row), on
+ * pseudo-random rows (the backend's fill): microseconds per call over reps calls after a warm-up, with the
  * current layout and choices; -1 when the state does not fit. For dsv4
  * tune and bench_kernels. */
 double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps);
 /* The same for the lightning indexer's scores and top-k (64 heads of 128,
- * the top 512 of ctx / 4 keys). */
+ * the top 512 of ctx / 4 keys; keys, queries and weights pseudo-random). */
 double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps);
 /* The indexer's first version (one block per token ranking every candidate
  * against every other): the benchmark baseline. Same indices. */

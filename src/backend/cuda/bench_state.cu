@@ -2,8 +2,10 @@
  * bench_state.cu - the decode state the kernel timings (dsv4_cuda_attn_time,
  * dsv4_cuda_indexer_time: bench_kernels and dsv4 tune) run on: `batch`
  * sequences one token each at position ctx - 1, their compressed rows on
- * pages of 256 tokens handed out in order, zero rows (a timing does not
- * depend on the values).
+ * pages of 256 tokens handed out in order, their rows pseudo-random BF16
+ * pairs (the backend's fill): distinct indexer scores, as a real context
+ * gives (the top-k's radix passes depend on how the scores spread; zero rows
+ * would make every candidate tie).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,8 @@ bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, in
         bench_step_free(b, be);
         return false;
     }
+    be->fill(be, b->kv.pages, (size_t)b->kv.n_pages * b->kv.page_floats, 0x5eedbe00u);
+    if (slot_floats) be->fill(be, b->kv.slots, (size_t)batch * slot_floats, 0x5eedbe01u);
     for (int64_t i = 0; i < b->kv.n_pages; i++) b->kv.page_table[i] = (int32_t)i;
     for (int t = 0; t < batch; t++) {
         b->segs[t] = (dsv4_seg){.slot = t, .pos0 = ctx - 1, .n = 1, .t0 = t};

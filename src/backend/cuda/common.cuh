@@ -188,7 +188,7 @@ __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & D
 cudaError_t cuda_weight_malloc(dsv4_backend *be, void **p, size_t bytes);
 
 /* bench_state.cu: the decode state of the kernel timings (batch sequences,
- * one token each at position ctx - 1, zero rows on pages of 256 tokens), and
+ * one token each at position ctx - 1, pseudo-random rows on pages of 256 tokens), and
  * the time of one call in microseconds over reps calls after a warm-up. */
 struct bench_step {
     dsv4_layer_state ls;

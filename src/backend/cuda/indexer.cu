@@ -386,9 +386,9 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     CK_LAUNCH();
 }
 
-/* ---- dsv4_cuda_indexer_time (backend.h), on bench_state.cu's state: zero
- * keys and queries, so every candidate ties (the radix select's passes all
- * see one bin). */
+/* ---- dsv4_cuda_indexer_time (backend.h), on bench_state.cu's state: keys,
+ * queries and weights pseudo-random (the backend's fill), so the scores are
+ * distinct and spread as a real context's do. */
 struct idx_call {
     dsv4_backend *be;
     dsv4_indexer_params p;
@@ -412,6 +412,8 @@ extern "C" double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ct
     int32_t *idx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *cnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
     double us = -1;
     if (q && w && idx && cnt) {
+        be->fill(be, q, (size_t)batch * nI * dI, 0x5eedbe02u);
+        be->fill(be, w, (size_t)batch * nI, 0x5eedbe03u);
         idx_call a = {be, {.layer = 0, .ratio = ratio, .n_heads = nI, .head_dim = dI, .topk = topk, .scale = 0.011f,
                            .reference = reference},
                       &b, q, w, idx, cnt};
