@@ -301,6 +301,10 @@ double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool ref
 /* The indexer's first version (one block per token ranking every candidate
  * against every other): the benchmark baseline. Same indices. */
 void dsv4_cuda_indexer_naive(int on);
+/* At most how many of a token's indexer scores the top-k keeps in shared
+ * memory (more: its passes read them from global memory); -1: as many as the
+ * GPU's shared memory holds (the default). For tests of both paths. */
+void dsv4_cuda_indexer_topk_cap(int64_t cap);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

@@ -2153,13 +2153,14 @@ static void test_state_nonfinite(void **state)
  * scale, so every score is exact in any summation order and both backends
  * must pick exactly the same indices - with many exact ties (ties go to the
  * lower index) and equal keys repeated across the context. Sequences at
- * positions 19,999 (5,000 candidates), 2,999 (750) and 99 (25: fewer than
- * top-k), pages handed out in scrambled order. */
+ * positions 139,999 (35,000 candidates: more than the 32,768 the GPU's
+ * top-k orders at a time), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
+ * than top-k), pages handed out in scrambled order. */
 static void indexer_large(bool ref)
 {
-    case_begin("indexer_topk, 5,000 / 750 / 25 candidates, top-512, exact ties%s", ref ? ", reference" : "");
-    const int nI = 4, dI = 64, ratio = 4, K = 512, P = 256, T = 3;
-    int64_t posv[3] = {19999, 2999, 99};
+    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s", ref ? ", reference" : "");
+    const int nI = 4, dI = 64, ratio = 4, K = 512, P = 256, T = 4;
+    int64_t posv[4] = {139999, 19999, 2999, 99};
     dsv4_layer_state ls;
     memset(&ls, 0, sizeof ls);
     dsv4_kv kv[2];
@@ -2175,8 +2176,8 @@ static void indexer_large(bool ref)
     float *q = malloc((size_t)T * nI * dI * 4), *w = malloc((size_t)T * nI * 4);
     for (int i = 0; i < T * nI * dI; i++) q[i] = (float)(rnd_int(7) - 3);
     for (int i = 0; i < T * nI; i++) w[i] = (float)(rnd_int(5) - 2);
-    dsv4_seg segs[3];
-    int32_t tok[3] = {0, 0, 0}, tseg[3] = {0, 1, 2};
+    dsv4_seg segs[4];
+    int32_t tok[4] = {0, 0, 0, 0}, tseg[4] = {0, 1, 2, 3};
     for (int t = 0; t < T; t++) segs[t] = (dsv4_seg){.slot = t, .pos0 = posv[t], .n = 1, .t0 = t};
     dsv4_plan plan = {.n_tok = T, .n_seg = T, .segs = segs, .tokens = tok, .pos = posv, .tok_seg = tseg};
     dsv4_indexer_params p = {.layer = 0,
@@ -2205,6 +2206,22 @@ static void indexer_large(bool ref)
         be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
         ri[sd] = bhost(be, di, (size_t)T * K * 4);
         rc[sd] = bhost(be, dc, (size_t)T * 4);
+#ifdef DSV4_HAVE_CUDA
+        if (sd == 1 && !selftest) { /* the top-k reading the scores from global memory: for every token, then for some */
+            const int64_t caps[2] = {0, 6000};
+            for (int ci = 0; ci < 2; ci++) {
+                dsv4_cuda_indexer_topk_cap(caps[ci]);
+                be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
+                dsv4_cuda_indexer_topk_cap(-1);
+                int32_t *rg = bhost(be, di, (size_t)T * K * 4);
+                if (memcmp(rg, ri[sd], (size_t)T * K * 4))
+                    fail_line("indexer_topk (large): idx", "the top-k with at most %lld keys in shared memory differs",
+                              (long long)caps[ci]);
+                free(rg);
+            }
+            case_checks += 2;
+        }
+#endif
         bfree(be, dq), bfree(be, dw), bfree(be, di), bfree(be, dc), bfree(be, kv[sd].pages);
     }
     check_i32("indexer_topk (large): cnt", rc[0], rc[1], (size_t)T);

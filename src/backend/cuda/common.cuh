@@ -81,7 +81,7 @@ struct cuda_graph {
 struct cuda_impl {
     int device;
     size_t smem_optin; /* the most shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
-    size_t ix_smem_max; /* the most dynamic shared memory k_idx_score may take (smem_optin less its static arrays) */
+    size_t ix_smem_max, ix_topk_smem_max; /* the most dynamic shared memory k_idx_score, k_idx_topk may take */
     cudaStream_t stream;
     /* the current step's plan and page table, on the device */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
@@ -217,7 +217,7 @@ int cuda_moe_mma_eligible(const dsv4_moe_params *p);
 /* Kernel attributes set once per backend, at its creation: more than 48 KB
  * of dynamic shared memory for the kernels that take it. */
 void cuda_attn_init(void);
-size_t cuda_indexer_init(size_t smem_optin);
+void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);

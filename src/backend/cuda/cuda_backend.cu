@@ -649,7 +649,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     im->smem_optin = prop.sharedMemPerBlockOptin;
     CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     cuda_attn_init();
-    im->ix_smem_max = cuda_indexer_init(im->smem_optin);
+    cuda_indexer_init(im);
     cuda_moe_mma_init();
     be->name = "cuda";
     be->sm = prop.major * 10 + prop.minor;

@@ -183,82 +183,156 @@ __device__ __forceinline__ uint32_t ix_key(float v)
 }
 
 #define IX_BT 1024 /* threads of the top-k block */
+#define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
 
 /* Top-k of a token's N scores: the k highest, ties to the lower index, in
  * ascending index order - the same set as ranking every candidate against
- * every other (the CPU's rule), found by an MSB-first radix select on the
- * score bits (4 passes of 8 bits: the k-th score T and how many of the keys
- * equal to T to take), then the indices in order with two block scans over
- * each thread's contiguous run of candidates. */
+ * every other (the CPU's rule).
+ *
+ * One pass reads the scores as order-preserving keys (into shared memory when
+ * they fit, N <= cap: the later passes read them there) and finds their range:
+ * the largest key and a lower bound of the k-th - the smallest of the
+ * threads' largest keys (when the block has at least k threads with keys, each
+ * the largest of its own, so k distinct keys are at least that high; else the
+ * smallest key). Then a select on the keys between the bounds: 2,048 buckets
+ * of a power-of-two width over the range, counted in shared memory; a block
+ * scan finds the bucket holding the k-th highest, which becomes the range,
+ * until the width is one key or the bucket's keys are all taken (at most
+ * three passes). Buckets over the range, not the keys' top bits: scores
+ * cluster in a few binades and fixed digits put most of them in one bin, a
+ * queue of atomics on one address. Last, 32 x IX_BT candidates at a time, each
+ * warp ballots 1,024 consecutive ones into 32 words (lane i keeps the i-th:
+ * thread order is index order), and two block scans of the words' bit counts
+ * give each thread its ties' rank and its place in the output. Loads are
+ * unconditional at clamped indices, issued before their use. */
 __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
-                                                   int32_t *cnt)
+                                                   int32_t *cnt, int cap)
 {
-    __shared__ int hist[256], sh[32];
-    __shared__ uint32_t s_prefix;
-    __shared__ int s_need;
-    const int t = blockIdx.x, tid = threadIdx.x;
-    const int64_t N = (pos[t] + 1) / A.ratio;
+    extern __shared__ uint32_t ix_keys[]; /* cap keys */
+    __shared__ int hist[1 << IX_DIG], sh[32];
+    __shared__ uint32_t s_red[3][IX_BT / 32], s_lo, s_hi;
+    __shared__ int s_need, s_all;
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+    const int N = (int)((pos[t] + 1) / A.ratio); /* at most max_n */
     const float *sc = scores + (size_t)t * 2 * A.max_n;
-    const int k = N < A.topk ? (int)N : A.topk;
+    const int k = N < A.topk ? N : A.topk;
     int32_t *out = idx + (size_t)t * A.topk;
+    pdl_start();
     if (tid == 0) cnt[t] = k;
     if (N <= A.topk) {
-        for (int64_t c = tid; c < N; c += IX_BT) out[c] = (int32_t)c;
+        for (int c = tid; c < N; c += IX_BT) out[c] = c;
         return;
     }
-    uint32_t prefix = 0, mask = 0;
-    int need = k; /* how many of the keys matching the prefix are still to be taken */
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int b = tid; b < 256; b += IX_BT) hist[b] = 0;
+    const bool smem = N <= cap;
+    uint32_t tmax = 0, tmin = 0xffffffffu;
+    for (int base = 0; base < N; base += 8 * IX_BT) {
+        float v[8];
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int c = base + j * IX_BT + tid;
+            v[j] = sc[c < N ? c : N - 1];
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            if (base + j * IX_BT + tid < N) { /* the thread's own keys only: distinct from every other's */
+                const uint32_t u = ix_key(v[j]);
+                if (smem) ix_keys[base + j * IX_BT + tid] = u;
+                tmax = max(tmax, u);
+                tmin = min(tmin, u);
+            }
+    }
+    const bool mine = tid < N; /* the thread read keys of its own */
+    uint32_t r0 = mine ? tmax : 0xffffffffu, r1 = tmin, r2 = tmax;
+    for (int o = 16; o; o >>= 1) {
+        r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
+        r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
+        r2 = max(r2, __shfl_xor_sync(0xffffffffu, r2, o));
+    }
+    if (lane == 0) s_red[0][wid] = r0, s_red[1][wid] = r1, s_red[2][wid] = r2;
+    __syncthreads();
+    if (wid == 0) { /* the warps' bounds, by the first warp */
+        r0 = s_red[0][lane], r1 = s_red[1][lane], r2 = s_red[2][lane];
+        for (int o = 16; o; o >>= 1) {
+            r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
+            r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
+            r2 = max(r2, __shfl_xor_sync(0xffffffffu, r2, o));
+        }
+        if (lane == 0) s_lo = (N < IX_BT ? N : IX_BT) < k ? r1 : r0, s_hi = r2;
+    }
+    __syncthreads();
+    uint32_t lo = s_lo, hi = s_hi;
+    int need = k; /* keys above hi are taken, and the first `need` in [lo, hi] */
+    for (;;) {
+        const uint32_t span = hi - lo;
+        const int bits = 32 - __clz(span), sh_w = bits > IX_DIG ? bits - IX_DIG : 0; /* bucket width 2^sh_w */
+        const int nb = (int)(span >> sh_w) + 1;
+        for (int b = tid; b < nb; b += IX_BT) hist[b] = 0;
         __syncthreads();
-        for (int64_t c = tid; c < N; c += IX_BT) {
-            const uint32_t u = ix_key(sc[c]);
-            if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255], 1);
+        for (int base = 0; base < N; base += 4 * IX_BT) {
+            uint32_t u[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int c = base + j * IX_BT + tid, cc = c < N ? c : N - 1;
+                u[j] = smem ? ix_keys[cc] : ix_key(sc[cc]);
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (base + j * IX_BT + tid < N && u[j] >= lo && u[j] <= hi) atomicAdd(&hist[(u[j] - lo) >> sh_w], 1);
         }
         __syncthreads();
-        if (tid < 32) { /* the digit holding the need-th highest: a warp walks the bins from the top */
-            int above = 0; /* keys in higher bins */
-            for (int b0 = 224; b0 >= 0; b0 -= 32) {
-                const int h = hist[b0 + 31 - tid]; /* lane 0: the highest bin of the group */
-                int x = h;
-                for (int o = 1; o < 32; o <<= 1) {
-                    const int y = __shfl_up_sync(0xffffffffu, x, o);
-                    if (tid >= o) x += y;
-                }
-                const unsigned hit = __ballot_sync(0xffffffffu, above + x >= need);
-                if (hit) {
-                    const int l = __ffs(hit) - 1;
-                    const int before = __shfl_sync(0xffffffffu, x - h, l);
-                    if (tid == l) {
-                        s_prefix = prefix | ((uint32_t)(b0 + 31 - l) << shift);
-                        s_need = need - (above + before);
-                    }
-                    break;
-                }
-                above += __shfl_sync(0xffffffffu, x, 31);
+        /* the bucket holding the need-th highest: thread i holds buckets nb-1-2i and nb-2-2i */
+        const int bh = nb - 1 - 2 * tid, bl = bh - 1;
+        const int hh = hist[bh > 0 ? bh : 0] & -(bh >= 0), hl = hist[bl > 0 ? bl : 0] & -(bl >= 0);
+        int tot;
+        const int incl = block_scan_incl<int>(hh + hl, sh, &tot), excl = incl - hh - hl;
+        if (excl < need && incl >= need) {
+            const bool top = excl + hh >= need;
+            const uint64_t b0 = (uint64_t)lo + ((uint64_t)(top ? bh : bl) << sh_w), b1 = b0 + ((uint64_t)1 << sh_w) - 1;
+            s_lo = (uint32_t)b0;
+            s_hi = b1 < hi ? (uint32_t)b1 : hi;
+            s_need = need - excl - (top ? 0 : hh);
+            s_all = (top ? hh : hl) == s_need;
+        }
+        __syncthreads();
+        lo = s_lo;
+        hi = s_hi;
+        need = s_need;
+        if (s_all || sh_w == 0) break; /* the bucket's keys are all taken, or one key wide */
+        __syncthreads(); /* s_* are read before the next pass writes them */
+    }
+    int eq_seen = 0, at = 0; /* over the chunks before: keys in [lo, hi], indices written */
+    for (int base = 0; base < N && at < k; base += 32 * IX_BT) {
+        const int c0 = base + wid * 1024 + lane; /* the warp's candidates, 32 apart */
+        uint32_t gt = 0, eq = 0;
+#pragma unroll
+        for (int h = 0; h < 32; h += 16) { /* 16 loads at a time */
+            uint32_t v[16];
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const int c = c0 + 32 * (h + i) < N ? c0 + 32 * (h + i) : N - 1;
+                v[i] = smem ? ix_keys[c] : ix_key(sc[c]);
+            }
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                const bool in = c0 + 32 * (h + i) < N;
+                const unsigned g = __ballot_sync(0xffffffffu, in && v[i] > hi);
+                const unsigned e = __ballot_sync(0xffffffffu, in && v[i] >= lo && v[i] <= hi);
+                if (lane == h + i) gt = g, eq = e;
             }
         }
-        __syncthreads();
-        prefix = s_prefix;
-        need = s_need;
-        mask |= 255u << shift;
-    }
-    /* T = prefix: every key above it is taken, and the first `need` keys equal to it */
-    const int64_t per = (N + IX_BT - 1) / IX_BT, lo = (int64_t)tid * per, hi = lo + per < N ? lo + per : N;
-    int n_eq = 0;
-    for (int64_t c = lo; c < hi; c++) n_eq += ix_key(sc[c]) == prefix;
-    int tot;
-    const int eq_before = block_scan_incl<int>(n_eq, sh, &tot) - n_eq;
-    int n_take = 0;
-    for (int64_t c = lo, e = eq_before; c < hi; c++) {
-        const uint32_t u = ix_key(sc[c]);
-        if (u > prefix) n_take++;
-        else if (u == prefix) n_take += e++ < need;
-    }
-    int at = block_scan_incl<int>(n_take, sh, &tot) - n_take;
-    for (int64_t c = lo, e = eq_before; c < hi; c++) {
-        const uint32_t u = ix_key(sc[c]);
-        if (u > prefix || (u == prefix && e++ < need)) out[at++] = (int32_t)c;
+        int tot;
+        const int ne = __popc(eq), eb = block_scan_incl<int>(ne, sh, &tot) - ne + eq_seen;
+        eq_seen += tot;
+        uint32_t keep = 0; /* those of rank below need: the lowest (need - eb) set bits of eq */
+        if (eb + ne <= need) keep = eq;
+        else
+            for (int r = need - eb; r > 0; r--) keep |= eq & (0u - eq), eq &= eq - 1;
+        const uint32_t take = gt | keep;
+        const int nt = __popc(take);
+        int o = block_scan_incl<int>(nt, sh, &tot) - nt + at;
+        at += tot;
+        const int w0 = base + wid * 1024 + 32 * lane; /* this thread's word */
+        for (uint32_t x = take; x; x &= x - 1) out[o++] = w0 + __ffs(x) - 1;
     }
 }
 
@@ -327,17 +401,26 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
 
 static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
+static int64_t ix_topk_cap = -1;
+extern "C" void dsv4_cuda_indexer_topk_cap(int64_t cap) { ix_topk_cap = cap; }
 
-/* The CUDA-core scores may take all of the GPU's shared memory that their
- * static arrays leave (their size follows the indexer's shape): allowed once,
- * at the backend's creation; returns that limit. */
-size_t cuda_indexer_init(size_t smem_optin)
+/* The CUDA-core scores and the top-k may take all of the GPU's shared memory
+ * that their static arrays leave (the scores' size follows the indexer's
+ * shape; the top-k keeps the keys there when they fit): allowed once, at the
+ * backend's creation, which keeps the two limits. */
+static size_t smem_allow(const void *f, size_t smem_optin)
 {
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, k_idx_score));
+    CK(cudaFuncGetAttributes(&fa, f));
     const size_t dyn = smem_optin > fa.sharedSizeBytes ? smem_optin - fa.sharedSizeBytes : 0;
-    CK(cudaFuncSetAttribute(k_idx_score, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
+    CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn));
     return dyn;
+}
+
+void cuda_indexer_init(cuda_impl *im)
+{
+    im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
+    im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk, im->smem_optin);
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -382,7 +465,11 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     }
     CK_LAUNCH();
-    k_idx_topk<<<plan->n_tok, IX_BT, 0, im->stream>>>(A, im->d_pos, scores, idx, cnt);
+    int64_t cap = (int64_t)(im->ix_topk_smem_max / 4); /* keys the top-k may keep in shared memory */
+    if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
+    if (max_n < cap) cap = max_n;
+    launch_pdl(k_idx_topk, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
+               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap);
     CK_LAUNCH();
 }
 
