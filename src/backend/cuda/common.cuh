@@ -81,6 +81,7 @@ struct cuda_graph {
 struct cuda_impl {
     int device;
     size_t smem_optin; /* the most shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
+    int n_sm;          /* streaming multiprocessors */
     size_t ix_smem_max, ix_topk_smem_max; /* the most dynamic shared memory k_idx_score, k_idx_topk may take */
     cudaStream_t stream;
     /* the current step's plan and page table, on the device */

@@ -647,6 +647,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_impl *im = (cuda_impl *)calloc(1, sizeof(*im));
     im->device = device;
     im->smem_optin = prop.sharedMemPerBlockOptin;
+    im->n_sm = prop.multiProcessorCount;
     CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     cuda_attn_init();
     cuda_indexer_init(im);

@@ -94,84 +94,124 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
 /* Scores on the tensor cores (reference numerics, up to 64 heads, head_dim a
  * multiple of 32 up to 128): the queries and keys are BF16 values there
  * (Hadamard, BF16, FP4 round trip), so BF16 MMAs with FP32 accumulation
- * form each q . k exactly. Block (token, 64 keys), warp w = heads 16 w ..
- * 16 w + 15 (the MMA's M), keys the N; lane (g, tq) takes dimensions 8 tq ..
- * 8 tq + 7 of each 32 for both operands (the same permutation of K). The
- * epilogue rounds each head's dot product, ReLU, times its BF16 weight,
- * rounds, and sums the heads in a fixed order: the lane's two heads, the 8
- * lanes of a key, then the 4 warps in order. */
+ * form each q . k exactly. Block (token, `tiles` tiles of 64 keys): the
+ * token's query is converted to BF16 in shared memory once; each tile's FP32
+ * keys arrive by cp.async in a staging buffer (dynamic shared memory) and
+ * are converted to BF16 there, after which the next tile's copy is issued, in
+ * flight under this tile's MMAs. Warp w = heads 16 w .. 16 w + 15 (the MMA's
+ * M), keys the N; lane (g, tq) takes dimensions 8 tq .. 8 tq + 7 of each 32
+ * for both operands (the same permutation of K). The epilogue rounds each
+ * head's dot product, ReLU, times its BF16 weight, rounds, and sums the heads
+ * in a fixed order: the lane's two heads, the 8 lanes of a key, then the 4
+ * warps in order. */
 #define IXT_KEYS 64
 __host__ __device__ constexpr int ixt_stride(int hd) { return hd * 2 + (192 - (hd * 2) % 128) % 128; }
 
-__global__ void __launch_bounds__(128) k_idx_score_tc(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg,
+/* The rows of tile c0 (nk of them; the rest: row c0's, not copied) into kp: one thread per row. */
+__device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_table, int slot, int64_t c0, int nk,
+                                         const float **kp)
+{
+    if (threadIdx.x < IXT_KEYS)
+        kp[threadIdx.x] = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot,
+                                  c0 + ((int)threadIdx.x < nk ? threadIdx.x : 0), A.ratio, A.hd);
+}
+
+/* Tile keys from rows kp (nk of them; the rest of the 64 rows: zeros) into kf [64][hd] floats: 16-byte
+ * copies when the pool's rows are 16-byte aligned (al), else 4-byte ones. */
+__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, int nk, bool al, float *kf)
+{
+    if (al) {
+        const int q4 = hd / 4;
+        for (int e = threadIdx.x; e < IXT_KEYS * q4; e += 128) {
+            const int r = e / q4;
+            cp_async<16>(kf + (size_t)r * hd + 4 * (e % q4), kp[r] + 4 * (e % q4), r < nk);
+        }
+    } else {
+        for (int e = threadIdx.x; e < IXT_KEYS * hd; e += 128) {
+            const int r = e / hd;
+            cp_async<4>(kf + e, kp[r] + e % hd, r < nk);
+        }
+    }
+    cp_async_commit();
+}
+
+__global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg,
                                                       const int64_t *pos, const int32_t *page_table, const float *q,
-                                                      const float *w, float *scores)
+                                                      const float *w, float *scores, int tiles)
 {
     __shared__ __align__(16) unsigned char qs[64 * ixt_stride(128)], ks[IXT_KEYS * ixt_stride(128)];
-    __shared__ const float *kp[IXT_KEYS];
     __shared__ float part[4][IXT_KEYS];
+    __shared__ const float *kp[2][IXT_KEYS]; /* the rows of this tile and the next */
+    extern __shared__ __align__(16) float ixt_kf[]; /* [IXT_KEYS][hd] */
     const int t = blockIdx.x, hd = A.hd, st = ixt_stride(hd), tid = threadIdx.x, lane = tid & 31, w4 = tid >> 5;
-    const int g = lane >> 2, tq = lane & 3;
-    const int64_t N = (pos[t] + 1) / A.ratio, c0 = (int64_t)blockIdx.y * IXT_KEYS;
-    if (c0 >= N) return;
-    const int nk = N - c0 < IXT_KEYS ? (int)(N - c0) : IXT_KEYS;
+    const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
+    const int64_t N = (pos[t] + 1) / A.ratio, cb = (int64_t)blockIdx.y * tiles * IXT_KEYS;
+    if (cb >= N) return;
     const dsv4_seg s = segs[tok_seg[t]];
-    if (tid < nk)
-        kp[tid] = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c0 + tid,
-                          A.ratio, hd);
-    const int H16 = (A.nh + 15) & ~15, q4 = hd / 4;
+    const bool al = ((uintptr_t)A.pages & 15) == 0 && ((A.page_floats | A.pg_off) & 3) == 0;
+    const auto nk_at = [&](int64_t c0) { return (int)(N - c0 < IXT_KEYS ? N - c0 : IXT_KEYS); };
+    ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0]);
+    if (tiles > 1 && cb + IXT_KEYS < N) ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1]);
+    __syncthreads();
+    ixt_issue(hd, kp[0], nk_at(cb), al, ixt_kf);
+    const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
         const int h = e / q4;
         const float4 v = h < A.nh ? *(const float4 *)(qt + (size_t)h * hd + 4 * (e % q4)) : make_float4(0, 0, 0, 0);
         *(uint2 *)(qs + h * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
     }
-    __syncthreads();
-    for (int e = tid; e < IXT_KEYS * q4; e += 128) { /* keys past N: zero */
-        const int r = e / q4;
-        float4 v = make_float4(0, 0, 0, 0);
-        if (r < nk) {
-            const float *src = kp[r] + 4 * (e % q4);
-            v = ((uintptr_t)src & 15) == 0 ? *(const float4 *)src : make_float4(src[0], src[1], src[2], src[3]);
-        }
-        *(uint2 *)(ks + r * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
-    }
-    __syncthreads();
-    float acc[IXT_KEYS / 8][4];
-#pragma unroll
-    for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-    const bool active = 16 * w4 < A.nh;
-    if (active)
-        for (int d0 = 0; d0 < hd; d0 += 32) {
-            const uint4 a = *(const uint4 *)(qs + (16 * w4 + g) * st + 2 * d0 + 16 * tq);
-            const uint4 b8 = *(const uint4 *)(qs + (16 * w4 + g + 8) * st + 2 * d0 + 16 * tq);
-#pragma unroll
-            for (int n = 0; n < IXT_KEYS / 8; n++) {
-                const uint4 k = *(const uint4 *)(ks + (8 * n + g) * st + 2 * d0 + 16 * tq);
-                mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
-                mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
-            }
-        }
-    /* the epilogue: heads 16 w4 + g and + 8 of keys 8 n + 2 tq and + 1 */
     const int h0 = 16 * w4 + g, h1 = h0 + 8;
     const float wh0 = h0 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h0]) * A.scale) : 0.0f,
                 wh1 = h1 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h1]) * A.scale) : 0.0f;
-#pragma unroll
-    for (int n = 0; n < IXT_KEYS / 8; n++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) {
-            float v = 0;
-            if (h0 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][e]), 0.0f) * wh0);
-            if (h1 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][2 + e]), 0.0f) * wh1);
-            v += __shfl_xor_sync(0xffffffffu, v, 4);
-            v += __shfl_xor_sync(0xffffffffu, v, 8);
-            v += __shfl_xor_sync(0xffffffffu, v, 16);
-            if (g == 0) part[w4][8 * n + 2 * tq + e] = active ? v : 0.0f;
+    const bool active = 16 * w4 < A.nh;
+    for (int ti = 0; ti < tiles; ti++) {
+        const int64_t c0 = cb + (int64_t)ti * IXT_KEYS;
+        if (c0 >= N) break;
+        const int nk = N - c0 < IXT_KEYS ? (int)(N - c0) : IXT_KEYS;
+        cp_async_wait<0>();
+        __syncthreads(); /* this tile's keys are staged; the tile before is read (and the query written) */
+        for (int e = tid; e < IXT_KEYS * q4; e += 128) {
+            const float4 v = *(const float4 *)(ixt_kf + 4 * e);
+            *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
         }
-    __syncthreads();
-    if (tid < nk) {
-        const float v = dsv4_round_bf16(((part[0][tid] + part[1][tid]) + part[2][tid]) + part[3][tid]);
-        scores[(size_t)t * 2 * A.max_n + c0 + tid] = isnan(v) ? -INFINITY : v; /* NaN ranks last */
+        __syncthreads();
+        if (ti + 1 < tiles && c0 + IXT_KEYS < N) /* the next tile's keys, in flight under these MMAs */
+            ixt_issue(hd, kp[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, ixt_kf);
+        float acc[IXT_KEYS / 8][4];
+#pragma unroll
+        for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        if (active)
+            for (int d0 = 0; d0 < hd; d0 += 32) {
+                const uint4 a = *(const uint4 *)(qs + (16 * w4 + g) * st + 2 * d0 + 16 * tq);
+                const uint4 b8 = *(const uint4 *)(qs + (16 * w4 + g + 8) * st + 2 * d0 + 16 * tq);
+#pragma unroll
+                for (int n = 0; n < IXT_KEYS / 8; n++) {
+                    const uint4 k = *(const uint4 *)(ks + (8 * n + g) * st + 2 * d0 + 16 * tq);
+                    mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
+                    mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
+                }
+            }
+        /* the epilogue: heads 16 w4 + g and + 8 of keys 8 n + 2 tq and + 1 */
+#pragma unroll
+        for (int n = 0; n < IXT_KEYS / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float v = 0;
+                if (h0 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][e]), 0.0f) * wh0);
+                if (h1 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][2 + e]), 0.0f) * wh1);
+                v += __shfl_xor_sync(0xffffffffu, v, 4);
+                v += __shfl_xor_sync(0xffffffffu, v, 8);
+                v += __shfl_xor_sync(0xffffffffu, v, 16);
+                if (g == 0) part[w4][8 * n + 2 * tq + e] = active ? v : 0.0f;
+            }
+        if (ti + 2 < tiles && c0 + 2 * IXT_KEYS < N) /* the rows of the tile after next (kp of this one: issued) */
+            ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[ti & 1]);
+        __syncthreads();
+        if (tid < nk) {
+            const float v = dsv4_round_bf16(((part[0][tid] + part[1][tid]) + part[2][tid]) + part[3][tid]);
+            scores[(size_t)t * 2 * A.max_n + c0 + tid] = isnan(v) ? -INFINITY : v; /* NaN ranks last */
+        }
     }
 }
 
@@ -421,6 +461,7 @@ void cuda_indexer_init(cuda_impl *im)
 {
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
     im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk, im->smem_optin);
+    smem_allow((const void *)k_idx_score_tc, im->smem_optin); /* its staging: 64 keys of up to 128 floats */
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -458,8 +499,13 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         return;
     }
     if (tc) {
-        k_idx_score_tc<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IXT_KEYS - 1) / IXT_KEYS)), 128, 0,
-                         im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
+        /* tiles per block: about three blocks' worth per SM over the grid (each block converts the query once) */
+        const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, want = 3 * (int64_t)im->n_sm;
+        int64_t tiles = (int64_t)plan->n_tok * nt / (want > 0 ? want : 1);
+        tiles = tiles < 1 ? 1 : tiles > 4 ? 4 : tiles;
+        k_idx_score_tc<<<dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), 128,
+                         (size_t)IXT_KEYS * p->head_dim * sizeof(float), im->stream>>>(
+            A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores, (int)tiles);
     } else {
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
