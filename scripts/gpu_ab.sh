@@ -1,0 +1,41 @@
+#!/bin/sh
+# On the GPU machine (after scripts/gpu_pack.sh BASE=<a build-gpu of an earlier commit>): decode timings
+# of .gpu/bench_cpu against .gpu/bench_cpu.base on one checkpoint, each case run new then base,
+# AB_REPEAT times (default 2) alternating: the run-to-run noise is 3-5 %, so a few-percent change needs
+# both orders seen twice. One line per run into $OUT/ab.txt and a JSON per run ($OUT/ab-NAME[-base]-I.json).
+#
+#   sh scripts/gpu_ab.sh "b1-c128k:--batch 1 --context 131072" "b16:--batch 16" ...
+#
+# Each argument is NAME:ARGS (ARGS: more bench_cpu options). The checkpoint: AB_MODEL (default: an
+# 8-layer Flash-shaped sparse one made here, AB_LAYERS layers; filled at load with --fill-random);
+# AB_NUMERICS (default reference), AB_DECODE steps (default 16), AB_BACKEND (default cuda; cpu checks the
+# script here on a small fixture: AB_MODEL=tests/fixtures/q_stock AB_BACKEND=cpu). Needs the unpacked
+# bundle (gpu_suite.sh unpacks it, or: tar xJf .gpu/bundle.tar.xz -C .gpu).
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/dsv4-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B=.gpu
+[ -x $B/bench_cpu.base ] || { echo "gpu_ab: no $B/bench_cpu.base (pack with BASE=...)"; exit 1; }
+model=${AB_MODEL:-}
+fill=
+if [ -z "$model" ]; then
+  model=$(mktemp -d)/flash
+  $B/dsv4 mkmodel --preset flash --layers "${AB_LAYERS:-8}" --sparse -o "$model" > /dev/null 2>&1 ||
+    { echo "gpu_ab: mkmodel failed"; exit 1; }
+  fill=--fill-random
+fi
+for i in $(seq 1 "${AB_REPEAT:-2}"); do
+  for case in "$@"; do
+    name=${case%%:*} args=${case#*:}
+    for bin in bench_cpu bench_cpu.base; do
+      tag=$name; [ $bin = bench_cpu.base ] && tag=$name-base
+      # shellcheck disable=SC2086
+      timeout 200 $B/$bin -m "$model" --prompt 16 --decode "${AB_DECODE:-16}" --backend "${AB_BACKEND:-cuda}" \
+        --numerics "${AB_NUMERICS:-reference}" $fill $args --json "$OUT/ab-$tag-$i.json" > "$OUT/ab-$tag-$i.txt" 2>&1
+      r=$(grep -m1 '^model ' "$OUT/ab-$tag-$i.txt" | sed 's/.*decode [0-9]* steps: //; s/ (graphs.*//')
+      echo "$tag ($i): ${r:-FAILED, see ab-$tag-$i.txt}" | tee -a "$OUT/ab.txt"
+    done
+  done
+done
