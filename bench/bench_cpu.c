@@ -31,6 +31,18 @@
 
 #include "dsv4.h"
 
+/* s as a JSON string: quotes, backslashes and control characters escaped (a model path may hold any). */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -182,11 +194,13 @@ int main(int argc, char **argv)
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
-            fprintf(f, "{\"model\": \"%s\", \"backend\": \"%s\", \"numerics\": \"%s\", \"layers\": %d, \"threads\": %d, "
+            fputs("{\"model\": ", f);
+            json_str(f, o.model_dir);
+            fprintf(f, ", \"backend\": \"%s\", \"numerics\": \"%s\", \"layers\": %d, \"threads\": %d, "
                        "\"batch\": %d, \"prompt\": %d, \"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, "
                        "\"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, \"decode_ms_per_token\": %.4f, "
                        "\"graphs\": %s, \"host_argmax\": %s}\n",
-                    o.model_dir, info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers,
+                    info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers,
                     o.n_threads, B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms, step_ms / B,
                     o.no_graphs ? "false" : "true", host_argmax ? "true" : "false");
             fclose(f);
