@@ -3,12 +3,13 @@
  * every visible compressed key, then the top-k, written in ascending index
  * order with ties going to the lower index (as the CPU backend). Scores: in
  * reference numerics on the tensor cores (k_idx_score_tc: BF16 queries and
- * keys, the heads as the MMA's M), otherwise a warp per candidate key, 32
+ * keys, the heads as the MMA's M, up to 4 tiles of 64 keys per block, keys
+ * staged by cp.async a tile ahead), otherwise a warp per candidate key, 32
  * keys per block (the grid spreads a token's keys over the GPU), queries and
- * keys in shared memory; top-k: a block per token, a radix select on the
- * score bits (linear in the candidates; the first version ranked every
- * candidate against every other in one block: quadratic, milliseconds at
- * 128k; kept as the benchmarks' baseline).
+ * keys in shared memory; top-k: a block per token, a select over power-of-two
+ * buckets of the keys' range (linear in the candidates; the first version
+ * ranked every candidate against every other in one block: quadratic,
+ * milliseconds at 128k; kept as the benchmarks' baseline).
  */
 #include <stdlib.h>
 #include <string.h>
