@@ -96,6 +96,7 @@ typedef struct {
     const char *backend; /* "cpu" or "cuda" */
     int64_t kv_page_bytes; /* one KV page (dsv4_page_tokens() positions of one sequence, every layer) */
     int kv_bf16_rows;      /* the cached rows are stored as BF16 (reference numerics, where the backend can) */
+    int kv_fp4_keys;       /* the indexer's keys are stored as E2M1 codes + UE8M0 scales (likewise) */
 } dsv4_model_info;
 void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
 

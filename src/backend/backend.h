@@ -119,6 +119,10 @@ struct dsv4_backend {
      * numerics): compress, indexer_topk, attn and kv_store read and write them
      * so. Set by the backend at creation. */
     bool kv_bf16;
+    /* The state's indexer keys may be E2M1 codes + UE8M0 scales
+     * (dsv4_kv.fp4_keys, reference numerics): compress writes them so and
+     * indexer_topk reads them so. Set by the backend at creation. */
+    bool kv_fp4_keys;
     void (*destroy)(dsv4_backend *be);
     /* Make this backend's device current on the calling thread before other
      * calls (NULL: nothing to do). One thread driving backends on several

@@ -700,8 +700,12 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
         return NULL;
     }
     m->R = n_ranks;
-    be->kv_bf16 = true;
-    for (int r = 0; r < n_ranks; r++) m->rank[r] = ranks[r], be->kv_bf16 = be->kv_bf16 && ranks[r]->kv_bf16;
+    be->kv_bf16 = be->kv_fp4_keys = true;
+    for (int r = 0; r < n_ranks; r++) {
+        m->rank[r] = ranks[r];
+        be->kv_bf16 = be->kv_bf16 && ranks[r]->kv_bf16;
+        be->kv_fp4_keys = be->kv_fp4_keys && ranks[r]->kv_fp4_keys;
+    }
     m->E = w->n_experts;
     m->own = ranks[0]->sm > 0;
     if (m->own && !bind_experts(m, w)) {

@@ -173,10 +173,11 @@ int cmd_serve(int argc, char **argv)
     dsv4_model_info info;
     dsv4_engine_info(e, &info);
     logf_("engine %s: %d layers, vocabulary %d, backend %s, context %lld, KV pool %lld pages of %d tokens "
-          "(%.1f KiB each, cached rows %s; --mem-fraction %.2f, capped at %lld running x %lld context) [%.3f s]",
+          "(%.1f KiB each, cached rows %s%s; --mem-fraction %.2f, capped at %lld running x %lld context) [%.3f s]",
           eo.model_dir, info.n_layers, info.vocab_size, info.backend, (long long)info.max_ctx,
           (long long)dsv4_pages_total(e), dsv4_page_tokens(e), (double)info.kv_page_bytes / 1024.0,
-          info.kv_bf16_rows ? "BF16" : "FP32", mem_fraction, max_running, ctx, now_s() - t0);
+          info.kv_bf16_rows ? "BF16" : "FP32", info.kv_fp4_keys ? ", indexer keys FP4" : "", mem_fraction, max_running,
+          ctx, now_s() - t0);
     if (dsv4_tokenizer_vocab_size(tok) > info.vocab_size)
         logf_("warning: the tokenizer has %d ids, the model %d: ids beyond the model are never generated",
               (int)dsv4_tokenizer_vocab_size(tok), info.vocab_size);

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "engine/engine.h"
+#include "model/quant.h"
 #include "model/synth.h"
 
 void dsv4_engine_opts_default(dsv4_engine_opts *o)
@@ -83,9 +84,14 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     if (!kv->layer) return DSV4_ERR_NOMEM;
     /* reference numerics caches BF16 values: stored as such where the backend reads them */
     kv->bf16_rows = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_bf16;
+    /* and its indexer keys are FP4 values: stored as codes and scales where the backend reads them
+     * (DSV4_KV_FP4_KEYS=0: not, for comparing the two) */
+    const char *fk = getenv("DSV4_KV_FP4_KEYS");
+    kv->fp4_keys = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_fp4_keys && c->index_head_dim % 32 == 0 &&
+                   !(fk && !strcmp(fk, "0"));
     size_t so = 0, po = 0;
     const int hd = c->head_dim, dI = c->index_head_dim;
-    const size_t rhd = dsv4_kv_row_floats(kv, hd), rdI = dsv4_kv_row_floats(kv, dI);
+    const size_t rhd = dsv4_kv_row_floats(kv, hd);
     for (int l = 0; l < c->n_layers; l++) {
         dsv4_layer_state *ls = &kv->layer[l];
         int r = c->layer_ratio[l];
@@ -104,7 +110,7 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
             ls->pg_cmp = po;
             po += (size_t)(P / r) * rhd;
             ls->pg_idx = po;
-            po += (size_t)(P / r) * rdI;
+            po += dsv4_kv_idx_floats(kv, (int)(P / r), dI);
         } else if (c->layer_kind[l] == DSV4_ATTN_HCA) {
             ls->cmp_rows = r;
             ls->cmp_kv = so;
@@ -503,10 +509,10 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
     if (o->verbose)
         fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens "
-                "(%.1f KiB, cached rows %s), ready in %.3f s\n", e->be->name,
+                "(%.1f KiB, cached rows %s%s), ready in %.3f s\n", e->be->name,
                 e->numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", max_seqs, (long long)max_ctx,
                 (long long)e->kv.n_pages, e->kv.page_tokens, (double)e->kv.page_floats * sizeof(float) / 1024.0,
-                e->kv.bf16_rows ? "BF16" : "FP32", now_s() - t0);
+                e->kv.bf16_rows ? "BF16" : "FP32", e->kv.fp4_keys ? ", indexer keys FP4" : "", now_s() - t0);
     *out = e;
     return DSV4_OK;
 fail:
@@ -542,6 +548,7 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info)
     info->backend = e->be->name;
     info->kv_page_bytes = (int64_t)e->kv.page_floats * (int64_t)sizeof(float);
     info->kv_bf16_rows = e->kv.bf16_rows;
+    info->kv_fp4_keys = e->kv.fp4_keys;
 }
 
 /* ---- sequences ---------------------------------------------------------- */
@@ -629,14 +636,35 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
                  (long long)seq_pages_short(kv, seq, end), (long long)kv->n_free);
         return DSV4_ERR_NOMEM;
     }
+    const dsv4_config *c = &e->cfg;
+    uint8_t *sc = NULL; /* FP4 indexer keys: the fill's bytes are fine codes, but their scales get 2^-3 .. 2^0 */
+    size_t n_sc = 0;
+    if (kv->fp4_keys)
+        for (int l = 0; l < c->n_layers; l++)
+            if (c->layer_kind[l] == DSV4_ATTN_CSA) {
+                const size_t nl = (size_t)(kv->page_tokens / c->layer_ratio[l]) * (size_t)(c->index_head_dim / 32);
+                n_sc = nl > n_sc ? nl : n_sc;
+            }
+    if (n_sc && !(sc = malloc(n_sc))) {
+        snprintf(err, errlen, "seq_skip: out of memory");
+        return DSV4_ERR_NOMEM;
+    }
     const int64_t p0 = kv->n_seq_pages[seq];
     seq_take_pages(kv, seq, end);
     /* the pages taken get benchmark contents, seeded by their place in the sequence (not by which
      * pages they are): a page that already held earlier positions keeps its rows */
     for (int64_t p = p0; p < kv->n_seq_pages[seq]; p++) {
         const int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + p];
-        e->be->fill(e->be, kv->pages + (size_t)pg * kv->page_floats, kv->page_floats, 0x5eed0000ull + (uint64_t)p);
+        float *page = kv->pages + (size_t)pg * kv->page_floats;
+        e->be->fill(e->be, page, kv->page_floats, 0x5eed0000ull + (uint64_t)p);
+        for (int l = 0; sc && l < c->n_layers; l++) {
+            if (c->layer_kind[l] != DSV4_ATTN_CSA) continue;
+            const size_t rows = (size_t)(kv->page_tokens / c->layer_ratio[l]), ns = rows * (size_t)(c->index_head_dim / 32);
+            for (size_t i = 0; i < ns; i++) sc[i] = (uint8_t)(124 + (dsv4_fill_word(0x5eed0000ull + (uint64_t)p, i) & 3));
+            e->be->upload(e->be, (uint8_t *)(page + kv->layer[l].pg_idx) + rows * (size_t)(c->index_head_dim / 2), sc, ns);
+        }
     }
+    free(sc);
     kv->len[seq] = end;
     return DSV4_OK;
 }

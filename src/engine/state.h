@@ -14,6 +14,14 @@
  * it reads them: kv_bf16) those rows are stored as BF16, two to a float
  * slot: half the bytes, the same values. The compressors' partial windows
  * stay FP32 (they are sums in progress).
+ *
+ * With fp4_keys (reference numerics, where an indexer key leaves its
+ * compressor as FP4SIM32 output - E2M1 codes times power-of-two scales - on a
+ * backend that says it reads them: kv_fp4_keys; head width a multiple of 32)
+ * a layer's indexer keys in a page are [rows][width / 2] bytes of codes (two
+ * a byte, low nibble = even element) then [rows][width / 32] UE8M0 scale
+ * bytes: 68 bytes for a 128-wide key against 256 as BF16 and 512 as FP32,
+ * the same values (dsv4_fp4_pack / dsv4_fp4_unpack, MODEL.md §4.3).
  */
 #ifndef DSV4_ENGINE_STATE_H
 #define DSV4_ENGINE_STATE_H
@@ -43,6 +51,7 @@ typedef struct {
     int max_pages_per_seq;
     int64_t n_pages;
     bool bf16_rows;          /* cached rows as BF16 (see above) */
+    bool fp4_keys;           /* indexer keys as E2M1 codes + UE8M0 scales (see above) */
     size_t slot_floats;
     size_t page_floats;
     dsv4_layer_state *layer; /* [n_layers] */
@@ -92,6 +101,26 @@ static inline float *dsv4_kv_cmp_row(const dsv4_kv *kv, int l, int slot, int64_t
     int64_t row = (tok % kv->page_tokens) / ratio;
     size_t off = indexer ? kv->layer[l].pg_idx : kv->layer[l].pg_cmp;
     return kv->pages + (size_t)page * kv->page_floats + off + (size_t)row * dsv4_kv_row_floats(kv, width);
+}
+
+/* Floats of a page's indexer keys for one layer: rows keys of width values. */
+static inline size_t dsv4_kv_idx_floats(const dsv4_kv *kv, int rows, int width)
+{
+    if (!kv->fp4_keys) return (size_t)rows * dsv4_kv_row_floats(kv, width);
+    return ((size_t)rows * (size_t)(width / 2 + width / 32) + 3) / 4;
+}
+
+/* With fp4_keys: indexer key c of layer l of slot s - its width / 2 code
+ * bytes (returned) and its width / 32 scale bytes (*scales). */
+static inline uint8_t *dsv4_kv_idx_key(const dsv4_kv *kv, int l, int slot, int64_t c, int ratio, int width,
+                                       uint8_t **scales)
+{
+    int64_t tok = c * ratio;
+    int32_t page = kv->page_table[(size_t)slot * kv->max_pages_per_seq + tok / kv->page_tokens];
+    int64_t row = (tok % kv->page_tokens) / ratio, rows = kv->page_tokens / ratio;
+    uint8_t *base = (uint8_t *)(kv->pages + (size_t)page * kv->page_floats + kv->layer[l].pg_idx);
+    *scales = base + (size_t)rows * (size_t)(width / 2) + (size_t)row * (size_t)(width / 32);
+    return base + (size_t)row * (size_t)(width / 2);
 }
 
 /* Pointer to the window ring's row for position pos of layer l of slot s. */

@@ -12,6 +12,7 @@
 #define DSV4_MODEL_QUANT_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -198,6 +199,65 @@ DSV4_HD void dsv4_fp4sim(float *v, int n, int block)
             v[i] = dsv4_round_bf16(dsv4_e2m1_round(q) * s);
         }
     }
+}
+
+/* ---- the compact form of FP4SIM32's output ----------------------------
+ * A block of n <= 32 values that dsv4_fp4sim wrote (each e2m1 code x a power
+ * of two, BF16-exact) as n E2M1 codes (two a byte, low nibble = even element)
+ * and one UE8M0 scale 2^(e-127): dsv4_fp4_unpack gives back the same floats,
+ * bit for bit (signed zeros and the infinities of a 2^127 scale included).
+ * The scale is the smallest power of two >= max|v| / 6, which puts every value
+ * of the block on the grid (FP4SIM's own scale, or half of it when the block
+ * tops out at 3; smaller when its scale was clamped at 2^-126). Returns false
+ * when a value is not code x scale (not FP4SIM output: nothing is written). */
+DSV4_HD int dsv4_e2m1_code(float c) /* the code of a grid value, -1 when off the grid */
+{
+    const float a = fabsf(c);
+    int k = a == 0.0f ? 0 : a == 0.5f ? 1 : a == 1.0f ? 2 : a == 1.5f ? 3 : a == 2.0f ? 4 : a == 3.0f ? 5
+          : a == 4.0f ? 6 : a == 6.0f ? 7 : -1;
+    return k < 0 ? -1 : k | (dsv4_f32_bits(c) >> 31 ? 8 : 0);
+}
+
+DSV4_HD bool dsv4_fp4_pack(const float *v, int n, uint8_t *codes, uint8_t *scale)
+{
+    float m = 0.0f;
+    bool inf = false;
+    for (int i = 0; i < n; i++) {
+        if (isinf(v[i])) inf = true;
+        else m = fmaxf(m, fabsf(v[i]));
+    }
+    int e0 = 127, e1 = 127; /* the scales to try; all zeros: any */
+    if (inf) {
+        e0 = 253, e1 = 254; /* 6 x 2^126 and up overflow: FP4SIM's two largest scales */
+    } else if (m > 0.0f) {
+        const uint32_t u = dsv4_f32_bits(m / 6.0f); /* exact unless it underflows, which rounds up below */
+        int x = (int)((u >> 23) & 0xff);
+        if (x == 0) x = 1; /* a subnormal: at most 2^-126 */
+        else if (u & 0x7fffffu) x += 1;
+        e0 = e1 = x > 254 ? 254 : x;
+    }
+    for (int e = e0; e <= e1; e++) {
+        const float s = dsv4_bits_f32((uint32_t)e << 23);
+        uint8_t b[16];
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++) {
+            const int k = isinf(v[i]) ? (v[i] < 0 ? 15 : 7) : dsv4_e2m1_code(v[i] / s);
+            ok = k >= 0 && (isinf(v[i]) || dsv4_e2m1_to_f32((uint8_t)k) * s == v[i]);
+            if (i & 1) b[i >> 1] = (uint8_t)(b[i >> 1] | k << 4);
+            else b[i >> 1] = (uint8_t)k;
+        }
+        if (!ok) continue;
+        for (int i = 0; i < (n + 1) / 2; i++) codes[i] = b[i];
+        *scale = (uint8_t)e;
+        return true;
+    }
+    return false;
+}
+
+DSV4_HD void dsv4_fp4_unpack(const uint8_t *codes, uint8_t scale, int n, float *v)
+{
+    const float s = scale == 0 ? 0x1p-127f : dsv4_bits_f32((uint32_t)scale << 23); /* 255: infinity, NaN codes */
+    for (int i = 0; i < n; i++) v[i] = dsv4_e2m1_to_f32((uint8_t)(codes[i >> 1] >> (4 * (i & 1)))) * s;
 }
 
 /* In-place normalised Walsh-Hadamard transform (Sylvester order) of length n

@@ -3,7 +3,9 @@
  * against their definitions, computed here independently with ldexp:
  * every E4M3 byte, the whole E8M0 range, every E2M1 code, NVFP4 scale
  * composition, and the CPU linear's on-the-fly decoding of FP8 block-scaled,
- * MXFP4 and NVFP4 matrices against a dequantize-then-multiply reference.
+ * MXFP4 and NVFP4 matrices against a dequantize-then-multiply reference,
+ * and the compact form of FP4SIM's output (codes and a UE8M0 scale) back to
+ * the same floats.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -192,12 +194,60 @@ static void test_fp4_linear(void **state)
     be->destroy(be);
 }
 
+/* The compact form of FP4SIM32's output (the CPU's indexer keys in reference
+ * numerics): dsv4_fp4_unpack(dsv4_fp4_pack(fp4sim(v))) is fp4sim(v) bit for
+ * bit, over blocks at every scale from the clamped smallest (2^-126) to the
+ * largest (2^127, whose codes of 2 and up overflow to infinity), with zeros
+ * of both signs, NaN inputs (FP4SIM clamps them to -6 x scale), blocks that
+ * top out at 3 (packed at half FP4SIM's scale) and short blocks. Values that
+ * are not code x scale are refused. */
+static void test_fp4_pack(void **state)
+{
+    (void)state;
+    uint32_t seed = 12345;
+    int n_half = 0;
+    for (int trial = 0; trial < 20000; trial++) {
+        const int n = trial % 7 == 0 ? 1 + trial % 31 : 32;
+        float v[32], w[32];
+        const int ex = trial % 300 - 150; /* the block's magnitude */
+        for (int i = 0; i < n; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            const float u = (float)(seed >> 8) / 16777216.0f * 2.0f - 1.0f;
+            v[i] = ldexpf(u, ex);
+            if ((seed & 0xff) == 7) v[i] = 0.0f;
+            if ((seed & 0xff) == 9) v[i] = -0.0f;
+            if ((seed & 0x3ff) == 11) v[i] = NAN;
+        }
+        if (trial % 11 == 0) /* the block's largest magnitude 3 x 2^k: FP4SIM codes of at most 3 */
+            for (int i = 0; i < n; i++) v[i] = (i & 1 ? -1.5f : 3.0f) * ldexpf(1.0f, ex);
+        dsv4_fp4sim(v, n, 32);
+        uint8_t codes[16] = {0}, scale = 0;
+        if (!dsv4_fp4_pack(v, n, codes, &scale)) {
+            for (int i = 0; i < n; i++) print_message("%a ", v[i]);
+            fail_msg("trial %d (n %d, magnitude 2^%d): FP4SIM's output refused", trial, n, ex);
+        }
+        dsv4_fp4_unpack(codes, scale, n, w);
+        for (int i = 0; i < n; i++)
+            if (memcmp(&v[i], &w[i], 4)) fail_msg("trial %d element %d: %a packed back as %a (scale %d)", trial, i, v[i], w[i], scale);
+        if (trial % 11 == 0 && n > 1 && scale < 254) n_half++;
+    }
+    assert_true(n_half > 0);
+    float on[2] = {0.75f, 1.0f}, back[2]; /* 3 and 4 x 0.25 */
+    uint8_t c[1], sc;
+    assert_true(dsv4_fp4_pack(on, 2, c, &sc));
+    assert_int_equal(sc, 125);
+    dsv4_fp4_unpack(c, sc, 2, back);
+    assert_memory_equal(on, back, sizeof on);
+    float off[2] = {1.0f, 1.1f}; /* 1.1 is not an E2M1 code times 1.1's block scale */
+    assert_false(dsv4_fp4_pack(off, 2, c, &sc));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_e4m3_all_bytes), cmocka_unit_test(test_e8m0_range),
         cmocka_unit_test(test_e2m1_codes),     cmocka_unit_test(test_fp8_block_linear),
-        cmocka_unit_test(test_fp4_linear),
+        cmocka_unit_test(test_fp4_linear),     cmocka_unit_test(test_fp4_pack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

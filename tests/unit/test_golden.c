@@ -223,7 +223,7 @@ static void test_reference_numerics(void **state)
         float *ref = malloc(sz * sizeof(float)), *ref2 = malloc(sz * sizeof(float));
         dsv4_engine *e = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1);
         /* reference numerics caches BF16 values: the CPU stores its cached rows as BF16, a page (nothing but
-         * rows) half the bytes of plain numerics' */
+         * rows) half the bytes of plain numerics' - less where the indexer's keys are FP4 codes and scales */
         dsv4_engine *ep = open_engine(fx, DSV4_NUMERICS_PLAIN, 1);
         dsv4_model_info ir, ip;
         dsv4_engine_info(e, &ir);
@@ -232,7 +232,8 @@ static void test_reference_numerics(void **state)
         assert_false(ip.kv_bf16_rows);
         if (test_backend == DSV4_BACKEND_CPU) {
             assert_true(ir.kv_bf16_rows);
-            assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
+            if (ir.kv_fp4_keys) assert_true(ir.kv_page_bytes * 2 < ip.kv_page_bytes);
+            else assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
         }
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 0, ref);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 29, ref2);
@@ -323,6 +324,66 @@ static void test_seq_skip(void **state)
     dsv4_engine_close(e);
 }
 
+/* The indexer's keys stored as E2M1 codes + UE8M0 scales (dsv4_kv.fp4_keys,
+ * reference numerics, where the backend reads them) give the same logits, bit
+ * for bit, as the same keys stored whole (DSV4_KV_FP4_KEYS=0), over a prefill
+ * and decode steps long enough for the indexer to choose (more compressed
+ * rows than its top-k), and the pages are smaller. */
+static dsv4_engine *open_ref(const fixture *fx, bool fp4, dsv4_model_info *info)
+{
+    dsv4_engine_opts o;
+    dsv4_engine_opts_default(&o);
+    o.model_dir = fx->dir;
+    o.backend = test_backend;
+    o.numerics = DSV4_NUMERICS_REFERENCE;
+    o.max_seqs = 1;
+    o.max_ctx = 1024;
+    o.max_batch_tokens = 512;
+    o.pool_tokens = 1024;
+    if (!fp4) setenv("DSV4_KV_FP4_KEYS", "0", 1);
+    dsv4_engine *e = NULL;
+    char err[1024];
+    const dsv4_status st = dsv4_engine_open(&o, &e, err, sizeof err);
+    unsetenv("DSV4_KV_FP4_KEYS");
+    if (st != DSV4_OK) fail_msg("%s", err);
+    dsv4_engine_info(e, info);
+    return e;
+}
+
+static void test_fp4_keys(void **state)
+{
+    (void)state;
+    const fixture *fx = &fixtures[0];
+    dsv4_model_info i1, i0;
+    dsv4_engine *e1 = open_ref(fx, true, &i1), *e0 = open_ref(fx, false, &i0);
+    assert_int_equal(i0.kv_fp4_keys, 0);
+    if (test_backend == DSV4_BACKEND_CPU) { /* the CPU reads them (the fixture's index_head_dim is a multiple of 32) */
+        assert_int_equal(i1.kv_fp4_keys, 1);
+        assert_true(i1.kv_page_bytes < i0.kv_page_bytes);
+    }
+    enum { P = 300, D = 6 };
+    int32_t ids[P + D];
+    for (int i = 0; i < P + D; i++) ids[i] = fx->ids[i % fx->T] + i % 7 < fx->V ? fx->ids[i % fx->T] + i % 7 : 3;
+    float *lg[2];
+    dsv4_engine *es[2] = {e1, e0};
+    char err[1024];
+    for (int k = 0; k < 2; k++) {
+        lg[k] = malloc((size_t)fx->V * (D + 1) * sizeof(float));
+        int s;
+        assert_int_equal(dsv4_seq_create(es[k], &s, err, sizeof err), DSV4_OK);
+        dsv4_batch_entry en = {.seq = s, .n_tokens = P, .tokens = ids, .logits = lg[k]};
+        assert_int_equal(dsv4_step(es[k], &en, 1, err, sizeof err), DSV4_OK);
+        for (int d = 0; d < D; d++) {
+            dsv4_batch_entry dn = {.seq = s, .n_tokens = 1, .tokens = ids + P + d, .logits = lg[k] + (size_t)(d + 1) * fx->V};
+            assert_int_equal(dsv4_step(es[k], &dn, 1, err, sizeof err), DSV4_OK);
+        }
+    }
+    assert_memory_equal(lg[0], lg[1], (size_t)fx->V * (D + 1) * sizeof(float));
+    free(lg[0]), free(lg[1]);
+    dsv4_engine_close(e1);
+    dsv4_engine_close(e0);
+}
+
 static int setup(void **state)
 {
     const char *src = getenv("DSV4_SRC");
@@ -363,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_reference_numerics),
         cmocka_unit_test(test_seq_skip),
+        cmocka_unit_test(test_fp4_keys),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

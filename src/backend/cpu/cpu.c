@@ -792,6 +792,18 @@ static void kv_row_put(float *dst, const float *src, int n, bool bf16)
     for (int i = 0; i < n; i++) d[i] = dsv4_f32_to_bf16(src[i]);
 }
 
+/* An indexer key as codes and scales (dsv4_kv.fp4_keys): the row is FP4SIM32
+ * output (compress_finish, reference numerics), so it packs exactly. */
+static void kv_key_put(const dsv4_kv *kv, const dsv4_compress_params *p, int slot, int64_t c, const float *row)
+{
+    uint8_t *sc, *codes = dsv4_kv_idx_key(kv, p->layer, slot, c, p->ratio, p->d, &sc);
+    for (int b = 0; b < p->d; b += 32)
+        if (!dsv4_fp4_pack(row + b, 32, codes + b / 2, sc + b / 32)) {
+            fprintf(stderr, "dsv4: an indexer key is not FP4SIM32 output (layer %d); cannot pack it\n", p->layer);
+            abort();
+        }
+}
+
 /* q . row for a cached row: the BF16 row through the same tile as an FP32
  * one (the order of the sum does not depend on the element kind), so the
  * value is that of the row's FP32 copy. */
@@ -833,11 +845,13 @@ static void compress_seg(void *vctx, int64_t si)
         }
         if (j != r - 1) continue;
         int64_t crow = pos / r;
-        float *dst = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, crow, r, p->indexer, p->d);
-        float tmp[c->kv->bf16_rows ? p->d : 1], *row = c->kv->bf16_rows ? tmp : dst;
+        const bool fp4 = p->indexer && c->kv->fp4_keys, conv = fp4 || c->kv->bf16_rows;
+        float *dst = fp4 ? NULL : dsv4_kv_cmp_row(c->kv, p->layer, s->slot, crow, r, p->indexer, p->d);
+        float tmp[conv ? p->d : 1], *row = conv ? tmp : dst;
         compress_pool(p, kvs, scs, row);
         compress_finish(p, row, crow);
-        if (c->kv->bf16_rows) kv_row_put(dst, row, p->d, true);
+        if (fp4) kv_key_put(c->kv, p, s->slot, crow, row);
+        else if (c->kv->bf16_rows) kv_row_put(dst, row, p->d, true);
         if (p->coff == 2) {
             /* the current window becomes the previous one */
             memcpy(kvs, kvs + (size_t)r * w, (size_t)r * w * sizeof(float));
@@ -908,11 +922,19 @@ static void indexer_tok(void *vctx, int64_t t)
     /* reference numerics: w read as BF16 values (the reference's BF16 projection) */
     for (int h = 0; h < nh; h++)
         ws[h] = p->reference ? dsv4_round_bf16(dsv4_round_bf16(w[h]) * p->scale) : w[h] * p->scale;
+    const bool fp4 = c->kv->fp4_keys;
+    float kf[fp4 ? hd : 1];
     for (int64_t r = 0; r < N; r++) {
-        const float *key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
+        const float *key = kf;
+        if (fp4) { /* the key's values back from codes and scales: the same floats */
+            uint8_t *ks, *kc = dsv4_kv_idx_key(c->kv, p->layer, s->slot, r, p->ratio, hd, &ks);
+            for (int b = 0; b < hd; b += 32) dsv4_fp4_unpack(kc + b / 2, ks[b / 32], 32, kf + b);
+        } else {
+            key = dsv4_kv_cmp_row(c->kv, p->layer, s->slot, r, p->ratio, true, hd);
+        }
         float sc = 0;
         for (int h = 0; h < nh; h++) {
-            float dq = kv_row_dot(q + (size_t)h * hd, key, hd, c->kv->bf16_rows);
+            float dq = kv_row_dot(q + (size_t)h * hd, key, hd, !fp4 && c->kv->bf16_rows);
             /* the reference scores in BF16: each product and the sum rounded */
             if (p->reference) sc += dsv4_round_bf16(fmaxf(dsv4_round_bf16(dq), 0.0f) * ws[h]);
             else if (dq > 0) sc += ws[h] * dq;
@@ -1218,6 +1240,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     pthread_once(&once, luts_init);
     be->name = "cpu";
     be->kv_bf16 = true; /* compress, indexer, attention and window store read and write BF16 cached rows */
+    be->kv_fp4_keys = true; /* compress and indexer write and read packed FP4 indexer keys */
     snprintf(be->device, sizeof be->device, "the CPU");
     be->impl = im;
     be->destroy = cpu_destroy;
