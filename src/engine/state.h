@@ -103,11 +103,12 @@ static inline float *dsv4_kv_cmp_row(const dsv4_kv *kv, int l, int slot, int64_t
     return kv->pages + (size_t)page * kv->page_floats + off + (size_t)row * dsv4_kv_row_floats(kv, width);
 }
 
-/* Floats of a page's indexer keys for one layer: rows keys of width values. */
+/* Floats of a page's indexer keys for one layer: rows keys of width values
+ * (FP4: rounded up to 16 bytes, so what follows keeps its alignment). */
 static inline size_t dsv4_kv_idx_floats(const dsv4_kv *kv, int rows, int width)
 {
     if (!kv->fp4_keys) return (size_t)rows * dsv4_kv_row_floats(kv, width);
-    return ((size_t)rows * (size_t)(width / 2 + width / 32) + 3) / 4;
+    return ((size_t)rows * (size_t)(width / 2 + width / 32) + 15) / 16 * 4;
 }
 
 /* With fp4_keys: indexer key c of layer l of slot s - its width / 2 code
