@@ -9,14 +9,11 @@
 # Each argument is NAME:ARGS (ARGS: more bench_cpu options). The checkpoint: AB_MODEL (default: an
 # 8-layer Flash-shaped sparse one made here, AB_LAYERS layers; filled at load with --fill-random);
 # AB_NUMERICS (default reference), AB_DECODE steps (default 16), AB_BACKEND (default cuda; cpu checks the
-# script here on a small fixture: AB_MODEL=tests/fixtures/q_stock AB_BACKEND=cpu). Needs the unpacked
-# bundle (gpu_suite.sh unpacks it, or: tar xJf .gpu/bundle.tar.xz -C .gpu).
+# script here on a small fixture: AB_MODEL=tests/fixtures/q_stock AB_BACKEND=cpu). Unpacks the
+# bundle when it is not yet (scripts/gpu_env.sh).
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/dsv4-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-B=.gpu
+. scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
 [ -x $B/bench_cpu.base ] || { echo "gpu_ab: no $B/bench_cpu.base (pack with BASE=...)"; exit 1; }
 model=${AB_MODEL:-}
 fill=

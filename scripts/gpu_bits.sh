@@ -3,14 +3,12 @@
 # .gpu/dsv4 against .gpu/dsv4.base's on a 2-layer Flash-shaped checkpoint (--fill-random, 41 tokens;
 # reference and plain numerics; the whole prompt as one prefill, and 12 tokens then decode steps), byte
 # for byte: the check that a kernel change kept the bits. One line per case into $OUT/bits.txt; exits 1
-# when any case differs. Needs the unpacked bundle (gpu_suite.sh unpacks it, or: tar xJf .gpu/bundle.tar.xz -C .gpu).
+# when any case differs. Unpacks the bundle when it is not yet (scripts/gpu_env.sh).
 # BITS_BACKEND=cpu runs both on the CPU instead (slow: a check of the check).
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/dsv4-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-B=.gpu T=$(mktemp -d)
+. scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
+T=$(mktemp -d)
 $B/dsv4 mkmodel --preset flash --layers 2 --sparse -o "$T/f2" > /dev/null 2>&1 || { echo "gpu_bits: mkmodel failed"; exit 1; }
 ids=$(seq -s, 3 43) bad=0
 for num in reference plain; do

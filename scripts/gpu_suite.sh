@@ -17,11 +17,7 @@
 # (default /tmp/dsv4-gpu-out).
 set -u
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/dsv4-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-B=.gpu
-[ -f $B/bundle.tar.xz ] && [ ! -x $B/dsv4 ] && tar xJf $B/bundle.tar.xz -C $B # scripts/gpu_pack.sh's bundle
+. scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
 # NCCL for --ep across GPUs (dsv4 opens libnccl.so.2 at run time): the system's, else PyTorch's wheel
 if ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
   nd=$(python3 -c 'import glob, site
