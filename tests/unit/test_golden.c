@@ -357,10 +357,8 @@ static void test_fp4_keys(void **state)
     dsv4_model_info i1, i0;
     dsv4_engine *e1 = open_ref(fx, true, &i1), *e0 = open_ref(fx, false, &i0);
     assert_int_equal(i0.kv_fp4_keys, 0);
-    if (test_backend == DSV4_BACKEND_CPU) { /* the CPU reads them (the fixture's index_head_dim is a multiple of 32) */
-        assert_int_equal(i1.kv_fp4_keys, 1);
-        assert_true(i1.kv_page_bytes < i0.kv_page_bytes);
-    }
+    assert_int_equal(i1.kv_fp4_keys, 1); /* both backends read them (the fixture's index_head_dim is a multiple of 32) */
+    assert_true(i1.kv_page_bytes < i0.kv_page_bytes);
     enum { P = 300, D = 6 };
     int32_t ids[P + D];
     for (int i = 0; i < P + D; i++) ids[i] = fx->ids[i % fx->T] + i % 7 < fx->V ? fx->ids[i % fx->T] + i % 7 : 3;

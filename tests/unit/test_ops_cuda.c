@@ -2156,9 +2156,10 @@ static void test_state_nonfinite(void **state)
  * positions 139,999 (35,000 candidates: more than the 32,768 the GPU's
  * top-k orders at a time), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
  * than top-k), pages handed out in scrambled order. */
-static void indexer_large(bool ref)
+static void indexer_large(bool ref, bool fp4)
 {
-    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s", ref ? ", reference" : "");
+    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s", ref ? ", reference" : "",
+               fp4 ? ", FP4 keys" : "");
     const int nI = 4, dI = 64, ratio = 4, K = 512, P = 256, T = 4;
     int64_t posv[4] = {139999, 19999, 2999, 99};
     dsv4_layer_state ls;
@@ -2168,11 +2169,32 @@ static void indexer_large(bool ref)
     const int maxp = (int)(posv[0] / P + 2);
     int32_t *pt = malloc((size_t)T * maxp * 4);
     for (int i = 0; i < T * maxp; i++) pt[i] = (int32_t)((i * 37 + 11) % (T * maxp)); /* a permutation */
-    const size_t page_floats = (size_t)(P / ratio) * dI, nf = (size_t)T * maxp * page_floats;
+    size_t page_floats = (size_t)(P / ratio) * dI, nf = (size_t)T * maxp * page_floats;
     float *keys = malloc(nf * 4);
     for (size_t i = 0; i < nf; i++) keys[i] = (float)(rnd_int(7) - 3);
     for (size_t r = 300; r < nf / dI; r += 3) /* every third key a copy of an earlier one: exact ties */
         memcpy(keys + r * dI, keys + (r - 300 + (r % 7)) * dI, (size_t)dI * 4);
+    if (fp4) { /* the keys as codes and scales (dsv4_kv.fp4_keys; small integers are FP4SIM32's fixed points) */
+        dsv4_kv lay = {.fp4_keys = true};
+        const int rows = P / ratio;
+        const size_t pf = dsv4_kv_idx_floats(&lay, rows, dI), np = (size_t)T * maxp;
+        float *packed = calloc(np * pf, 4);
+        for (size_t pg = 0; pg < np; pg++)
+            for (int r = 0; r < rows; r++) {
+                float *k = keys + (pg * rows + r) * dI;
+                uint8_t *base = (uint8_t *)(packed + pg * pf);
+                for (int b = 0; b < dI; b += 32) {
+                    float v[32];
+                    memcpy(v, k + b, sizeof v);
+                    dsv4_fp4sim(v, 32, 32);
+                    assert_memory_equal(v, k + b, sizeof v);
+                    assert_true(dsv4_fp4_pack(v, 32, base + (size_t)r * (dI / 2) + b / 2,
+                                              base + (size_t)rows * (dI / 2) + (size_t)r * (dI / 32) + b / 32));
+                }
+            }
+        free(keys);
+        keys = packed, page_floats = pf, nf = np * pf;
+    }
     float *q = malloc((size_t)T * nI * dI * 4), *w = malloc((size_t)T * nI * 4);
     for (int i = 0; i < T * nI * dI; i++) q[i] = (float)(rnd_int(7) - 3);
     for (int i = 0; i < T * nI; i++) w[i] = (float)(rnd_int(5) - 2);
@@ -2196,6 +2218,7 @@ static void indexer_large(bool ref)
                            .max_pages_per_seq = maxp,
                            .n_pages = (int64_t)T * maxp,
                            .page_floats = page_floats,
+                           .fp4_keys = fp4,
                            .layer = &ls,
                            .page_table = pt,
                            .pt_version = ++pt_versions};
@@ -2220,6 +2243,17 @@ static void indexer_large(bool ref)
                 free(rg);
             }
             case_checks += 2;
+            if (ref) { /* queries off 16-byte alignment: the CUDA-core scores instead of the tensor cores */
+                float *dq1 = bnew(be, ((size_t)T * nI * dI + 1) * 4);
+                be->upload(be, dq1 + 1, q, (size_t)T * nI * dI * 4);
+                be->indexer_topk(be, &p, &plan, &kv[sd], dq1 + 1, dw, di, dc);
+                int32_t *rg = bhost(be, di, (size_t)T * K * 4);
+                if (memcmp(rg, ri[sd], (size_t)T * K * 4))
+                    fail_line("indexer_topk (large): idx", "the CUDA-core scores choose otherwise than the tensor cores");
+                free(rg);
+                bfree(be, dq1);
+                case_checks++;
+            }
         }
 #endif
         bfree(be, dq), bfree(be, dw), bfree(be, di), bfree(be, dc), bfree(be, kv[sd].pages);
@@ -2238,8 +2272,9 @@ static void indexer_large(bool ref)
 
 static void test_indexer_large(void **state)
 {
-    indexer_large(false);
-    indexer_large(true);
+    indexer_large(false, false);
+    indexer_large(true, false);
+    indexer_large(true, true);
     assert_int_equal(n_fail, 0);
 }
 

@@ -5,13 +5,14 @@
  * the CPU backend does: write the token's (kv, score + ape) into the state,
  * and when a window completes pool it (softmax per channel), normalise,
  * rotate and (reference numerics) simulate the cache format, then write the
- * row to its page. Streaming is exact by construction.
+ * row to its page (FP4 indexer keys: from shared memory as codes and scales).
+ * Streaming is exact by construction.
  */
 #include "backend/cuda/common.cuh"
 
 struct cmp_args {
     int ratio, coff, d, rope_dim;
-    bool indexer, reference;
+    bool indexer, reference, fp4; /* fp4: the row goes to the page as codes and scales (dsv4_kv.fp4_keys) */
     const float *ape, *norm, *freqs;
     float eps;
     size_t st_kv, st_score, pg_off;
@@ -25,6 +26,7 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
 {
     pdl_start();
     __shared__ float sh[32];
+    extern __shared__ float cmp_rowbuf[]; /* fp4: the row, d floats, before it is packed */
     const dsv4_seg s = segs[blockIdx.x];
     const int r = A.ratio, d = A.d, w = A.coff * d;
     float *slot = A.slots + (size_t)s.slot * A.slot_floats;
@@ -41,7 +43,9 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
         __syncthreads();
         if (j != r - 1) continue;
         const int64_t c = pos / r;
-        float *row = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c, r, d);
+        float *row = A.fp4 ? cmp_rowbuf
+                           : cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c,
+                                     r, d);
         for (int ch = threadIdx.x; ch < d; ch += blockDim.x) {
             float mx = -INFINITY, den = 0, num = 0;
             if (A.coff == 2) {
@@ -109,6 +113,13 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
             }
             __syncthreads();
         }
+        if (A.fp4) { /* FP4SIM32 output: codes and a scale per 32, the same values (dsv4_fp4_pack) */
+            uint8_t *scl, *codes = idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
+                                               s.slot, c, r, d, &scl);
+            for (int b = threadIdx.x; b < d / 32; b += blockDim.x)
+                if (!dsv4_fp4_pack(row + 32 * b, 32, codes + 16 * b, scl + b)) __trap(); /* not FP4SIM output: a bug */
+            __syncthreads();
+        }
         if (A.coff == 2) {
             for (int q = threadIdx.x; q < w; q += blockDim.x)
                 for (int k2 = 0; k2 < r; k2++) {
@@ -132,6 +143,7 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.rope_dim = p->rope_dim;
     A.indexer = p->indexer;
     A.reference = p->reference;
+    A.fp4 = p->indexer && p->reference && kv->fp4_keys;
     A.ape = p->ape;
     A.norm = p->norm;
     A.freqs = p->freqs;
@@ -145,7 +157,8 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.page_floats = kv->page_floats;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    launch_pdl(k_compress, dim3(plan->n_seg), dim3(256), 0, im->stream, A, (const dsv4_seg *)im->d_segs,
+    launch_pdl(k_compress, dim3(plan->n_seg), dim3(256), A.fp4 ? (size_t)p->d * sizeof(float) : 0, im->stream, A,
+               (const dsv4_seg *)im->d_segs,
                (const int32_t *)im->d_page_table, a, g);
     CK_LAUNCH();
 }

@@ -20,11 +20,34 @@
 struct idx_args {
     int ratio, nh, hd, topk, max_n; /* per token: max_n scores, then max_n ranks */
     float scale;
-    bool reference;
+    bool reference, fp4; /* fp4: the keys are E2M1 codes + UE8M0 scales (dsv4_kv.fp4_keys) */
     float *pages;
     size_t page_floats, pg_off;
     int page_tokens, max_pages;
 };
+
+/* An E2M1 code's value (sign bit 8), built from its bits. */
+__device__ __forceinline__ float fp4v(uint32_t c)
+{
+    const uint32_t e = (c >> 1) & 3, m = c & 1;
+    const uint32_t b = (e ? (e + 126) << 23 | m << 22 : (m ? 0x3f000000u : 0u)) | (c & 8) << 28;
+    return __uint_as_float(b);
+}
+/* A UE8M0 scale's value. */
+__device__ __forceinline__ float e8m0v(uint32_t x) { return x ? __uint_as_float(x << 23) : 0x1p-127f; }
+
+/* Key c's row (FP32: its floats; fp4: its code bytes, and *sc its scale bytes). */
+__device__ __forceinline__ const float *idx_row(const idx_args &A, const int32_t *page_table, int slot, int64_t c,
+                                                const uint8_t **sc)
+{
+    if (!A.fp4) return cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, A.ratio,
+                               A.hd);
+    uint8_t *s8;
+    const uint8_t *k = idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c,
+                                   A.ratio, A.hd, &s8);
+    *sc = s8;
+    return (const float *)k;
+}
 
 /* Scores: block (token, IX_KPB keys), a warp per key; lane l takes heads l,
  * l + 32, ... (each a serial dot product over the head dimension), then a
@@ -57,12 +80,18 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     float *qsm = ix_sm, *ksm = ix_sm + (size_t)A.nh * qs;
     __shared__ const float *kp[IX_KPB];
-    if (threadIdx.x < nk)
-        kp[threadIdx.x] = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot,
-                                  c0 + threadIdx.x, A.ratio, hd);
+    __shared__ const uint8_t *kps[IX_KPB];
+    if (threadIdx.x < nk) {
+        const uint8_t *sc = NULL;
+        kp[threadIdx.x] = idx_row(A, page_table, s.slot, c0 + threadIdx.x, &sc);
+        kps[threadIdx.x] = sc;
+    }
     for (int e = threadIdx.x; e < A.nh * hd; e += blockDim.x) qsm[(e / hd) * qs + e % hd] = qt[e];
     __syncthreads();
-    for (int e = threadIdx.x; e < nk * hd; e += blockDim.x) ksm[e] = kp[e / hd][e % hd];
+    for (int e = threadIdx.x; e < nk * hd; e += blockDim.x) {
+        const int r = e / hd, i = e % hd;
+        ksm[e] = A.fp4 ? fp4v(((const uint8_t *)kp[r])[i >> 1] >> 4 * (i & 1)) * e8m0v(kps[r][i / 32]) : kp[r][i];
+    }
     __syncthreads();
     float *sc = scores + (size_t)t * 2 * A.max_n;
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -110,18 +139,33 @@ __host__ __device__ constexpr int ixt_stride(int hd) { return hd * 2 + (192 - (h
 
 /* The rows of tile c0 (nk of them; the rest: row c0's, not copied) into kp: one thread per row. */
 __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_table, int slot, int64_t c0, int nk,
-                                         const float **kp)
+                                         const float **kp, const uint8_t **kps)
 {
-    if (threadIdx.x < IXT_KEYS)
-        kp[threadIdx.x] = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot,
-                                  c0 + ((int)threadIdx.x < nk ? threadIdx.x : 0), A.ratio, A.hd);
+    if (threadIdx.x < IXT_KEYS) {
+        const uint8_t *sc = NULL;
+        kp[threadIdx.x] = idx_row(A, page_table, slot, c0 + ((int)threadIdx.x < nk ? threadIdx.x : 0), &sc);
+        kps[threadIdx.x] = sc;
+    }
 }
 
 /* Tile keys from rows kp (nk of them; the rest of the 64 rows: zeros) into kf [64][hd] floats: 16-byte
  * copies when the pool's rows are 16-byte aligned (al), else 4-byte ones. */
-__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, int nk, bool al, float *kf)
+__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, int nk, bool al, bool fp4, float *kf)
 {
-    if (al) {
+    if (fp4) { /* the code bytes: [64][hd / 2] (the scales are read where they are converted) */
+        const int cb = hd / 2;
+        uint8_t *k8 = (uint8_t *)kf;
+        if (al)
+            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
+                const int r = e / (cb / 16), j = e % (cb / 16);
+                cp_async<16>(k8 + (size_t)r * cb + 16 * j, (const uint8_t *)kp[r] + 16 * j, r < nk);
+            }
+        else
+            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 4); e += 128) {
+                const int r = e / (cb / 4), j = e % (cb / 4);
+                cp_async<4>(k8 + (size_t)r * cb + 4 * j, (const uint8_t *)kp[r] + 4 * j, r < nk);
+            }
+    } else if (al) {
         const int q4 = hd / 4;
         for (int e = threadIdx.x; e < IXT_KEYS * q4; e += 128) {
             const int r = e / q4;
@@ -143,6 +187,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
     __shared__ __align__(16) unsigned char qs[64 * ixt_stride(128)], ks[IXT_KEYS * ixt_stride(128)];
     __shared__ float part[4][IXT_KEYS];
     __shared__ const float *kp[2][IXT_KEYS]; /* the rows of this tile and the next */
+    __shared__ const uint8_t *kps[2][IXT_KEYS]; /* fp4: their scale bytes */
     extern __shared__ __align__(16) float ixt_kf[]; /* [IXT_KEYS][hd] */
     const int t = blockIdx.x, hd = A.hd, st = ixt_stride(hd), tid = threadIdx.x, lane = tid & 31, w4 = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
@@ -151,10 +196,11 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
     const dsv4_seg s = segs[tok_seg[t]];
     const bool al = ((uintptr_t)A.pages & 15) == 0 && ((A.page_floats | A.pg_off) & 3) == 0;
     const auto nk_at = [&](int64_t c0) { return (int)(N - c0 < IXT_KEYS ? N - c0 : IXT_KEYS); };
-    ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0]);
-    if (tiles > 1 && cb + IXT_KEYS < N) ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1]);
+    ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0], kps[0]);
+    if (tiles > 1 && cb + IXT_KEYS < N)
+        ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
     __syncthreads();
-    ixt_issue(hd, kp[0], nk_at(cb), al, ixt_kf);
+    ixt_issue(hd, kp[0], nk_at(cb), al, A.fp4, ixt_kf);
     const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
@@ -172,13 +218,28 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
         const int nk = N - c0 < IXT_KEYS ? (int)(N - c0) : IXT_KEYS;
         cp_async_wait<0>();
         __syncthreads(); /* this tile's keys are staged; the tile before is read (and the query written) */
-        for (int e = tid; e < IXT_KEYS * q4; e += 128) {
-            const float4 v = *(const float4 *)(ixt_kf + 4 * e);
-            *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
+        if (A.fp4) { /* 8 codes a thread: their values (code x scale, BF16-exact) */
+            const int q8 = hd / 8;
+            const uint8_t *const *sc = kps[ti & 1];
+            for (int e = tid; e < IXT_KEYS * q8; e += 128) {
+                const int r = e / q8, j = e % q8;
+                const uint32_t cw = *(const uint32_t *)((const uint8_t *)ixt_kf + (size_t)r * (hd / 2) + 4 * j);
+                const float sv = e8m0v(sc[r][(8 * j) / 32]);
+                float f[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++) f[i] = fp4v(cw >> 4 * i) * sv;
+                *(uint4 *)(ks + r * st + 16 * j) =
+                    make_uint4(bf2_rn(f[0], f[1]), bf2_rn(f[2], f[3]), bf2_rn(f[4], f[5]), bf2_rn(f[6], f[7]));
+            }
+        } else {
+            for (int e = tid; e < IXT_KEYS * q4; e += 128) {
+                const float4 v = *(const float4 *)(ixt_kf + 4 * e);
+                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
+            }
         }
         __syncthreads();
         if (ti + 1 < tiles && c0 + IXT_KEYS < N) /* the next tile's keys, in flight under these MMAs */
-            ixt_issue(hd, kp[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, ixt_kf);
+            ixt_issue(hd, kp[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, ixt_kf);
         float acc[IXT_KEYS / 8][4];
 #pragma unroll
         for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -207,7 +268,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
                 if (g == 0) part[w4][8 * n + 2 * tq + e] = active ? v : 0.0f;
             }
         if (ti + 2 < tiles && c0 + 2 * IXT_KEYS < N) /* the rows of the tile after next (kp of this one: issued) */
-            ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[ti & 1]);
+            ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[ti & 1], kps[ti & 1]);
         __syncthreads();
         if (tid < nk) {
             const float v = dsv4_round_bf16(((part[0][tid] + part[1][tid]) + part[2][tid]) + part[3][tid]);
@@ -489,11 +550,17 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     A.pg_off = kv->layer[p->layer].pg_idx;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
+    A.fp4 = kv->fp4_keys;
     float *scores = (float *)cuda_scratch(be, CS_SCORES, (size_t)plan->n_tok * 2 * max_n * sizeof(float));
     const bool tc =
         p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
     const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
     if (ix_naive || (!tc && smem > im->ix_smem_max)) { /* the baseline, or beyond this GPU's shared memory */
+        if (A.fp4) {
+            fprintf(stderr, "dsv4: the indexer's first kernel does not read FP4 keys (%d heads of %d)\n", p->n_heads,
+                    p->head_dim);
+            abort();
+        }
         k_indexer_naive<<<plan->n_tok, 256, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table,
                                                              q, w, scores, idx, cnt);
         CK_LAUNCH();
