@@ -145,11 +145,13 @@ DSV4_HD float dsv4_e4m3_round(float x)
 
 /* ---- FP4 E2M1 --------------------------------------------------------- */
 
+/* Built from the code's bits (no table: on the GPU a table is a stack array):
+ * e = bits 2-1, m = bit 0; e > 0: 2^(e-1) (1 + m/2), e = 0: m/2; bit 3 the sign. */
 DSV4_HD float dsv4_e2m1_to_f32(uint8_t nib)
 {
-    const float t[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-    float v = t[nib & 7];
-    return (nib & 8) ? -v : v;
+    const uint32_t e = (nib >> 1) & 3u, m = nib & 1u;
+    const uint32_t mag = e ? (e + 126u) << 23 | m << 22 : (m ? 0x3f000000u : 0u);
+    return dsv4_bits_f32(mag | (uint32_t)(nib & 8u) << 28);
 }
 
 /* Round-to-nearest onto {0,.5,1,1.5,2,3,4,6}, ties to the even code, saturating. */
@@ -237,7 +239,7 @@ DSV4_HD bool dsv4_fp4_pack(const float *v, int n, uint8_t *codes, uint8_t *scale
         e0 = e1 = x > 254 ? 254 : x;
     }
     for (int e = e0; e <= e1; e++) {
-        const float s = dsv4_bits_f32((uint32_t)e << 23);
+        const float s = dsv4_e8m0_to_f32((uint8_t)e);
         uint8_t b[16];
         bool ok = true;
         for (int i = 0; i < n && ok; i++) {
@@ -256,7 +258,7 @@ DSV4_HD bool dsv4_fp4_pack(const float *v, int n, uint8_t *codes, uint8_t *scale
 
 DSV4_HD void dsv4_fp4_unpack(const uint8_t *codes, uint8_t scale, int n, float *v)
 {
-    const float s = scale == 0 ? 0x1p-127f : dsv4_bits_f32((uint32_t)scale << 23); /* 255: infinity, NaN codes */
+    const float s = dsv4_e8m0_to_f32(scale); /* 255: infinity, and NaN codes */
     for (int i = 0; i < n; i++) v[i] = dsv4_e2m1_to_f32((uint8_t)(codes[i >> 1] >> (4 * (i & 1)))) * s;
 }
 

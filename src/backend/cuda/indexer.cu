@@ -26,16 +26,6 @@ struct idx_args {
     int page_tokens, max_pages;
 };
 
-/* An E2M1 code's value (sign bit 8), built from its bits. */
-__device__ __forceinline__ float fp4v(uint32_t c)
-{
-    const uint32_t e = (c >> 1) & 3, m = c & 1;
-    const uint32_t b = (e ? (e + 126) << 23 | m << 22 : (m ? 0x3f000000u : 0u)) | (c & 8) << 28;
-    return __uint_as_float(b);
-}
-/* A UE8M0 scale's value. */
-__device__ __forceinline__ float e8m0v(uint32_t x) { return x ? __uint_as_float(x << 23) : 0x1p-127f; }
-
 /* Key c's row (FP32: its floats; fp4: its code bytes, and *sc its scale bytes). */
 __device__ __forceinline__ const float *idx_row(const idx_args &A, const int32_t *page_table, int slot, int64_t c,
                                                 const uint8_t **sc)
@@ -90,7 +80,9 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
     __syncthreads();
     for (int e = threadIdx.x; e < nk * hd; e += blockDim.x) {
         const int r = e / hd, i = e % hd;
-        ksm[e] = A.fp4 ? fp4v(((const uint8_t *)kp[r])[i >> 1] >> 4 * (i & 1)) * e8m0v(kps[r][i / 32]) : kp[r][i];
+        ksm[e] = A.fp4 ? dsv4_e2m1_to_f32((uint8_t)(((const uint8_t *)kp[r])[i >> 1] >> 4 * (i & 1))) *
+                             dsv4_e8m0_to_f32(kps[r][i / 32])
+                       : kp[r][i];
     }
     __syncthreads();
     float *sc = scores + (size_t)t * 2 * A.max_n;
@@ -224,10 +216,8 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
             for (int e = tid; e < IXT_KEYS * q8; e += 128) {
                 const int r = e / q8, j = e % q8;
                 const uint32_t cw = *(const uint32_t *)((const uint8_t *)ixt_kf + (size_t)r * (hd / 2) + 4 * j);
-                const float sv = e8m0v(sc[r][(8 * j) / 32]);
                 float f[8];
-#pragma unroll
-                for (int i = 0; i < 8; i++) f[i] = fp4v(cw >> 4 * i) * sv;
+                e2m1_word(cw, dsv4_e8m0_to_f32(sc[r][(8 * j) / 32]), f);
                 *(uint4 *)(ks + r * st + 16 * j) =
                     make_uint4(bf2_rn(f[0], f[1]), bf2_rn(f[2], f[3]), bf2_rn(f[4], f[5]), bf2_rn(f[6], f[7]));
             }
