@@ -492,15 +492,9 @@ bool cuda_mma_eligible(const wdesc &w)
 }
 
 /* Parts along K: enough blocks to fill the GPU (about four per SM), each
- * warp of a part at least one 64-column group. Shape only. */
-static int mma_parts(const wdesc &w, int G)
+ * warp of a part at least one 64-column group. Shape and the GPU's nsm SMs only. */
+static int mma_parts(int nsm, const wdesc &w, int G)
 {
-    static int nsm = 0;
-    if (!nsm) {
-        int dev = 0;
-        CK(cudaGetDevice(&dev));
-        CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, dev));
-    }
     const int64_t tiles = (w.rows + MMA_ROWS - 1) / MMA_ROWS * G, nkg = (w.cols + 63) / 64;
     int P = 1;
     while (P < MMA_MAXP && tiles * P < 4 * nsm && nkg >= 2 * MMA_WARPS * P) P *= 2;
@@ -591,7 +585,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
                      int ldy, size_t yg, bool ref)
 {
     cudaStream_t st = impl_of(be)->stream;
-    const int nkg = (int)((w.cols + 63) / 64), P = mma_parts(w, G);
+    const int nkg = (int)((w.cols + 63) / 64), P = mma_parts(impl_of(be)->n_sm, w, G);
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
     const int ntok_max = (chunk + 7) / 8 * 8;
     if (w.fmt == DSV4_WF_FLOAT) { /* BF16 */
@@ -633,7 +627,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                                                              : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
     float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     int P[64];
-    for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(w[i], 1);
+    for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(impl_of(be)->n_sm, w[i], 1);
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
         if (bf) bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane);
