@@ -327,59 +327,29 @@ static void test_seq_skip(void **state)
 /* The indexer's keys stored as E2M1 codes + UE8M0 scales (dsv4_kv.fp4_keys,
  * reference numerics, where the backend reads them) give the same logits, bit
  * for bit, as the same keys stored whole (DSV4_KV_FP4_KEYS=0), over a prefill
- * and decode steps long enough for the indexer to choose (more compressed
- * rows than its top-k), and the pages are smaller. */
-static dsv4_engine *open_ref(const fixture *fx, bool fp4, dsv4_model_info *info)
-{
-    dsv4_engine_opts o;
-    dsv4_engine_opts_default(&o);
-    o.model_dir = fx->dir;
-    o.backend = test_backend;
-    o.numerics = DSV4_NUMERICS_REFERENCE;
-    o.max_seqs = 1;
-    o.max_ctx = 1024;
-    o.max_batch_tokens = 512;
-    o.pool_tokens = 1024;
-    if (!fp4) setenv("DSV4_KV_FP4_KEYS", "0", 1);
-    dsv4_engine *e = NULL;
-    char err[1024];
-    const dsv4_status st = dsv4_engine_open(&o, &e, err, sizeof err);
-    unsetenv("DSV4_KV_FP4_KEYS");
-    if (st != DSV4_OK) fail_msg("%s", err);
-    dsv4_engine_info(e, info);
-    return e;
-}
-
+ * long enough for the indexer to choose (more compressed rows than its top-k)
+ * and decode steps, and the pages are smaller. */
 static void test_fp4_keys(void **state)
 {
     (void)state;
     const fixture *fx = &fixtures[0];
-    dsv4_model_info i1, i0;
-    dsv4_engine *e1 = open_ref(fx, true, &i1), *e0 = open_ref(fx, false, &i0);
-    assert_int_equal(i0.kv_fp4_keys, 0);
-    assert_int_equal(i1.kv_fp4_keys, 1); /* both backends read them (the fixture's index_head_dim is a multiple of 32) */
-    assert_true(i1.kv_page_bytes < i0.kv_page_bytes);
-    enum { P = 300, D = 6 };
-    int32_t ids[P + D];
-    for (int i = 0; i < P + D; i++) ids[i] = fx->ids[i % fx->T] + i % 7 < fx->V ? fx->ids[i % fx->T] + i % 7 : 3;
+    dsv4_engine *e[2];
+    dsv4_model_info info[2];
     float *lg[2];
-    dsv4_engine *es[2] = {e1, e0};
-    char err[1024];
-    for (int k = 0; k < 2; k++) {
-        lg[k] = malloc((size_t)fx->V * (D + 1) * sizeof(float));
-        int s;
-        assert_int_equal(dsv4_seq_create(es[k], &s, err, sizeof err), DSV4_OK);
-        dsv4_batch_entry en = {.seq = s, .n_tokens = P, .tokens = ids, .logits = lg[k]};
-        assert_int_equal(dsv4_step(es[k], &en, 1, err, sizeof err), DSV4_OK);
-        for (int d = 0; d < D; d++) {
-            dsv4_batch_entry dn = {.seq = s, .n_tokens = 1, .tokens = ids + P + d, .logits = lg[k] + (size_t)(d + 1) * fx->V};
-            assert_int_equal(dsv4_step(es[k], &dn, 1, err, sizeof err), DSV4_OK);
-        }
+    for (int k = 0; k < 2; k++) { /* k = 1: the keys stored whole */
+        if (k) setenv("DSV4_KV_FP4_KEYS", "0", 1);
+        e[k] = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1);
+        unsetenv("DSV4_KV_FP4_KEYS");
+        dsv4_engine_info(e[k], &info[k]);
+        lg[k] = malloc((size_t)fx->T * fx->V * sizeof(float));
+        run_modes(e[k], fx->ids, fx->T, fx->V, fx->T - 6, 0, lg[k]);
+        dsv4_engine_close(e[k]);
     }
-    assert_memory_equal(lg[0], lg[1], (size_t)fx->V * (D + 1) * sizeof(float));
+    assert_int_equal(info[0].kv_fp4_keys, 1); /* both backends read them (the fixture's index_head_dim is a multiple of 32) */
+    assert_int_equal(info[1].kv_fp4_keys, 0);
+    assert_true(info[0].kv_page_bytes < info[1].kv_page_bytes);
+    assert_memory_equal(lg[0], lg[1], (size_t)fx->T * fx->V * sizeof(float));
     free(lg[0]), free(lg[1]);
-    dsv4_engine_close(e1);
-    dsv4_engine_close(e0);
 }
 
 static int setup(void **state)
