@@ -201,7 +201,9 @@ static void bench_hc(dsv4_backend *be, const int *batches, int nb, int reps, dou
 /* The lightning indexer (scores of every visible compressed key, then the
  * top 512) at contexts 4k / 32k / 128k, reference numerics, beside its first
  * version (one block per token ranking every candidate against every other),
- * same state, same run. MB: the keys read (FP32, 512 bytes a key). */
+ * same state, same run; then the same on FP4 keys (what the engine stores in
+ * reference numerics; the first version does not read them). MB: the keys
+ * read (FP32: 512 bytes a key; FP4: 68). */
 static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
     const int64_t ctxs[3] = {4096, 32768, 131072};
@@ -233,6 +235,31 @@ static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps
                         "\"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, \"first_us\": %.3f}",
                         B, (long long)C, (long long)N, bytes, us[0], gbs, gbs / copy_gbs, us[1]);
         }
+    printf("\n%-20s %6s %8s %10s %10s %8s %8s\n", "indexer, FP4 keys", "batch", "context", "MB", "us/call", "GB/s",
+           "of copy");
+    dsv4_cuda_indexer_bench_fp4(1);
+    for (int ci = 0; ci < 3; ci++)
+        for (int bi = 0; bi < nb; bi++) {
+            const int B = batches[bi] > 64 ? 64 : batches[bi];
+            const int64_t C = ctxs[ci], N = C / 4;
+            const double us = dsv4_cuda_indexer_time(be, B, C, true, reps);
+            if (us < 0) {
+                printf("indexer: no memory for batch %d at %lld\n", B, (long long)C);
+                break;
+            }
+            const size_t bytes = (size_t)B * N * 68;
+            const double gbs = (double)bytes / (us * 1e-6) / 1e9;
+            char name[32];
+            snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
+            printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%%\n", name, B, (long long)C, bytes / 1e6, us, gbs,
+                   100 * gbs / copy_gbs);
+            if (jf)
+                fprintf(jf,
+                        ",\n  {\"kind\": \"indexer_fp4\", \"batch\": %d, \"context\": %lld, \"keys\": %lld, "
+                        "\"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f}",
+                        B, (long long)C, (long long)N, bytes, us, gbs, gbs / copy_gbs);
+        }
+    dsv4_cuda_indexer_bench_fp4(0);
 }
 
 int main(int argc, char **argv)

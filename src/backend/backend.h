@@ -309,6 +309,8 @@ void dsv4_cuda_indexer_naive(int on);
  * memory (more: its passes read them from global memory); -1: as many as the
  * GPU's shared memory holds (the default). For tests of both paths. */
 void dsv4_cuda_indexer_topk_cap(int64_t cap);
+/* dsv4_cuda_indexer_time on FP4 indexer keys (dsv4_kv.fp4_keys, reference numerics) instead of FP32 ones. */
+void dsv4_cuda_indexer_bench_fp4(int on);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

@@ -2156,11 +2156,11 @@ static void test_state_nonfinite(void **state)
  * positions 139,999 (35,000 candidates: more than the 32,768 the GPU's
  * top-k orders at a time), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
  * than top-k), pages handed out in scrambled order. */
-static void indexer_large(bool ref, bool fp4)
+static void indexer_large(bool ref, bool fp4, int dI)
 {
-    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s", ref ? ", reference" : "",
-               fp4 ? ", FP4 keys" : "");
-    const int nI = 4, dI = 64, ratio = 4, K = 512, P = 256, T = 4;
+    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s, keys of %d", ref ? ", reference" : "",
+               fp4 ? ", FP4 keys" : "", dI);
+    const int nI = 4, ratio = 4, K = 512, P = 256, T = 4;
     int64_t posv[4] = {139999, 19999, 2999, 99};
     dsv4_layer_state ls;
     memset(&ls, 0, sizeof ls);
@@ -2207,7 +2207,7 @@ static void indexer_large(bool ref, bool fp4)
                              .n_heads = nI,
                              .head_dim = dI,
                              .topk = K,
-                             .scale = 1.0f / 16.0f, /* dI^-1/2 nI^-1/2, exact */
+                             .scale = dI == 64 ? 1.0f / 16.0f : 1.0f / 32.0f, /* powers of two: exact */
                              .reference = ref};
     int32_t *ri[2], *rc[2];
     for (int sd = 0; sd < 2; sd++) {
@@ -2272,9 +2272,10 @@ static void indexer_large(bool ref, bool fp4)
 
 static void test_indexer_large(void **state)
 {
-    indexer_large(false, false);
-    indexer_large(true, false);
-    indexer_large(true, true);
+    indexer_large(false, false, 64);
+    indexer_large(true, false, 64);
+    indexer_large(true, true, 64);
+    indexer_large(true, true, 128); /* the scales staged with the codes (a multiple of 128 wide) */
     assert_int_equal(n_fail, 0);
 }
 

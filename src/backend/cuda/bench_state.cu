@@ -13,8 +13,20 @@
 
 #include "backend/cuda/common.cuh"
 
+/* FP4 indexer keys: each page's scale bytes (after its [rows][width / 2] code bytes) as dsv4_seq_skip sets
+ * them, 124 + (the fill's word & 3). */
+__global__ void k_bench_scales(float *pages, int64_t n_pages, size_t page_floats, size_t off, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n_pages * n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int64_t p = (int64_t)(i / n);
+        const size_t j = i % n;
+        ((uint8_t *)(pages + (size_t)p * page_floats))[off + j] = (uint8_t)(124 + (dsv4_fill_word(0x5eed0000ull + (uint64_t)p, j) & 3));
+    }
+}
+
 bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
-                     size_t slot_floats)
+                     size_t slot_floats, bool fp4_keys)
 {
     static uint64_t ptv = (uint64_t)1 << 40; /* page-table versions of their own */
     const int page_tokens = 256;
@@ -26,7 +38,9 @@ bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, in
     b->kv.max_pages_per_seq = (int)((ctx + page_tokens) / page_tokens);
     b->kv.n_pages = (int64_t)batch * b->kv.max_pages_per_seq;
     b->kv.slot_floats = slot_floats;
-    b->kv.page_floats = (size_t)(page_tokens / ratio) * row_floats;
+    b->kv.fp4_keys = fp4_keys;
+    b->kv.page_floats = fp4_keys ? dsv4_kv_idx_floats(&b->kv, page_tokens / ratio, row_floats)
+                                 : (size_t)(page_tokens / ratio) * row_floats;
     b->kv.layer = &b->ls;
     b->kv.pt_version = ++ptv;
     b->segs = (dsv4_seg *)calloc((size_t)batch, sizeof *b->segs);
@@ -42,6 +56,12 @@ bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, in
         return false;
     }
     be->fill(be, b->kv.pages, (size_t)b->kv.n_pages * b->kv.page_floats, 0x5eedbe00u);
+    if (fp4_keys) {
+        const size_t rows = (size_t)(page_tokens / ratio);
+        k_bench_scales<<<1024, 256, 0, impl_of(be)->stream>>>(b->kv.pages, b->kv.n_pages, b->kv.page_floats,
+                                                                 rows * (size_t)(row_floats / 2), rows * (size_t)(row_floats / 32));
+        CK_LAUNCH();
+    }
     if (slot_floats) be->fill(be, b->kv.slots, (size_t)batch * slot_floats, 0x5eedbe01u);
     for (int64_t i = 0; i < b->kv.n_pages; i++) b->kv.page_table[i] = (int32_t)i;
     for (int t = 0; t < batch; t++) {

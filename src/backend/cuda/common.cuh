@@ -199,8 +199,10 @@ struct bench_step {
     int64_t *pos;
     dsv4_plan plan;
 };
+/* fp4_keys: the pages hold FP4 indexer keys of row_floats values (dsv4_kv.fp4_keys: the fill's bytes as
+ * codes, scales 2^-3 .. 2^0 as dsv4_seq_skip gives them). */
 bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
-                     size_t slot_floats);
+                     size_t slot_floats, bool fp4_keys = false);
 void bench_step_free(bench_step *b, dsv4_backend *be);
 double bench_time_calls(dsv4_backend *be, void (*call)(void *), void *ctx, int reps);
 

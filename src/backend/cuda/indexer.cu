@@ -142,11 +142,21 @@ __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_
 
 /* Tile keys from rows kp (nk of them; the rest of the 64 rows: zeros) into kf [64][hd] floats: 16-byte
  * copies when the pool's rows are 16-byte aligned (al), else 4-byte ones. */
-__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, int nk, bool al, bool fp4, float *kf)
+/* fp4: [64][hd / 2] code bytes, then (hd a multiple of 128: whole 4-byte copies) [64][hd / 32] scale bytes;
+ * other widths' scales are read where they are converted. */
+__device__ __forceinline__ bool ixt_sc_staged(int hd) { return hd % 128 == 0; }
+
+__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, const uint8_t *const *kps, int nk, bool al,
+                                          bool fp4, float *kf)
 {
-    if (fp4) { /* the code bytes: [64][hd / 2] (the scales are read where they are converted) */
+    if (fp4) {
         const int cb = hd / 2;
         uint8_t *k8 = (uint8_t *)kf;
+        if (ixt_sc_staged(hd))
+            for (int e = threadIdx.x; e < IXT_KEYS * (hd / 128); e += 128) {
+                const int r = e / (hd / 128), j = e % (hd / 128);
+                cp_async<4>(k8 + (size_t)IXT_KEYS * cb + (size_t)r * (hd / 32) + 4 * j, kps[r] + 4 * j, r < nk);
+            }
         if (al)
             for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
                 const int r = e / (cb / 16), j = e % (cb / 16);
@@ -192,7 +202,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
     if (tiles > 1 && cb + IXT_KEYS < N)
         ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
     __syncthreads();
-    ixt_issue(hd, kp[0], nk_at(cb), al, A.fp4, ixt_kf);
+    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, ixt_kf);
     const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
@@ -213,11 +223,13 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
         if (A.fp4) { /* 8 codes a thread: their values (code x scale, BF16-exact) */
             const int q8 = hd / 8;
             const uint8_t *const *sc = kps[ti & 1];
+            const uint8_t *ss = (const uint8_t *)ixt_kf + (size_t)IXT_KEYS * (hd / 2); /* staged scales */
+            const bool staged = ixt_sc_staged(hd);
             for (int e = tid; e < IXT_KEYS * q8; e += 128) {
                 const int r = e / q8, j = e % q8;
                 const uint32_t cw = *(const uint32_t *)((const uint8_t *)ixt_kf + (size_t)r * (hd / 2) + 4 * j);
                 float f[8];
-                e2m1_word(cw, dsv4_e8m0_to_f32(sc[r][(8 * j) / 32]), f);
+                e2m1_word(cw, dsv4_e8m0_to_f32(staged ? ss[(size_t)r * (hd / 32) + (8 * j) / 32] : sc[r][(8 * j) / 32]), f);
                 *(uint4 *)(ks + r * st + 16 * j) =
                     make_uint4(bf2_rn(f[0], f[1]), bf2_rn(f[2], f[3]), bf2_rn(f[4], f[5]), bf2_rn(f[6], f[7]));
             }
@@ -229,7 +241,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
         }
         __syncthreads();
         if (ti + 1 < tiles && c0 + IXT_KEYS < N) /* the next tile's keys, in flight under these MMAs */
-            ixt_issue(hd, kp[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, ixt_kf);
+            ixt_issue(hd, kp[(ti + 1) & 1], kps[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, ixt_kf);
         float acc[IXT_KEYS / 8][4];
 #pragma unroll
         for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -593,11 +605,14 @@ static void idx_call_run(void *c)
     a->be->indexer_topk(a->be, &a->p, &a->b->plan, &a->b->kv, a->q, a->w, a->idx, a->cnt);
 }
 
+static int ix_bench_fp4;
+extern "C" void dsv4_cuda_indexer_bench_fp4(int on) { ix_bench_fp4 = on; }
+
 extern "C" double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps)
 {
     const int nI = 64, dI = 128, ratio = 4, topk = 512;
     bench_step b;
-    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, dI, 0)) return -1;
+    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, dI, 0, reference && ix_bench_fp4 != 0)) return -1;
     float *q = (float *)be->alloc(be, (size_t)batch * nI * dI * sizeof(float)),
           *w = (float *)be->alloc(be, (size_t)batch * nI * sizeof(float));
     int32_t *idx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *cnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
