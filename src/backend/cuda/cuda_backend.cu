@@ -144,7 +144,8 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
         if (cuda_weight_malloc(be, &w->dev, eb) != cudaSuccess) goto oom;
         upload_staged(im, w->dev, w->host, eb);
         if (sb) {
-            if (cuda_weight_malloc(be, &w->dev_scale, sb) != cudaSuccess) goto oom;
+            /* whole 4-byte words: mma.cu's decode kernel copies a scale's aligned word */
+            if (cuda_weight_malloc(be, &w->dev_scale, (sb + 3) & ~(size_t)3) != cudaSuccess) goto oom;
             upload_staged(im, w->dev_scale, w->scale, sb);
         }
         return DSV4_OK;
@@ -652,6 +653,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_attn_init();
     cuda_indexer_init(im);
     cuda_moe_mma_init();
+    cuda_mma_init();
     be->name = "cuda";
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
     be->sm = prop.major * 10 + prop.minor;

@@ -382,6 +382,293 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
     mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
 
+/* ---- Decode (n <= 8 tokens): the same sums, streamed by fewer, longer-lived warps.
+ *
+ * k_mma_fp8 splits a 32-row tile's 64-column groups into P parts (a cluster)
+ * and each part into four warp quarters (mma_place_of); the tile's outputs are
+ * ((q0 + q1) + q2) + q3 per part, the parts added in part order (mma_finish).
+ * At one token tile a block does a few groups per warp and then syncs,
+ * reduces and leaves: about two DRAM round trips for 8-32 KB, in two waves
+ * (ncu: 10-35 % of DRAM bandwidth at batch 1).
+ *
+ * Here a block is one warp, which takes a contiguous run of (tile, part)
+ * units - one contiguous run of (tile, group) steps - and streams it through
+ * its own cp.async ring that does not drain between parts or tiles: a stage
+ * is two consecutive steps (a row's 128 bytes when they are one tile's
+ * groups) with their rows' scale words, MS_STAGES - 1 stages ahead; the warps
+ * (DSV4_MMA_GPW groups each, 8 by default) never outnumber what stays resident,
+ * so there are no waves. The quarters of a part add in
+ * registers in the order above. A tile whose parts are all the warp's is
+ * summed and stored; a tile shared with other warps gets its part sums
+ * written to scratch, and the warp that completes its count (one counter per
+ * tile, left at zero) adds them in part order. Every sum is k_mma_fp8's, so
+ * the bits are its bits: which kernel runs may depend on the batch (batch
+ * invariance holds). */
+#define MS_STAGES 4 /* pairs of groups: three pairs ahead */
+struct ms_half {
+    uint4 w[32 * 4]; /* row r, 16-byte unit u at r * 4 + u */
+    uint32_t sc[32]; /* row r's scale word: the aligned 4 bytes holding its E8M0 scale of the group */
+};
+struct ms_stage {
+    ms_half h[2]; /* steps 2i and 2i + 1 of the warp's run */
+};
+constexpr size_t ms_smem = (size_t)MS_STAGES * sizeof(ms_stage);
+#define MS_BLOCKS(LO) ((LO) ? 10 : 12) /* one-warp blocks per SM (registers) */
+
+/* Where tile tf (group-major over the jobs' tiles) lies. */
+struct ms_tile {
+    wdesc w;
+    int64_t rb;
+    int job, grp;
+};
+
+__device__ __forceinline__ void ms_tile_of(const mma_jobs &J, int T, int tf, ms_tile &o)
+{
+    o.grp = tf / T;
+    const int ty = tf - o.grp * T;
+    int job = 0;
+    while (job + 1 < J.n && ty >= J.tile0[job + 1]) job++;
+    o.job = job;
+    o.w = J.w[job];
+    o.w.row0 += (int64_t)o.grp * o.w.rows;
+    o.rb = (int64_t)(ty - J.tile0[job]) * MMA_ROWS;
+}
+
+template <bool LO>
+__global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, const uint32_t *xp, const float *xs,
+                                                               int nkg, int P, int n, size_t yg, int U, int W,
+                                                               float *part, unsigned *cnt)
+{
+    const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+    const int wi = blockIdx.x; /* a block is one warp */
+    if (wi >= W) return;
+    const int u0 = (int)((int64_t)wi * U / W), u1 = (int)((int64_t)(wi + 1) * U / W);
+    if (u0 >= u1) return;
+    const int T = J.tile0[J.n], ntok = 8;
+    extern __shared__ uint4 mma_dyn[];
+    ms_stage *ring = (ms_stage *)mma_dyn;
+    /* the warp's steps: tile u0 / P from group nkg p0 / P to tile (u1 - 1) / P up to group nkg p1 / P */
+    const int tl = (u1 - 1) / P, kl = (int)((int64_t)nkg * ((u1 - 1) % P + 1) / P);
+    const int tf0 = u0 / P, kf0 = (int)((int64_t)nkg * (u0 % P) / P);
+    const int nsteps = (tl - tf0) * nkg + kl - kf0;
+    /* Issue side. A stage is two consecutive steps; lane (r4 = lane / 8, h = lane / 4 % 2, u = lane % 4)
+     * copies unit u of step 2i + h for rows r4 + 4k (k < 8): each instruction moves four whole 128-byte
+     * lines when the two steps are one row's consecutive groups. A lane walks its own steps, h, h + 2, ... */
+    const int ih = (lane >> 2) & 1, un = lane & 3, r4 = lane >> 3, sr = r4 * 4 + un; /* sr, sr + 16: scale rows */
+    int istep = ih, itf = tf0, ikg = kf0 + ih;
+    const char *ip = nullptr, *isafe = (const char *)J.w[0].data; /* row r4's unit, a valid address */
+    int64_t istride = 0;
+    int irows = 0, ikend = 0, ikpb = 1;
+    const char *isc[2] = {nullptr, nullptr}; /* rows sr, sr + 16: scale rows (null past the rows) */
+    auto isetup = [&]() {
+        ms_tile it;
+        ms_tile_of(J, T, itf, it);
+        ikpb = it.w.bc / 64;
+        irows = (int)(it.w.rows - it.rb < MMA_ROWS ? it.w.rows - it.rb : MMA_ROWS);
+        ikend = (int)((it.w.row_bytes - 16 * un + 63) / 64);
+        istride = 4 * it.w.row_bytes;
+        ip = (const char *)it.w.data + (it.w.row0 + it.rb + r4) * it.w.row_bytes + 16 * un;
+        isafe = (const char *)it.w.data + it.w.row0 * it.w.row_bytes;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int r = sr + 16 * k;
+            isc[k] = r < irows ? (const char *)it.w.scale +
+                                     (uint32_t)(it.w.row0 + it.rb + r) / (uint32_t)it.w.br * it.w.scale_cols
+                               : nullptr;
+        }
+    };
+    if (ikg >= nkg) itf += ikg / nkg, ikg %= nkg;
+    if (istep < nsteps) isetup();
+    auto issue = [&](int slot) {
+        if (istep < nsteps) {
+            ms_half &d = ring[slot].h[ih];
+            const bool kin = ikg < ikend;
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const bool ok = kin && r4 + 4 * k < irows;
+                cp_async<16>(&d.w[(r4 + 4 * k) * 4 + un], ok ? ip + k * istride + ikg * 64 : isafe, ok);
+            }
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                const char *sb = isc[k] ? isc[k] + ikg / ikpb : (const char *)J.w[0].scale;
+                cp_async<4>(&d.sc[sr + 16 * k], (const void *)((uintptr_t)sb & ~(uintptr_t)3), isc[k] != nullptr);
+            }
+            istep += 2, ikg += 2;
+            if (ikg >= nkg && istep < nsteps) {
+                itf += ikg / nkg, ikg %= nkg;
+                isetup();
+            }
+        }
+        cp_async_commit();
+    };
+#pragma unroll
+    for (int i = 0; i < MS_STAGES - 1; i++) issue(i);
+    /* the weights do not depend on the kernel before (the pack); x does */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* consume side */
+    auto load_bq = [&](int grp, int kg, uint4 *d) {
+        const size_t fb = (((size_t)grp * nkg + kg) * 4) * 32 + lane;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            if (LO) d[j] = __ldg((const uint4 *)xp + fb + j * 32);
+            else {
+                const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
+                d[j] = make_uint4(v.x, v.y, 0, 0);
+            }
+        }
+    };
+    uint4 bq[4], bqn[4];
+    int cur = 0, rel = 0; /* the pair's slot, the step's index in the run */
+    ms_tile ct;
+    const char *crow[2][2]; /* this lane's four rows' scale rows (their byte offsets pick the word's byte) */
+    float acc[2][4], ps[2][4], tot[2][4];
+    bool whole = false;
+    int mine = 0, ckpb = 1;
+    for (int u = u0; u < u1; u++) {
+        const int tf = u / P, p = u - tf * P;
+        if (u == u0 || p == 0) {
+            ms_tile_of(J, T, tf, ct);
+            ckpb = ct.w.bc / 64;
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int64_t r = ct.rb + 16 * m + 8 * h + g;
+                    crow[m][h] = (const char *)ct.w.scale +
+                                 (uint32_t)(ct.w.row0 + (r < ct.w.rows ? r : 0)) / (uint32_t)ct.w.br * ct.w.scale_cols;
+                }
+            whole = u - p >= u0 && u - p + P <= u1;
+            mine = 0;
+            if (u == u0) load_bq(ct.grp, (int)((int64_t)nkg * p / P), bq);
+        }
+        const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
+        for (int qq = 0; qq < MMA_WARPS; qq++) {
+            const int kg0 = pk0 + (pk1 - pk0) * qq / MMA_WARPS, kg1 = pk0 + (pk1 - pk0) * (qq + 1) / MMA_WARPS;
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[m][e] = 0.0f;
+            int scol = kg0 / ckpb, srem = kg0 - scol * ckpb;
+            for (int kg = kg0; kg < kg1; kg++) {
+                if (!(rel & 1)) {
+                    cp_async_wait<MS_STAGES - 2>(); /* this pair has landed (this lane's copies) */
+                    __syncwarp();                   /* every lane's, and the pair read last is free */
+                    issue(cur == 0 ? MS_STAGES - 1 : cur - 1);
+                }
+                /* the next step's activations: this tile's next group, or the next tile's first */
+                const bool more = !(tf == tl && kg + 1 == kl);
+                if (more) {
+                    if (kg + 1 < nkg) load_bq(ct.grp, kg + 1, bqn);
+                    else load_bq((tf + 1) / T, 0, bqn);
+                }
+                const ms_half &stg = ring[cur].h[rel & 1];
+                float ws[2][2];
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const uintptr_t a = (uintptr_t)(crow[m][h] + scol);
+                        ws[m][h] = dsv4_e8m0_to_f32((stg.sc[16 * m + 8 * h + g] >> (8 * (a & 3))) & 0xffu);
+                    }
+                uint4 q[2][2];
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) q[m][h] = stg.w[(16 * m + 8 * h + g) * 4 + t];
+                float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+#pragma unroll
+                    for (int m = 0; m < 2; m++) {
+                        const uint32_t u0w = j == 0 ? q[m][0].x : j == 1 ? q[m][0].y : j == 2 ? q[m][0].z : q[m][0].w;
+                        const uint32_t u1w = j == 0 ? q[m][1].x : j == 1 ? q[m][1].y : j == 2 ? q[m][1].z : q[m][1].w;
+                        uint32_t a0, a2, a1, a3;
+                        fp8x4_f16(u0w, a0, a2);
+                        fp8x4_f16(u1w, a1, a3);
+                        mma_f16(tmp[m], a0, a1, a2, a3, bq[j].x, bq[j].y);
+                        if (LO) mma_f16(tmp[m], a0, a1, a2, a3, bq[j].z, bq[j].w);
+                    }
+                }
+                const float x0 = __ldg(xs + ((size_t)ct.grp * ntok + 2 * t) * nkg + kg);
+                const float x1 = __ldg(xs + ((size_t)ct.grp * ntok + 2 * t + 1) * nkg + kg);
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    acc[m][0] = __fmaf_rn(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][0]);
+                    acc[m][1] = __fmaf_rn(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][1]);
+                    acc[m][2] = __fmaf_rn(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][2]);
+                    acc[m][3] = __fmaf_rn(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][3]);
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++) bq[j] = bqn[j];
+                if (rel & 1) cur = cur == MS_STAGES - 1 ? 0 : cur + 1;
+                rel++;
+                if (++srem == ckpb) srem = 0, scol++;
+            }
+            /* the quarters in order (mma_finish's warp sums) */
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) ps[m][e] = qq == 0 ? acc[m][e] : ps[m][e] + acc[m][e];
+        }
+        /* the part: into the tile's total (parts in order), or to scratch */
+        if (whole) {
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) tot[m][e] = p == 0 ? ps[m][e] : tot[m][e] + ps[m][e];
+        } else {
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int r = 16 * m + g + (e >= 2 ? 8 : 0), tk = 2 * t + (e & 1);
+                    if (tk < n) part[((size_t)tf * P + p) * 256 + tk * 32 + r] = ps[m][e];
+                }
+        }
+        mine++;
+        if (p != P - 1 && u != u1 - 1) continue;
+        /* the tile's end, or this warp's: store, or count in */
+        float *out = J.y[ct.job] + ct.grp * yg;
+        const int ldy = J.ldy[ct.job];
+        if (!whole) {
+            __syncwarp(); /* every lane's part sums, then (lane 0) the fence and the count */
+            unsigned old = 0;
+            if (lane == 0) {
+                __threadfence();
+                old = atomicAdd(cnt + tf, (unsigned)mine);
+            }
+            old = __shfl_sync(0xffffffffu, old, 0);
+            if (old + (unsigned)mine != (unsigned)P) continue;
+            __threadfence(); /* the other warps' sums, after their counts */
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int r = 16 * m + g + (e >= 2 ? 8 : 0), tk = 2 * t + (e & 1);
+                    float v[MMA_MAXP];
+#pragma unroll
+                    for (int k = 0; k < MMA_MAXP; k++)
+                        v[k] = k < P && tk < n ? __ldcg(part + ((size_t)tf * P + k) * 256 + tk * 32 + r) : 0.0f;
+                    float s = v[0];
+#pragma unroll
+                    for (int k = 1; k < MMA_MAXP; k++)
+                        if (k < P) s += v[k];
+                    tot[m][e] = s;
+                }
+            if (lane == 0) cnt[tf] = 0; /* for the next launch */
+        }
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t r = ct.rb + 16 * m + g + (e >= 2 ? 8 : 0);
+                const int tk = 2 * t + (e & 1);
+                if (r < ct.w.rows && tk < n) out[(size_t)tk * ldy + r] = tot[m][e];
+            }
+    }
+    cp_async_wait<0>();
+}
+
 /* BF16 weights. Pack: three BF16 parts of each activation (hi + mid + lo: 24
  * significant bits, FP32's precision, no scale: BF16 has FP32's range; a
  * non-finite value stays whole in hi), NP planes of uint2 in the fragment
@@ -520,11 +807,83 @@ static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp,
                 P > 1 ? (unsigned)P : 0u, true, J, xp, xs, ntok, nkg, P, n, yg);
 }
 
+void cuda_mma_init(void)
+{
+    CK(cudaFuncSetAttribute(k_mma_fp8s<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ms_smem));
+    CK(cudaFuncSetAttribute(k_mma_fp8s<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ms_smem));
+}
+
+/* k_mma_fp8s's launch: where its scratch is and how many warps it may use. */
+struct ms_ctx {
+    float *part;
+    unsigned *cnt;
+    int nsm;
+};
+
+/* Decode's streamed kernel unless DSV4_MMA_STREAM=0; DSV4_MMA_GPW: the 64-column
+ * groups per warp it aims at (default 8; never more warps than stay resident). */
+static bool ms_on(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DSV4_MMA_STREAM");
+        on = !(e && e[0] == '0');
+    }
+    return on;
+}
+
+static int ms_gpw(void)
+{
+    static int v = 0;
+    if (!v) {
+        const char *e = getenv("DSV4_MMA_GPW");
+        v = e && atoi(e) > 0 ? atoi(e) : 8;
+    }
+    return v;
+}
+
+/* The streamed kernel's scratch for a launch of J (G groups, P parts): sums of
+ * shared tiles' parts (32 rows x 8 tokens each) and a counter per tile
+ * (zeroed when allocated; each launch leaves them zero). Null when the
+ * streamed kernel does not apply: off, or a scale table not 4-byte aligned. */
+static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx &c)
+{
+    if (!ms_on()) return false;
+    for (int i = 0; i < J.n; i++)
+        if ((uintptr_t)J.w[i].scale & 3) return false;
+    cuda_impl *im = impl_of(be);
+    const size_t tiles = (size_t)J.tile0[J.n] * G;
+    c.part = (float *)cuda_scratch(be, CS_MMA_PART, tiles * P * 256 * sizeof(float));
+    const size_t had = im->scratch_cap[CS_MMA_CNT];
+    c.cnt = (unsigned *)cuda_scratch(be, CS_MMA_CNT, tiles * sizeof(unsigned));
+    if (im->scratch_cap[CS_MMA_CNT] != had) CK(cudaMemsetAsync(c.cnt, 0, im->scratch_cap[CS_MMA_CNT], im->stream));
+    c.nsm = im->n_sm;
+    return true;
+}
+
+template <bool LO>
+static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
+                      int nkg, int P, int G, int n, size_t yg)
+{
+    const int64_t U = (int64_t)J.tile0[J.n] * G * P, steps = (int64_t)J.tile0[J.n] * G * nkg;
+    int64_t W = (steps + ms_gpw() - 1) / ms_gpw();
+    const int64_t res = (int64_t)c.nsm * MS_BLOCKS(LO); /* resident warps */
+    if (W > res) W = res;
+    if (W > U) W = U;
+    if (W < 1) W = 1;
+    cuda_launch(k_mma_fp8s<LO>, dim3((unsigned)W), dim3(32), ms_smem, st, 0u, true, J, xp, xs, nkg, P, n, yg, (int)U,
+                (int)W, c.part, c.cnt);
+}
+
 template <bool LO>
 static void mma_launch(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, const float *xs, int ntok, int nkg,
-                       int P, int G, int n, size_t yg)
+                       int P, int G, int n, size_t yg, const ms_ctx *ms = nullptr)
 {
     const int ntiles = ntok / 8;
+    if (ntiles == 1 && ms) {
+        ms_launch<LO>(st, *ms, J, xp, xs, nkg, P, G, n, yg);
+        return;
+    }
     if (ntiles >= 4) mma_launch_t<4, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
     else if (ntiles == 2) mma_launch_t<2, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
     else mma_launch_t<1, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
@@ -602,10 +961,12 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
-        fp8_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, ref, xp, xs);
         const mma_jobs J = mma_job1(w, y + (size_t)t0 * ldy, ldy);
-        if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
-        else mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg);
+        ms_ctx msc;
+        const ms_ctx *ms = ntok == 8 && ms_ctx_for(be, J, G, P, msc) ? &msc : nullptr;
+        fp8_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, ref, xp, xs);
+        if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
+        else mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
     }
 }
 
@@ -645,9 +1006,11 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                 J.tile0[J.n + 1] = J.tile0[J.n] + (int)mma_tiles(w[k]);
                 J.n++;
             }
+            ms_ctx msc;
+            const ms_ctx *ms = !bf && ntok == 8 && ms_ctx_for(be, J, 1, P[i], msc) ? &msc : nullptr;
             if (bf) bf16_launch(st, J, (const uint2 *)xp, plane, ntok, nkg, P[i], 1, nc, 0);
-            else if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
-            else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0);
+            else if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0, ms);
+            else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0, ms);
         }
     }
 }
