@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
  * tile, left at zero) adds them in part order. Every sum is k_mma_fp8's, so
  * the bits are its bits: which kernel runs may depend on the batch (batch
  * invariance holds). */
-#define MS_STAGES 4 /* pairs of groups: three pairs ahead */
+#define MS_STAGES 4 /* pairs of groups: three pairs ahead (seven, with fewer warps resident, was slower) */
 struct ms_half {
     uint4 w[32 * 4]; /* row r, 16-byte unit u at r * 4 + u */
     uint32_t sc[32]; /* row r's scale word: the aligned 4 bytes holding its E8M0 scale of the group */
@@ -412,7 +412,7 @@ struct ms_half {
 struct ms_stage {
     ms_half h[2]; /* steps 2i and 2i + 1 of the warp's run */
 };
-constexpr size_t ms_smem = (size_t)MS_STAGES * sizeof(ms_stage);
+template <int ST> constexpr size_t ms_smem() { return (size_t)ST * sizeof(ms_stage); }
 #define MS_BLOCKS(LO) ((LO) ? 10 : 12) /* one-warp blocks per SM (registers) */
 
 /* Where tile tf (group-major over the jobs' tiles) lies. */
@@ -434,7 +434,7 @@ __device__ __forceinline__ void ms_tile_of(const mma_jobs &J, int T, int tf, ms_
     o.rb = (int64_t)(ty - J.tile0[job]) * MMA_ROWS;
 }
 
-template <bool LO>
+template <bool LO, int ST>
 __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, const uint32_t *xp, const float *xs,
                                                                int nkg, int P, int n, size_t yg, int U, int W,
                                                                float *part, unsigned *cnt)
@@ -453,28 +453,36 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     const int nsteps = (tl - tf0) * nkg + kl - kf0;
     /* Issue side. A stage is two consecutive steps; lane (r4 = lane / 8, h = lane / 4 % 2, u = lane % 4)
      * copies unit u of step 2i + h for rows r4 + 4k (k < 8): each instruction moves four whole 128-byte
-     * lines when the two steps are one row's consecutive groups. A lane walks its own steps, h, h + 2, ... */
+     * lines when the two steps are one row's consecutive groups. A lane walks its own steps h, h + 2, ...
+     * with pointers that move by 128 bytes (and a scale column) per pair. */
     const int ih = (lane >> 2) & 1, un = lane & 3, r4 = lane >> 3, sr = r4 * 4 + un; /* sr, sr + 16: scale rows */
     int istep = ih, itf = tf0, ikg = kf0 + ih;
-    const char *ip = nullptr, *isafe = (const char *)J.w[0].data; /* row r4's unit, a valid address */
-    int64_t istride = 0;
-    int irows = 0, ikend = 0, ikpb = 1;
-    const char *isc[2] = {nullptr, nullptr}; /* rows sr, sr + 16: scale rows (null past the rows) */
+    const char *ip = nullptr;                    /* row r4, unit un, group ikg */
+    const char *isafe = (const char *)J.w[0].data; /* a valid address for the zero-fill copies */
+    int64_t istride = 0;                         /* four rows */
+    unsigned ivalid = 0;                         /* bit k: row r4 + 4k is in the weight */
+    int ikend = 0, ikpb = 1, irem = 0;
+    const char *isc[2] = {isafe, isafe}; /* rows sr, sr + 16: their scale byte of group ikg */
+    bool isv[2] = {false, false};
     auto isetup = [&]() {
         ms_tile it;
         ms_tile_of(J, T, itf, it);
         ikpb = it.w.bc / 64;
-        irows = (int)(it.w.rows - it.rb < MMA_ROWS ? it.w.rows - it.rb : MMA_ROWS);
+        irem = ikg % ikpb;
+        const int irows = (int)(it.w.rows - it.rb < MMA_ROWS ? it.w.rows - it.rb : MMA_ROWS);
         ikend = (int)((it.w.row_bytes - 16 * un + 63) / 64);
         istride = 4 * it.w.row_bytes;
-        ip = (const char *)it.w.data + (it.w.row0 + it.rb + r4) * it.w.row_bytes + 16 * un;
+        ip = (const char *)it.w.data + (it.w.row0 + it.rb + r4) * it.w.row_bytes + 16 * un + (int64_t)ikg * 64;
         isafe = (const char *)it.w.data + it.w.row0 * it.w.row_bytes;
+        ivalid = 0;
+#pragma unroll
+        for (int k = 0; k < 8; k++) ivalid |= (r4 + 4 * k < irows ? 1u : 0u) << k;
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             const int r = sr + 16 * k;
-            isc[k] = r < irows ? (const char *)it.w.scale +
-                                     (uint32_t)(it.w.row0 + it.rb + r) / (uint32_t)it.w.br * it.w.scale_cols
-                               : nullptr;
+            isv[k] = r < irows;
+            isc[k] = (const char *)it.w.scale +
+                     (uint32_t)(it.w.row0 + it.rb + (isv[k] ? r : 0)) / (uint32_t)it.w.br * it.w.scale_cols + ikg / ikpb;
         }
     };
     if (ikg >= nkg) itf += ikg / nkg, ikg %= nkg;
@@ -482,18 +490,17 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     auto issue = [&](int slot) {
         if (istep < nsteps) {
             ms_half &d = ring[slot].h[ih];
-            const bool kin = ikg < ikend;
+            const unsigned v = ikg < ikend ? ivalid : 0u;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
-                const bool ok = kin && r4 + 4 * k < irows;
-                cp_async<16>(&d.w[(r4 + 4 * k) * 4 + un], ok ? ip + k * istride + ikg * 64 : isafe, ok);
+                const bool ok = (v >> k) & 1u;
+                cp_async<16>(&d.w[(r4 + 4 * k) * 4 + un], ok ? ip + k * istride : isafe, ok);
             }
 #pragma unroll
-            for (int k = 0; k < 2; k++) {
-                const char *sb = isc[k] ? isc[k] + ikg / ikpb : (const char *)J.w[0].scale;
-                cp_async<4>(&d.sc[sr + 16 * k], (const void *)((uintptr_t)sb & ~(uintptr_t)3), isc[k] != nullptr);
-            }
-            istep += 2, ikg += 2;
+            for (int k = 0; k < 2; k++)
+                cp_async<4>(&d.sc[sr + 16 * k], (const void *)((uintptr_t)isc[k] & ~(uintptr_t)3), isv[k]);
+            istep += 2, ikg += 2, ip += 128, irem += 2;
+            while (irem >= ikpb) irem -= ikpb, isc[0]++, isc[1]++;
             if (ikg >= nkg && istep < nsteps) {
                 itf += ikg / nkg, ikg %= nkg;
                 isetup();
@@ -502,17 +509,18 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
         cp_async_commit();
     };
 #pragma unroll
-    for (int i = 0; i < MS_STAGES - 1; i++) issue(i);
+    for (int i = 0; i < ST - 1; i++) issue(i);
     /* the weights do not depend on the kernel before (the pack); x does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* consume side */
-    auto load_bq = [&](int grp, int kg, uint4 *d) {
-        const size_t fb = (((size_t)grp * nkg + kg) * 4) * 32 + lane;
+    /* Consume side: the activation fragments of a step (one group ahead, in registers) and scales. */
+    const size_t xstep = LO ? 4 * 32 * 4 : 4 * 32 * 2; /* 32-bit words per (group, step) of the packed x */
+    auto xfrag = [&](int grp, int kg) { return xp + ((size_t)grp * nkg + kg) * xstep + (LO ? 4 : 2) * lane; };
+    auto load_bq = [&](const uint32_t *f, uint4 *d) {
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            if (LO) d[j] = __ldg((const uint4 *)xp + fb + j * 32);
+            if (LO) d[j] = __ldg((const uint4 *)f + j * 32);
             else {
-                const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
+                const uint2 v = __ldg((const uint2 *)f + j * 32);
                 d[j] = make_uint4(v.x, v.y, 0, 0);
             }
         }
@@ -520,7 +528,10 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     uint4 bq[4], bqn[4];
     int cur = 0, rel = 0; /* the pair's slot, the step's index in the run */
     ms_tile ct;
-    const char *crow[2][2]; /* this lane's four rows' scale rows (their byte offsets pick the word's byte) */
+    const uint32_t *xf = nullptr; /* this step's fragments */
+    const float *xsr = nullptr;   /* token 2t's scales (token 2t + 1: nkg further) */
+    int cb[2][2] = {{0, 0}, {0, 0}}; /* this lane's four rows' scale byte offsets at column 0 */
+    bool cuni = true;                /* the tile's 32 rows share one scale row */
     float acc[2][4], ps[2][4], tot[2][4];
     bool whole = false;
     int mine = 0, ckpb = 1;
@@ -529,17 +540,25 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
         if (u == u0 || p == 0) {
             ms_tile_of(J, T, tf, ct);
             ckpb = ct.w.bc / 64;
+            const uint32_t rb0 = (uint32_t)(ct.w.row0 + ct.rb);
 #pragma unroll
             for (int m = 0; m < 2; m++)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int64_t r = ct.rb + 16 * m + 8 * h + g;
-                    crow[m][h] = (const char *)ct.w.scale +
-                                 (uint32_t)(ct.w.row0 + (r < ct.w.rows ? r : 0)) / (uint32_t)ct.w.br * ct.w.scale_cols;
+                    cb[m][h] = (int)(((uintptr_t)ct.w.scale +
+                                      (uint32_t)(ct.w.row0 + (r < ct.w.rows ? r : 0)) / (uint32_t)ct.w.br *
+                                          ct.w.scale_cols) &
+                                     3);
                 }
+            cuni = rb0 / (uint32_t)ct.w.br == (rb0 + MMA_ROWS - 1) / (uint32_t)ct.w.br;
             whole = u - p >= u0 && u - p + P <= u1;
             mine = 0;
-            if (u == u0) load_bq(ct.grp, (int)((int64_t)nkg * p / P), bq);
+            xsr = xs + ((size_t)ct.grp * ntok + 2 * t) * nkg;
+            if (u == u0) {
+                xf = xfrag(ct.grp, kf0);
+                load_bq(xf, bq);
+            }
         }
         const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
         for (int qq = 0; qq < MMA_WARPS; qq++) {
@@ -551,30 +570,32 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             int scol = kg0 / ckpb, srem = kg0 - scol * ckpb;
             for (int kg = kg0; kg < kg1; kg++) {
                 if (!(rel & 1)) {
-                    cp_async_wait<MS_STAGES - 2>(); /* this pair has landed (this lane's copies) */
-                    __syncwarp();                   /* every lane's, and the pair read last is free */
-                    issue(cur == 0 ? MS_STAGES - 1 : cur - 1);
+                    cp_async_wait<ST - 2>(); /* this pair has landed (this lane's copies) */
+                    __syncwarp();            /* every lane's, and the pair read last is free */
+                    issue(cur == 0 ? ST - 1 : cur - 1);
                 }
                 /* the next step's activations: this tile's next group, or the next tile's first */
-                const bool more = !(tf == tl && kg + 1 == kl);
-                if (more) {
-                    if (kg + 1 < nkg) load_bq(ct.grp, kg + 1, bqn);
-                    else load_bq((tf + 1) / T, 0, bqn);
-                }
+                const uint32_t *xfn = kg + 1 < nkg ? xf + xstep : xfrag((tf + 1) / T, 0);
+                if (rel + 1 < nsteps) load_bq(xfn, bqn);
                 const ms_half &stg = ring[cur].h[rel & 1];
                 float ws[2][2];
+                if (cuni) {
+                    const float v = dsv4_e8m0_to_f32((stg.sc[g] >> (8 * ((cb[0][0] + scol) & 3))) & 0xffu);
+                    ws[0][0] = ws[0][1] = ws[1][0] = ws[1][1] = v;
+                } else {
 #pragma unroll
-                for (int m = 0; m < 2; m++)
+                    for (int m = 0; m < 2; m++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const uintptr_t a = (uintptr_t)(crow[m][h] + scol);
-                        ws[m][h] = dsv4_e8m0_to_f32((stg.sc[16 * m + 8 * h + g] >> (8 * (a & 3))) & 0xffu);
-                    }
+                        for (int h = 0; h < 2; h++)
+                            ws[m][h] = dsv4_e8m0_to_f32((stg.sc[16 * m + 8 * h + g] >> (8 * ((cb[m][h] + scol) & 3))) &
+                                                        0xffu);
+                }
                 uint4 q[2][2];
 #pragma unroll
                 for (int m = 0; m < 2; m++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) q[m][h] = stg.w[(16 * m + 8 * h + g) * 4 + t];
+                const float x0 = __ldg(xsr + kg), x1 = __ldg(xsr + nkg + kg);
                 float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
@@ -589,8 +610,6 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                         if (LO) mma_f16(tmp[m], a0, a1, a2, a3, bq[j].z, bq[j].w);
                     }
                 }
-                const float x0 = __ldg(xs + ((size_t)ct.grp * ntok + 2 * t) * nkg + kg);
-                const float x1 = __ldg(xs + ((size_t)ct.grp * ntok + 2 * t + 1) * nkg + kg);
 #pragma unroll
                 for (int m = 0; m < 2; m++) {
                     acc[m][0] = __fmaf_rn(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][0]);
@@ -600,7 +619,8 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                 }
 #pragma unroll
                 for (int j = 0; j < 4; j++) bq[j] = bqn[j];
-                if (rel & 1) cur = cur == MS_STAGES - 1 ? 0 : cur + 1;
+                xf = xfn;
+                if (rel & 1) cur = cur == ST - 1 ? 0 : cur + 1;
                 rel++;
                 if (++srem == ckpb) srem = 0, scol++;
             }
@@ -809,8 +829,10 @@ static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp,
 
 void cuda_mma_init(void)
 {
-    CK(cudaFuncSetAttribute(k_mma_fp8s<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ms_smem));
-    CK(cudaFuncSetAttribute(k_mma_fp8s<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ms_smem));
+    CK(cudaFuncSetAttribute(k_mma_fp8s<false, MS_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)ms_smem<MS_STAGES>()));
+    CK(cudaFuncSetAttribute(k_mma_fp8s<true, MS_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)ms_smem<MS_STAGES>()));
 }
 
 /* k_mma_fp8s's launch: where its scratch is and how many warps it may use. */
@@ -820,14 +842,15 @@ struct ms_ctx {
     int nsm;
 };
 
-/* Decode's streamed kernel unless DSV4_MMA_STREAM=0; DSV4_MMA_GPW: the 64-column
- * groups per warp it aims at (default 8; never more warps than stay resident). */
-static bool ms_on(void)
+/* Decode's streamed kernel unless DSV4_MMA_STREAM=0 (2: for every shape, the
+ * tests' setting); DSV4_MMA_GPW: the 64-column groups per warp it aims at
+ * (default 8; never more warps than stay resident). */
+static int ms_on(void)
 {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("DSV4_MMA_STREAM");
-        on = !(e && e[0] == '0');
+        on = e && e[0] == '0' ? 0 : e && e[0] == '2' ? 2 : 1;
     }
     return on;
 }
@@ -849,6 +872,8 @@ static int ms_gpw(void)
 static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx &c)
 {
     if (!ms_on()) return false;
+    /* fewer (tile, part) units than about three per SM: k_mma_fp8's four warps per unit have more in flight */
+    if ((int64_t)J.tile0[J.n] * G * P < 3 * (int64_t)impl_of(be)->n_sm && ms_on() < 2) return false;
     for (int i = 0; i < J.n; i++)
         if ((uintptr_t)J.w[i].scale & 3) return false;
     cuda_impl *im = impl_of(be);
@@ -861,18 +886,29 @@ static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx
     return true;
 }
 
+template <bool LO, int ST>
+static void ms_launch_t(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
+                        int nkg, int P, int G, int n, size_t yg)
+{
+    static int per_sm = 0; /* one-warp blocks resident per SM */
+    if (!per_sm) {
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_mma_fp8s<LO, ST>, 32, ms_smem<ST>()));
+        if (per_sm < 1) per_sm = 1;
+    }
+    const int64_t U = (int64_t)J.tile0[J.n] * G * P, steps = (int64_t)J.tile0[J.n] * G * nkg;
+    int64_t W = (steps + ms_gpw() - 1) / ms_gpw();
+    if (W > (int64_t)c.nsm * per_sm) W = (int64_t)c.nsm * per_sm;
+    if (W > U) W = U;
+    if (W < 1) W = 1;
+    cuda_launch(k_mma_fp8s<LO, ST>, dim3((unsigned)W), dim3(32), ms_smem<ST>(), st, 0u, true, J, xp, xs, nkg, P, n,
+                yg, (int)U, (int)W, c.part, c.cnt);
+}
+
 template <bool LO>
 static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
                       int nkg, int P, int G, int n, size_t yg)
 {
-    const int64_t U = (int64_t)J.tile0[J.n] * G * P, steps = (int64_t)J.tile0[J.n] * G * nkg;
-    int64_t W = (steps + ms_gpw() - 1) / ms_gpw();
-    const int64_t res = (int64_t)c.nsm * MS_BLOCKS(LO); /* resident warps */
-    if (W > res) W = res;
-    if (W > U) W = U;
-    if (W < 1) W = 1;
-    cuda_launch(k_mma_fp8s<LO>, dim3((unsigned)W), dim3(32), ms_smem, st, 0u, true, J, xp, xs, nkg, P, n, yg, (int)U,
-                (int)W, c.part, c.cnt);
+    ms_launch_t<LO, MS_STAGES>(st, c, J, xp, xs, nkg, P, G, n, yg);
 }
 
 template <bool LO>
