@@ -224,7 +224,6 @@ int cuda_moe_mma_eligible(const dsv4_moe_params *p);
 void cuda_attn_init(void);
 void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
-void cuda_mma_init(void); /* mma.cu: decode's streamed FP8 kernel takes more than 48 KB of shared memory */
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 

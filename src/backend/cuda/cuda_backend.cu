@@ -653,7 +653,6 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_attn_init();
     cuda_indexer_init(im);
     cuda_moe_mma_init();
-    cuda_mma_init();
     be->name = "cuda";
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
     be->sm = prop.major * 10 + prop.minor;

@@ -412,7 +412,8 @@ struct ms_half {
 struct ms_stage {
     ms_half h[2]; /* steps 2i and 2i + 1 of the warp's run */
 };
-template <int ST> constexpr size_t ms_smem() { return (size_t)ST * sizeof(ms_stage); }
+constexpr size_t ms_smem = (size_t)MS_STAGES * sizeof(ms_stage);
+static_assert(ms_smem <= 48 * 1024, "k_mma_fp8s: within the default dynamic shared memory (no attribute set)");
 #define MS_BLOCKS(LO) ((LO) ? 10 : 12) /* one-warp blocks per SM (registers) */
 
 /* Where tile tf (group-major over the jobs' tiles) lies. */
@@ -434,7 +435,7 @@ __device__ __forceinline__ void ms_tile_of(const mma_jobs &J, int T, int tf, ms_
     o.rb = (int64_t)(ty - J.tile0[job]) * MMA_ROWS;
 }
 
-template <bool LO, int ST>
+template <bool LO>
 __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, const uint32_t *xp, const float *xs,
                                                                int nkg, int P, int n, size_t yg, int U, int W,
                                                                float *part, unsigned *cnt)
@@ -509,7 +510,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
         cp_async_commit();
     };
 #pragma unroll
-    for (int i = 0; i < ST - 1; i++) issue(i);
+    for (int i = 0; i < MS_STAGES - 1; i++) issue(i);
     /* the weights do not depend on the kernel before (the pack); x does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     /* Consume side: the activation fragments of a step (one group ahead, in registers) and scales. */
@@ -570,9 +571,9 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             int scol = kg0 / ckpb, srem = kg0 - scol * ckpb;
             for (int kg = kg0; kg < kg1; kg++) {
                 if (!(rel & 1)) {
-                    cp_async_wait<ST - 2>(); /* this pair has landed (this lane's copies) */
+                    cp_async_wait<MS_STAGES - 2>(); /* this pair has landed (this lane's copies) */
                     __syncwarp();            /* every lane's, and the pair read last is free */
-                    issue(cur == 0 ? ST - 1 : cur - 1);
+                    issue(cur == 0 ? MS_STAGES - 1 : cur - 1);
                 }
                 /* the next step's activations: this tile's next group, or the next tile's first */
                 const uint32_t *xfn = kg + 1 < nkg ? xf + xstep : xfrag((tf + 1) / T, 0);
@@ -620,7 +621,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
 #pragma unroll
                 for (int j = 0; j < 4; j++) bq[j] = bqn[j];
                 xf = xfn;
-                if (rel & 1) cur = cur == ST - 1 ? 0 : cur + 1;
+                if (rel & 1) cur = cur == MS_STAGES - 1 ? 0 : cur + 1;
                 rel++;
                 if (++srem == ckpb) srem = 0, scol++;
             }
@@ -827,14 +828,6 @@ static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp,
                 P > 1 ? (unsigned)P : 0u, true, J, xp, xs, ntok, nkg, P, n, yg);
 }
 
-void cuda_mma_init(void)
-{
-    CK(cudaFuncSetAttribute(k_mma_fp8s<false, MS_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)ms_smem<MS_STAGES>()));
-    CK(cudaFuncSetAttribute(k_mma_fp8s<true, MS_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                            (int)ms_smem<MS_STAGES>()));
-}
-
 /* k_mma_fp8s's launch: where its scratch is and how many warps it may use. */
 struct ms_ctx {
     float *part;
@@ -886,13 +879,13 @@ static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx
     return true;
 }
 
-template <bool LO, int ST>
-static void ms_launch_t(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
-                        int nkg, int P, int G, int n, size_t yg)
+template <bool LO>
+static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
+                      int nkg, int P, int G, int n, size_t yg)
 {
     static int per_sm = 0; /* one-warp blocks resident per SM */
     if (!per_sm) {
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_mma_fp8s<LO, ST>, 32, ms_smem<ST>()));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_mma_fp8s<LO>, 32, ms_smem));
         if (per_sm < 1) per_sm = 1;
     }
     const int64_t U = (int64_t)J.tile0[J.n] * G * P, steps = (int64_t)J.tile0[J.n] * G * nkg;
@@ -900,15 +893,8 @@ static void ms_launch_t(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, con
     if (W > (int64_t)c.nsm * per_sm) W = (int64_t)c.nsm * per_sm;
     if (W > U) W = U;
     if (W < 1) W = 1;
-    cuda_launch(k_mma_fp8s<LO, ST>, dim3((unsigned)W), dim3(32), ms_smem<ST>(), st, 0u, true, J, xp, xs, nkg, P, n,
-                yg, (int)U, (int)W, c.part, c.cnt);
-}
-
-template <bool LO>
-static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
-                      int nkg, int P, int G, int n, size_t yg)
-{
-    ms_launch_t<LO, MS_STAGES>(st, c, J, xp, xs, nkg, P, G, n, yg);
+    cuda_launch(k_mma_fp8s<LO>, dim3((unsigned)W), dim3(32), ms_smem, st, 0u, true, J, xp, xs, nkg, P, n, yg, (int)U,
+                (int)W, c.part, c.cnt);
 }
 
 template <bool LO>
