@@ -657,7 +657,7 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
         const int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + p];
         float *page = kv->pages + (size_t)pg * kv->page_floats;
         e->be->fill(e->be, page, kv->page_floats, 0x5eed0000ull + (uint64_t)p);
-        for (size_t i = 0; i < n_sc; i++) sc[i] = (uint8_t)(124 + (dsv4_fill_word(0x5eed0000ull + (uint64_t)p, i) & 3));
+        for (size_t i = 0; i < n_sc; i++) sc[i] = dsv4_fill_e8m0(0x5eed0000ull + (uint64_t)p, i);
         for (int l = 0; sc && l < c->n_layers; l++) { /* the page's scales, the same bytes for every CSA layer */
             if (c->layer_kind[l] != DSV4_ATTN_CSA) continue;
             const size_t rows = (size_t)(kv->page_tokens / c->layer_ratio[l]), ns = rows * (size_t)(c->index_head_dim / 32);

@@ -82,6 +82,10 @@ DSV4_HD uint32_t dsv4_fill_word(uint64_t seed, uint64_t i)
     return (uint32_t)dsv4_f32_to_bf16(a) << 16 | dsv4_f32_to_bf16(b);
 }
 
+/* Byte i of a benchmark fill's FP4 indexer key scales (dsv4_seq_skip on FP4 keys): an E8M0 scale
+ * 2^-3 .. 2^0 from word i of the fill, so the fill's bytes, read as E2M1 codes, stay finite values. */
+DSV4_HD uint8_t dsv4_fill_e8m0(uint64_t seed, uint64_t i) { return (uint8_t)(124 + (dsv4_fill_word(seed, i) & 3)); }
+
 DSV4_HD float dsv4_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

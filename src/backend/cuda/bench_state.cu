@@ -14,14 +14,14 @@
 #include "backend/cuda/common.cuh"
 
 /* FP4 indexer keys: each page's scale bytes (after its [rows][width / 2] code bytes) as dsv4_seq_skip sets
- * them, 124 + (the fill's word & 3). */
+ * them (dsv4_fill_e8m0). */
 __global__ void k_bench_scales(float *pages, int64_t n_pages, size_t page_floats, size_t off, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n_pages * n;
          i += (size_t)gridDim.x * blockDim.x) {
         const int64_t p = (int64_t)(i / n);
         const size_t j = i % n;
-        ((uint8_t *)(pages + (size_t)p * page_floats))[off + j] = (uint8_t)(124 + (dsv4_fill_word(0x5eed0000ull + (uint64_t)p, j) & 3));
+        ((uint8_t *)(pages + (size_t)p * page_floats))[off + j] = dsv4_fill_e8m0(0x5eed0000ull + (uint64_t)p, j);
     }
 }
 
