@@ -186,8 +186,9 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 __device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
 __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }
 
-/* cudaMalloc for a weight: the buffer is kept in the backend's list and freed
- * when the backend is destroyed (engine close). cudaSuccess or the error. */
+/* cudaMalloc for a weight, in whole 4-byte words: the buffer is kept in the
+ * backend's list and freed when the backend is destroyed (engine close).
+ * cudaSuccess or the error. */
 cudaError_t cuda_weight_malloc(dsv4_backend *be, void **p, size_t bytes);
 
 /* bench_state.cu: the decode state of the kernel timings (batch sequences,

@@ -39,7 +39,8 @@ cudaError_t cuda_weight_malloc(dsv4_backend *be, void **p, size_t bytes)
         im->wmem = g;
         im->cap_wmem = cap;
     }
-    const cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    /* whole 4-byte words: a kernel may copy the aligned word that holds a byte (k_mma_fp8s, scale tables) */
+    const cudaError_t e = cudaMalloc(p, bytes ? (bytes + 3) & ~(size_t)3 : 4);
     if (e != cudaSuccess) {
         *p = NULL;
         return e;
@@ -144,8 +145,7 @@ static dsv4_status c_weight_load(dsv4_backend *be, dsv4_w *w, char *err, size_t 
         if (cuda_weight_malloc(be, &w->dev, eb) != cudaSuccess) goto oom;
         upload_staged(im, w->dev, w->host, eb);
         if (sb) {
-            /* whole 4-byte words: mma.cu's decode kernel copies a scale's aligned word */
-            if (cuda_weight_malloc(be, &w->dev_scale, (sb + 3) & ~(size_t)3) != cudaSuccess) goto oom;
+            if (cuda_weight_malloc(be, &w->dev_scale, sb) != cudaSuccess) goto oom;
             upload_staged(im, w->dev_scale, w->scale, sb);
         }
         return DSV4_OK;

@@ -46,7 +46,7 @@ dsv4_status cuda_weight_fill(dsv4_backend *be, dsv4_w *w, char *err, size_t errl
     cuda_impl *im = impl_of(be);
     const dsv4_synth *g = &w->synth;
     if (cuda_weight_malloc(be, &w->dev, g->elem_bytes) != cudaSuccess ||
-        (g->scale_byte >= 0 && cuda_weight_malloc(be, &w->dev_scale, (g->scale_bytes + 3) & ~(size_t)3) != cudaSuccess)) {
+        (g->scale_byte >= 0 && cuda_weight_malloc(be, &w->dev_scale, g->scale_bytes) != cudaSuccess)) {
         snprintf(err, errlen, "%s: out of GPU memory generating the weights (--fill-random)", w->name);
         return DSV4_ERR_NOMEM;
     }
