@@ -4,7 +4,7 @@ the two real releases, with transformers' float64 logits on the exactly dequanti
 
 Usage (from the repository root):
 
-    .venv/bin/python tools/make_quant_fixtures.py [--out tests/fixtures] [--only q_stock,q_nvfp4]
+    .venv/bin/python tools/make_quant_fixtures.py [--out tests/fixtures] [--only q_stock,q_mma,q_nvfp4]
                                                   [--max-tries 20] [--skip-decode-check]
 
 Reuses tools/make_fixtures.py (imported as a module, not modified): official config keys, the
@@ -112,6 +112,30 @@ QFIXTURES = {
             index_n_heads=16, index_head_dim=32, index_topk=16,
             n_routed_experts=16, num_experts_per_tok=4, moe_intermediate_size=64,
             num_hash_layers=2, hc_mult=4,
+        ),
+    ),
+    # the stock format with every dimension the GPU's tensor-core paths take whole (multiples of 128:
+    # hidden, expert width, LoRA ranks): the routed experts on the tensor cores (w4a16 and
+    # --moe-backend w4a8) end to end against the oracle; the other fixtures' odd sizes take the
+    # CUDA-core fallbacks
+    "q_mma": dict(
+        base_seed=6100,
+        T=264,
+        prefill=133,                    # 133 % 4 = 1, 133 % 128 = 5
+        layout="stock",
+        shards=[
+            (r"^embed\.weight$", r"^layers\.[01]\."),
+            (r"^layers\.[23]\.", r"^head\.weight$", r"^norm\.weight$", r"^hc_head_"),
+        ],
+        f32_scale=[],
+        config=dict(
+            vocab_size=256, hidden_size=256, num_hidden_layers=4, num_nextn_predict_layers=0,
+            num_attention_heads=4, head_dim=64, qk_rope_head_dim=16, q_lora_rank=128,
+            o_groups=2, o_lora_rank=128, sliding_window=32,
+            compress_ratios=[0, 4, 128, 4, 0],
+            index_n_heads=16, index_head_dim=32, index_topk=16,
+            n_routed_experts=16, num_experts_per_tok=4, moe_intermediate_size=128,
+            num_hash_layers=1, hc_mult=4,
         ),
     ),
     "q_nvfp4": dict(
