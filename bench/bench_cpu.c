@@ -86,7 +86,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--profile")) prof_json = argv[i + 1];
         else if (!strcmp(argv[i], "--profile-steps")) prof_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ep")) o.ep = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--backend")) o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
+        else if (!strcmp(argv[i], "--moe-backend")) {
+            static const char *const mb[] = {"auto", "w4a16", "w4a8", "w4a4"};
+            int k = 0;
+            while (k < 4 && strcmp(argv[i + 1], mb[k])) k++;
+            if (k == 4) {
+                fprintf(stderr, "bench_cpu: --moe-backend %s: not one of auto, w4a16, w4a8, w4a4\n", argv[i + 1]);
+                return 2;
+            }
+            o.moe_backend = (dsv4_moe_backend)k;
+        } else if (!strcmp(argv[i], "--backend"))
+            o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
             fprintf(stderr, "bench_cpu: unknown option %s\n", argv[i]);
             return 2;
@@ -95,7 +105,8 @@ int main(int argc, char **argv)
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
                         "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
-                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C]\n");
+                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--moe-backend "
+                        "auto|w4a16|w4a8|w4a4]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {

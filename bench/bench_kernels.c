@@ -428,10 +428,13 @@ int main(int argc, char **argv)
             }
         be->upload(be, didx, hidx, (size_t)B * K * sizeof(int32_t));
         be->upload(be, dw, hw, (size_t)B * K * sizeof(float));
-        /* plain numerics, then reference numerics (FP8 activations: the server's default) */
-        for (int ref = 0; ref < 2; ref++) {
+        /* plain numerics, then reference numerics (FP8 activations: the server's default), then reference
+         * numerics with the W4A8 kernels (--moe-backend w4a8) */
+        for (int v = 0; v < 3; v++) {
+            const bool ref = v > 0;
             mp.reference = ref;
             be->act_quant = ref;
+            be->moe_a8 = v == 2;
             be->moe_experts(be, &mp, x, B, didx, dw, out);
             sync(be, out);
             double t = now_s();
@@ -440,15 +443,20 @@ int main(int argc, char **argv)
             const size_t bytes = (size_t)n_used * expert_bytes;
             const double us = (now_s() - t) / reps * 1e6, gbs = (double)bytes / (us * 1e-6) / 1e9;
             printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%   (%d experts)\n",
-                   ref ? "experts (ref.)" : "experts (MXFP4)", B, bytes / 1e6, us, gbs, 100 * gbs / copy_gbs, n_used);
+                   v == 2 ? "experts (ref. w4a8)"
+                   : ref  ? "experts (ref.)"
+                          : "experts (MXFP4)",
+                   B, bytes / 1e6, us, gbs, 100 * gbs / copy_gbs, n_used);
             if (jf)
                 fprintf(jf,
-                        ",\n  {\"kind\": \"experts\", \"numerics\": \"%s\", \"batch\": %d, \"experts\": %d, "
-                        "\"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f}",
-                        ref ? "reference" : "plain", B, n_used, bytes, us, gbs, gbs / copy_gbs);
+                        ",\n  {\"kind\": \"experts\", \"numerics\": \"%s\", \"moe_backend\": \"%s\", \"batch\": %d, "
+                        "\"experts\": %d, \"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f}",
+                        ref ? "reference" : "plain", v == 2 ? "w4a8" : "w4a16", B, n_used, bytes, us, gbs,
+                        gbs / copy_gbs);
         }
         mp.reference = false;
         be->act_quant = false;
+        be->moe_a8 = false;
     }
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
 attention:

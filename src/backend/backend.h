@@ -115,6 +115,9 @@ struct dsv4_backend {
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
      * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
     bool act_quant;
+    /* The routed experts' W4A8 kernels (--moe-backend w4a8; with act_quant and
+     * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores. */
+    bool moe_a8;
     /* The state's cached rows may be BF16 (dsv4_kv.bf16_rows, reference
      * numerics): compress, indexer_topk, attn and kv_store read and write them
      * so. Set by the backend at creation. */

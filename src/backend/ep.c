@@ -311,7 +311,8 @@ static void ep_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv
     ep_impl *m = ep_of(be);
     for (int r = 0; r < m->R; r++) {
         bind(m, r);
-        m->rank[r]->act_quant = be->act_quant; /* the engine sets it on the composite */
+        m->rank[r]->act_quant = be->act_quant; /* the engine sets these on the composite */
+        m->rank[r]->moe_a8 = be->moe_a8;
         dsv4_kv k = kv_of(m, kv, r);
         m->rank[r]->step_begin(m->rank[r], plan, &k);
     }

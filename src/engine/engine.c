@@ -233,12 +233,16 @@ static void scratch_destroy(dsv4_engine *e)
 /* ---- open / close ------------------------------------------------------- */
 
 /* --moe-backend: an explicit choice is honoured or refused, never replaced.
- * Today's kernels decode FP4 in registers and keep activations at high
- * precision (w4a16 class) on both backends; w4a8 is not built yet, and w4a4
- * needs FP4 tensor cores (Blackwell). */
-static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be, char *err, size_t errlen)
+ * w4a16 (FP4 decoded in registers, activations at the numerics' precision)
+ * runs everywhere; w4a8 (the FP4 codes as FP8 on FP8 tensor cores, the
+ * activations' FP8 codes) on the CUDA backend for MXFP4 experts in reference
+ * numerics, whose activations are FP8 codes already; w4a4 needs FP4 tensor
+ * cores (Blackwell) and is not built yet. `auto` is w4a16. Sets be->moe_a8. */
+static dsv4_status moe_backend_check(dsv4_moe_backend m, dsv4_backend *be, const dsv4_config *c, const dsv4_weights *w,
+                                     dsv4_numerics numerics, char *err, size_t errlen)
 {
     static const char *const names[] = {"auto", "w4a16", "w4a8", "w4a4"};
+    be->moe_a8 = false;
     if (m == DSV4_MOE_AUTO) return DSV4_OK;
     if (be->sm == 0) {
         snprintf(err, errlen, "--moe-backend %s: the CPU backend has one MoE path; use --moe-backend auto", names[m]);
@@ -249,10 +253,38 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, const dsv4_backend *be,
                               "use --moe-backend auto or w4a16", be->device);
         return DSV4_ERR_UNSUPPORTED;
     }
-    if (m == DSV4_MOE_W4A8 || m == DSV4_MOE_W4A4) {
-        snprintf(err, errlen, "--moe-backend %s: this build has no %s kernels yet for %s; use --moe-backend auto or "
-                              "w4a16", names[m], names[m], be->device);
+    if (m == DSV4_MOE_W4A4) {
+        snprintf(err, errlen,
+                 "--moe-backend w4a4: this build has no w4a4 kernels yet for %s; use --moe-backend auto "
+                 "or w4a16",
+                 be->device);
         return DSV4_ERR_UNSUPPORTED;
+    }
+    if (m == DSV4_MOE_W4A8) {
+        if (numerics != DSV4_NUMERICS_REFERENCE) {
+            snprintf(err, errlen,
+                     "--moe-backend w4a8: needs --numerics reference (its activations are the FP8 codes "
+                     "reference numerics computes; plain numerics keeps them at FP32 precision)");
+            return DSV4_ERR_UNSUPPORTED;
+        }
+        for (int i = 0; i < w->n_layers; i++) {
+            const dsv4_w *e1 = w->layers[i].exp_w1;
+            if (e1 && e1[0].fmt != DSV4_WF_MXFP4) {
+                snprintf(err, errlen,
+                         "--moe-backend w4a8: layer %d's experts are %s; the w4a8 kernels take MXFP4 "
+                         "experts (use --moe-backend auto or w4a16)",
+                         i, e1[0].fmt == DSV4_WF_NVFP4 ? "NVFP4" : "not FP4");
+                return DSV4_ERR_UNSUPPORTED;
+            }
+        }
+        if (c->dim % 128 || c->moe_inter_dim % 128 || c->dim > 4096 || c->moe_inter_dim > 4096) {
+            snprintf(err, errlen,
+                     "--moe-backend w4a8: hidden size %d and expert width %d: the w4a8 kernels take "
+                     "multiples of 128 up to 4096 (a tile's activations stay in shared memory)",
+                     c->dim, c->moe_inter_dim);
+            return DSV4_ERR_UNSUPPORTED;
+        }
+        be->moe_a8 = true;
     }
     return DSV4_OK;
 }
@@ -450,7 +482,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
                 e->cfg.n_layers, (double)e->w.bytes / (1 << 20), t1 - t0);
 
     if ((st = backend_choose(o, &e->cfg, &e->w, &e->be, err, errlen)) != DSV4_OK) goto fail;
-    if ((st = moe_backend_check(o->moe_backend, e->be, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = moe_backend_check(o->moe_backend, e->be, &e->cfg, &e->w, e->numerics, err, errlen)) != DSV4_OK) goto fail;
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;

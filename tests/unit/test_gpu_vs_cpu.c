@@ -98,14 +98,15 @@ static int find_models(void)
     return n_models > 0 ? 0 : -1;
 }
 
-static dsv4_status open_engine(const model *m, dsv4_backend_kind be, int n_threads, dsv4_numerics num, dsv4_engine **e,
-                               char *err, size_t errlen)
+static dsv4_status open_engine(const model *m, dsv4_backend_kind be, int n_threads, dsv4_numerics num,
+                               dsv4_moe_backend mb, dsv4_engine **e, char *err, size_t errlen)
 {
     dsv4_engine_opts o;
     dsv4_engine_opts_default(&o);
     o.model_dir = m->dir;
     o.backend = be;
     o.numerics = num;
+    o.moe_backend = mb;
     o.n_threads = n_threads;
     o.max_seqs = MAX_SEQS;
     o.max_ctx = MAX_CTX;
@@ -116,10 +117,11 @@ static dsv4_status open_engine(const model *m, dsv4_backend_kind be, int n_threa
 
 /* The engine compared against the CPU: CUDA, or in the self-test a CPU
  * engine with a different thread count. */
-static dsv4_status open_other(const model *m, dsv4_numerics num, dsv4_engine **e, char *err, size_t errlen)
+static dsv4_status open_other(const model *m, dsv4_numerics num, dsv4_moe_backend mb, dsv4_engine **e, char *err,
+                              size_t errlen)
 {
-    return selftest ? open_engine(m, DSV4_BACKEND_CPU, 2, num, e, err, errlen)
-                    : open_engine(m, DSV4_BACKEND_CUDA, 0, num, e, err, errlen);
+    return selftest ? open_engine(m, DSV4_BACKEND_CPU, 2, num, mb, e, err, errlen)
+                    : open_engine(m, DSV4_BACKEND_CUDA, 0, num, mb, e, err, errlen);
 }
 
 /* ---- workloads ------------------------------------------------------------- */
@@ -295,10 +297,11 @@ static void run_workload(dsv4_engine *ea, dsv4_engine *eb, const workload *w, ui
 typedef struct {
     const model *m;
     dsv4_numerics num;
+    dsv4_moe_backend mb; /* the compared engine's --moe-backend (w4a8: MXFP4 experts only, others skip) */
     char name[340];
 } case_state;
 
-static case_state cases[64];
+static case_state cases[96];
 
 /* Says which compress windows and pages the workloads cross; fails if the
  * longest sequence no longer covers them (a fixture with a longer window or
@@ -334,12 +337,22 @@ static void test_model(void **state)
     const case_state *cs = *state;
     const model *m = cs->m;
     const int plain = cs->num == DSV4_NUMERICS_PLAIN;
-    const char *numn = plain ? "plain" : "reference";
+    const char *numn = plain ? "plain" : cs->mb == DSV4_MOE_W4A8 ? "reference-w4a8" : "reference";
     dsv4_engine *ea = NULL, *eb = NULL;
     char err[1024];
-    if (open_engine(m, DSV4_BACKEND_CPU, selftest ? 1 : 0, cs->num, &ea, err, sizeof err) != DSV4_OK)
+    if (cs->mb != DSV4_MOE_AUTO) { /* an explicit MoE backend the engine refuses (experts it does not take): skip */
+        dsv4_status st = open_other(m, cs->num, cs->mb, &eb, err, sizeof err);
+        if (st == DSV4_ERR_UNSUPPORTED) {
+            printf("%s %s: %s: skipped\n", m->name, numn, err);
+            skip();
+        }
+        if (st != DSV4_OK) fail_msg("%s: other engine: %s", m->name, err);
+        dsv4_engine_close(eb);
+        eb = NULL;
+    }
+    if (open_engine(m, DSV4_BACKEND_CPU, selftest ? 1 : 0, cs->num, DSV4_MOE_AUTO, &ea, err, sizeof err) != DSV4_OK)
         fail_msg("%s: cpu engine: %s", m->name, err);
-    if (open_other(m, cs->num, &eb, err, sizeof err) != DSV4_OK) fail_msg("%s: other engine: %s", m->name, err);
+    if (open_other(m, cs->num, cs->mb, &eb, err, sizeof err) != DSV4_OK) fail_msg("%s: other engine: %s", m->name, err);
     dsv4_model_info ia, ib;
     dsv4_engine_info(ea, &ia);
     dsv4_engine_info(eb, &ib);
@@ -406,7 +419,8 @@ int main(void)
         /* a GPU this build's kernels cannot use (pre-Hopper) is a skip too */
         dsv4_engine *e = NULL;
         char err[1024];
-        dsv4_status st = open_engine(&models[0], DSV4_BACKEND_CUDA, 0, DSV4_NUMERICS_PLAIN, &e, err, sizeof err);
+        dsv4_status st =
+            open_engine(&models[0], DSV4_BACKEND_CUDA, 0, DSV4_NUMERICS_PLAIN, DSV4_MOE_AUTO, &e, err, sizeof err);
         dsv4_engine_close(e);
         if (st == DSV4_ERR_UNSUPPORTED) {
             printf("%s: skipped\n", err);
@@ -417,14 +431,19 @@ int main(void)
         return 77;
 #endif
     }
-    struct CMUnitTest tests[64];
+    struct CMUnitTest tests[96];
     int n = 0;
+    /* plain, reference, and reference with --moe-backend w4a8 (the FP8 tensor-core experts) */
     for (int i = 0; i < n_models; i++)
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             case_state *cs = &cases[n];
             cs->m = &models[i];
             cs->num = k == 0 ? DSV4_NUMERICS_PLAIN : DSV4_NUMERICS_REFERENCE;
-            snprintf(cs->name, sizeof cs->name, "%.255s %s", models[i].name, k == 0 ? "plain" : "reference");
+            cs->mb = k == 2 ? DSV4_MOE_W4A8 : DSV4_MOE_AUTO;
+            snprintf(cs->name, sizeof cs->name, "%.255s %s", models[i].name,
+                     k == 0   ? "plain"
+                     : k == 1 ? "reference"
+                              : "reference w4a8");
             tests[n] = (struct CMUnitTest){.name = cs->name, .test_func = test_model, .initial_state = cs};
             n++;
         }

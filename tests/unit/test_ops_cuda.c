@@ -1450,13 +1450,15 @@ typedef struct {
     int n, D, I, E, K;
     float limit;
     bool ref, aq, nonfinite;
+    bool a8; /* be->moe_a8: the W4A8 kernels (--moe-backend w4a8; MXFP4 with act_quant) */
 } moe_spec;
 
 static void moe_experts_case(const moe_spec *c)
 {
     const int n = c->n, D = c->D, I = c->I, E = c->E, K = c->K;
-    case_begin("moe_experts %s n=%d D=%d inter=%d E=%d k=%d limit=%g%s%s%s", wk_name[c->k], n, D, I, E, K,
-               (double)c->limit, c->ref ? " reference" : "", c->aq ? " act_quant" : "", c->nonfinite ? " NaN/Inf" : "");
+    case_begin("moe_experts %s n=%d D=%d inter=%d E=%d k=%d limit=%g%s%s%s%s", wk_name[c->k], n, D, I, E, K,
+               (double)c->limit, c->ref ? " reference" : "", c->aq ? " act_quant" : "", c->nonfinite ? " NaN/Inf" : "",
+               c->a8 ? " w4a8" : "");
     wmat *w1 = calloc((size_t)E, sizeof(wmat)), *w3 = calloc((size_t)E, sizeof(wmat)),
          *w2 = calloc((size_t)E, sizeof(wmat));
     for (int e = 0; e < E; e++) {
@@ -1495,12 +1497,14 @@ static void moe_experts_case(const moe_spec *c)
                              .w2 = a2,
                              .reference = c->ref};
         be->act_quant = c->aq;
+        be->moe_a8 = c->a8;
         float *dx = bdup(be, x, (size_t)n * D * 4), *dw = bdup(be, wts, (size_t)n * K * 4);
         int32_t *di = bdup(be, idx, (size_t)n * K * 4);
         float *dout = bpoison(be, (size_t)n * D * 4);
         be->moe_experts(be, &p, dx, n, di, dw, dout);
         res[s] = bhost(be, dout, (size_t)n * D * 4);
         be->act_quant = false;
+        be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
     }
     /* magnitudes: a double-precision pass over the same computation, summing
@@ -1589,6 +1593,13 @@ static void test_moe(void **state)
         /* parts along K summed across a cluster (gate/up 4 parts, down 2; down 4 parts) */
         {WK_MXFP4, 9, 1024, 512, 5, 3, 7.0f, .ref = false},
         {WK_NVFP4, 5, 512, 1024, 4, 2, 7.0f, .ref = true, .aq = true},
+        /* the W4A8 kernels (wgmma): several tiles of one expert, one token over 9 experts with a gate/up K of
+         * one group (a K half without groups), 3 row blocks of down, K halves of 4 groups, NaN/Inf */
+        {WK_MXFP4, 13, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true, .a8 = true},
+        {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = true, .aq = true, .a8 = true},
+        {WK_MXFP4, 1, 128, 384, 9, 6, 7.0f, .ref = true, .aq = true, .a8 = true},
+        {WK_MXFP4, 9, 384, 1024, 5, 3, 0.0f, .ref = true, .aq = true, .a8 = true},
+        {WK_MXFP4, 7, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true, .a8 = true},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) moe_experts_case(&cs[i]);
     /* the experts' first tensor-core kernels (BF16 weights: the fallback for

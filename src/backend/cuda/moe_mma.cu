@@ -408,7 +408,7 @@ __device__ __forceinline__ float e8m0_byte(uint32_t s, int u)
  * columns); lane l takes columns 4l .. 4l + 3 = columns 8t + 4h .. of unit u
  * (u = l / 8, t = l / 2 % 4, h = l % 2). NP planes of uint32 words [row][kg][u][t][4]
  * and the scales xs [row][kg]. */
-template <bool REF>
+template <bool REF, bool A8>
 __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_t *xp, size_t plane, float *xs)
 {
     pdl_start(); /* waits first: the MMA kernel after it reads the plan before its own wait */
@@ -421,6 +421,15 @@ __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_
     __half hi[4], lo[4];
     const float sc = f16_parts<REF, 32>(v, hi, lo);
     const int u = lane >> 3, t = (lane >> 1) & 3, h = lane & 1;
+    if (A8) { /* the E4M3 codes (exact; NOSAT: a non-finite part becomes NaN): [row][kg][u][E | O][t][4 bytes] */
+        uint8_t *o = (uint8_t *)xp + (((size_t)row * nkg + kg) * 4 + u) * 32 + 4 * t + 2 * h;
+        const __half2_raw e = {__half_as_ushort(hi[0]), __half_as_ushort(hi[2])};
+        const __half2_raw d = {__half_as_ushort(hi[1]), __half_as_ushort(hi[3])};
+        *(uint16_t *)o = __nv_cvt_halfraw2_to_fp8x2(e, __NV_NOSAT, __NV_E4M3); /* even columns: E bytes 2h, 2h + 1 */
+        *(uint16_t *)(o + 16) = __nv_cvt_halfraw2_to_fp8x2(d, __NV_NOSAT, __NV_E4M3);
+        if (lane == 0) xs[(size_t)row * nkg + kg] = sc;
+        return;
+    }
     const size_t f = ((((size_t)row * nkg + kg) * 4 + u) * 4 + t) * 4 + h;
     xp[f] = h2_bits(hi[0], hi[2]); /* even columns: word h */
     xp[f + 2] = h2_bits(hi[1], hi[3]); /* odd: word 2 + h */
@@ -498,6 +507,10 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int 
  * B from global memory (L2) as they use it (measured: the same speed). */
 #define MOE_BR(NP) ((NP) == 1)
 
+/* NP = MOE_A8: the W4A8 route (reference numerics, MXFP4; k_moe8w below):
+ * the activations are one plane of E4M3 bytes. */
+#define MOE_A8 0
+
 template <int NP> struct moe_stage {
     uint8_t w[32 * W_ROW];
     uint32_t s[32][2];
@@ -521,6 +534,27 @@ struct moe_src {
 __device__ __forceinline__ int64_t stage_row(int r, int64_t ra, int64_t rb)
 {
     return ((r >> 4) ? rb : ra) + (r & 7) + 8 * ((r >> 3) & 1);
+}
+
+/* The weight and scale sources of a lane for m tiles wa rows ra.. and wb rows
+ * rb.. (rows from lim on: zeros); B is the caller's. */
+__device__ __forceinline__ moe_src moe_src_of(const wdesc &wa, int64_t ra, const wdesc &wb, int64_t rb, int64_t lim,
+                                              int lane)
+{
+    moe_src src;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int c = lane + 32 * i, r = c >> 2;
+        const int64_t row = stage_row(r, ra, rb);
+        const wdesc &w = (r >> 4) ? wb : wa;
+        src.wok[i] = row < lim;
+        src.w[i] = (const char *)w.data + (w.row0 + (src.wok[i] ? row : 0)) * w.row_bytes + 16 * (c & 3);
+    }
+    const int64_t row = stage_row(lane, ra, rb);
+    const wdesc &w = (lane >> 4) ? wb : wa;
+    src.sok = row < lim;
+    src.s = (const uint8_t *)w.scale + (w.row0 + (src.sok ? row : 0)) * w.scale_cols;
+    return src;
 }
 
 /* A stage's weights and scale words (constants: issued before
@@ -578,21 +612,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
         return;
     }
     constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
-    moe_src src;
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const int c = lane + 32 * i, r = c >> 2;
-        const int64_t row = stage_row(r, ra, rb);
-        const wdesc &w = (r >> 4) ? wb : wa;
-        src.wok[i] = row < lim;
-        src.w[i] = (const char *)w.data + (w.row0 + (src.wok[i] ? row : 0)) * w.row_bytes + 16 * (c & 3);
-    }
-    {
-        const int64_t row = stage_row(lane, ra, rb);
-        const wdesc &w = (lane >> 4) ? wb : wa;
-        src.sok = row < lim;
-        src.s = (const uint8_t *)w.scale + (w.row0 + (src.sok ? row : 0)) * w.scale_cols;
-    }
+    moe_src src = moe_src_of(wa, ra, wb, rb, lim, lane);
     src.bok = brow >= 0; /* else zeros (from a valid address) */
     src.b = (const uint4 *)xp + (size_t)(src.bok ? brow : 0) * nkg * 16 + t;
     /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
@@ -688,6 +708,167 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe16(const wdesc *wt, int E,
     else gate_up_out(acc, total16<K>(a), total16<K>(c), tl, rb, g, t, list, R, wts, limit, reference, out);
 }
 
+/* ==== The W4A8 route (--moe-backend w4a8: reference numerics, MXFP4) =====
+ *
+ * k_moe16's loop is bound by its instruction count, not by bytes in flight:
+ * 427 SASS instructions per warp and 2 KB group (64 of them E4M3 -> F16
+ * conversions, 16 HMMA) at 57 % issue utilisation gave 50 % of DRAM
+ * bandwidth at batch 16 (ncu); more warps or contiguous weight rows moved it
+ * by 2-4 %. The E4M3 bytes of e2m1_e4m3 (x 2^-6, exact) are FP8 tensor-core
+ * operands as they are - but on sm_90 mma.sync E4M3 is lowered to F16 HMMA
+ * plus the same conversions; only wgmma reaches the FP8 tensor cores.
+ *
+ * So a block is a warpgroup (four warps, or KS = 2 warpgroups taking halves
+ * of K, added half 0 + half 1): each warp keeps k_moe16's rows (two m tiles
+ * of 16: gate and up rows of one index, or 32 down rows) and its own ring of
+ * weight stages; one wgmma m64n8k32 per unit (32 columns, one E8M0 scale)
+ * and tile takes the four warps' A fragments from registers (the E4M3 words,
+ * as mma.sync's m16n8k32 layout: even codes k slots 4t.., odd codes 16 + 4t..)
+ * and B, the tile's activations, from shared memory, loaded once for all of
+ * K: per unit two 8 x 16-byte core matrices (E, O columns), no swizzle. Each
+ * unit's sum is a fresh accumulator (scale-d 0) added times its E8M0 scale in
+ * FP32, as group16 does. The bits differ from k_moe16 (the tensor core adds
+ * a unit's 32 exact products its own way): an explicit backend choice.
+ *
+ * Measured (H200, bench_kernels, Flash experts): the same speed as k_moe16 at
+ * batch 8-16, 3 % faster at 64, 16 % slower at 1 (a warp takes all of its K
+ * half: fewer warps in flight); 4k-token prefill 3-8 % faster. The loop is
+ * still ~354 instructions a group: E2M1 -> E4M3 logic (80), E8M0 decode and
+ * the scale FMAs (88), moves into the QGMMA operand registers. One warpgroup
+ * a block (KS = 1) measured 10 % slower; two commit groups a K group (FMAs of
+ * units 0-1 under units 2-3's MMAs) changed nothing. */
+#define W8_KMAX 4096 /* the largest K (D or I) whose B fits the block's shared memory */
+
+__device__ __forceinline__ uint64_t w8_desc(const void *smem)
+{
+    /* start >> 4; both byte offsets 128 (the K neighbour core matrix; N = 8 has one along N) */
+    const uint64_t a = (uint64_t)(__cvta_generic_to_shared(smem) >> 4) & 0x3fffu;
+    return a | (uint64_t)(128 >> 4) << 16 | (uint64_t)(128 >> 4) << 32;
+}
+
+__device__ __forceinline__ void w8_mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t bd)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, p, 1, 1;\n}\n"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(bd));
+}
+
+template <int KS, bool DOWN>
+__global__ void __launch_bounds__(128 * KS, 4 / KS)
+    k_moe8w(const wdesc *wt, int E, const uint8_t *xp, const float *xs, int Kd, const int4 *tiles, const int *ntiles,
+            const int *list, int kk, int R, const float *wts, float limit, bool reference, float *out)
+{
+    if ((int)blockIdx.x >= *ntiles) return;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int wg = threadIdx.x >> 7, wid = (threadIdx.x >> 5) & 3; /* warpgroup (K half), warp in it */
+    const int4 tl = tiles[blockIdx.x];
+    const wdesc a = wt[tl.x], c = DOWN ? a : wt[E + tl.x];
+    /* the warp's rows: gate / up rows ra.. of both (64 a block), or down rows ra.., ra + 16.. (128 a block) */
+    const int64_t ra = DOWN ? (int64_t)blockIdx.y * 128 + 32 * wid : (int64_t)blockIdx.y * 64 + 16 * wid;
+    const int64_t rb = DOWN ? ra + 16 : ra, lim = DOWN ? R : (ra + 16 <= R ? ra + 16 : R);
+    const int nkg = Kd / 128, kg0 = nkg * wg / KS, kg1 = nkg * (wg + 1) / KS;
+    const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] / kk : -1,
+              pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] / kk : -1;
+    extern __shared__ uint4 moe_dyn[];
+    uint8_t *bs = (uint8_t *)moe_dyn; /* B: [kg][unit][E | O][n 8][16 bytes] */
+    moe_stage<MOE_A8> *ring = (moe_stage<MOE_A8> *)(bs + (size_t)nkg * 1024) + (wg * 4 + wid) * MOE_STAGES;
+    const moe_src src = moe_src_of(a, ra, c, rb, lim, lane);
+    /* the first groups' weights (constants) before griddepcontrol.wait, then B: thread x copies pair n = x % 8's
+     * 16-byte chunks x / 8, x / 8 + 16 KS, ... (a chunk: its kg, unit and E | O) */
+#pragma unroll
+    for (int i = 0; i < MOE_STAGES - 1; i++)
+        if (kg0 + i < kg1) moe_issue_w<MOE_A8>(ring[i], src, kg0 + i, 4, lane);
+    pdl_start();
+    {
+        const int n = threadIdx.x & 7, brow = n < tl.z ? list[tl.y + n] / kk : -1;
+        const uint8_t *from = xp + (size_t)(brow >= 0 ? brow : 0) * Kd;
+        for (int ch = threadIdx.x >> 3; ch < nkg * 8; ch += 16 * KS)
+            cp_async<16>(bs + (size_t)ch * 128 + n * 16, from + (size_t)ch * 16, brow >= 0);
+    }
+    cp_async_commit();
+#pragma unroll
+    for (int i = 1; i < MOE_STAGES - 1; i++) cp_async_commit();
+    /* B (with the first weights) landed, every thread's, visible to the tensor cores (the async proxy);
+     * outside the loop: a warpgroup may have no groups (K of one 128-column group) */
+    cp_async_wait<MOE_STAGES - 2>();
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int cur = 0;
+    for (int kg = kg0; kg < kg1; kg++) {
+        cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
+        __syncwarp();
+        const int nx = kg + MOE_STAGES - 1, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
+        if (nx < kg1) moe_issue_w<MOE_A8>(ring[ns], src, nx, 4, lane);
+        cp_async_commit();
+        wq16 wa_, wb_;
+        stage_words<MOE_A8>(ring[cur], 0, g, t, wa_);
+        stage_words<MOE_A8>(ring[cur], 1, g, t, wb_);
+        float da[4][4], db[4][4];
+        uint32_t fa[4][4], fb[4][4]; /* the A fragments, all before the fence */
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            fa[u][0] = e2m1_e4m3(wa_.q[0][u] << 4), fa[u][1] = e2m1_e4m3(wa_.q[1][u] << 4);
+            fa[u][2] = e2m1_e4m3(wa_.q[0][u]), fa[u][3] = e2m1_e4m3(wa_.q[1][u]);
+            fb[u][0] = e2m1_e4m3(wb_.q[0][u] << 4), fb[u][1] = e2m1_e4m3(wb_.q[1][u] << 4);
+            fb[u][2] = e2m1_e4m3(wb_.q[0][u]), fb[u][3] = e2m1_e4m3(wb_.q[1][u]);
+        }
+        const uint64_t bd0 = w8_desc(bs + (size_t)kg * 1024);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            w8_mma(da[u], fa[u][0], fa[u][1], fa[u][2], fa[u][3], bd0 + u * (256 >> 4));
+            w8_mma(db[u], fb[u][0], fb[u][1], fb[u][2], fb[u][3], bd0 + u * (256 >> 4));
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+        for (int u = 0; u < 4; u++) /* the results exist only after the wait */
+#pragma unroll
+            for (int e = 0; e < 4; e++) asm volatile("" : "+f"(da[u][e]), "+f"(db[u][e])::"memory");
+        const float x0 = pc0 >= 0 ? __ldg(xs + (size_t)pc0 * nkg + kg) : 0.0f;
+        const float x1 = pc1 >= 0 ? __ldg(xs + (size_t)pc1 * nkg + kg) : 0.0f;
+        float sa[4] = {0, 0, 0, 0}, sb4[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const float s0 = e8m0_byte(wa_.s[0][0], u), s1 = e8m0_byte(wa_.s[1][0], u);
+            const float t0 = e8m0_byte(wb_.s[0][0], u), t1 = e8m0_byte(wb_.s[1][0], u);
+            sa[0] = __fmaf_rn(da[u][0], s0, sa[0]), sa[1] = __fmaf_rn(da[u][1], s0, sa[1]);
+            sa[2] = __fmaf_rn(da[u][2], s1, sa[2]), sa[3] = __fmaf_rn(da[u][3], s1, sa[3]);
+            sb4[0] = __fmaf_rn(db[u][0], t0, sb4[0]), sb4[1] = __fmaf_rn(db[u][1], t0, sb4[1]);
+            sb4[2] = __fmaf_rn(db[u][2], t1, sb4[2]), sb4[3] = __fmaf_rn(db[u][3], t1, sb4[3]);
+        }
+        acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
+        acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
+        acc[4] = __fmaf_rn(sb4[0], x0, acc[4]), acc[5] = __fmaf_rn(sb4[1], x1, acc[5]);
+        acc[6] = __fmaf_rn(sb4[2], x0, acc[6]), acc[7] = __fmaf_rn(sb4[3], x1, acc[7]);
+        cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
+    }
+    cp_async_wait<0>();
+    if (KS == 2) { /* half 1's sums to half 0 through shared memory (B's, no longer read): half 0 + half 1 */
+        __syncthreads();
+        float *red = (float *)moe_dyn + (size_t)(wid * 32 + lane) * 8;
+        if (wg == 1)
+#pragma unroll
+            for (int e = 0; e < 8; e++) red[e] = acc[e];
+        __syncthreads();
+        if (wg == 1) return;
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[e] += red[e];
+    }
+    if (DOWN)
+        down_out(acc, 64.0f, tl, ra, g, t, list, R, reference, out);
+    else
+        gate_up_out(acc, 64.0f, 64.0f, tl, ra, g, t, list, R, wts, limit, reference, out);
+}
+
+template <int KS> constexpr size_t moe8w_smem(int K)
+{
+    return (size_t)K / 128 * 1024 + (size_t)KS * 4 * MOE_STAGES * sizeof(moe_stage<MOE_A8>);
+}
+#define W8_KS 2 /* warpgroups a block (halves of K): one warpgroup measured 10 % slower at batch 8-64 */
+
 /* FP4 experts whose rows are whole aligned 16-byte chunks and whose K
  * dimensions are whole 128-column groups (the weights' format and shape
  * only): MOE_F16 when their scales are aligned for k_moe_f16's word loads
@@ -738,21 +919,34 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                       const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D, int I, int nk,
                       const float *wts, float limit, bool reference, float *M, float *Y)
 {
-    const size_t xpl = (size_t)n * D / 2, mpl = (size_t)nk * I / 2; /* a plane: an F16x2 word per 2 columns */
-    float *xs = (float *)(xp + NP * xpl), *ms = (float *)(mp + NP * mpl);
+    /* a plane: an F16x2 word per 2 columns (A8: a word of E4M3 bytes per 4) */
+    constexpr int PL = NP == MOE_A8 ? 1 : NP, CW = NP == MOE_A8 ? 4 : 2;
+    const size_t xpl = (size_t)n * D / CW, mpl = (size_t)nk * I / CW;
+    float *xs = (float *)(xp + PL * xpl), *ms = (float *)(mp + PL * mpl);
     const int64_t w1 = (int64_t)n * (D / 128), w2 = (int64_t)nk * (I / 128);
-    launch_pdl(k_moe_pack16<NP == 1>, dim3((unsigned)((w1 + 7) / 8)), dim3(256), 0, st, x, D, n, D, xp, xpl, xs);
+    launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w1 + 7) / 8)), dim3(256), 0, st, x, D, n, D, xp,
+               xpl, xs);
     CK_LAUNCH();
-    launch_pdl(k_moe16<K, NP, false>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS), moe16_smem<NP>(),
-               st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles, list, kk, I, wts, limit,
-               reference, M);
+    if constexpr (NP == MOE_A8)
+        launch_pdl(k_moe8w<W8_KS, false>, dim3((unsigned)maxt, (unsigned)((I + 63) / 64)), dim3(128 * W8_KS),
+                   moe8w_smem<W8_KS>(D), st, tab, E, (const uint8_t *)xp, (const float *)xs, D, tiles, ntiles, list, kk,
+                   I, wts, limit, reference, M);
+    else
+        launch_pdl(k_moe16<K, NP, false>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS),
+                   moe16_smem<NP>(), st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles, list,
+                   kk, I, wts, limit, reference, M);
     CK_LAUNCH();
-    launch_pdl(k_moe_pack16<NP == 1>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M, I, nk, I, mp,
-               mpl, ms);
+    launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
+               I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
-    launch_pdl(k_moe16<K, NP, true>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS), moe16_smem<NP>(),
-               st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl, (const float *)ms, I, tiles, ntiles,
-               list, 1, D, wts, limit, reference, Y);
+    if constexpr (NP == MOE_A8)
+        launch_pdl(k_moe8w<W8_KS, true>, dim3((unsigned)maxt, (unsigned)(D / 128)), dim3(128 * W8_KS),
+                   moe8w_smem<W8_KS>(I), st, (const wdesc *)(tab + 2 * E), E, (const uint8_t *)mp, (const float *)ms, I,
+                   tiles, ntiles, list, 1, D, wts, limit, reference, Y);
+    else
+        launch_pdl(k_moe16<K, NP, true>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS),
+                   moe16_smem<NP>(), st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl, (const float *)ms,
+                   I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
 }
 
@@ -766,6 +960,10 @@ template <int K, int NP> static void moe16_attr(void)
 void cuda_moe_mma_init(void)
 {
     moe16_attr<RK_MXFP4, 1>();
+    CK(cudaFuncSetAttribute(k_moe8w<W8_KS, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)moe8w_smem<W8_KS>(W8_KMAX)));
+    CK(cudaFuncSetAttribute(k_moe8w<W8_KS, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)moe8w_smem<W8_KS>(W8_KMAX)));
     moe16_attr<RK_MXFP4, 2>();
     moe16_attr<RK_NVFP4, 1>();
     moe16_attr<RK_NVFP4, 2>();
@@ -794,6 +992,9 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
         uint32_t *mp = (uint32_t *)cuda_scratch(be, CS_MOE_MP, ((size_t)NP * nk * I / 2 + (size_t)nk * I / 128) * 4);
         if (nv && aq) moe16_run<RK_NVFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
         else if (nv) moe16_run<RK_NVFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+        else if (aq && be->moe_a8)
+            moe16_run<RK_MXFP4, MOE_A8>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
+                                        p->reference, M, Y);
         else if (aq) moe16_run<RK_MXFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
         else moe16_run<RK_MXFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
         return;
