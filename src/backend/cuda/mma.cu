@@ -1051,7 +1051,10 @@ __global__ void k_mma_rate(int iters, int fp8, float *sink)
 #pragma unroll
         for (int k = 0; k < 8; k++) {
             if (fp8)
-                mma_e4m3(c[k], a, a, a, a, b, b);
+                asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                             "{%8,%9}, {%0,%1,%2,%3};\n"
+                             : "+f"(c[k][0]), "+f"(c[k][1]), "+f"(c[k][2]), "+f"(c[k][3])
+                             : "r"(a), "r"(a), "r"(a), "r"(a), "r"(b), "r"(b));
             else
                 mma_bf16(c[k], a, a, a, a, b, b);
         }

@@ -596,6 +596,16 @@ __device__ __forceinline__ void stage_words(const moe_stage<NP> &st, int T, int 
     }
 }
 
+/* acc += a group's sums of both m tiles (sa, sb) times the activation scales
+ * of the lane's two columns. */
+__device__ __forceinline__ void group_add(float *acc, const float *sa, const float *sb, float x0, float x1)
+{
+    acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
+    acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
+    acc[4] = __fmaf_rn(sb[0], x0, acc[4]), acc[5] = __fmaf_rn(sb[1], x1, acc[5]);
+    acc[6] = __fmaf_rn(sb[2], x0, acc[6]), acc[7] = __fmaf_rn(sb[3], x1, acc[7]);
+}
+
 /* A warp's part of K (groups kg0 .. kg1) for two m tiles (wa rows ra.., wb
  * rows rb..: tile bases, rows limited by lim): acc[0..3] tile a, acc[4..7]
  * tile b, column pairs 2t, 2t + 1 (packed rows pc0, pc1; scales xs); B
@@ -656,10 +666,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
         float sa[4] = {0, 0, 0, 0}, sb4[4] = {0, 0, 0, 0};
         group16<K, NP>(wa_, b, t, sa);
         group16<K, NP>(wb_, b, t, sb4);
-        acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
-        acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
-        acc[4] = __fmaf_rn(sb4[0], x0, acc[4]), acc[5] = __fmaf_rn(sb4[1], x1, acc[5]);
-        acc[6] = __fmaf_rn(sb4[2], x0, acc[6]), acc[7] = __fmaf_rn(sb4[3], x1, acc[7]);
+        group_add(acc, sa, sb4, x0, x1);
         cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
     }
     cp_async_wait<0>();
@@ -839,10 +846,7 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
             sb4[0] = __fmaf_rn(db[u][0], t0, sb4[0]), sb4[1] = __fmaf_rn(db[u][1], t0, sb4[1]);
             sb4[2] = __fmaf_rn(db[u][2], t1, sb4[2]), sb4[3] = __fmaf_rn(db[u][3], t1, sb4[3]);
         }
-        acc[0] = __fmaf_rn(sa[0], x0, acc[0]), acc[1] = __fmaf_rn(sa[1], x1, acc[1]);
-        acc[2] = __fmaf_rn(sa[2], x0, acc[2]), acc[3] = __fmaf_rn(sa[3], x1, acc[3]);
-        acc[4] = __fmaf_rn(sb4[0], x0, acc[4]), acc[5] = __fmaf_rn(sb4[1], x1, acc[5]);
-        acc[6] = __fmaf_rn(sb4[2], x0, acc[6]), acc[7] = __fmaf_rn(sb4[3], x1, acc[7]);
+        group_add(acc, sa, sb4, x0, x1);
         cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
     }
     cp_async_wait<0>();
