@@ -54,6 +54,13 @@ typedef struct {
     const float *fn;     /* [(2+hc)*hc, hc*D] */
     const float *base;   /* [(2+hc)*hc] */
     const float *scale;  /* [3] */
+    /* then_y non-NULL: then also then_y = RMSNorm(u) exactly as the rmsnorm op
+     * computes it (weights then_w, then_eps, ld = dim, rounding then_rnd),
+     * so a backend may do it in the same kernel; u is still written */
+    const float *then_w;
+    float then_eps;
+    float *then_y;
+    unsigned then_rnd;
 } dsv4_hc_params;
 
 /* One compressor (main or indexer) of one layer. */

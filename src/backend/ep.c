@@ -433,6 +433,8 @@ static dsv4_hc_params hc_of(ep_impl *m, const dsv4_hc_params *p, int r)
     q.fn = T(p->fn);
     q.base = T(p->base);
     q.scale = T(p->scale);
+    q.then_w = T(p->then_w);
+    q.then_y = T(p->then_y);
     return q;
 }
 

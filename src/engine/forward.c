@@ -59,6 +59,15 @@ static dsv4_hc_params hc_params(const dsv4_config *c, const dsv4_w *fn, const ds
                             .scale = scale->vec};
 }
 
+/* hc_pre / hc_head followed by the RMSNorm of u into y (the backend's op does both). */
+static void then_norm(dsv4_hc_params *hp, const float *w, float eps, float *y, unsigned rnd)
+{
+    hp->then_w = w;
+    hp->then_eps = eps;
+    hp->then_y = y;
+    hp->then_rnd = rnd;
+}
+
 /* Run one compressor (main or indexer) of layer l over the step's tokens:
  * its projections of h are in ca, cg (ica, icg for the indexer's). */
 static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
@@ -114,12 +123,11 @@ static void attention(fwd *f, int l)
     const float eps = (float)c->rms_norm_eps;
     const float *freqs = L->kind == DSV4_ATTN_SLIDING ? f->e->freqs_main : f->e->freqs_compress;
 
-    /* h = RMSNorm(hc_pre(X)) */
+    /* h = RMSNorm(hc_pre(X)) (one op: a backend may fuse the norm) */
     dsv4_hc_params hp = hc_params(c, &L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale);
+    then_norm(&hp, L->attn_norm.vec, eps, s->h, rnd(f, RIO));
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
-    mark(f, DSV4_PROF_NORM);
-    be->rmsnorm(be, s->u, L->attn_norm.vec, T, D, D, eps, s->h, rnd(f, RIO));
 
     /* Every projection of h at once (one linear_multi where the backend has
      * it): wq_a, wkv, the compressors' and the indexer's weights */
@@ -226,10 +234,9 @@ static void ffn(fwd *f, int l)
     const int T = f->T, D = c->dim, E = c->n_routed_experts, K = c->n_experts_per_tok, I = c->moe_inter_dim;
 
     dsv4_hc_params hp = hc_params(c, &L->hc_ffn_fn, &L->hc_ffn_base, &L->hc_ffn_scale);
+    then_norm(&hp, L->ffn_norm.vec, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
-    mark(f, DSV4_PROF_NORM);
-    be->rmsnorm(be, s->u, L->ffn_norm.vec, T, D, D, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
     mark(f, DSV4_PROF_ROUTED);
 
     /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
@@ -269,10 +276,9 @@ static void head_norm(fwd *f, int m)
     const dsv4_config *c = f->c;
     dsv4_backend *be = f->be;
     dsv4_scratch *s = f->s;
-    const int D = c->dim;
     dsv4_hc_params hp = hc_params(c, &f->e->w.hc_head_fn, &f->e->w.hc_head_base, &f->e->w.hc_head_scale);
+    then_norm(&hp, f->e->w.norm.vec, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
     be->hc_head(be, &hp, s->X, m, s->u);
-    be->rmsnorm(be, s->u, f->e->w.norm.vec, m, D, D, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
 }
 
 /* LM head of gathered rows [r0, r0 + nr) into the logits scratch. */

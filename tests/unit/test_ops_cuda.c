@@ -1248,9 +1248,13 @@ static void test_elementwise(void **state)
 
 /* ==== hyper-connections =================================================== */
 
-static void hc_case(int hc, int D, int n, bool head, bool nonfinite)
+/* norm: 0, or then RMSNorm(u) in the same op (1; 2: with BF16 rounding in and out), which must give the bits
+ * of the rmsnorm op run on the op's own u, on each backend */
+static void hc_case(int hc, int D, int n, bool head, bool nonfinite, int norm)
 {
-    case_begin("%s hc=%d D=%d n=%d%s", head ? "hc_head" : "hc_pre", hc, D, n, nonfinite ? " NaN/Inf" : "");
+    case_begin("%s hc=%d D=%d n=%d%s%s", head ? "hc_head" : "hc_pre", hc, D, n, nonfinite ? " NaN/Inf" : "",
+               norm == 1 ? " then rmsnorm" : norm == 2 ? " then rmsnorm (BF16 in/out)" : "");
+    float *nw = rnd_vec((size_t)D, 1.0f);
     const int F = hc * D, mix = head ? hc : (2 + hc) * hc;
     float *X = rnd_vec((size_t)n * F, 1.0f), *fn = rnd_vec((size_t)mix * F, 2.0f / sqrtf((float)F));
     float *base = rnd_vec((size_t)mix, 0.5f), scale[3];
@@ -1272,11 +1276,28 @@ static void hc_case(int hc, int D, int n, bool head, bool nonfinite)
                             .fn = dfn,
                             .base = db,
                             .scale = dsc};
+        float *dw = bdup(be, nw, (size_t)D * 4), *dy = bpoison(be, (size_t)n * D * 4);
+        const unsigned rnd = norm == 2 ? DSV4_RND_IN | DSV4_RND_OUT : 0;
+        if (norm) p.then_w = dw, p.then_eps = 1e-6f, p.then_y = dy, p.then_rnd = rnd;
         if (head)
             be->hc_head(be, &p, dX, n, du);
         else
             be->hc_pre(be, &p, dX, n, du, dp, dc);
         ru[s] = bhost(be, du, (size_t)n * D * 4);
+        if (norm) { /* the fused norm against the op on this backend's u */
+            float *dy2 = bpoison(be, (size_t)n * D * 4);
+            be->rmsnorm(be, du, dw, n, D, D, 1e-6f, dy2, rnd);
+            float *y = bhost(be, dy, (size_t)n * D * 4), *y2 = bhost(be, dy2, (size_t)n * D * 4);
+            if (memcmp(y, y2, (size_t)n * D * 4)) {
+                size_t i = 0;
+                while (i < (size_t)n * D && !memcmp(y + i, y2 + i, 4)) i++;
+                fail_line(s ? "cuda then_y" : "cpu then_y", "differs from rmsnorm(u) at %zu: %g vs %g", i,
+                          (double)y[i], (double)y2[i]);
+            }
+            free(y), free(y2);
+            bfree(be, dy2);
+        }
+        bfree(be, dw), bfree(be, dy);
         rp[s] = head ? NULL : bhost(be, dp, (size_t)n * hc * 4);
         rc[s] = head ? NULL : bhost(be, dc, (size_t)n * hc * hc * 4);
         bfree(be, dX), bfree(be, dfn), bfree(be, db), bfree(be, dsc), bfree(be, du), bfree(be, dp), bfree(be, dc);
@@ -1298,6 +1319,7 @@ static void hc_case(int hc, int D, int n, bool head, bool nonfinite)
     free(X);
     free(fn);
     free(base);
+    free(nw);
     case_end();
 }
 
@@ -1346,18 +1368,25 @@ static void hc_post_case(int hc, int D, int n, bool nonfinite, unsigned rnd, boo
 
 static void test_hc(void **state)
 {
-    hc_case(4, 129, 7, false, false);
-    hc_case(3, 300, 13, false, false);
-    hc_case(4, 37, 1, false, false);
-    hc_case(4, 129, 7, false, true);
-    hc_case(4, 129, 7, true, false);
-    hc_case(3, 300, 13, true, false);
-    hc_case(4, 37, 7, true, true);
+    hc_case(4, 129, 7, false, false, 0);
+    hc_case(3, 300, 13, false, false, 0);
+    hc_case(4, 37, 1, false, false, 0);
+    hc_case(4, 129, 7, false, true, 0);
+    hc_case(4, 129, 7, true, false, 0);
+    hc_case(3, 300, 13, true, false, 0);
+    hc_case(4, 37, 7, true, true, 0);
     /* Flash's shape: the GPU's register-held path (4 streams of 16 x 256 columns) */
-    hc_case(4, 4096, 3, false, false);
-    hc_case(4, 4096, 3, false, true);
-    hc_case(4, 4096, 2, true, false);
-    hc_case(4, 5000, 2, false, false); /* more than 64 mixing parts: the GPU's generic part loop */
+    hc_case(4, 4096, 3, false, false, 0);
+    hc_case(4, 4096, 3, false, true, 0);
+    hc_case(4, 4096, 2, true, false, 0);
+    hc_case(4, 5000, 2, false, false, 0); /* more than 64 mixing parts: the GPU's generic part loop */
+    /* then RMSNorm(u) in the same op (the GPU fuses it up to 4,096 columns, 256 threads as the rmsnorm op) */
+    hc_case(4, 4096, 3, false, false, 1);
+    hc_case(4, 4096, 3, false, true, 2);
+    hc_case(4, 4096, 2, true, false, 2);
+    hc_case(4, 129, 7, false, false, 2);
+    hc_case(3, 300, 5, true, true, 1);
+    hc_case(2, 4352, 2, false, false, 2); /* wider than 4,096: the GPU's separate rmsnorm (512 threads) */
     hc_post_case(4, 129, 7, false, 0, false);
     hc_post_case(3, 300, 13, false, 0, false);
     hc_post_case(4, 37, 1, false, 0, false);

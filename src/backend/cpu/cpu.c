@@ -680,12 +680,14 @@ static void cpu_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X
 {
     hc_ctx c = {.p = p, .X = X, .u = u, .post = post, .comb = comb, .head = false};
     par_for(be, n, (double)n * (2 + p->hc) * p->hc * p->hc * p->dim, hc_task, &c);
+    if (p->then_y) cpu_rmsnorm(be, u, p->then_w, n, p->dim, p->dim, p->then_eps, p->then_y, p->then_rnd);
 }
 
 static void cpu_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u)
 {
     hc_ctx c = {.p = p, .X = X, .u = u, .head = true};
     par_for(be, n, (double)n * p->hc * p->hc * p->dim, hc_task, &c);
+    if (p->then_y) cpu_rmsnorm(be, u, p->then_w, n, p->dim, p->dim, p->then_eps, p->then_y, p->then_rnd);
 }
 
 static void cpu_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,

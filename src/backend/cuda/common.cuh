@@ -329,6 +329,65 @@ __device__ __forceinline__ float block_sum(float v, float *sh /* [32] */)
     return sh[0];
 }
 
+/* y = RMSNorm(x) of one row by the whole block (k_rmsnorm; k_hc_split's
+ * fused norm, which must give the same bits: same block size, same order).
+ * WAIT: griddepcontrol.wait after the weights' loads (x is the kernel
+ * before's); without it the caller has waited and x is its own. */
+template <bool WAIT>
+__device__ __forceinline__ void rmsnorm_row(const float *xr, const float *w, int dim, float eps, float *yr,
+                                            unsigned rnd)
+{
+    __shared__ float sh[32];
+    /* rows of up to 16 elements per thread (4,096 at 256 threads, 8,192 at 512) are held
+     * in registers: the weights fetched before the wait, the row at once after
+     * it (a loop fetching one per step would wait a round trip each), the
+     * squares added in the order of sumsq_strided, the row written in one pass */
+    constexpr int U = 16;
+    const bool held = dim <= U * (int)blockDim.x;
+    float wv[U], xv[U];
+    float s = 0;
+    if (held) {
+        /* every load unconditional (indices clamped into the row), so all are
+         * in flight at once: a guarded load with its use next to it became a
+         * branch per element, each waiting for its round trip */
+#pragma unroll
+        for (int u = 0; u < U; u++) { /* the weights before griddepcontrol.wait: x is the kernel before's */
+            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
+            wv[u] = w ? w[ic] : 1.0f;
+        }
+        if (WAIT) pdl_start();
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
+            xv[u] = xr[ic];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) xv[u] = rnd_in(rnd, xv[u]); /* after every load is issued */
+#pragma unroll
+        for (int u = 0; u < U; u++)
+            if (threadIdx.x + u * blockDim.x < dim) s += xv[u] * xv[u];
+    } else {
+        if (WAIT) pdl_start();
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            const float v = rnd_in(rnd, xr[i]);
+            s += v * v;
+        }
+    }
+    s = block_sum(s, sh);
+    const float k = 1.0f / sqrtf(s / (float)dim + eps);
+    if (held) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = threadIdx.x + u * blockDim.x;
+            if (i < dim) yr[i] = rnd_out(rnd, w ? wv[u] * (xv[u] * k) : xv[u] * k);
+        }
+    } else
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            const float v = rnd_in(rnd, xr[i]);
+            yr[i] = rnd_out(rnd, w ? w[i] * (v * k) : v * k);
+        }
+}
+
 __device__ __forceinline__ float block_max(float v, float *sh)
 {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

@@ -271,57 +271,7 @@ void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, 
 
 __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y, unsigned rnd)
 {
-    __shared__ float sh[32];
-    const float *xr = x + (size_t)blockIdx.x * ld;
-    float *yr = y + (size_t)blockIdx.x * ld;
-    /* rows of up to 16 elements per thread (4,096 at 256 threads, 8,192 at 512) are held
-     * in registers: the weights fetched before the wait, the row at once after
-     * it (a loop fetching one per step would wait a round trip each), the
-     * squares added in the order of sumsq_strided, the row written in one pass */
-    constexpr int U = 16;
-    const bool held = dim <= U * (int)blockDim.x;
-    float wv[U], xv[U];
-    float s = 0;
-    if (held) {
-        /* every load unconditional (indices clamped into the row), so all are
-         * in flight at once: a guarded load with its use next to it became a
-         * branch per element, each waiting for its round trip */
-#pragma unroll
-        for (int u = 0; u < U; u++) { /* the weights before griddepcontrol.wait: x is the kernel before's */
-            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
-            wv[u] = w ? w[ic] : 1.0f;
-        }
-        pdl_start();
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int i = threadIdx.x + u * blockDim.x, ic = i < dim ? i : dim - 1;
-            xv[u] = xr[ic];
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) xv[u] = rnd_in(rnd, xv[u]); /* after every load is issued */
-#pragma unroll
-        for (int u = 0; u < U; u++)
-            if (threadIdx.x + u * blockDim.x < dim) s += xv[u] * xv[u];
-    } else {
-        pdl_start();
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-            const float v = rnd_in(rnd, xr[i]);
-            s += v * v;
-        }
-    }
-    s = block_sum(s, sh);
-    const float k = 1.0f / sqrtf(s / (float)dim + eps);
-    if (held) {
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int i = threadIdx.x + u * blockDim.x;
-            if (i < dim) yr[i] = rnd_out(rnd, w ? wv[u] * (xv[u] * k) : xv[u] * k);
-        }
-    } else
-        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-            const float v = rnd_in(rnd, xr[i]);
-            yr[i] = rnd_out(rnd, w ? w[i] * (v * k) : v * k);
-        }
+    rmsnorm_row<true>(x + (size_t)blockIdx.x * ld, w, dim, eps, y + (size_t)blockIdx.x * ld, rnd);
 }
 
 void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y,

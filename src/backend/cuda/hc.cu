@@ -205,6 +205,9 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
                 u[(size_t)t * D + d] = a;
             }
         }
+        /* then RMSNorm(u) (p.then_y: hc_pre_run passes it when k_rmsnorm would run 256 threads too): the
+         * rmsnorm op's code, each thread reading back the elements it wrote */
+        if (p.then_y) rmsnorm_row<false>(u + (size_t)t * D, p.then_w, D, p.then_eps, p.then_y + (size_t)t * D, p.then_rnd);
         return;
     }
     for (int r = tid; r < n_mix; r += blockDim.x) m[r] *= rho;
@@ -263,9 +266,14 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
                n_mix, F, mraw);
     CK_LAUNCH();
     const dim3 grid(head ? 1 : 2, (unsigned)n);
+    /* the norm after in the same kernel when the rmsnorm op would run 256 threads a row too (the same sums) */
+    dsv4_hc_params q = *p;
+    const bool fuse = p->dim <= 16 * 256;
+    if (!fuse) q.then_y = NULL;
     launch_pdl(hc == 4 && p->dim == 16 * 256 ? k_hc_split<4, 16> : hc == 4 ? k_hc_split<4, 0> : k_hc_split<0, 0>, grid,
-               dim3(256), 0, im->stream, *p, X, (const float *)mraw, kp, n, u, post, comb, head);
+               dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u, post, comb, head);
     CK_LAUNCH();
+    if (p->then_y && !fuse) cuda_rmsnorm(be, u, p->then_w, n, p->dim, p->dim, p->then_eps, p->then_y, p->then_rnd);
 }
 
 void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post, float *comb)
