@@ -100,15 +100,19 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
     san memcheck "q_nvfp4 plain" $B/bench_cpu -m tests/fixtures/q_nvfp4 --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   else
-  for f in tiny_a tiny_b tiny_c q_stock q_nvfp4; do
+  for f in tiny_a tiny_b tiny_c q_stock q_nvfp4 q_mma; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done
   san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
   san memcheck "tiny_b reference" $B/bench_cpu -m tests/fixtures/tiny_b --prompt 40 --decode 6 --batch 3 --backend cuda
+  # q_mma: the tensor-core experts (its widths are multiples of 128), w4a16 and --moe-backend w4a8
+  san memcheck "q_mma reference" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
+  san memcheck "q_mma reference w4a8" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --moe-backend w4a8
   for f in tiny_a q_nvfp4; do
     san racecheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done
   san racecheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
+  san racecheck "q_mma reference w4a8" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --moe-backend w4a8
   DSV4_SAMPLE_QUICK=1 san memcheck "test_sample_cuda (quick)" $B/test_sample_cuda
   DSV4_SAMPLE_QUICK=2 san racecheck "test_sample_cuda (kernel, 5 settings)" $B/test_sample_cuda
   fi
@@ -134,7 +138,7 @@ fi
 if [ "${FIXTURES:-1}" != 0 ]; then
 # decode as served (graphs, GPU sampling) against op by op with host argmax (the path before graphs)
 # in the same run, at batch 1 and 8, and the CPU
-for f in tiny_a q_stock q_nvfp4; do
+for f in tiny_a q_stock q_nvfp4 q_mma; do
   for bs in 1 8; do
     $B/bench_cpu -m tests/fixtures/$f --prompt 256 --decode 64 --batch $bs --backend cuda --numerics plain \
       --json "$OUT/bench-$f-cuda-b$bs.json" 2>&1 | tail -1
