@@ -207,58 +207,43 @@ static void bench_hc(dsv4_backend *be, const int *batches, int nb, int reps, dou
 static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
     const int64_t ctxs[3] = {4096, 32768, 131072};
-    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %8s\n", "indexer", "batch", "context", "MB", "us/call", "GB/s",
-           "of copy", "first us", "speedup");
-    for (int ci = 0; ci < 3; ci++)
-        for (int bi = 0; bi < nb; bi++) {
-            const int B = batches[bi] > 64 ? 64 : batches[bi];
-            const int64_t C = ctxs[ci], N = C / 4;
-            double us[2];
-            for (int naive = 0; naive < 2; naive++) {
-                dsv4_cuda_indexer_naive(naive);
-                us[naive] = dsv4_cuda_indexer_time(be, B, C, true, naive ? 2 : reps);
+    for (int fp4 = 0; fp4 < 2; fp4++) { /* FP32 keys beside the first version, then FP4 keys */
+        printf("\n%-20s %6s %8s %10s %10s %8s %8s%s\n", fp4 ? "indexer, FP4 keys" : "indexer", "batch", "context", "MB",
+               "us/call", "GB/s", "of copy", fp4 ? "" : "   first us  speedup");
+        dsv4_cuda_indexer_bench_fp4(fp4);
+        const size_t key_bytes = fp4 ? 68 : 128 * sizeof(float);
+        for (int ci = 0; ci < 3; ci++)
+            for (int bi = 0; bi < nb; bi++) {
+                const int B = batches[bi] > 64 ? 64 : batches[bi];
+                const int64_t C = ctxs[ci], N = C / 4;
+                double us[2] = {0, 0};
+                for (int naive = 0; naive < (fp4 ? 1 : 2); naive++) {
+                    dsv4_cuda_indexer_naive(naive);
+                    us[naive] = dsv4_cuda_indexer_time(be, B, C, true, naive ? 2 : reps);
+                }
+                dsv4_cuda_indexer_naive(0);
+                if (us[0] < 0 || us[1] < 0) {
+                    printf("indexer: no memory for batch %d at %lld\n", B, (long long)C);
+                    break;
+                }
+                const size_t bytes = (size_t)B * N * key_bytes;
+                const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
+                char name[32], first[48] = "";
+                snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
+                if (!fp4) snprintf(first, sizeof first, " %10.2f %7.1fx", us[1], us[1] / us[0]);
+                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%%%s\n", name, B, (long long)C, bytes / 1e6, us[0],
+                       gbs, 100 * gbs / copy_gbs, first);
+                if (jf) {
+                    fprintf(jf,
+                            ",\n  {\"kind\": \"%s\", \"batch\": %d, \"context\": %lld, \"keys\": %lld, \"bytes\": %zu, "
+                            "\"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f",
+                            fp4 ? "indexer_fp4" : "indexer", B, (long long)C, (long long)N, bytes, us[0], gbs,
+                            gbs / copy_gbs);
+                    if (!fp4) fprintf(jf, ", \"first_us\": %.3f", us[1]);
+                    fprintf(jf, "}");
+                }
             }
-            dsv4_cuda_indexer_naive(0);
-            if (us[0] < 0 || us[1] < 0) {
-                printf("indexer: no memory for batch %d at %lld\n", B, (long long)C);
-                break;
-            }
-            const size_t bytes = (size_t)B * N * 128 * sizeof(float);
-            const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
-            char name[32];
-            snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
-            printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.1fx\n", name, B, (long long)C, bytes / 1e6,
-                   us[0], gbs, 100 * gbs / copy_gbs, us[1], us[1] / us[0]);
-            if (jf)
-                fprintf(jf,
-                        ",\n  {\"kind\": \"indexer\", \"batch\": %d, \"context\": %lld, \"keys\": %lld, \"bytes\": %zu, "
-                        "\"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, \"first_us\": %.3f}",
-                        B, (long long)C, (long long)N, bytes, us[0], gbs, gbs / copy_gbs, us[1]);
-        }
-    printf("\n%-20s %6s %8s %10s %10s %8s %8s\n", "indexer, FP4 keys", "batch", "context", "MB", "us/call", "GB/s",
-           "of copy");
-    dsv4_cuda_indexer_bench_fp4(1);
-    for (int ci = 0; ci < 3; ci++)
-        for (int bi = 0; bi < nb; bi++) {
-            const int B = batches[bi] > 64 ? 64 : batches[bi];
-            const int64_t C = ctxs[ci], N = C / 4;
-            const double us = dsv4_cuda_indexer_time(be, B, C, true, reps);
-            if (us < 0) {
-                printf("indexer: no memory for batch %d at %lld\n", B, (long long)C);
-                break;
-            }
-            const size_t bytes = (size_t)B * N * 68;
-            const double gbs = (double)bytes / (us * 1e-6) / 1e9;
-            char name[32];
-            snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
-            printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%%\n", name, B, (long long)C, bytes / 1e6, us, gbs,
-                   100 * gbs / copy_gbs);
-            if (jf)
-                fprintf(jf,
-                        ",\n  {\"kind\": \"indexer_fp4\", \"batch\": %d, \"context\": %lld, \"keys\": %lld, "
-                        "\"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f}",
-                        B, (long long)C, (long long)N, bytes, us, gbs, gbs / copy_gbs);
-        }
+    }
     dsv4_cuda_indexer_bench_fp4(0);
 }
 
