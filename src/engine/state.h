@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "model/config.h"
+#include "model/quant.h" /* DSV4_HD */
 
 /* Where one layer's data sits inside a slot and inside a page (in floats). */
 typedef struct {
@@ -111,17 +112,27 @@ static inline size_t dsv4_kv_idx_floats(const dsv4_kv *kv, int rows, int width)
     return ((size_t)rows * (size_t)(width / 2 + width / 32) + 15) / 16 * 4;
 }
 
-/* With fp4_keys: indexer key c of layer l of slot s - its width / 2 code
- * bytes (returned) and its width / 32 scale bytes (*scales). */
+/* With fp4_keys: indexer key c of slot s in pages laid out as a dsv4_kv's
+ * (the layer's keys at float offset off of a page) - its width / 2 code
+ * bytes (returned) and its width / 32 scale bytes (*scales). Host and GPU. */
+DSV4_HD uint8_t *dsv4_idx_key_fp4(float *pages, const int32_t *page_table, int max_pages, int page_tokens,
+                                  size_t page_floats, size_t off, int slot, int64_t c, int ratio, int width,
+                                  uint8_t **scales)
+{
+    const int64_t tok = c * ratio;
+    const int32_t page = page_table[(size_t)slot * max_pages + tok / page_tokens];
+    const int64_t row = (tok % page_tokens) / ratio, rows = page_tokens / ratio;
+    uint8_t *base = (uint8_t *)(pages + (size_t)page * page_floats + off);
+    *scales = base + (size_t)rows * (size_t)(width / 2) + (size_t)row * (size_t)(width / 32);
+    return base + (size_t)row * (size_t)(width / 2);
+}
+
+/* The same for layer l of a dsv4_kv. */
 static inline uint8_t *dsv4_kv_idx_key(const dsv4_kv *kv, int l, int slot, int64_t c, int ratio, int width,
                                        uint8_t **scales)
 {
-    int64_t tok = c * ratio;
-    int32_t page = kv->page_table[(size_t)slot * kv->max_pages_per_seq + tok / kv->page_tokens];
-    int64_t row = (tok % kv->page_tokens) / ratio, rows = kv->page_tokens / ratio;
-    uint8_t *base = (uint8_t *)(kv->pages + (size_t)page * kv->page_floats + kv->layer[l].pg_idx);
-    *scales = base + (size_t)rows * (size_t)(width / 2) + (size_t)row * (size_t)(width / 32);
-    return base + (size_t)row * (size_t)(width / 2);
+    return dsv4_idx_key_fp4(kv->pages, kv->page_table, kv->max_pages_per_seq, kv->page_tokens, kv->page_floats,
+                            kv->layer[l].pg_idx, slot, c, ratio, width, scales);
 }
 
 /* Pointer to the window ring's row for position pos of layer l of slot s. */

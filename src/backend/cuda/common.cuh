@@ -441,20 +441,6 @@ __device__ __forceinline__ float *cmp_row(float *pages, const int32_t *page_tabl
     return pages + (size_t)page * page_floats + off + (size_t)row * width;
 }
 
-/* Indexer key c with dsv4_kv.fp4_keys (state.h): its width / 2 code bytes
- * (returned) and its width / 32 UE8M0 scale bytes (*scales). */
-__device__ __forceinline__ uint8_t *idx_key_fp4(float *pages, const int32_t *page_table, int max_pages,
-                                                int page_tokens, size_t page_floats, size_t off, int slot, int64_t c,
-                                                int ratio, int width, uint8_t **scales)
-{
-    const int64_t tok = c * ratio;
-    const int32_t page = page_table[(size_t)slot * max_pages + tok / page_tokens];
-    const int64_t row = (tok % page_tokens) / ratio, rows = page_tokens / ratio;
-    uint8_t *base = (uint8_t *)(pages + (size_t)page * page_floats + off);
-    *scales = base + (size_t)rows * (size_t)(width / 2) + (size_t)row * (size_t)(width / 32);
-    return base + (size_t)row * (size_t)(width / 2);
-}
-
 /* The reference's act_quant: FP8 per 128 along the row, power-of-two scales. */
 void cuda_act_quant(dsv4_backend *be, const float *x, int ldx, int n, int in, float *out);
 

@@ -114,7 +114,7 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
             __syncthreads();
         }
         if (A.fp4) { /* FP4SIM32 output: codes and a scale per 32, the same values (dsv4_fp4_pack) */
-            uint8_t *scl, *codes = idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
+            uint8_t *scl, *codes = dsv4_idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
                                                s.slot, c, r, d, &scl);
             for (int b = threadIdx.x; b < d / 32; b += blockDim.x)
                 if (!dsv4_fp4_pack(row + 32 * b, 32, codes + 16 * b, scl + b)) __trap(); /* not FP4SIM output: a bug */

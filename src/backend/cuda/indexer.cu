@@ -33,7 +33,7 @@ __device__ __forceinline__ const float *idx_row(const idx_args &A, const int32_t
     if (!A.fp4) return cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, A.ratio,
                                A.hd);
     uint8_t *s8;
-    const uint8_t *k = idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c,
+    const uint8_t *k = dsv4_idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c,
                                    A.ratio, A.hd, &s8);
     *sc = s8;
     return (const float *)k;
