@@ -329,6 +329,9 @@ __device__ __forceinline__ float block_sum(float v, float *sh /* [32] */)
     return sh[0];
 }
 
+/* The block size of the rmsnorm op's rows (the sums' order depends on it). */
+static inline int rmsnorm_threads(int dim) { return dim > 16 * 256 ? 512 : 256; }
+
 /* y = RMSNorm(x) of one row by the whole block (k_rmsnorm; k_hc_split's
  * fused norm, which must give the same bits: same block size, same order).
  * WAIT: griddepcontrol.wait after the weights' loads (x is the kernel

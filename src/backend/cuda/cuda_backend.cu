@@ -279,7 +279,7 @@ void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, in
 {
     if (rows <= 0) return;
     /* rows held in registers up to 16 x 512 (Pro's 7,168 too); the sum's order is the shape's */
-    launch_pdl(k_rmsnorm, dim3(rows), dim3(dim > 16 * 256 ? 512 : 256), 0, impl_of(be)->stream, x, w, dim, ld, eps, y,
+    launch_pdl(k_rmsnorm, dim3(rows), dim3(rmsnorm_threads(dim)), 0, impl_of(be)->stream, x, w, dim, ld, eps, y,
                rnd);
     CK_LAUNCH();
 }

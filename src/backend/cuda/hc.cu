@@ -268,7 +268,7 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     const dim3 grid(head ? 1 : 2, (unsigned)n);
     /* the norm after in the same kernel when the rmsnorm op would run 256 threads a row too (the same sums) */
     dsv4_hc_params q = *p;
-    const bool fuse = p->dim <= 16 * 256;
+    const bool fuse = rmsnorm_threads(p->dim) == 256;
     if (!fuse) q.then_y = NULL;
     launch_pdl(hc == 4 && p->dim == 16 * 256 ? k_hc_split<4, 16> : hc == 4 ? k_hc_split<4, 0> : k_hc_split<0, 0>, grid,
                dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u, post, comb, head);
