@@ -123,8 +123,11 @@ struct dsv4_backend {
      * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
     bool act_quant;
     /* The routed experts' W4A8 kernels (--moe-backend w4a8; with act_quant and
-     * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores. */
+     * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores.
+     * moe_a8_kmax, set by the backend at creation: the largest hidden size and
+     * expert width they take (multiples of 128), 0 without such kernels. */
     bool moe_a8;
+    int moe_a8_kmax;
     /* The state's cached rows may be BF16 (dsv4_kv.bf16_rows, reference
      * numerics): compress, indexer_topk, attn and kv_store read and write them
      * so. Set by the backend at creation. */

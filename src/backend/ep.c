@@ -704,10 +704,12 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     }
     m->R = n_ranks;
     be->kv_bf16 = be->kv_fp4_keys = true;
+    be->moe_a8_kmax = ranks[0]->moe_a8_kmax;
     for (int r = 0; r < n_ranks; r++) {
         m->rank[r] = ranks[r];
         be->kv_bf16 = be->kv_bf16 && ranks[r]->kv_bf16;
         be->kv_fp4_keys = be->kv_fp4_keys && ranks[r]->kv_fp4_keys;
+        if (ranks[r]->moe_a8_kmax < be->moe_a8_kmax) be->moe_a8_kmax = ranks[r]->moe_a8_kmax;
     }
     m->E = w->n_experts;
     m->own = ranks[0]->sm > 0;

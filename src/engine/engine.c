@@ -277,11 +277,12 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, dsv4_backend *be, const
                 return DSV4_ERR_UNSUPPORTED;
             }
         }
-        if (c->dim % 128 || c->moe_inter_dim % 128 || c->dim > 4096 || c->moe_inter_dim > 4096) {
+        const int kmax = be->moe_a8_kmax;
+        if (c->dim % 128 || c->moe_inter_dim % 128 || c->dim > kmax || c->moe_inter_dim > kmax) {
             snprintf(err, errlen,
-                     "--moe-backend w4a8: hidden size %d and expert width %d: the w4a8 kernels take "
-                     "multiples of 128 up to 4096 (a tile's activations stay in shared memory)",
-                     c->dim, c->moe_inter_dim);
+                     "--moe-backend w4a8: hidden size %d and expert width %d: the w4a8 kernels of %s take "
+                     "multiples of 128 up to %d (a tile's activations stay in shared memory)",
+                     c->dim, c->moe_inter_dim, be->device, kmax);
             return DSV4_ERR_UNSUPPORTED;
         }
         be->moe_a8 = true;

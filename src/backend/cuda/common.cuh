@@ -225,6 +225,8 @@ int cuda_moe_mma_eligible(const dsv4_moe_params *p);
 void cuda_attn_init(void);
 void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
+/* The largest K (hidden size, expert width) of the W4A8 expert kernels (dsv4_backend.moe_a8_kmax). */
+int cuda_moe_a8_kmax(void);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 

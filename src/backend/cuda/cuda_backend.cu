@@ -605,6 +605,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_moe_mma_init();
     be->name = "cuda";
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
+    be->moe_a8_kmax = cuda_moe_a8_kmax();
     be->sm = prop.major * 10 + prop.minor;
     be->ordinal = device;
     snprintf(be->device, sizeof be->device, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);

@@ -867,6 +867,11 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
         gate_up_out(acc, 64.0f, 64.0f, tl, ra, g, t, list, R, wts, limit, reference, out);
 }
 
+int cuda_moe_a8_kmax(void)
+{
+    return W8_KMAX;
+}
+
 template <int KS> constexpr size_t moe8w_smem(int K)
 {
     return (size_t)K / 128 * 1024 + (size_t)KS * 4 * MOE_STAGES * sizeof(moe_stage<MOE_A8>);
