@@ -87,14 +87,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--profile-steps")) prof_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ep")) o.ep = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--moe-backend")) {
-            static const char *const mb[] = {"auto", "w4a16", "w4a8", "w4a4"};
-            int k = 0;
-            while (k < 4 && strcmp(argv[i + 1], mb[k])) k++;
-            if (k == 4) {
+            if (dsv4_moe_backend_parse(argv[i + 1], &o.moe_backend)) {
                 fprintf(stderr, "bench_cpu: --moe-backend %s: not one of auto, w4a16, w4a8, w4a4\n", argv[i + 1]);
                 return 2;
             }
-            o.moe_backend = (dsv4_moe_backend)k;
         } else if (!strcmp(argv[i], "--backend"))
             o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {

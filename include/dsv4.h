@@ -82,6 +82,9 @@ typedef struct {
 typedef struct dsv4_engine dsv4_engine;
 
 void dsv4_engine_opts_default(dsv4_engine_opts *o);
+/* "auto", "w4a16", "w4a8", "w4a4"; parse: 0, or -1 for another string (*m untouched). */
+const char *dsv4_moe_backend_name(dsv4_moe_backend m);
+int dsv4_moe_backend_parse(const char *s, dsv4_moe_backend *m);
 dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char *err, size_t errlen);
 void dsv4_engine_close(dsv4_engine *e);
 

@@ -130,12 +130,7 @@ int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engi
         return 0;
     }
     if (!strcmp(opt, "--moe-backend")) {
-        static const char *const names[] = {"auto", "w4a16", "w4a8", "w4a4"};
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(v, names[i])) {
-                o->moe_backend = (dsv4_moe_backend)i;
-                return 0;
-            }
+        if (!dsv4_moe_backend_parse(v, &o->moe_backend)) return 0;
         return cli_fail(cmd, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
     }
     if (!strcmp(opt, "--ep")) {

@@ -27,6 +27,23 @@ void dsv4_engine_opts_default(dsv4_engine_opts *o)
     o->numerics = DSV4_NUMERICS_REFERENCE;
 }
 
+static const char *const moe_backend_names[] = {"auto", "w4a16", "w4a8", "w4a4"};
+
+const char *dsv4_moe_backend_name(dsv4_moe_backend m)
+{
+    return (unsigned)m < 4 ? moe_backend_names[m] : "?";
+}
+
+int dsv4_moe_backend_parse(const char *s, dsv4_moe_backend *m)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, moe_backend_names[i])) {
+            *m = (dsv4_moe_backend)i;
+            return 0;
+        }
+    return -1;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -241,11 +258,11 @@ static void scratch_destroy(dsv4_engine *e)
 static dsv4_status moe_backend_check(dsv4_moe_backend m, dsv4_backend *be, const dsv4_config *c, const dsv4_weights *w,
                                      dsv4_numerics numerics, char *err, size_t errlen)
 {
-    static const char *const names[] = {"auto", "w4a16", "w4a8", "w4a4"};
     be->moe_a8 = false;
     if (m == DSV4_MOE_AUTO) return DSV4_OK;
     if (be->sm == 0) {
-        snprintf(err, errlen, "--moe-backend %s: the CPU backend has one MoE path; use --moe-backend auto", names[m]);
+        snprintf(err, errlen, "--moe-backend %s: the CPU backend has one MoE path; use --moe-backend auto",
+                 dsv4_moe_backend_name(m));
         return DSV4_ERR_UNSUPPORTED;
     }
     if (m == DSV4_MOE_W4A4 && be->sm < 100) {
