@@ -217,6 +217,12 @@ struct dsv4_backend {
     void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
     /* Hadamard + FP4SIM32 on each dim-wide row */
     void (*idx_sim)(dsv4_backend *be, float *x, int rows, int dim);
+    /* Optional (NULL: the forward calls the three ops): on each head row of x (n_tok x n_heads rows of
+     * head_dim, contiguous), in place, exactly rmsnorm(w, eps, nrnd) (rmsnorm_bf16 when bf16), then rope
+     * (rope_dim, pos, freqs, not inverse, rrnd), then kv_sim of the first sim_nope values (0: none). */
+    void (*norm_rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
+                      unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
+                      int sim_nope);
 
     /* hc_pre: X [n, hc, D] -> u [n, D], post [n, hc], comb [n, hc, hc] */
     void (*hc_pre)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,

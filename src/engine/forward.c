@@ -161,14 +161,24 @@ static void attention(fwd *f, int l)
         lin_run(f, &ls, s->qa, c->q_lora_rank);
     }
     mark(f, DSV4_PROF_NORM);
-    if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd); /* in place on the BF16 tensor, as the reference */
-    else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q, 0);
-    be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
+    /* per-head norm (reference: in place on the BF16 tensor, as the reference does), RoPE */
+    if (be->norm_rope)
+        be->norm_rope(be, s->q, T, H, hd, NULL, eps, 0, f->ref, rd, f->plan->pos, freqs, rnd(f, DSV4_RND_OUT), 0);
+    else {
+        if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd);
+        else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q, 0);
+        be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
+    }
 
-    /* KV path: one shared K=V head */
-    be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
-    be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
-    if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
+    /* KV path: one shared K=V head: norm, RoPE, the reference's FP8 simulation of the non-rotated part */
+    if (be->norm_rope)
+        be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
+                      rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
+    else {
+        be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
+        be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
+        if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
+    }
 
     /* Compressed rows, and the indexer's choice among them */
     if (L->kind == DSV4_ATTN_CSA) {

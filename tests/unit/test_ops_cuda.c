@@ -988,6 +988,47 @@ static void rmsnorm_bf16_case(int rows, int dim, bool nonfinite)
     case_end();
 }
 
+/* norm_rope (a backend's optional fusion of the per-head norm, RoPE and FP8SIM) against the three ops on the same
+ * backend, bit for bit (the CPU has no such op: it runs the three) */
+static void norm_rope_case(int n_tok, int H, int hd, int rd, bool weighted, unsigned nrnd, bool bf16, unsigned rrnd,
+                           int sim_nope, bool nonfinite)
+{
+    case_begin("norm_rope n_tok=%d heads=%d head_dim=%d rope_dim=%d%s%s%s sim_nope=%d%s", n_tok, H, hd, rd,
+               bf16 ? " bf16 norm" : weighted ? " weighted" : "", rnd_name(nrnd), rnd_name(rrnd), sim_nope,
+               nonfinite ? " NaN/Inf" : "");
+    const size_t n = (size_t)n_tok * H * hd;
+    float *x = rnd_vec(n, 1.0f), *w = rnd_vec((size_t)hd, 1.0f), freqs[256];
+    int64_t pos[64];
+    for (int t = 0; t < n_tok; t++) pos[t] = t == 0 ? 0 : rnd_int(70000);
+    dsv4_rope_freqs(10000.0, rd, false, 16.0, 65536.0, 32.0, 1.0, freqs);
+    if (nonfinite) x[3] = NAN, x[n - 1] = INFINITY;
+    begin_step(n_tok, NULL, pos);
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        if (!be->norm_rope) continue;
+        float *dx = bdup(be, x, n * 4), *dx2 = bdup(be, x, n * 4), *dw = bdup(be, w, (size_t)hd * 4);
+        float *df = bdup(be, freqs, (size_t)(rd / 2) * 4);
+        const float *wv = weighted ? dw : NULL;
+        be->norm_rope(be, dx, n_tok, H, hd, wv, 1e-6f, nrnd, bf16, rd, pos, df, rrnd, sim_nope);
+        if (bf16) be->rmsnorm_bf16(be, dx2, n_tok * H, hd);
+        else be->rmsnorm(be, dx2, wv, n_tok * H, hd, hd, 1e-6f, dx2, nrnd);
+        be->rope(be, dx2, n_tok, H, H * hd, hd, rd, pos, df, false, rrnd);
+        if (sim_nope > 0) be->kv_sim(be, dx2, n_tok * H, hd, sim_nope);
+        float *a = bhost(be, dx, n * 4), *b = bhost(be, dx2, n * 4);
+        if (memcmp(a, b, n * 4)) {
+            size_t i = 0;
+            while (i < n && !memcmp(a + i, b + i, 4)) i++;
+            fail_line(s ? "cuda" : "cpu", "norm_rope differs from the three ops at %zu: %g vs %g", i, (double)a[i],
+                      (double)b[i]);
+        }
+        free(a), free(b);
+        bfree(be, dx), bfree(be, dx2), bfree(be, dw), bfree(be, df);
+    }
+    free(x);
+    free(w);
+    case_end();
+}
+
 static void rope_case(int n_tok, int H, int hd, int rd, int pad, bool inverse, bool yarn, bool nonfinite, unsigned rnd)
 {
     const int ld = H * hd + pad;
@@ -1074,6 +1115,14 @@ static void test_norms_rope(void **state)
     rope_case(7, 3, 90, 16, 5, false, true, false, DSV4_RND_IN | DSV4_RND_OUT);
     rope_case(3, 2, 300, 64, 0, true, true, false, DSV4_RND_IN | DSV4_RND_OUT);
     rope_case(5, 4, 90, 16, 3, false, true, false, DSV4_RND_OUT);
+    /* the fused per-head norm + RoPE (+ FP8SIM): Flash's query heads (BF16 norm / plain) and K=V row, odd sizes */
+    norm_rope_case(3, 4, 512, 64, false, 0, true, DSV4_RND_OUT, 0, false);
+    norm_rope_case(3, 4, 512, 64, false, 0, false, DSV4_RND_OUT, 0, false);
+    norm_rope_case(5, 1, 512, 64, true, DSV4_RND_IN | DSV4_RND_OUT, false, DSV4_RND_OUT, 448, false);
+    norm_rope_case(5, 1, 512, 64, true, DSV4_RND_IN | DSV4_RND_OUT, false, DSV4_RND_OUT, 448, true);
+    norm_rope_case(7, 3, 90, 16, true, DSV4_RND_OUT, false, DSV4_RND_IN | DSV4_RND_OUT, 74, false);
+    norm_rope_case(2, 2, 300, 64, false, 0, true, 0, 0, true);
+    norm_rope_case(2, 1, 5000, 64, true, DSV4_RND_IN, false, DSV4_RND_OUT, 4936, false); /* wide: the three kernels */
     assert_int_equal(n_fail, 0);
 }
 

@@ -284,11 +284,10 @@ void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, in
     CK_LAUNCH();
 }
 
-__global__ void k_rmsnorm_bf16(float *x, int dim)
+/* The reference's BF16 RMS normalisation of one row by the whole block, in place. */
+__device__ __forceinline__ void rmsnorm_bf16_row(float *v, int dim)
 {
-    pdl_start();
     __shared__ float sh[32];
-    float *v = x + (size_t)blockIdx.x * dim;
     float s = 0;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         const float b = dsv4_round_bf16(v[i]); /* the BF16 tensor */
@@ -300,11 +299,33 @@ __global__ void k_rmsnorm_bf16(float *x, int dim)
     for (int i = threadIdx.x; i < dim; i += blockDim.x) v[i] = dsv4_round_bf16(dsv4_round_bf16(v[i]) * k);
 }
 
+__global__ void k_rmsnorm_bf16(float *x, int dim)
+{
+    pdl_start();
+    rmsnorm_bf16_row(x + (size_t)blockIdx.x * dim, dim);
+}
+
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
 {
     if (rows <= 0) return;
     launch_pdl(k_rmsnorm_bf16, dim3(rows), dim3(256), 0, impl_of(be)->stream, x, dim);
     CK_LAUNCH();
+}
+
+/* The angle's cosine and sine (double precision of the FP32 angle, as the CPU backend; inverse: -angle). */
+__device__ __forceinline__ void rope_cs(int64_t pos, float freq, bool inverse, float &cs, float &sn)
+{
+    const float ang = (float)pos * freq;
+    cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+    if (inverse) sn = -sn;
+}
+
+/* Pair i of a head's rotated part v rotated by (cs, sn). */
+__device__ __forceinline__ void rope_pair(float *v, int i, float cs, float sn, unsigned rnd)
+{
+    const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
+    v[2 * i] = rnd_out(rnd, a * cs - b * sn);
+    v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
 }
 
 /* A thread per (token, head, item): items [0, nr) round the head's
@@ -319,22 +340,13 @@ __global__ void k_rope(float *x, int n_tok, int n_heads, int ld_tok, int head_di
     const int j = (int)(id % per), h = (int)((id / per) % n_heads), t = (int)(id / per / n_heads);
     float *hv = x + (size_t)t * ld_tok + (size_t)h * head_dim;
     float cs = 0.0f, sn = 0.0f;
-    if (j >= nr) { /* the angle from the step's positions and the frequencies (constants): before the wait */
-        const float ang = (float)pos[t] * freqs[j - nr];
-        /* double-precision sin/cos of the FP32 angle, as the CPU backend */
-        cs = (float)cos((double)ang), sn = (float)sin((double)ang);
-        if (inverse) sn = -sn;
-    }
+    if (j >= nr) rope_cs(pos[t], freqs[j - nr], inverse, cs, sn); /* constants: before the wait */
     pdl_start();
     if (j < nr) {
         hv[j] = dsv4_round_bf16(hv[j]);
         return;
     }
-    const int i = j - nr;
-    float *v = hv + (head_dim - rope_dim);
-    const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
-    v[2 * i] = rnd_out(rnd, a * cs - b * sn);
-    v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
+    rope_pair(hv + (head_dim - rope_dim), j - nr, cs, sn, rnd);
 }
 
 void cuda_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
@@ -377,18 +389,10 @@ static void c_fill(dsv4_backend *be, float *x, size_t n, uint64_t seed)
     CK_LAUNCH();
 }
 
-/* FP8SIM of KV rows: one warp per (row, 64-wide block), two elements per
- * lane, the block's maximum by shuffles (a maximum is order-free; the rest is
- * elementwise: the values of dsv4_fp8sim). */
-__global__ void k_kv_sim(float *x, int rows, int ld, int nope)
+/* FP8SIM of one 64-wide block (len values) by a warp: two elements per lane, the block's maximum by shuffles
+ * (a maximum is order-free; the rest is elementwise: the values of dsv4_fp8sim). */
+__device__ __forceinline__ void kv_sim_block(float *v, int len, int lane)
 {
-    pdl_start();
-    const int nb = (nope + 63) / 64, lane = threadIdx.x & 31;
-    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (wg >= (int64_t)rows * nb) return;
-    const int r = (int)(wg / nb), b0 = (int)(wg % nb) * 64;
-    const int len = nope - b0 < 64 ? nope - b0 : 64;
-    float *v = x + (size_t)r * ld + b0;
     const bool in0 = lane < len, in1 = lane + 32 < len;
     const float a0 = in0 ? v[lane] : 0.0f, a1 = in1 ? v[lane + 32] : 0.0f;
     float amax = 1e-4f;
@@ -401,11 +405,71 @@ __global__ void k_kv_sim(float *x, int rows, int ld, int nope)
     if (in1) v[lane + 32] = dsv4_round_bf16(dsv4_e4m3_round(fminf(fmaxf(a1 / sc, -448.0f), 448.0f)) * sc);
 }
 
+/* FP8SIM of KV rows: one warp per (row, 64-wide block). */
+__global__ void k_kv_sim(float *x, int rows, int ld, int nope)
+{
+    pdl_start();
+    const int nb = (nope + 63) / 64, lane = threadIdx.x & 31;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)rows * nb) return;
+    const int r = (int)(wg / nb), b0 = (int)(wg % nb) * 64;
+    kv_sim_block(x + (size_t)r * ld + b0, nope - b0 < 64 ? nope - b0 : 64, lane);
+}
+
 void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 {
     const int64_t n = (int64_t)rows * ((nope + 63) / 64);
     if (n <= 0) return;
     launch_pdl(k_kv_sim, dim3((unsigned)((n + 7) / 8)), dim3(256), 0, impl_of(be)->stream, x, rows, ld, nope);
+    CK_LAUNCH();
+}
+
+/* norm_rope: a block per head row (token t = row / n_heads): the norm (rmsnorm_row, or the reference's BF16
+ * one), then RoPE on the last rope_dim values, then FP8SIM of the first sim_nope: the code of k_rmsnorm /
+ * k_rmsnorm_bf16, k_rope and k_kv_sim on the same elements in the same order, so the same bits; the block's
+ * barriers order the three (a rotated pair, a 64-wide block: other threads' values). */
+__global__ void __launch_bounds__(256) k_norm_rope(float *x, int n_heads, int head_dim, const float *w, float eps,
+                                                   unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos,
+                                                   const float *freqs, unsigned rrnd, int sim_nope)
+{
+    const int row = blockIdx.x, t = row / n_heads, half = rope_dim / 2;
+    float *v = x + (size_t)row * head_dim;
+    float cs = 0.0f, sn = 0.0f; /* the thread's pair's angle (at most one: half <= blockDim.x), before the wait */
+    if ((int)threadIdx.x < half) rope_cs(pos[t], freqs[threadIdx.x], false, cs, sn);
+    if (bf16) {
+        pdl_start();
+        rmsnorm_bf16_row(v, head_dim);
+    } else
+        rmsnorm_row<true>(v, w, head_dim, eps, v, nrnd);
+    __syncthreads();
+    if (rrnd & DSV4_RND_IN)
+        for (int j = threadIdx.x; j < head_dim - rope_dim; j += blockDim.x) v[j] = dsv4_round_bf16(v[j]);
+    if ((int)threadIdx.x < half) rope_pair(v + (head_dim - rope_dim), threadIdx.x, cs, sn, rrnd);
+    if (sim_nope <= 0) return;
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    for (int b0 = 64 * (threadIdx.x >> 5); b0 < sim_nope; b0 += 64 * (blockDim.x >> 5))
+        kv_sim_block(v + b0, sim_nope - b0 < 64 ? sim_nope - b0 : 64, lane);
+}
+
+void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
+                    unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
+                    int sim_nope)
+{
+    const int rows = n_tok * n_heads;
+    if (rows <= 0) return;
+    /* the fused kernel where the three ops' kernels run 256 threads a row (k_rmsnorm up to 4,096 columns) and a
+     * thread rotates at most one pair; else the three */
+    if (head_dim > 16 * 256 || rope_dim / 2 > 256) {
+        if (bf16) cuda_rmsnorm_bf16(be, x, rows, head_dim);
+        else cuda_rmsnorm(be, x, w, rows, head_dim, head_dim, eps, x, nrnd);
+        cuda_rope(be, x, n_tok, n_heads, n_heads * head_dim, head_dim, rope_dim, pos, freqs, false, rrnd);
+        if (sim_nope > 0) cuda_kv_sim(be, x, rows, head_dim, sim_nope);
+        return;
+    }
+    (void)pos; /* the plan's host array: the device copy holds the same positions */
+    launch_pdl(k_norm_rope, dim3((unsigned)rows), dim3(256), 0, impl_of(be)->stream, x, n_heads, head_dim, w, eps, nrnd,
+               bf16, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, rrnd, sim_nope);
     CK_LAUNCH();
 }
 
@@ -632,6 +696,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->round_bf16 = cuda_round_bf16;
     be->fill = c_fill;
     be->kv_sim = cuda_kv_sim;
+    be->norm_rope = cuda_norm_rope;
     be->idx_sim = cuda_idx_sim;
     be->hc_pre = cuda_hc_pre;
     be->hc_post = cuda_hc_post;
