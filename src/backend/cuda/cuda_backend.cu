@@ -460,7 +460,7 @@ void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head
     if (rows <= 0) return;
     /* the fused kernel where the three ops' kernels run 256 threads a row (k_rmsnorm up to 4,096 columns) and a
      * thread rotates at most one pair; else the three */
-    if (head_dim > 16 * 256 || rope_dim / 2 > 256) {
+    if (rmsnorm_threads(head_dim) != 256 || rope_dim / 2 > 256) {
         if (bf16) cuda_rmsnorm_bf16(be, x, rows, head_dim);
         else cuda_rmsnorm(be, x, w, rows, head_dim, head_dim, eps, x, nrnd);
         cuda_rope(be, x, n_tok, n_heads, n_heads * head_dim, head_dim, rope_dim, pos, freqs, false, rrnd);
