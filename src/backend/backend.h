@@ -148,6 +148,12 @@ struct dsv4_backend {
     /* Called at the start of every forward step with the plan and state the
      * ops will be given (device backends copy the plan and page table). */
     void (*step_begin)(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv);
+    /* Optional (NULL: one queue, ops run in the order issued): the ops issued between side(be, true) and
+     * side(be, false) may run beside the ops issued after them, and start once everything issued before
+     * them is done; join(be) makes the ops issued next wait for them too. The caller forks only work that
+     * shares no buffer with what runs beside it (the backend keeps its own scratch apart). */
+    void (*side)(dsv4_backend *be, bool on);
+    void (*join)(dsv4_backend *be);
 
     /* --profile: prof_mark(f) starts attributing time to family f (ending the
      * previous family's span); prof_collect waits for the device and adds the

@@ -35,6 +35,19 @@ static inline void mark(fwd *f, int fam)
     if (f->e->profile) f->be->prof_mark(f->be, fam);
 }
 
+/* Work beside the main chain (the backend's second queue, where it has one): side(f, true) ... side(f,
+ * false) is issued first and runs beside what is issued after it until join(f). Not under --profile,
+ * whose spans time one queue. */
+static bool forks(const fwd *f) { return f->be->side && f->be->join && !f->e->profile; }
+static void side(fwd *f, bool on)
+{
+    if (forks(f)) f->be->side(f->be, on);
+}
+static void join(fwd *f)
+{
+    if (forks(f)) f->be->join(f->be);
+}
+
 /* Round to BF16 in reference numerics: the reference's BF16 activations. */
 static void bf16_point(fwd *f, float *x, size_t n)
 {
@@ -129,6 +142,8 @@ static void attention(fwd *f, int l)
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
 
+    join(f); /* kv is overwritten below: the layer before's window store is done */
+
     /* Every projection of h at once (one linear_multi where the backend has
      * it): wq_a, wkv, the compressors' and the indexer's weights */
     {
@@ -150,6 +165,22 @@ static void attention(fwd *f, int l)
         lin_run(f, &ls, s->h, D);
     }
 
+    /* Beside the Q path: the KV path (one shared K=V head: norm, RoPE, the reference's FP8 simulation of the
+     * non-rotated part) and the compressors (they read their projections of h and write the compressed rows) */
+    side(f, true);
+    mark(f, DSV4_PROF_NORM);
+    if (be->norm_rope)
+        be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
+                      rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
+    else {
+        be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
+        be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
+        if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
+    }
+    if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
+    if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
+    side(f, false);
+
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq (with the indexer's queries); per-head RMS; RoPE */
     mark(f, DSV4_PROF_NORM);
     be->rmsnorm(be, s->qa, L->q_norm.vec, T, c->q_lora_rank, c->q_lora_rank, eps, s->qa, rnd(f, RIO));
@@ -160,8 +191,10 @@ static void attention(fwd *f, int l)
         if (L->kind == DSV4_ATTN_CSA) lin_add(&ls, &L->idx_wq_b, s->qi, c->index_n_heads * c->index_head_dim);
         lin_run(f, &ls, s->qa, c->q_lora_rank);
     }
+    /* per-head norm (reference: in place on the BF16 tensor, as the reference does), RoPE; beside the
+     * indexer's queries where there are some */
+    if (L->kind == DSV4_ATTN_CSA) side(f, true);
     mark(f, DSV4_PROF_NORM);
-    /* per-head norm (reference: in place on the BF16 tensor, as the reference does), RoPE */
     if (be->norm_rope)
         be->norm_rope(be, s->q, T, H, hd, NULL, eps, 0, f->ref, rd, f->plan->pos, freqs, rnd(f, DSV4_RND_OUT), 0);
     else {
@@ -169,24 +202,18 @@ static void attention(fwd *f, int l)
         else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q, 0);
         be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
     }
+    side(f, false);
 
-    /* KV path: one shared K=V head: norm, RoPE, the reference's FP8 simulation of the non-rotated part */
-    if (be->norm_rope)
-        be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
-                      rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
-    else {
-        be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
-        be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
-        if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
+    /* The indexer's queries; once the compressed rows are in, its choice among them */
+    if (L->kind == DSV4_ATTN_CSA) {
+        mark(f, DSV4_PROF_INDEXER);
+        be->rope(be, s->qi, T, c->index_n_heads, c->index_n_heads * c->index_head_dim, c->index_head_dim, rd,
+                 f->plan->pos, freqs, false, rnd(f, RIO));
+        if (f->ref) be->idx_sim(be, s->qi, T * c->index_n_heads, c->index_head_dim);
     }
-
-    /* Compressed rows, and the indexer's choice among them */
+    join(f);
     if (L->kind == DSV4_ATTN_CSA) {
         const int nI = c->index_n_heads, dI = c->index_head_dim;
-        run_compressor(f, l, &L->idx_cmp, true);
-        mark(f, DSV4_PROF_INDEXER);
-        be->rope(be, s->qi, T, nI, nI * dI, dI, rd, f->plan->pos, freqs, false, rnd(f, RIO));
-        if (f->ref) be->idx_sim(be, s->qi, T * nI, dI);
         dsv4_indexer_params ip = {.layer = l,
                                   .ratio = L->ratio,
                                   .n_heads = nI,
@@ -194,11 +221,7 @@ static void attention(fwd *f, int l)
                                   .topk = c->index_topk,
                                   .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
                                   .reference = f->ref};
-        run_compressor(f, l, &L->cmp, false);
-        mark(f, DSV4_PROF_INDEXER);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
-    } else if (L->kind == DSV4_ATTN_HCA) {
-        run_compressor(f, l, &L->cmp, false);
     }
 
     /* Sparse attention with sinks, then undo the RoPE on the output */
@@ -214,7 +237,11 @@ static void attention(fwd *f, int l)
                            .reference = f->ref};
     mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
+    /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
+     * by the next layer's projections, after its join) */
+    side(f, true);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
+    side(f, false);
     mark(f, DSV4_PROF_NORM);
     be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true, rnd(f, RIO));
 
@@ -247,9 +274,23 @@ static void ffn(fwd *f, int l)
     then_norm(&hp, L->ffn_norm.vec, (float)c->rms_norm_eps, s->h, rnd(f, RIO));
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
-    mark(f, DSV4_PROF_ROUTED);
+
+    /* the shared expert beside the router and the routed experts */
+    const bool shared = dsv4_w_present(&L->sh_w1);
+    if (shared) {
+        side(f, true);
+        mark(f, DSV4_PROF_SHARED);
+        lin_set ls = {0};
+        lin_add(&ls, &L->sh_w1, s->sg, I);
+        lin_add(&ls, &L->sh_w3, s->su, I);
+        lin_run(f, &ls, s->h, D);
+        be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg, rnd(f, RIO));
+        be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
+        side(f, false);
+    }
 
     /* Router: sqrt(softplus) scores; bias (top-k layers) only for selection */
+    mark(f, DSV4_PROF_ROUTED);
     be->linear(be, &L->gate, s->h, D, T, s->rl, E);
     be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.vec, L->hash ? &L->tid2eid : NULL,
                   f->plan->tokens, c->norm_topk_prob, (float)c->routed_scaling_factor, s->eidx, s->ewts);
@@ -263,17 +304,7 @@ static void ffn(fwd *f, int l)
                           .w2 = L->exp_w2,
                           .reference = f->ref};
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
-
-    mark(f, DSV4_PROF_SHARED);
-    const bool shared = dsv4_w_present(&L->sh_w1);
-    if (shared) {
-        lin_set ls = {0};
-        lin_add(&ls, &L->sh_w1, s->sg, I);
-        lin_add(&ls, &L->sh_w3, s->su, I);
-        lin_run(f, &ls, s->h, D);
-        be->swiglu(be, s->sg, s->su, (size_t)T * I, (float)c->swiglu_limit, s->sg, rnd(f, RIO));
-        be->linear(be, &L->sh_w2, s->sg, I, T, s->y2, D);
-    }
+    join(f);
 
     /* the routed and shared experts' sum (y2 rounded, then the sum, as they are read) joins the streams */
     mark(f, DSV4_PROF_HC);
@@ -368,6 +399,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, cons
         g = be->graph_begin(be, T);
     if (g != 2) {
         body(&f);
+        join(&f);
         mark(&f, DSV4_PROF_HEAD);
         for (int i = 0; i < m; i++)
             if (s->gtok[i] != i)

@@ -249,6 +249,8 @@ static void test_engine_graphs(void **state)
         int32_t ids[512];
         int n_ids = tu_read_ids(dir, ids, 512);
         assert_true(n_ids >= 8);
+        /* g: decode graphs, the side queue's work as graph branches; d: --profile, every op in issue order on
+         * one queue, no graphs */
         dsv4_engine *g = open_engine(dir, 0), *d = open_engine(dir, 1);
         dsv4_model_info info;
         dsv4_engine_info(g, &info);
@@ -302,7 +304,8 @@ static void test_engine_graphs(void **state)
             assert_int_equal(picks[0].token, argmax(ld, V));
             t0 = picks[0].token;
         }
-        printf("%s: %d decode steps x %d sequences, graph replay = direct ops bit for bit, greedy picks = argmax\n",
+        printf("%s: %d decode steps x %d sequences, graph replay (two queues) = direct ops (one) bit for bit, greedy "
+               "picks = argmax\n",
                fx[fi], steps, S);
         for (int s = 0; s < S; s++) dsv4_sampler_free(smp[s]);
         free(lg);

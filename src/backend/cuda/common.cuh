@@ -85,15 +85,20 @@ struct cuda_impl {
     size_t smem_optin; /* the most shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
     int n_sm;          /* streaming multiprocessors */
     size_t ix_smem_max, ix_topk_smem_max; /* the most dynamic shared memory k_idx_score, k_idx_topk may take */
+    /* the queue ops go to: queue[0], or queue[1] between side(be, true) and side(be, false) (c_side) */
     cudaStream_t stream;
+    cudaStream_t queue[2];
+    int q;                         /* stream == queue[q] */
+    cudaEvent_t fork_ev, join_ev; /* queue 1 starts after fork_ev (queue 0); queue 0 waits for join_ev */
+    bool side_open;               /* queue 1 has had work since queue 0 last waited for it */
     /* the current step's plan and page table, on the device */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
     dsv4_seg *d_segs;
     size_t cap_pos, cap_tok, cap_ts, cap_seg, cap_pt; /* bytes */
-    /* grow-only scratch */
-    void *scratch[CS_COUNT];
-    size_t scratch_cap[CS_COUNT];
+    /* grow-only scratch, one set per queue (work on the two queues runs at the same time) */
+    void *scratch[2][CS_COUNT];
+    size_t scratch_cap[2][CS_COUNT];
     /* expert descriptor tables, keyed by the host address of the dsv4_w array */
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];

@@ -79,23 +79,55 @@ static void c_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);
-    if (im->scratch_cap[slot] < bytes) {
+    const int q = im->q;
+    if (im->scratch_cap[q][slot] < bytes) {
         if (im->capturing) {
             /* the step before a capture sizes everything: a broken invariant */
             fprintf(stderr, "dsv4: CUDA scratch %d grew inside a graph capture (%zu > %zu bytes)\n", slot, bytes,
-                    im->scratch_cap[slot]);
+                    im->scratch_cap[q][slot]);
             abort();
         }
         im->gen++; /* graphs holding the old buffer are stale */
-        if (im->scratch[slot]) {
-            CK(cudaStreamSynchronize(im->stream));
-            CK(cudaFree(im->scratch[slot]));
+        if (im->scratch[q][slot]) {
+            for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
+            CK(cudaFree(im->scratch[q][slot]));
         }
         size_t cap = bytes + bytes / 4 + 256;
-        CK(cudaMalloc(&im->scratch[slot], cap));
-        im->scratch_cap[slot] = cap;
+        CK(cudaMalloc(&im->scratch[q][slot], cap));
+        im->scratch_cap[q][slot] = cap;
     }
-    return im->scratch[slot];
+    return im->scratch[q][slot];
+}
+
+/* Ops issued between side(be, true) and side(be, false) run on the second
+ * queue: it starts once everything issued before is done, and runs beside
+ * what is issued on the first queue after side(be, false) until join(be).
+ * In a graph capture the two queues become a fork and a join of the graph.
+ * Each queue has its own scratch; the forward pass forks only work that
+ * shares no other buffer with what runs beside it. */
+static void c_side(dsv4_backend *be, bool on)
+{
+    cuda_impl *im = impl_of(be);
+    if (on == (im->q == 1)) return;
+    if (on) {
+        CK(cudaEventRecord(im->fork_ev, im->queue[0]));
+        CK(cudaStreamWaitEvent(im->queue[1], im->fork_ev, 0));
+    } else {
+        CK(cudaEventRecord(im->join_ev, im->queue[1]));
+        im->side_open = true;
+    }
+    im->q = on ? 1 : 0;
+    im->stream = im->queue[im->q];
+}
+
+/* (only when the second queue has had work since the last join: a graph capture may not wait on an event
+ * recorded before it began) */
+static void c_join(dsv4_backend *be)
+{
+    cuda_impl *im = impl_of(be);
+    c_side(be, false);
+    if (im->side_open) CK(cudaStreamWaitEvent(im->queue[0], im->join_ev, 0));
+    im->side_open = false;
 }
 
 /* Large host-to-device copies go through two pinned 64 MiB buffers in turn:
@@ -602,8 +634,9 @@ static void c_destroy(dsv4_backend *be)
     cuda_impl *im = impl_of(be);
     if (im) {
         cudaSetDevice(im->device);
-        cudaStreamSynchronize(im->stream);
-        for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[i]);
+        for (int q = 0; q < 2; q++) cudaStreamSynchronize(im->queue[q]);
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[q][i]);
         cudaFree(im->d_tokens);
         cudaFree(im->d_tok_seg);
         cudaFree(im->d_pos);
@@ -626,7 +659,9 @@ static void c_destroy(dsv4_backend *be)
                 cudaFreeHost(im->pin[i]);
                 cudaEventDestroy(im->pin_ev[i]);
             }
-        cudaStreamDestroy(im->stream);
+        for (int q = 0; q < 2; q++) cudaStreamDestroy(im->queue[q]);
+        cudaEventDestroy(im->fork_ev);
+        cudaEventDestroy(im->join_ev);
         free(im);
     }
     free(be);
@@ -663,7 +698,10 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     im->device = device;
     im->smem_optin = prop.sharedMemPerBlockOptin;
     im->n_sm = prop.multiProcessorCount;
-    CK(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
+    for (int q = 0; q < 2; q++) CK(cudaStreamCreateWithFlags(&im->queue[q], cudaStreamNonBlocking));
+    im->stream = im->queue[0];
+    CK(cudaEventCreateWithFlags(&im->fork_ev, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&im->join_ev, cudaEventDisableTiming));
     cuda_attn_init();
     cuda_indexer_init(im);
     cuda_moe_mma_init();
@@ -697,6 +735,12 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->fill = c_fill;
     be->kv_sim = cuda_kv_sim;
     be->norm_rope = cuda_norm_rope;
+    /* DSV4_CUDA_QUEUES=1: one queue (everything in issue order; the same bits either way) */
+    const char *nq = getenv("DSV4_CUDA_QUEUES");
+    if (!nq || strcmp(nq, "1")) {
+        be->side = c_side;
+        be->join = c_join;
+    }
     be->idx_sim = cuda_idx_sim;
     be->hc_pre = cuda_hc_pre;
     be->hc_post = cuda_hc_post;

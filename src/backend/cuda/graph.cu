@@ -17,7 +17,7 @@ int cuda_graph_begin(dsv4_backend *be, int key)
 {
     cuda_impl *im = impl_of(be);
     im->graph_state = 0;
-    if (key < 1 || key > MAX_GRAPH_KEY) return 0;
+    if (key < 1 || key > MAX_GRAPH_KEY || im->q != 0) return 0; /* (ops on the side queue: a caller's bug) */
     if (!im->graphs) im->graphs = (cuda_graph *)calloc(MAX_GRAPH_KEY + 1, sizeof(cuda_graph));
     if (!im->graphs) return 0;
     im->graph_mode = true;

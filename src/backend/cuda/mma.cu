@@ -872,9 +872,9 @@ static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx
     cuda_impl *im = impl_of(be);
     const size_t tiles = (size_t)J.tile0[J.n] * G;
     c.part = (float *)cuda_scratch(be, CS_MMA_PART, tiles * P * 256 * sizeof(float));
-    const size_t had = im->scratch_cap[CS_MMA_CNT];
+    const size_t had = im->scratch_cap[im->q][CS_MMA_CNT];
     c.cnt = (unsigned *)cuda_scratch(be, CS_MMA_CNT, tiles * sizeof(unsigned));
-    if (im->scratch_cap[CS_MMA_CNT] != had) CK(cudaMemsetAsync(c.cnt, 0, im->scratch_cap[CS_MMA_CNT], im->stream));
+    if (im->scratch_cap[im->q][CS_MMA_CNT] != had) CK(cudaMemsetAsync(c.cnt, 0, im->scratch_cap[im->q][CS_MMA_CNT], im->stream));
     c.nsm = im->n_sm;
     return true;
 }
