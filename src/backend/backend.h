@@ -99,6 +99,12 @@ typedef struct {
     bool reference;       /* exp(s - max) rounded to BF16 before the product with V; q and every
                            * row are then BF16 values (forward.c rounds them), which a backend may
                            * multiply as BF16 (the CUDA tensor-core layout does) */
+    /* With out_freqs: the output is then de-rotated, exactly as the rope op with inverse = true on it
+     * (rope_dim out_rope, the token's position, rnd out_rnd); a backend may do it in the attention's
+     * last pass (the CUDA tensor-core layout does) */
+    const float *out_freqs;
+    int out_rope;
+    unsigned out_rnd;
 } dsv4_attn_params;
 
 typedef struct {

@@ -495,6 +495,7 @@ static void ep_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan
     EACH {
         dsv4_attn_params a = *p;
         a.sinks = T(p->sinks);
+        a.out_freqs = T(p->out_freqs);
         dsv4_kv k = kv_of(m, kv, r);
         RB->attn(RB, &a, plan, &k, T(q), T(kv_new), T(idx), T(cnt), T(out));
     }

@@ -224,7 +224,7 @@ static void attention(fwd *f, int l)
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     }
 
-    /* Sparse attention with sinks, then undo the RoPE on the output */
+    /* Sparse attention with sinks; the RoPE on its output undone (in the same op) */
     dsv4_attn_params ap = {.layer = l,
                            .kind = L->kind,
                            .ratio = L->ratio,
@@ -234,7 +234,10 @@ static void attention(fwd *f, int l)
                            .topk = c->index_topk,
                            .scale = 1.0f / sqrtf((float)hd),
                            .sinks = L->attn_sink.vec,
-                           .reference = f->ref};
+                           .reference = f->ref,
+                           .out_freqs = freqs,
+                           .out_rope = rd,
+                           .out_rnd = rnd(f, RIO)};
     mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
@@ -242,8 +245,6 @@ static void attention(fwd *f, int l)
     side(f, true);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
     side(f, false);
-    mark(f, DSV4_PROF_NORM);
-    be->rope(be, s->o, T, H, H * hd, hd, rd, f->plan->pos, freqs, true, rnd(f, RIO));
 
     /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
     const int G = c->o_groups, R = c->o_lora_rank, gw = H * hd / G;

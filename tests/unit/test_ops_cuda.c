@@ -2051,12 +2051,16 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
             vmax = fmax(vmax, fin(fabs((double)sl[(size_t)s * S->kv[0].slot_floats + S->ls[layer].win + i])));
     const int ratio = layer == L_CSA ? c->rc : layer == L_HCA ? c->rh : 0;
     const dsv4_attn_kind kind = layer == L_CSA ? DSV4_ATTN_CSA : layer == L_HCA ? DSV4_ATTN_HCA : DSV4_ATTN_SLIDING;
+    /* the output de-rotated in the same op (forward.c's use), as the rope op after it does */
+    const int rd = hd >= 64 ? 64 : 16;
+    float freqs[32];
+    dsv4_rope_freqs(10000.0, rd, false, 16.0, 65536.0, 32.0, 1.0, freqs);
     float *ro[2];
     for (int s = 0; s < 2; s++) {
         dsv4_backend *be = side[s];
         float *dq = bdup(be, q, (size_t)T * H * hd * 4), *dkv = bdup(be, kv, (size_t)T * hd * 4);
         int32_t *di = bdup(be, idx, (size_t)T * K * 4), *dc = bdup(be, cnt, (size_t)T * 4);
-        float *dout = bpoison(be, (size_t)T * H * hd * 4);
+        float *dout = bpoison(be, (size_t)T * H * hd * 4), *df = bdup(be, freqs, (size_t)(rd / 2) * 4);
         dsv4_attn_params p = {.layer = layer,
                               .kind = kind,
                               .ratio = ratio,
@@ -2066,9 +2070,26 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
                               .topk = K,
                               .scale = 1.0f / sqrtf((float)hd),
                               .sinks = S->sinks[s][layer],
-                              .reference = S->ref};
+                              .reference = S->ref,
+                              .out_freqs = df,
+                              .out_rope = rd,
+                              .out_rnd = S->ref ? DSV4_RND_IN | DSV4_RND_OUT : 0};
         be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc, dout);
         ro[s] = bhost(be, dout, (size_t)T * H * hd * 4);
+        { /* the same backend's attention, then its rope op: the same bits */
+            dsv4_attn_params p0 = p;
+            p0.out_freqs = NULL;
+            be->attn(be, &p0, plan, &S->kv[s], dq, dkv, di, dc, dout);
+            be->rope(be, dout, T, H, H * hd, hd, rd, plan->pos, df, true, p.out_rnd);
+            float *r0 = bhost(be, dout, (size_t)T * H * hd * 4);
+            if (memcmp(r0, ro[s], (size_t)T * H * hd * 4)) {
+                size_t i = 0;
+                while (i < (size_t)T * H * hd && !memcmp(r0 + i, ro[s] + i, 4)) i++;
+                fail_line(names[layer], "%s: the de-rotation in the op differs from the rope op after it at %zu: %g vs %g",
+                          s ? "cuda" : "cpu", i, (double)ro[s][i], (double)r0[i]);
+            }
+            free(r0);
+        }
 #ifdef DSV4_HAVE_CUDA
         if (s == 1 && !selftest && S->ref && attn_layout_now == DSV4_ATTN_LAYOUT_AUTO) {
             /* the weighted sum as a cluster of parts gives the same bits as one
@@ -2099,7 +2120,7 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
         }
 #endif
         be->kv_store(be, layer, c->window, hd, plan, &S->kv[s], dkv);
-        bfree(be, dq), bfree(be, dkv), bfree(be, di), bfree(be, dc), bfree(be, dout);
+        bfree(be, dq), bfree(be, dkv), bfree(be, di), bfree(be, dc), bfree(be, dout), bfree(be, df);
     }
     tolspec t = {.tol = 1e-5, .scale = vmax, .nonfinite = S->nonfinite};
     if (S->ref) t.loose = 0x1p-7, t.loose_frac = 0.25;

@@ -1051,6 +1051,9 @@ static void cpu_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     double rows = 0;
     for (int t = 0; t < plan->n_tok; t++) rows += c.n_rows[t];
     par_for(be, (int64_t)plan->n_tok * p->n_heads, 2.0 * rows * p->n_heads * p->head_dim, attn_task, &c);
+    if (p->out_freqs)
+        cpu_rope(be, out, plan->n_tok, p->n_heads, p->n_heads * p->head_dim, p->head_dim, p->out_rope, plan->pos,
+                 p->out_freqs, true, p->out_rnd);
 }
 
 static void cpu_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,

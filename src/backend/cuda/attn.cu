@@ -44,7 +44,34 @@ struct attn_args {
     const float *pages;
     size_t slot_floats, page_floats, win_off, pg_off;
     int page_tokens, max_pages;
+    /* the output's de-rotation in the weighted sum's last pass (the tensor-core kernels; NULL: none):
+     * the rope op's inverse RoPE of the last orope dims, rounding ornd */
+    const float *ofreq;
+    int orope;
+    unsigned ornd;
 };
+
+/* The inverse rotation of columns c, c + 1 (c even) of a head's output at position pos, as k_rope
+ * computes it (rope_cs); nothing before the rotated part. The caller checks A.ofreq. */
+__device__ __forceinline__ void attn_derot_cs(const attn_args &A, int64_t pos, int c, float &cs, float &sn)
+{
+    const int nr = A.hd - A.orope;
+    cs = sn = 0.0f;
+    if (c >= nr) rope_cs(pos, A.ofreq[(c - nr) >> 1], true, cs, sn);
+}
+
+/* Columns c, c + 1 of a head's output de-rotated as k_rope does with (cs, sn) of attn_derot_cs (the same
+ * rope_pair; the columns before the rotated part only rounded, and that only with DSV4_RND_IN). */
+__device__ __forceinline__ void attn_derot2(const attn_args &A, int c, float cs, float sn, float &v0, float &v1)
+{
+    if (c < A.hd - A.orope) {
+        if (A.ornd & DSV4_RND_IN) v0 = dsv4_round_bf16(v0), v1 = dsv4_round_bf16(v1);
+        return;
+    }
+    float pr[2] = {v0, v1};
+    rope_pair(pr, 0, cs, sn, A.ornd);
+    v0 = pr[0], v1 = pr[1];
+}
 
 __device__ static const float *row_ptr(const attn_args &A, const dsv4_seg &s, int64_t pos, int t, int j, int nwin,
                                        int64_t lo, const float *kv_new, const int32_t *idx, const int32_t *page_table)
@@ -505,6 +532,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
                                                  const uint16_t *pb, const float **rows, const float *den, float *out)
 {
     constexpr int SL = 8 * NT, VS = SL == 8 ? 16 : 2 * SL + 16; /* bytes per value row: an odd multiple of 16 */
+    static_assert(WALK || 128 % SL == 0, "k_attn_pv: a thread's stores keep one column (the de-rotation's angle)");
     constexpr int TILE = WALK ? 2 * AM_TILE : AM_TILE;                /* rows per tile */
     constexpr int VL = TILE * SL / 4 / 128 > 0 ? TILE * SL / 4 / 128 : 1; /* value float4 per thread */
     __shared__ __align__(16) unsigned char vs[TILE * VS];
@@ -552,6 +580,14 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     /* launched with PDL after k_attn_md16: the row list (k_attn_qk's) and the
      * values are there once k_attn_md16's blocks have passed their wait */
     if (pn < p_hi) load_values();
+    /* the de-rotation's angles (constants: the positions are up before the step's first kernel), under
+     * the loads: the pairs this thread stores, (dbase + 8 nn + 2 tq) walking, (dbase + tid % SL) & ~1 */
+    float dcs[WALK ? NT : 1], dsn[WALK ? NT : 1];
+    if (A.ofreq) {
+#pragma unroll
+        for (int nn = 0; nn < (WALK ? NT : 1); nn++)
+            attn_derot_cs(A, posv[t], WALK ? dbase + 8 * nn + 2 * tq : dbase + ((tid % SL) & ~1), dcs[nn], dsn[nn]);
+    }
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
     if (pn < p_hi) load_weights();
     float acc[NT][4], tot[NT][4];
@@ -600,10 +636,14 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
         for (int nn = 0; nn < NT; nn++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int h = 16 * w + g + 8 * (e >> 1);
-                if (h < A.H)
-                    out[((size_t)t * A.H + h) * A.hd + dbase + 8 * nn + 2 * tq + (e & 1)] = tot[nn][e] / (e >> 1 ? d1 : d0);
+            for (int e = 0; e < 4; e += 2) { /* columns c, c + 1 of head h */
+                const int h = 16 * w + g + 8 * (e >> 1), c = dbase + 8 * nn + 2 * tq;
+                float v0 = tot[nn][e] / (e >> 1 ? d1 : d0), v1 = tot[nn][e + 1] / (e >> 1 ? d1 : d0);
+                if (A.ofreq) attn_derot2(A, c, dcs[nn], dsn[nn], v0, v1);
+                if (h < A.H) {
+                    out[((size_t)t * A.H + h) * A.hd + c] = v0;
+                    out[((size_t)t * A.H + h) * A.hd + c + 1] = v1;
+                }
             }
         return;
     }
@@ -617,16 +657,24 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     const int part = (int)blockIdx.z;
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
-    for (int e = part * 8 * SL + tid; e < (part + 1) * 8 * SL; e += 128) {
+    for (int e = part * 8 * SL + tid; e < (part + 1) * 8 * SL; e += 128) { /* the same trip count in every lane */
         const int h = e / SL, d = e % SL;
-        if (h >= A.H) break;
+        if (!A.ofreq && h >= A.H) break;
         float r[AM_PARTS];
 #pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) r[q] = cl.map_shared_rank(red, q)[e];
+        for (int q = 0; q < AM_PARTS; q++) r[q] = cl.map_shared_rank(red, q)[e]; /* (in bounds past A.H too) */
         float v = r[0];
 #pragma unroll
         for (int q = 1; q < AM_PARTS; q++) v += r[q];
-        out[((size_t)t * A.H + h) * A.hd + dbase + d] = v / den[t * A.H + h];
+        v = v / den[t * A.H + (h < A.H ? h : A.H - 1)];
+        if (A.ofreq) { /* the pair's other column is the next or previous lane's (SL even) */
+            const float pv = __shfl_xor_sync(0xffffffffu, v, 1);
+            const bool odd = d & 1;
+            float v0 = odd ? pv : v, v1 = odd ? v : pv;
+            attn_derot2(A, dbase + d - (odd ? 1 : 0), dcs[0], dsn[0], v0, v1); /* d = tid % SL: 128 % SL == 0 */
+            v = odd ? v1 : v0;
+        }
+        if (h < A.H) out[((size_t)t * A.H + h) * A.hd + dbase + d] = v;
     }
     cl.sync(); /* every part's shared memory stays until all have read it */
 }
@@ -666,8 +714,9 @@ void cuda_attn_init(void)
     CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(4, HS_MAXD)));
 }
 
-void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,
-               const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
+/* The attention; true when the output was de-rotated too (p->out_freqs, in the tensor-core kernels). */
+static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
+                     const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
 {
     cuda_impl *im = impl_of(be);
     int max_rows = p->window;
@@ -698,6 +747,9 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     A.pg_off = kv->layer[p->layer].pg_cmp;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
+    A.ofreq = NULL;
+    A.orope = p->out_rope;
+    A.ornd = p->out_rnd;
     if (attn_layout < 0) {
         const char *e = getenv("DSV4_ATTN"), *n = getenv("DSV4_ATTN_NAIVE");
         attn_layout = (n && n[0] == '1') || (e && !strcmp(e, "naive")) ? DSV4_ATTN_LAYOUT_NAIVE
@@ -710,6 +762,12 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                          p->reference && hd % 32 == 0 &&
                          ((uintptr_t)q & 15) == 0;
         if (mma) A.max_rows = max_rows = (max_rows + 15) & ~15; /* k_attn_pv loads weights 16-byte aligned */
+        /* the de-rotation in k_attn_pv's stores: a rotated pair is two adjacent columns there
+         * (DSV4_ATTN_DEROT=0: the rope kernel after it, the same bits) */
+        static int derot = -1;
+        if (derot < 0) derot = !(getenv("DSV4_ATTN_DEROT") && !strcmp(getenv("DSV4_ATTN_DEROT"), "0"));
+        if (mma && derot && p->out_freqs && p->out_rope > 0 && p->out_rope <= hd && (hd - p->out_rope) % 2 == 0)
+            A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;
         const size_t qb_off = (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1) * sizeof(float) + 15) & ~(size_t)15;
         const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
@@ -748,14 +806,14 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                 launch_attn(k_attn_pv<4, true>, dim3((unsigned)nt, (unsigned)(hd / 32), 1), 128,
                             max_rows * sizeof(float *), im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb,
                             (const float **)hrows, cden, out);
-                return;
+                return A.ofreq != NULL;
             }
             const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
             void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
                        float *) = sl == 16 ? k_attn_pv<2, false> : sl == 32 ? k_attn_pv<4, false> : k_attn_pv<8, false>;
             launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
                         cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
-            return;
+            return A.ofreq != NULL;
         }
         /* small batches: more blocks (a score is the same for any part count,
          * a dimension's weighted sum for any slice width) */
@@ -769,7 +827,7 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
                     float *) = sl == 16 ? k_attn_hpv<16> : sl == 32 ? k_attn_hpv<32> : k_attn_hpv<64>;
         launch_attn(hpv, dim3((unsigned)nt, (unsigned)((hd + sl - 1) / sl), AT_PARTS), 256, 0, im->stream, true, false,
                     A, dpos, cnt, csc, (const float **)hrows, cden, out);
-        return;
+        return false;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
     char *scr = (char *)cuda_scratch(be, CS_ROWS, nrows * (sizeof(float) + sizeof(float *)));
@@ -778,6 +836,15 @@ void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *pla
     k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
                                                              im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);
     CK_LAUNCH();
+    return false;
+}
+
+void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,
+               const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
+{
+    if (!attn_run(be, p, plan, kv, q, kv_new, idx, cnt, out) && p->out_freqs)
+        cuda_rope(be, out, plan->n_tok, p->n_heads, p->n_heads * p->head_dim, p->head_dim, p->out_rope, plan->pos,
+                  p->out_freqs, true, p->out_rnd);
 }
 
 /* ---- dsv4_cuda_attn_time (backend.h), on bench_state.cu's state. */

@@ -191,6 +191,23 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 __device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
 __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }
 
+/* The angle's cosine and sine (double precision of the FP32 angle, as the CPU backend; inverse: -angle). */
+__device__ __forceinline__ void rope_cs(int64_t pos, float freq, bool inverse, float &cs, float &sn)
+{
+    const float ang = (float)pos * freq;
+    cs = (float)cos((double)ang), sn = (float)sin((double)ang);
+    if (inverse) sn = -sn;
+}
+
+/* Pair i of a head's rotated part v rotated by (cs, sn). */
+__device__ __forceinline__ void rope_pair(float *v, int i, float cs, float sn, unsigned rnd)
+{
+    const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
+    v[2 * i] = rnd_out(rnd, a * cs - b * sn);
+    v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
+}
+
+
 /* cudaMalloc for a weight, in whole 4-byte words: the buffer is kept in the
  * backend's list and freed when the backend is destroyed (engine close).
  * cudaSuccess or the error. */

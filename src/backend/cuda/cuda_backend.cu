@@ -344,22 +344,6 @@ void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
     CK_LAUNCH();
 }
 
-/* The angle's cosine and sine (double precision of the FP32 angle, as the CPU backend; inverse: -angle). */
-__device__ __forceinline__ void rope_cs(int64_t pos, float freq, bool inverse, float &cs, float &sn)
-{
-    const float ang = (float)pos * freq;
-    cs = (float)cos((double)ang), sn = (float)sin((double)ang);
-    if (inverse) sn = -sn;
-}
-
-/* Pair i of a head's rotated part v rotated by (cs, sn). */
-__device__ __forceinline__ void rope_pair(float *v, int i, float cs, float sn, unsigned rnd)
-{
-    const float a = rnd_in(rnd, v[2 * i]), b = rnd_in(rnd, v[2 * i + 1]);
-    v[2 * i] = rnd_out(rnd, a * cs - b * sn);
-    v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
-}
-
 /* A thread per (token, head, item): items [0, nr) round the head's
  * unrotated values (nr = head_dim - rope_dim with DSV4_RND_IN, else 0), the
  * rest rotate one pair each. */
