@@ -4,6 +4,7 @@
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
  *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C]
+ *                   [--temperature T] [--top-p P]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
  * prefill, and --profile-steps P (default M) decode steps run op by op after
@@ -21,6 +22,8 @@
  * allocated, rows left as the pool holds them, no model run), so the prompt
  * ends at C and the decode steps pay a C-token context's attention and
  * indexer (the values are meaningless; the costs are not).
+ * --temperature T (default 0: greedy) and --top-p P (default 1) sample each
+ * pick as a chat request with those settings would (a random draw, seeded).
  * --no-graphs runs decode steps op by op instead of replaying CUDA graphs. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
@@ -59,6 +62,7 @@ int main(int argc, char **argv)
     long long C = 0; /* --context: the prompt ends at this position (dsv4_seq_skip before it) */
     const char *json = NULL, *prof_json = NULL;
     int host_argmax = 0, prof_steps = 0;
+    float temperature = 0.0f, top_p = 1.0f;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--fill-random")) {
             o.fill_random = 1;
@@ -86,6 +90,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--profile")) prof_json = argv[i + 1];
         else if (!strcmp(argv[i], "--profile-steps")) prof_steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ep")) o.ep = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--temperature")) temperature = (float)atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--top-p")) top_p = (float)atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--moe-backend")) {
             if (dsv4_moe_backend_parse(argv[i + 1], &o.moe_backend)) {
                 fprintf(stderr, "bench_cpu: --moe-backend %s: not one of auto, w4a16, w4a8, w4a4\n", argv[i + 1]);
@@ -102,7 +108,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
                         "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
                         "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--moe-backend "
-                        "auto|w4a16|w4a8|w4a4]\n");
+                        "auto|w4a16|w4a8|w4a4] [--temperature T] [--top-p P]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {
@@ -152,7 +158,9 @@ int main(int argc, char **argv)
     double t1 = now_s();
     dsv4_sampling_params sp;
     dsv4_sampling_params_default(&sp);
-    sp.temperature = 0;
+    sp.temperature = temperature;
+    sp.top_p = top_p;
+    sp.seed = 1, sp.has_seed = 1; /* reproducible draws */
     dsv4_sampler **smp = calloc((size_t)B, sizeof(*smp));
     dsv4_sample *picks = calloc((size_t)B, sizeof(*picks));
     for (int b = 0; b < B; b++)
@@ -206,10 +214,11 @@ int main(int argc, char **argv)
             fprintf(f, ", \"backend\": \"%s\", \"numerics\": \"%s\", \"layers\": %d, \"threads\": %d, "
                        "\"batch\": %d, \"prompt\": %d, \"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, "
                        "\"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, \"decode_ms_per_token\": %.4f, "
-                       "\"graphs\": %s, \"host_argmax\": %s}\n",
+                       "\"graphs\": %s, \"host_argmax\": %s, \"temperature\": %g, \"top_p\": %g}\n",
                     info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers,
                     o.n_threads, B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms, step_ms / B,
-                    o.no_graphs ? "false" : "true", host_argmax ? "true" : "false");
+                    o.no_graphs ? "false" : "true", host_argmax ? "true" : "false", (double)temperature,
+                    (double)top_p);
             fclose(f);
         }
     }

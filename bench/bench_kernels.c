@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "engine/sample.h"
 #include "engine/state.h"
 
 #ifdef DSV4_HAVE_CUDA
@@ -196,6 +197,50 @@ static void bench_hc(dsv4_backend *be, const int *batches, int nb, int reps, dou
     be->free(be, fn), be->free(be, x), be->free(be, base), be->free(be, scale);
     be->free(be, u), be->free(be, post), be->free(be, comb);
     free(hfn), free(hx);
+}
+
+/* Sampling on the GPU (the engine's decode pick: only ids come back), per call of the sample op over n
+ * rows of a 129,280-token vocabulary (Flash's): greedy, temperature 1, temperature 0.7 with top-p 0.9, and
+ * top-k 50. The logits are spread like a model's (a few standing out); MB: the logits read once. */
+static void bench_sample(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
+{
+    const int V = 129280, maxn = 64;
+    float *hl = malloc((size_t)maxn * V * 4);
+    for (size_t i = 0; i < (size_t)maxn * V; i++) {
+        const double g = ((double)(rnd() >> 11) / 9007199254740992.0 + (double)(rnd() >> 11) / 9007199254740992.0 +
+                          (double)(rnd() >> 11) / 9007199254740992.0 - 1.5) * 4.0;
+        hl[i] = (float)(rnd() % 1000 == 0 ? g + 12.0 : g);
+    }
+    float *dl = be->alloc(be, (size_t)maxn * V * 4);
+    be->upload(be, dl, hl, (size_t)maxn * V * 4);
+    int rows[64];
+    int32_t tok[64];
+    for (int i = 0; i < maxn; i++) rows[i] = i;
+    static const struct {
+        const char *name;
+        float t, p;
+        int k;
+    } kinds[] = {{"greedy", 0, 1, 0}, {"temperature 1", 1, 1, 0}, {"t 0.7, top-p 0.9", 0.7f, 0.9f, 0},
+                 {"top-k 50", 1, 1, 50}};
+    dsv4_sample_req req[64];
+    printf("\n%-20s %6s %10s %10s %8s %8s\n", "sampling", "rows", "MB", "us/call", "GB/s", "of copy");
+    for (int ki = 0; ki < 4; ki++)
+        for (int bi = 0; bi < nb; bi++) {
+            const int n = batches[bi] > maxn ? maxn : batches[bi];
+            for (int i = 0; i < n; i++)
+                req[i] = (dsv4_sample_req){.temperature = kinds[ki].t, .top_p = kinds[ki].p, .min_p = 0,
+                                           .top_k = kinds[ki].k, .vocab = V, .u = (double)(i + 1) / (n + 2)};
+            be->sample(be, dl, V, n, rows, req, tok);
+            const double t0 = now_s();
+            for (int r = 0; r < reps; r++) be->sample(be, dl, V, n, rows, req, tok);
+            const double us = (now_s() - t0) / reps * 1e6, mb = (double)n * V * 4 / 1e6, gbs = mb * 1e3 / us;
+            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%%\n", kinds[ki].name, n, mb, us, gbs, 100 * gbs / copy_gbs);
+            if (jf)
+                fprintf(jf, ",\n  {\"kind\": \"sample\", \"mode\": \"%s\", \"rows\": %d, \"mb\": %.3f, \"us\": %.3f}",
+                        kinds[ki].name, n, mb, us);
+        }
+    be->free(be, dl);
+    free(hl);
 }
 
 /* The lightning indexer (scores of every visible compressed key, then the
@@ -444,6 +489,7 @@ int main(int argc, char **argv)
         be->moe_a8 = false;
     }
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
+    bench_sample(be, batches, nb, reps, copy_gbs, jf);
 attention:
     bench_attn(be, batches, nb, reps, copy_gbs, jf);
     bench_indexer(be, batches, nb, reps, copy_gbs, jf);
