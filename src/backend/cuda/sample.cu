@@ -27,13 +27,20 @@
 #define SMP_U 8                   /* loads in flight per thread and pass */
 static_assert(SMP_THREADS == SMP_BINS, "select_prefix: a thread per bin");
 
-/* v[u] = x[i0 + u * step] for u < SMP_U, indices past n - 1 clamped to it (n > 0; the caller skips them). */
-__device__ __forceinline__ void smp_load(const float *x, int i0, int step, int n, float *v)
+/* f(i, x[i]) for i = i0, i0 + step, ... while i < n, in that order, the values loaded SMP_U at a time
+ * (indices past n - 1 clamped to it: no branch around the loads), until f returns true (stop). */
+template <typename F> __device__ __forceinline__ void smp_walk(const float *x, int i0, int step, int n, F f)
 {
+    for (; i0 < n; i0 += SMP_U * step) {
+        float v[SMP_U];
 #pragma unroll
-    for (int u = 0; u < SMP_U; u++) {
-        const int i = i0 + u * step;
-        v[u] = x[i < n ? i : n - 1];
+        for (int u = 0; u < SMP_U; u++) {
+            const int i = i0 + u * step;
+            v[u] = x[i < n ? i : n - 1];
+        }
+#pragma unroll
+        for (int u = 0; u < SMP_U; u++)
+            if (i0 + u * step < n && f(i0 + u * step, v[u])) return;
     }
 }
 
@@ -80,18 +87,14 @@ __device__ static boundary select_prefix(const float *z, int V, bool by_mass, ui
         __syncthreads();
         const uint32_t prefix = s_prefix;
         const int hi = level + 10;
-        for (int i0 = threadIdx.x; i0 < V; i0 += SMP_U * blockDim.x) {
-            float zv[SMP_U];
-            smp_load(z, i0, blockDim.x, V, zv);
-#pragma unroll
-            for (int u = 0; u < SMP_U; u++) {
-                const uint32_t b = bits_of(zv[u]);
-                if (i0 + u * (int)blockDim.x >= V || (hi < 32 && (b >> hi) != (prefix >> hi))) continue;
-                const int bin = (int)((b >> level) & (SMP_BINS - 1));
-                atomicAdd(&hc[bin], 1u);
-                atomicAdd((unsigned long long *)&hm[bin], (unsigned long long)fix_of(zv[u]));
-            }
-        }
+        smp_walk(z, threadIdx.x, blockDim.x, V, [&](int, float q) {
+            const uint32_t b = bits_of(q);
+            if (hi < 32 && (b >> hi) != (prefix >> hi)) return false;
+            const int bin = (int)((b >> level) & (SMP_BINS - 1));
+            atomicAdd(&hc[bin], 1u);
+            atomicAdd((unsigned long long *)&hm[bin], (unsigned long long)fix_of(q));
+            return false;
+        });
         __syncthreads();
         /* the first bin from the top whose running count (mass) reaches the target: thread j holds bin
          * SMP_BINS - 1 - j and the sums of the bins above it by block scans (integers: the serial walk's
@@ -162,19 +165,14 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     /* argmax, NaN ignored, lowest id on ties */
     float bv = -INFINITY;
     int bi = -1;
-    for (int i0 = threadIdx.x; i0 < V; i0 += SMP_U * blockDim.x) {
-        float lv[SMP_U];
-        smp_load(l, i0, blockDim.x, V, lv);
-#pragma unroll
-        for (int u = 0; u < SMP_U; u++) {
-            const int i = i0 + u * blockDim.x;
-            const float v = isnan(lv[u]) ? -INFINITY : lv[u];
-            if (i < V && (bi < 0 || v > bv)) {
-                bv = v;
-                bi = i;
-            }
+    smp_walk(l, threadIdx.x, blockDim.x, V, [&](int i, float x) {
+        const float v = isnan(x) ? -INFINITY : x;
+        if (bi < 0 || v > bv) {
+            bv = v;
+            bi = i;
         }
-    }
+        return false;
+    });
     for (int o = 16; o > 0; o >>= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
         const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
@@ -215,18 +213,12 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     /* unnormalised probabilities: the top token has exactly 1 */
     const float inv_t = 1.0f / R.temperature;
     uint64_t qs = 0;
-    for (int i0 = threadIdx.x; i0 < V; i0 += SMP_U * blockDim.x) {
-        float lv[SMP_U];
-        smp_load(l, i0, blockDim.x, V, lv);
-#pragma unroll
-        for (int u = 0; u < SMP_U; u++) {
-            const int i = i0 + u * blockDim.x;
-            if (i >= V) break;
-            const float q = isnan(lv[u]) ? 0.0f : expf((lv[u] - zmax) * inv_t);
-            z[i] = q;
-            qs += fix_of(q);
-        }
-    }
+    smp_walk(l, threadIdx.x, blockDim.x, V, [&](int i, float x) {
+        const float q = isnan(x) ? 0.0f : expf((x - zmax) * inv_t);
+        z[i] = q;
+        qs += fix_of(q);
+        return false;
+    });
     uint64_t total;
     block_scan_incl<uint64_t>(qs, sh, &total);
 
@@ -248,24 +240,19 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     const int i0 = threadIdx.x * C, i1 = i0 + C < V ? i0 + C : V;
     uint64_t nt = 0;
     if (!B.all)
-        for (int i = i0; i < i1; i += SMP_U) {
-            float zv[SMP_U];
-            smp_load(z, i, 1, i1, zv);
-#pragma unroll
-            for (int u = 0; u < SMP_U; u++) nt += i + u < i1 && bits_of(zv[u]) == B.v;
-        }
+        smp_walk(z, i0, 1, i1, [&](int, float q) {
+            nt += bits_of(q) == B.v;
+            return false;
+        });
     uint64_t tot_ties;
     uint64_t tie0 = block_scan_incl<uint64_t>(nt, sh, &tot_ties) - nt;
     uint64_t km = 0;
     {
         uint64_t tr = tie0;
-        for (int i = i0; i < i1; i += SMP_U) {
-            float zv[SMP_U];
-            smp_load(z, i, 1, i1, zv);
-#pragma unroll
-            for (int u = 0; u < SMP_U; u++)
-                if (i + u < i1 && kept(zv[u], floor_z, B, &tr)) km += fix_of(zv[u]);
-        }
+        smp_walk(z, i0, 1, i1, [&](int, float q) {
+            if (kept(q, floor_z, B, &tr)) km += fix_of(q);
+            return false;
+        });
     }
     uint64_t mass;
     const uint64_t m0 = block_scan_incl<uint64_t>(km, sh, &mass) - km;
@@ -277,14 +264,10 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     if (km && target >= m0 && target < m0 + km) {
         uint64_t acc = m0, tr = tie0;
         int pick = -1;
-        for (int i = i0; i < i1 && pick < 0; i += SMP_U) {
-            float zv[SMP_U];
-            smp_load(z, i, 1, i1, zv);
-#pragma unroll
-            for (int u = 0; u < SMP_U; u++)
-                if (pick < 0 && i + u < i1 && kept(zv[u], floor_z, B, &tr) && (acc += fix_of(zv[u])) > target)
-                    pick = i + u;
-        }
+        smp_walk(z, i0, 1, i1, [&](int i, float q) {
+            if (kept(q, floor_z, B, &tr) && (acc += fix_of(q)) > target) pick = i;
+            return pick >= 0;
+        });
         if (pick >= 0) tok[blockIdx.x] = pick;
     }
 }
