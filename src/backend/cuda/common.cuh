@@ -207,7 +207,6 @@ __device__ __forceinline__ void rope_pair(float *v, int i, float cs, float sn, u
     v[2 * i + 1] = rnd_out(rnd, a * sn + b * cs);
 }
 
-
 /* cudaMalloc for a weight, in whole 4-byte words: the buffer is kept in the
  * backend's list and freed when the backend is destroyed (engine close).
  * cudaSuccess or the error. */
