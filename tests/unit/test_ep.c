@@ -28,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "dsv4.h"
+#include "test_util.h"
 
 /* DSV4_TEST_BACKEND=cuda: the ranks are CUDA backends on the GPUs present (exit 77 without one) */
 static dsv4_backend_kind test_backend = DSV4_BACKEND_CPU;
@@ -35,15 +36,8 @@ static dsv4_backend_kind test_backend = DSV4_BACKEND_CPU;
 static dsv4_engine *open_engine(const char *dir, int ep, dsv4_numerics num)
 {
     dsv4_engine_opts o;
-    dsv4_engine_opts_default(&o);
-    o.model_dir = dir;
-    o.backend = test_backend;
-    o.numerics = num;
+    tu_engine_opts(&o, dir, test_backend, num);
     o.ep = ep;
-    o.n_threads = 2;
-    o.max_seqs = 4;
-    o.max_ctx = 512;
-    o.pool_tokens = 4 * 512;
     char err[512];
     dsv4_engine *e = NULL;
     if (dsv4_engine_open(&o, &e, err, sizeof err) != DSV4_OK) fail_msg("open %s --ep %d: %s", dir, ep, err);

@@ -300,14 +300,7 @@ static void wrap(dsv4_engine *e, bool defer)
 static dsv4_engine *open_cpu(const char *dir, dsv4_numerics num)
 {
     dsv4_engine_opts o;
-    dsv4_engine_opts_default(&o);
-    o.model_dir = dir;
-    o.backend = DSV4_BACKEND_CPU;
-    o.numerics = num;
-    o.n_threads = 2;
-    o.max_seqs = 4;
-    o.max_ctx = 512;
-    o.pool_tokens = 4 * 512;
+    tu_engine_opts(&o, dir, DSV4_BACKEND_CPU, num);
     char err[512];
     dsv4_engine *e = NULL;
     if (dsv4_engine_open(&o, &e, err, sizeof err) != DSV4_OK) fail_msg("open %s: %s", dir, err);

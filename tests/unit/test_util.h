@@ -10,6 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dsv4.h"
+
+/* The engine options of the tests' small engines: the checkpoint dir, backend and numerics, 2 CPU threads,
+ * 4 sequences of up to 512 tokens and a pool that holds them. */
+static inline void tu_engine_opts(dsv4_engine_opts *o, const char *dir, dsv4_backend_kind be, dsv4_numerics num)
+{
+    dsv4_engine_opts_default(o);
+    o->model_dir = dir;
+    o->backend = be;
+    o->numerics = num;
+    o->n_threads = 2;
+    o->max_seqs = 4;
+    o->max_ctx = 512;
+    o->pool_tokens = 4 * 512;
+}
+
 /* The whole file at path, NUL-terminated (malloc'ed); *len its size when
  * len is not NULL. NULL when it cannot be read. */
 static inline char *tu_slurp(const char *path, size_t *len)
