@@ -229,9 +229,9 @@ struct dsv4_backend {
     void (*kv_sim)(dsv4_backend *be, float *x, int rows, int ld, int nope);
     /* Hadamard + FP4SIM32 on each dim-wide row */
     void (*idx_sim)(dsv4_backend *be, float *x, int rows, int dim);
-    /* Optional (NULL: the forward calls the three ops): on each head row of x (n_tok x n_heads rows of
-     * head_dim, contiguous), in place, exactly rmsnorm(w, eps, nrnd) (rmsnorm_bf16 when bf16), then rope
-     * (rope_dim, pos, freqs, not inverse, rrnd), then kv_sim of the first sim_nope values (0: none). */
+    /* On each head row of x (n_tok x n_heads rows of head_dim, contiguous), in place, exactly rmsnorm(w, eps,
+     * nrnd) (rmsnorm_bf16 when bf16), then rope (rope_dim, pos, freqs, not inverse, rrnd), then kv_sim of the
+     * first sim_nope values (0: none): the three ops, in one where a backend can fuse them. */
     void (*norm_rope)(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
                       unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
                       int sim_nope);

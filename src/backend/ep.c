@@ -421,6 +421,15 @@ static void ep_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
     EACH RB->kv_sim(RB, T(x), rows, ld, nope);
 }
 
+static void ep_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
+                         unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
+                         int sim_nope)
+{
+    ep_impl *m = ep_of(be);
+    EACH RB->norm_rope(RB, T(x), n_tok, n_heads, head_dim, T(w), eps, nrnd, bf16, rope_dim, pos, T(freqs), rrnd,
+                       sim_nope);
+}
+
 static void ep_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
 {
     ep_impl *m = ep_of(be);
@@ -763,6 +772,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->round_bf16 = ep_round_bf16;
     be->fill = ep_fill;
     be->kv_sim = ep_kv_sim;
+    be->norm_rope = ep_norm_rope;
     be->idx_sim = ep_idx_sim;
     be->hc_pre = ep_hc_pre;
     be->hc_post = ep_hc_post;

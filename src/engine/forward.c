@@ -142,8 +142,6 @@ static void attention(fwd *f, int l)
     mark(f, DSV4_PROF_HC);
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
 
-    join(f); /* kv is overwritten below: the layer before's window store is done */
-
     /* Every projection of h at once (one linear_multi where the backend has
      * it): wq_a, wkv, the compressors' and the indexer's weights */
     {
@@ -169,14 +167,8 @@ static void attention(fwd *f, int l)
      * non-rotated part) and the compressors (they read their projections of h and write the compressed rows) */
     side(f, true);
     mark(f, DSV4_PROF_NORM);
-    if (be->norm_rope)
-        be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
-                      rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
-    else {
-        be->rmsnorm(be, s->kv, L->kv_norm.vec, T, hd, hd, eps, s->kv, rnd(f, RIO));
-        be->rope(be, s->kv, T, 1, hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
-        if (f->ref) be->kv_sim(be, s->kv, T, hd, hd - rd);
-    }
+    be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
+                  rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
     if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
     if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
     side(f, false);
@@ -195,13 +187,7 @@ static void attention(fwd *f, int l)
      * indexer's queries where there are some */
     if (L->kind == DSV4_ATTN_CSA) side(f, true);
     mark(f, DSV4_PROF_NORM);
-    if (be->norm_rope)
-        be->norm_rope(be, s->q, T, H, hd, NULL, eps, 0, f->ref, rd, f->plan->pos, freqs, rnd(f, DSV4_RND_OUT), 0);
-    else {
-        if (f->ref) be->rmsnorm_bf16(be, s->q, T * H, hd);
-        else be->rmsnorm(be, s->q, NULL, T * H, hd, hd, eps, s->q, 0);
-        be->rope(be, s->q, T, H, H * hd, hd, rd, f->plan->pos, freqs, false, rnd(f, DSV4_RND_OUT));
-    }
+    be->norm_rope(be, s->q, T, H, hd, NULL, eps, 0, f->ref, rd, f->plan->pos, freqs, rnd(f, DSV4_RND_OUT), 0);
     side(f, false);
 
     /* The indexer's queries; once the compressed rows are in, its choice among them */
@@ -241,7 +227,7 @@ static void attention(fwd *f, int l)
     mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
-     * by the next layer's projections, after its join) */
+     * by the next layer's projections, after the FFN's join) */
     side(f, true);
     be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
     side(f, false);

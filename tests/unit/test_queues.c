@@ -25,17 +25,7 @@
 
 #define MAXQ 256
 
-typedef enum {
-    Q_RMSNORM,
-    Q_RMSNORM_BF16,
-    Q_ROPE,
-    Q_KV_SIM,
-    Q_COMPRESS,
-    Q_LINEAR,
-    Q_LINEAR_MULTI,
-    Q_SWIGLU,
-    Q_KV_STORE
-} qkind;
+typedef enum { Q_NORM_ROPE, Q_COMPRESS, Q_LINEAR, Q_LINEAR_MULTI, Q_SWIGLU, Q_KV_STORE } qkind;
 
 /* An op held back until the join, with copies of what its arguments point to on the caller's stack. */
 typedef struct {
@@ -51,7 +41,7 @@ typedef struct {
     int ld[8];
     int a, b, c, d, e, m;
     float eps, limit;
-    unsigned rnd;
+    unsigned rnd, rnd2;
     bool flag;
     size_t n;
     dsv4_compress_params cp;
@@ -86,16 +76,15 @@ static void run(const qop *o)
 {
     dsv4_backend *r = R();
     switch (o->k) {
-    case Q_RMSNORM:
+    case Q_NORM_ROPE:
+        r->norm_rope(r, o->y, o->a, o->b, o->c, o->w, o->eps, o->rnd, o->flag, o->d, o->pos, o->g, o->rnd2, o->e);
+        break;
         r->rmsnorm(r, o->x, o->w, o->a, o->b, o->c, o->eps, o->y, o->rnd);
         break;
-    case Q_RMSNORM_BF16:
         r->rmsnorm_bf16(r, o->y, o->a, o->b);
         break;
-    case Q_ROPE:
         r->rope(r, o->y, o->a, o->b, o->c, o->d, o->e, o->pos, o->w, o->flag, o->rnd);
         break;
-    case Q_KV_SIM:
         r->kv_sim(r, o->y, o->a, o->b, o->c);
         break;
     case Q_COMPRESS:
@@ -131,51 +120,18 @@ static void w_join(dsv4_backend *be)
     W.nq = 0;
 }
 
-static void w_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y,
-                      unsigned rnd)
+static void w_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
+                        unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
+                        int sim_nope)
 {
     (void)be;
-    qop *o = hold(Q_RMSNORM);
+    qop *o = hold(Q_NORM_ROPE);
     if (!o) {
-        R()->rmsnorm(R(), x, w, rows, dim, ld, eps, y, rnd);
+        R()->norm_rope(R(), x, n_tok, n_heads, head_dim, w, eps, nrnd, bf16, rope_dim, pos, freqs, rrnd, sim_nope);
         return;
     }
-    o->x = x, o->w = w, o->a = rows, o->b = dim, o->c = ld, o->eps = eps, o->y = y, o->rnd = rnd;
-}
-
-static void w_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim)
-{
-    (void)be;
-    qop *o = hold(Q_RMSNORM_BF16);
-    if (!o) {
-        R()->rmsnorm_bf16(R(), x, rows, dim);
-        return;
-    }
-    o->y = x, o->a = rows, o->b = dim;
-}
-
-static void w_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim,
-                   const int64_t *pos, const float *freqs, bool inverse, unsigned rnd)
-{
-    (void)be;
-    qop *o = hold(Q_ROPE);
-    if (!o) {
-        R()->rope(R(), x, n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, freqs, inverse, rnd);
-        return;
-    }
-    o->y = x, o->a = n_tok, o->b = n_heads, o->c = ld_tok, o->d = head_dim, o->e = rope_dim, o->pos = pos;
-    o->w = freqs, o->flag = inverse, o->rnd = rnd;
-}
-
-static void w_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
-{
-    (void)be;
-    qop *o = hold(Q_KV_SIM);
-    if (!o) {
-        R()->kv_sim(R(), x, rows, ld, nope);
-        return;
-    }
-    o->y = x, o->a = rows, o->b = ld, o->c = nope;
+    o->y = x, o->a = n_tok, o->b = n_heads, o->c = head_dim, o->w = w, o->eps = eps, o->rnd = nrnd, o->flag = bf16;
+    o->d = rope_dim, o->pos = pos, o->g = freqs, o->rnd2 = rrnd, o->e = sim_nope;
 }
 
 static void w_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
@@ -265,6 +221,15 @@ GUARD(moe_experts,
        float *out),
       (R(), p, x, n, idx, wts, out))
 GUARD(idx_sim, (dsv4_backend * be, float *x, int rows, int dim), (R(), x, rows, dim))
+GUARD(rmsnorm,
+      (dsv4_backend * be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y, unsigned rnd),
+      (R(), x, w, rows, dim, ld, eps, y, rnd))
+GUARD(rmsnorm_bf16, (dsv4_backend * be, float *x, int rows, int dim), (R(), x, rows, dim))
+GUARD(rope,
+      (dsv4_backend * be, float *x, int n_tok, int n_heads, int ld_tok, int head_dim, int rope_dim, const int64_t *pos,
+       const float *freqs, bool inverse, unsigned rnd),
+      (R(), x, n_tok, n_heads, ld_tok, head_dim, rope_dim, pos, freqs, inverse, rnd))
+GUARD(kv_sim, (dsv4_backend * be, float *x, int rows, int ld, int nope), (R(), x, rows, ld, nope))
 GUARD(round_bf16, (dsv4_backend * be, float *x, size_t n), (R(), x, n))
 
 static void wrap(dsv4_engine *e, bool defer)
@@ -276,16 +241,12 @@ static void wrap(dsv4_engine *e, bool defer)
     dsv4_backend *b = &W.wrap;
     b->side = w_side;
     b->join = w_join;
-    b->rmsnorm = w_rmsnorm;
-    b->rmsnorm_bf16 = w_rmsnorm_bf16;
-    b->rope = w_rope;
-    b->kv_sim = w_kv_sim;
     b->compress = w_compress;
     b->linear = w_linear;
     if (b->linear_multi) b->linear_multi = w_linear_multi;
     b->swiglu = w_swiglu;
     b->kv_store = w_kv_store;
-    b->norm_rope = NULL; /* (the CPU has none; the forward then issues the three ops) */
+    b->norm_rope = w_norm_rope;
 #define HOOK(name) real_##name = W.real->name, b->name = g_##name
     HOOK(hc_pre);
     HOOK(hc_post);
@@ -294,6 +255,10 @@ static void wrap(dsv4_engine *e, bool defer)
     HOOK(moe_experts);
     HOOK(idx_sim);
     HOOK(round_bf16);
+    HOOK(rmsnorm);
+    HOOK(rmsnorm_bf16);
+    HOOK(rope);
+    HOOK(kv_sim);
     e->be = b;
 }
 

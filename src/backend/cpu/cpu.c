@@ -611,6 +611,18 @@ static void cpu_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
     for (int r = 0; r < rows; r++) dsv4_fp8sim(x + (size_t)r * ld, nope, 64);
 }
 
+/* norm_rope: the three ops, one after the other. */
+static void cpu_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
+                          unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
+                          int sim_nope)
+{
+    const int rows = n_tok * n_heads;
+    if (bf16) cpu_rmsnorm_bf16(be, x, rows, head_dim);
+    else cpu_rmsnorm(be, x, w, rows, head_dim, head_dim, eps, x, nrnd);
+    cpu_rope(be, x, n_tok, n_heads, n_heads * head_dim, head_dim, rope_dim, pos, freqs, false, rrnd);
+    if (sim_nope > 0) cpu_kv_sim(be, x, rows, head_dim, sim_nope);
+}
+
 static void cpu_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
 {
     for (int r = 0; r < rows; r++) {
@@ -1267,6 +1279,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->round_bf16 = cpu_round_bf16;
     be->fill = cpu_fill;
     be->kv_sim = cpu_kv_sim;
+    be->norm_rope = cpu_norm_rope;
     be->idx_sim = cpu_idx_sim;
     be->hc_pre = cpu_hc_pre;
     be->hc_post = cpu_hc_post;
