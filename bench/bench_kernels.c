@@ -18,6 +18,7 @@
  * same run; its bytes are the rows each sequence reads. Last, the tensor cores'
  * rate (BF16 and FP8 mma.sync, no memory traffic). Exit 77 without a GPU.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,14 +402,42 @@ int main(int argc, char **argv)
             t = now_s();
             for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
             sync(be, y);
-            be->act_quant = false;
             const double ref_us = (now_s() - t) / reps * 1e6, ref_gbs = (double)wb / (ref_us * 1e-6) / 1e9;
-            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.0f%%\n", s->name, B, wb / 1e6, us, gbs,
+            /* reference numerics' FP8 path (wgmma, wg8.cu) against mma.cu's F16 one in the same run: its time
+             * and max |difference| / max |y| */
+            double wg_err = -1, f16_us = -1;
+            if (s->fmt == DSV4_WF_FP8) {
+                const size_t ny = (size_t)B * s->rows;
+                float *ya = malloc(ny * 4), *yb = malloc(ny * 4);
+                be->linear(be, &w[0], x, (int)s->cols, B, y, (int)s->rows);
+                be->download(be, ya, y, ny * 4);
+                dsv4_cuda_wg8_set(0);
+                be->linear(be, &w[0], x, (int)s->cols, B, y, (int)s->rows);
+                be->download(be, yb, y, ny * 4);
+                for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
+                sync(be, y);
+                t = now_s();
+                for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
+                sync(be, y);
+                f16_us = (now_s() - t) / reps * 1e6;
+                dsv4_cuda_wg8_set(1);
+                double dm = 0, ym = 0;
+                for (size_t i = 0; i < ny; i++) {
+                    dm = fmax(dm, fabs((double)ya[i] - yb[i])), ym = fmax(ym, fabs((double)yb[i]));
+                    if (!isfinite(ya[i])) dm = INFINITY;
+                }
+                wg_err = ym > 0 ? dm / ym : dm;
+                free(ya), free(yb);
+            }
+            be->act_quant = false;
+            printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %7.0f%%", s->name, B, wb / 1e6, us, gbs,
                    100 * gbs / copy_gbs, ref_us, 100 * ref_gbs / copy_gbs);
+            if (wg_err >= 0) printf("  (F16 path %.2f us, wg8 max err %.2e)", f16_us, wg_err);
+            printf("\n");
             if (jf)
                 fprintf(jf, ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
-                            "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f}",
-                        s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs);
+                            "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f, \"f16_us\": %.3f, \"wg8_err\": %.3g}",
+                        s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs, f16_us, wg_err);
         }
         for (int c = 0; c < nc; c++) {
             be->free(be, w[c].dev);

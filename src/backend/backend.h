@@ -346,6 +346,9 @@ void dsv4_cuda_indexer_bench_fp4(int on);
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */
 double dsv4_cuda_mma_rate(int fp8);
+/* Reference numerics' FP8 linears on wgmma (wg8.cu, on = 1) or on mma.cu's F16
+ * path (0). For the benchmarks. */
+void dsv4_cuda_wg8_set(int on);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);

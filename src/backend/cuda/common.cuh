@@ -238,6 +238,13 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 /* m (<= 64) FP8 linears of one input, the same K and ref, as m calls of cuda_linear_mma (linear_multi) */
 void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy, bool ref);
+/* wg8.cu: FP8 linears in reference numerics on wgmma (cuda_linear_mma sends them there) */
+bool cuda_wg8_eligible(const wdesc &w);
+void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                     int ldy, size_t yg);
+void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                           const int *ldy);
+void cuda_wg8_init(void);
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);

@@ -689,6 +689,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_attn_init();
     cuda_indexer_init(im);
     cuda_moe_mma_init();
+    cuda_wg8_init();
     be->name = "cuda";
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
     be->moe_a8_kmax = cuda_moe_a8_kmax();

@@ -111,6 +111,24 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
     return sc;
 }
 
+/* Columns c0 .. c0 + 3 of token tok of group grp (zeros past K and for
+ * tokens past n), one 16-byte load when aligned. */
+__device__ __forceinline__ void pack_load4(const float *x, int ldx, size_t xg, int grp, int tok, int n, int c0, int K,
+                                           float *v)
+{
+    v[0] = v[1] = v[2] = v[3] = 0.0f;
+    if (tok >= n) return;
+    const float *xr = x + grp * xg + (size_t)tok * ldx;
+    if (c0 + 3 < K && ((uintptr_t)(xr + c0) & 15) == 0) {
+        const float4 q = *(const float4 *)(xr + c0);
+        v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            if (c0 + e < K) v[e] = xr[c0 + e];
+    }
+}
+
 /* cp.async: NB bytes global -> shared without holding registers (zeros when
  * !ok: src must still be a valid address), commit a group, wait until at
  * most N of this thread's groups are in flight. Other lanes' copies are

@@ -1,0 +1,508 @@
+/*
+ * wg8.cu - FP8 linears in reference numerics on the FP8 tensor cores
+ * (wgmma), for every batch size.
+ *
+ * In reference numerics the activations are the reference's FP8 codes
+ * (act_quant: a power-of-two scale per token and 128 columns), so an FP8
+ * weight row and a token meet as two E4M3 operands. On sm_90 mma.sync takes
+ * E4M3 only as F16 HMMA plus conversions in SASS (mma.cu: ~250 instructions
+ * per 2 KB group, 16-45 % of the copy rate at batch 1); wgmma reads both
+ * operands from shared memory as they land, with no conversion at all.
+ *
+ * Block: one warpgroup (128 threads), 64 weight rows (wgmma's M) by N tokens
+ * (8, 16 or 32: wgmma's N), the 128-column groups of its parts along K
+ * through a ring of S stages (3 to WG_SMAX: the launch sizes it so the
+ * blocks an SM holds share ~200 KB), S - 1 groups ahead. One thread feeds
+ * the ring: per stage one TMA copy of the weights' 64 x 128-byte box (a
+ * tensor map per weight, 128-byte swizzle; rows and columns past the end
+ * read as zeros) and one bulk copy of the tokens' codes (N x 128 bytes, which
+ * the pack wrote already swizzled), both completing on the stage's mbarrier.
+ * Every thread's loop is then a wait, four wgmma and a few FMAs (a first
+ * version that had every thread copy 16-byte chunks with cp.async spent ~300
+ * instructions a warp per group on addresses: half the speed of mma.cu).
+ *
+ * A group's sum: four wgmma m64nNk32, each into a fresh accumulator, added in
+ * FP32 in k order, times (weight scale x activation scale) (powers of two:
+ * exact), added to the part's FP32 sum in column order; the parts are added
+ * in part order. Numerics: the products are exact (E4M3 x E4M3), but the
+ * tensor core adds them with fewer bits than FP32 (measured: ~2^-13 of a
+ * 32-column step's magnitude; chaining the four steps in one accumulator was
+ * 3.5x worse), so the bits differ from mma.cu's F16 path and from the CPU's
+ * FP32 sums by about 1e-4 of a linear's magnitude; test_ops_cuda bounds it.
+ * Non-finite activations: a 128-column block holding +-Inf has scale 2^127
+ * and every other code zero (act_quant); its Inf codes become +-448 and its
+ * scale Inf, so the output is +-Inf (NaN where the weight is zero) where the
+ * FP32 sum has it.
+ *
+ * Batch invariance: the parts P (from the weight's shape and the GPU's SM
+ * count), each part's groups, their order and the epilogue are the same for
+ * every batch; a wgmma output column depends on its own token only. How the
+ * parts are spread over blocks (Q blocks per tile: each writes its part's
+ * sums to scratch and the last to arrive adds them in part order) changes
+ * where the additions run, not what they are.
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cooperative_groups.h>
+#include <cuda_fp8.h>
+
+#include "backend/cuda/rowdot.cuh"
+
+namespace cg = cooperative_groups;
+
+#define WG_SMAX 12 /* ring stages at most */
+#define WG_JOBS 8
+#define WG_MAXP 8 /* parts along K: the blocks of a cluster (portable size) */
+#define WG_CHUNK 256 /* tokens per launch (bounds the scratch) */
+
+/* The weights of one launch: one linear (G row groups through blockIdx.z), or
+ * several of one input and part count P, their 64-row tiles one after
+ * another along blockIdx.y; each with its tensor map (rows of row_bytes
+ * bytes from the view's first row, G groups of rows each). */
+struct wg_jobs {
+    CUtensorMap tm[WG_JOBS];
+    int n;
+    int tile0[WG_JOBS + 1];
+    int64_t rows[WG_JOBS];
+    const uint8_t *scale[WG_JOBS]; /* the tensor's E8M0 scales; srow0: the view's first row in it */
+    int br[WG_JOBS], kpb[WG_JOBS]; /* scale block rows; 128-column groups per scale block */
+    int64_t scale_cols[WG_JOBS], srow0[WG_JOBS];
+    float *y[WG_JOBS];
+    int ldy[WG_JOBS];
+};
+
+/* Pack: one warp per (row group, token, 128 columns); lane l takes columns
+ * 4l .. 4l + 3. Writes the E4M3 codes [grp][kg][token][128 bytes], each
+ * token's row with its 16-byte chunk c at c ^ (token % 8) (wgmma's 128-byte
+ * swizzle, so a stage's N rows are one bulk copy), tokens in [n, ntok) and
+ * columns past K zero; and the scales [grp][token][nkg]. */
+__global__ void k_wg8_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint8_t *xq,
+                           float *xs)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* the MMA kernel may start loading weights */
+    asm volatile("griddepcontrol.wait;" ::: "memory");               /* x */
+    const int lane = threadIdx.x & 31;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const int grp = blockIdx.y;
+    if (wg >= (int64_t)ntok * nkg) return;
+    const int tok = (int)(wg / nkg), kg = (int)(wg % nkg), c0 = kg * 128 + 4 * lane;
+    float v[4];
+    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    __half hi[4], lo[4];
+    float sc = f16_parts<true, 32>(v, hi, lo);
+    /* a code is non-finite only as +-Inf (an Inf activation; the scale is 2^127, the rest of the block 0) */
+    bool inf = false;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (__hisinf(hi[e])) hi[e] = __float2half_rn(__hisinf(hi[e]) > 0 ? 448.0f : -448.0f), inf = true;
+    if (__any_sync(0xffffffffu, inf)) sc = INFINITY;
+    const __half2_raw a = {__half_as_ushort(hi[0]), __half_as_ushort(hi[1])};
+    const __half2_raw b = {__half_as_ushort(hi[2]), __half_as_ushort(hi[3])};
+    const uint32_t codes = (uint32_t)__nv_cvt_halfraw2_to_fp8x2(a, __NV_SATFINITE, __NV_E4M3) |
+                           (uint32_t)__nv_cvt_halfraw2_to_fp8x2(b, __NV_SATFINITE, __NV_E4M3) << 16;
+    uint8_t *row = xq + (((size_t)grp * nkg + kg) * ntok + tok) * 128;
+    *(uint32_t *)(row + (((lane >> 2) ^ (tok & 7)) << 4) + 4 * (lane & 3)) = codes;
+    if (lane == 0) xs[((size_t)grp * ntok + tok) * nkg + kg] = sc;
+}
+
+/* d = (acc ? d : 0) + A B over 32 columns: A 64 x 32 and B N x 32 E4M3 in shared memory (descriptors). */
+template <int N> __device__ __forceinline__ void wg_mma(float *d, uint64_t ad, uint64_t bd, int acc);
+template <> __device__ __forceinline__ void wg_mma<8>(float *d, uint64_t ad, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(ad), "l"(bd), "r"(acc));
+}
+template <> __device__ __forceinline__ void wg_mma<16>(float *d, uint64_t ad, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(ad), "l"(bd), "r"(acc));
+}
+template <> __device__ __forceinline__ void wg_mma<32>(float *d, uint64_t ad, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(ad), "l"(bd), "r"(acc));
+}
+template <> __device__ __forceinline__ void wg_mma<64>(float *d, uint64_t ad, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(ad), "l"(bd), "r"(acc));
+}
+/* Shared-memory matrix descriptor, K-major, 128-byte swizzle: start >> 4,
+ * 8-row atoms 1,024 bytes apart (the leading offset is unused in this mode). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr)
+{
+    return (uint64_t)((saddr >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
+{
+    uint32_t ok = 0;
+    while (!ok)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+/* The tensor map's box at (byte column x, row y) into dst, completing on bar. */
+__device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int x, int y, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];" ::"r"(dst),
+                 "l"(tm), "r"(x), "r"(y), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigned bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+/* One block: 64 rows (tile blockIdx.y of the jobs), N tokens (tile blockIdx.x),
+ * row group blockIdx.z / Q and parts [P q / Q, P (q + 1) / Q) of it
+ * (q = blockIdx.z % Q). Q = 1: the block adds its parts and stores; Q = P:
+ * one part a block, the P blocks of a tile a cluster that adds the parts in
+ * part order. */
+template <int N>
+__global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs,
+                                             int ntok, int nkg, int P, int Q, int n, size_t yg, int S)
+{
+    constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
+    int job = 0;
+    while (job + 1 < J.n && (int)blockIdx.y >= J.tile0[job + 1]) job++;
+    const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
+    const int64_t rows = J.rows[job], rb = (int64_t)((int)blockIdx.y - J.tile0[job]) * 64;
+    const int p0 = P * qb / Q, p1 = P * (qb + 1) / Q;
+    const int kg0 = nkg * p0 / P, kg1 = nkg * p1 / P, ng = kg1 - kg0;
+    extern __shared__ uint8_t wg_dyn[];
+    __shared__ __align__(8) uint64_t full[WG_SMAX];
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wg_dyn) + 1023u) & ~1023u; /* swizzle atoms */
+    const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
+    const CUtensorMap *tm = &J.tm[job];
+    const int ty = (int)(grp * rows + rb); /* the box's first row in the map */
+    const uint8_t *bsrc = xq + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N) * 128;
+    if (tid == 0) {
+        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        /* the weights do not depend on the kernel before (the pack) */
+        for (int s = 0; s < S - 1 && s < ng; s++) {
+            mbar_expect(bar0 + 8 * s, SB);
+            tma_box(sbase + s * SB, tm, (kg0 + s) * 128, ty, bar0 + 8 * s);
+        }
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (tid == 0)
+        for (int s = 0; s < S - 1 && s < ng; s++)
+            bulk_copy(sbase + s * SB + 8192, bsrc + (size_t)(kg0 + s) * ntok * 128, N * 128, bar0 + 8 * s);
+    __syncthreads(); /* the barriers' init, for every thread */
+    /* the thread's rows rb + 16 wid + g (+ 8): their scale rows (NULL past the rows) */
+    const uint8_t *srow[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t r = rb + 16 * wid + 8 * h + g;
+        srow[h] = r < rows ? J.scale[job] + (uint32_t)(J.srow0[job] + grp * rows + r) / (uint32_t)J.br[job] *
+                                                J.scale_cols[job]
+                           : nullptr;
+    }
+    const int kpb = J.kpb[job];
+    const float *xsr = xs + ((size_t)grp * ntok + (size_t)blockIdx.x * N + 2 * t) * nkg;
+    /* a group's scales, loaded a group ahead: the rows' E8M0 (ws[h]: row g + 8 h) and the tokens'
+     * (xv[2 c + e]: token 8 c + 2 t + e) */
+    auto load_scales = [&](int kg, float *ws, float *xv) {
+        const int col = kpb == 1 ? kg : kg / kpb; /* (one scale block per group: no division) */
+#pragma unroll
+        for (int h = 0; h < 2; h++) ws[h] = srow[h] ? dsv4_e8m0_to_f32(__ldg(srow[h] + col)) : 0.0f;
+#pragma unroll
+        for (int c = 0; c < N / 8; c++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) xv[2 * c + e] = __ldg(xsr + (size_t)(8 * c + e) * nkg + kg);
+    };
+    float ws[2], xv[N / 4], wsn[2], xvn[N / 4];
+    if (ng > 0) load_scales(kg0, ws, xv);
+    float tot[R], acc[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) tot[j] = acc[j] = 0.0f;
+    int p = p0, pend = nkg * (p0 + 1) / P;
+    int cur = 0;
+    unsigned phase = 0;
+    for (int i = 0; i < ng; i++) {
+        const int kg = kg0 + i;
+        mbar_wait(bar0 + 8 * cur, phase); /* group kg has landed */
+        __syncthreads(); /* every thread is past group kg - 1's wgmma: its stage may be refilled */
+        if (tid == 0 && i + S - 1 < ng) {
+            const int ns = cur == 0 ? S - 1 : cur - 1, nk = kg + S - 1;
+            mbar_expect(bar0 + 8 * ns, SB);
+            tma_box(sbase + ns * SB, tm, nk * 128, ty, bar0 + 8 * ns);
+            bulk_copy(sbase + ns * SB + 8192, bsrc + (size_t)nk * ntok * 128, N * 128, bar0 + 8 * ns);
+        }
+        if (i + 1 < ng) load_scales(kg + 1, wsn, xvn);
+        /* a fresh accumulator per k32 step (256 bytes on in the swizzled rows: +32 bytes), added in k order */
+        const uint32_t sa = sbase + (uint32_t)cur * SB;
+        const uint64_t ad = wg_desc(sa), bd = wg_desc(sa + 8192);
+        float d4[4][R];
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+#pragma unroll
+            for (int j = 0; j < R; j++) d4[s][j] = 0.0f;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < 4; s++) wg_mma<N>(d4[s], ad + 2 * s, bd + 2 * s, 0);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int s = 0; s < 4; s++)
+#pragma unroll
+            for (int j = 0; j < R; j++) asm volatile("" : "+f"(d4[s][j])::"memory"); /* the results exist after the wait */
+        /* d4[.][4 c + e]: row g (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const float d = ((d4[0][j] + d4[1][j]) + d4[2][j]) + d4[3][j];
+            const float sw = ws[(j >> 1) & 1], sx = xv[2 * (j >> 2) + (j & 1)];
+            acc[j] = __fmaf_rn(d, __fmul_rn(sw, sx), acc[j]);
+        }
+        if (kg + 1 == pend) { /* the part's end: into the total, in part order */
+#pragma unroll
+            for (int j = 0; j < R; j++) tot[j] = p == p0 ? acc[j] : tot[j] + acc[j], acc[j] = 0.0f;
+            p++;
+            pend = nkg * (p + 1) / P;
+        }
+        ws[0] = wsn[0], ws[1] = wsn[1];
+#pragma unroll
+        for (int c = 0; c < N / 4; c++) xv[c] = xvn[c];
+        if (++cur == S) cur = 0, phase ^= 1u;
+    }
+    /* output j: row rb + 16 wid + g (+ 8), token blockIdx.x N + 8 (j / 4) + 2 t + (j & 1) */
+    float *out = J.y[job] + (size_t)grp * yg;
+    const int ldy = J.ldy[job];
+    auto store = [&](int th, int j, float v) { /* thread th's output j */
+        const int l = th & 31;
+        const int64_t r = rb + 16 * (th >> 5) + (l >> 2) + ((j & 2) ? 8 : 0);
+        const int tk = (int)blockIdx.x * N + 8 * (j >> 2) + 2 * (l & 3) + (j & 1);
+        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    };
+    if (Q == 1) {
+#pragma unroll
+        for (int j = 0; j < R; j++) store(tid, j, tot[j]);
+        return;
+    }
+    /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
+     * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
+     * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
+    float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
+#pragma unroll
+    for (int j = 0; j < R; j++) red[j * 128 + tid] = tot[j];
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    constexpr int F = 128 * R;
+    const int f0 = F * qb / P, f1 = F * (qb + 1) / P;
+    for (int f = f0 + tid; f < f1; f += 128) {
+        float v[WG_MAXP];
+#pragma unroll
+        for (int q = 0; q < WG_MAXP; q++)
+            if (q < P) v[q] = *cl.map_shared_rank(red + f, q);
+        float sum = v[0];
+#pragma unroll
+        for (int q = 1; q < WG_MAXP; q++)
+            if (q < P) sum += v[q];
+        store(f & 127, f >> 7, sum);
+    }
+    cl.sync(); /* every block's shared memory stays until the others have read it */
+}
+
+/* The path on unless DSV4_WG8=0 (mma.cu's F16 kernels then take reference
+ * numerics too: the baseline). */
+static int wg_on = -1;
+static bool wg8_on(void)
+{
+    if (wg_on < 0) {
+        const char *e = getenv("DSV4_WG8");
+        wg_on = !(e && e[0] == '0');
+    }
+    return wg_on;
+}
+extern "C" void dsv4_cuda_wg8_set(int on) { wg_on = on; }
+
+/* cuTensorMapEncodeTiled, from the driver through the runtime (no link to libcuda). */
+static PFN_cuTensorMapEncodeTiled_v12000 wg_encode(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+    static bool tried = false;
+    if (!tried) {
+        tried = true;
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            fn = (PFN_cuTensorMapEncodeTiled_v12000)f;
+        else
+            (void)cudaGetLastError();
+    }
+    return fn;
+}
+
+/* FP8 E4M3 with E8M0 scales, rows of whole aligned 16-byte chunks, scale
+ * blocks of whole 128-column groups: the weight's format and shape only (and
+ * the driver's tensor maps, present or not for the process). */
+bool cuda_wg8_eligible(const wdesc &w)
+{
+    return wg8_on() && cuda_mma_on() && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 &&
+           w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.rows > 0 && w.bc % 128 == 0 && w.br > 0 &&
+           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && wg_encode();
+}
+
+static int64_t wg_tiles(const wdesc &w) { return (w.rows + 63) / 64; }
+
+/* Parts along K: up to about four blocks per SM at decode, each part at
+ * least two 128-column groups. Shape and the GPU's nsm SMs only. */
+static int wg_parts(int nsm, int64_t tiles, int nkg)
+{
+    int P = 1;
+    while (2 * P <= WG_MAXP && 4 * P <= nkg && tiles * 2 * P <= 4 * (int64_t)nsm) P *= 2;
+    return P;
+}
+
+/* A stage: 64 x 128 bytes of weights, N x 128 of codes; plus 1,024 to align the ring to the swizzle atoms. */
+static size_t wg_smem(int N, int S) { return (size_t)S * (8192 + N * 128) + 1024; }
+
+void cuda_wg8_init(void)
+{
+    CK(cudaFuncSetAttribute(k_wg8<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(8, WG_SMAX)));
+    CK(cudaFuncSetAttribute(k_wg8<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(16, WG_SMAX)));
+    CK(cudaFuncSetAttribute(k_wg8<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(32, WG_SMAX)));
+}
+
+/* Job J.n of J: weight w (G row groups), output y. The tensor map: the
+ * view's G x rows rows of row_bytes bytes, boxes of 64 rows x 128 bytes with
+ * the 128-byte swizzle; past the last row or byte the box reads zeros. */
+static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
+{
+    const int j = J.n;
+    const cuuint64_t dim[2] = {(cuuint64_t)w.row_bytes, (cuuint64_t)(w.rows * G)};
+    const cuuint64_t stride[1] = {(cuuint64_t)w.row_bytes};
+    const cuuint32_t box[2] = {128, 64}, estr[2] = {1, 1};
+    void *base = (void *)((const char *)w.data + w.row0 * w.row_bytes);
+    const CUresult r = wg_encode()(&J.tm[j], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, base, dim, stride, box, estr,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "dsv4: cuTensorMapEncodeTiled failed (%d) for a %lld x %lld FP8 weight\n", (int)r,
+                (long long)w.rows, (long long)w.cols);
+        abort();
+    }
+    J.rows[j] = w.rows;
+    J.scale[j] = (const uint8_t *)w.scale;
+    J.br[j] = w.br;
+    J.kpb[j] = w.bc / 128;
+    J.scale_cols[j] = w.scale_cols;
+    J.srow0[j] = w.row0;
+    J.y[j] = y;
+    J.ldy[j] = ldy;
+    J.tile0[j + 1] = J.tile0[j] + (int)wg_tiles(w);
+    J.n++;
+}
+
+/* The token tile: 8, 16 or 32 tokens (ntok rounded up to it; more tokens: several tiles, the weights'
+ * tile read once per token tile, mostly from L2). */
+static int wg_n(int nc) { return nc <= 8 ? 8 : nc <= 16 ? 16 : 32; }
+
+/* One launch of J (T tiles, G row groups, P parts) over ntok tokens (nc real). */
+static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, const float *xs, int ntok, int N,
+                      int nkg, int P, int G, int nc, size_t yg)
+{
+    cuda_impl *im = impl_of(be);
+    const int T = J.tile0[J.n], ntt = ntok / N;
+    /* one part a block (a cluster of P) when the tiles alone leave the GPU short of blocks */
+    const int Q = (int64_t)T * G * ntt < 2 * (int64_t)im->n_sm ? P : 1;
+    const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
+    const unsigned cz = Q > 1 ? (unsigned)Q : 0u;
+    /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
+     * fewer blocks stream longer runs); at least 3 */
+    const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
+    int S = (int)((200 << 10) / (per_sm * (8192 + N * 128)));
+    S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
+#define WG_L(NN) \
+    cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc, yg, S)
+    switch (N) {
+    case 8: WG_L(8); break;
+    case 16: WG_L(16); break;
+    default: WG_L(32); break;
+    }
+#undef WG_L
+}
+
+static void wg_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, int nc, int ntok, int K, int nkg,
+                    uint8_t *xq, float *xs)
+{
+    const int64_t warps = (int64_t)ntok * nkg;
+    launch_pdl(k_wg8_pack, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, st, x, ldx, xg, nc, ntok, K,
+               nkg, xq, xs);
+}
+
+/* y = W x in reference numerics for G row groups of w.rows rows (x and y of
+ * group g at g * xg, g * yg), n tokens (cuda_wg8_eligible(w)). */
+void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                     int ldy, size_t yg)
+{
+    cuda_impl *im = impl_of(be);
+    const int nkg = (int)((w.cols + 127) / 128), P = wg_parts(im->n_sm, wg_tiles(w) * G, nkg);
+    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 63) / 64 * 64;
+    uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * ntok_max * nkg * 128);
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * ntok_max * nkg * sizeof(float));
+    wg_jobs J = {};
+    wg_job_add(J, w, G, y, ldy);
+    for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
+        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+        J.y[0] = y + (size_t)t0 * ldy;
+        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xq, xs);
+        wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg);
+    }
+}
+
+/* m weights of one input x [n, K] (all cuda_wg8_eligible, the same K): one
+ * pack, then a launch per part count for up to WG_JOBS of them; each weight's
+ * blocks as in its own launch, so the results are those of m calls. */
+void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                           const int *ldy)
+{
+    if (m <= 0 || n <= 0) return;
+    cuda_impl *im = impl_of(be);
+    const int nkg = (int)((w[0].cols + 127) / 128);
+    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 63) / 64 * 64;
+    uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok_max * nkg * 128);
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok_max * nkg * sizeof(float));
+    int P[64];
+    for (int i = 0; i < m && i < 64; i++) P[i] = wg_parts(im->n_sm, wg_tiles(w[i]), nkg);
+    for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
+        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, xq, xs);
+        bool done[64] = {};
+        for (int i = 0; i < m; i++) {
+            if (done[i]) continue;
+            wg_jobs J = {};
+            for (int k = i; k < m && J.n < WG_JOBS; k++) {
+                if (done[k] || P[k] != P[i]) continue;
+                done[k] = true;
+                wg_job_add(J, w[k], 1, y[k] + (size_t)t0 * ldy[k], ldy[k]);
+            }
+            wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
+        }
+    }
+}
