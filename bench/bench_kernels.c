@@ -435,8 +435,10 @@ int main(int argc, char **argv)
             if (wg_err >= 0) printf("  (F16 path %.2f us, wg8 max err %.2e)", f16_us, wg_err);
             printf("\n");
             if (jf)
-                fprintf(jf, ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
-                            "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f, \"f16_us\": %.3f, \"wg8_err\": %.3g}",
+                fprintf(jf,
+                        ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
+                        "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f, \"f16_us\": %.3f, "
+                        "\"wg8_err\": %.3g}",
                         s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs, f16_us, wg_err);
         }
         for (int c = 0; c < nc; c++) {

@@ -10,16 +10,21 @@
  * operands from shared memory as they land, with no conversion at all.
  *
  * Block: one warpgroup (128 threads), 64 weight rows (wgmma's M) by N tokens
- * (8, 16 or 32: wgmma's N), the 128-column groups of its parts along K
- * through a ring of S stages (3 to WG_SMAX: the launch sizes it so the
- * blocks an SM holds share ~200 KB), S - 1 groups ahead. One thread feeds
- * the ring: per stage one TMA copy of the weights' 64 x 128-byte box (a
- * tensor map per weight, 128-byte swizzle; rows and columns past the end
- * read as zeros) and one bulk copy of the tokens' codes (N x 128 bytes, which
- * the pack wrote already swizzled), both completing on the stage's mbarrier.
- * Every thread's loop is then a wait, four wgmma and a few FMAs (a first
- * version that had every thread copy 16-byte chunks with cp.async spent ~300
- * instructions a warp per group on addresses: half the speed of mma.cu).
+ * (8, 16 or 32: wgmma's N; more tokens take several token tiles), the
+ * 128-column groups of its parts along K through a ring of S stages (3 to
+ * WG_SMAX: the launch sizes it so the blocks an SM holds share ~200 KB,
+ * DSV4_WG8_SMEM_KB), S - 1 groups ahead. One thread feeds the ring: per
+ * stage one TMA copy of the weights' 64 x 128-byte box (a tensor map per
+ * weight, 128-byte swizzle; rows and columns past the end read as zeros) and
+ * bulk copies of the tokens' codes (N x 128 bytes, which the pack wrote
+ * already swizzled) and their N scales, all completing on the stage's
+ * mbarrier; the block's E8M0 weight scales are read into shared memory once,
+ * before the kernel before it finishes. Every thread's loop is then a wait,
+ * four wgmma and a few FMAs, with no global load. (A first version that had
+ * every thread copy 16-byte chunks with cp.async spent ~300 instructions a
+ * warp per group on addresses: half the speed of mma.cu. One with W resident
+ * blocks streaming runs of (tile, part) units, as mma.cu's decode kernel,
+ * was 1.5-2x slower: fewer blocks, each bound by its loop's latency.)
  *
  * A group's sum: four wgmma m64nNk32, each into a fresh accumulator, added in
  * FP32 in k order, times (weight scale x activation scale) (powers of two:
@@ -37,9 +42,11 @@
  * Batch invariance: the parts P (from the weight's shape and the GPU's SM
  * count), each part's groups, their order and the epilogue are the same for
  * every batch; a wgmma output column depends on its own token only. How the
- * parts are spread over blocks (Q blocks per tile: each writes its part's
- * sums to scratch and the last to arrive adds them in part order) changes
- * where the additions run, not what they are.
+ * parts are spread over blocks (Q = 1 block per tile adding them itself, or
+ * Q = P blocks as a cluster, when the tiles alone would leave the GPU short
+ * of blocks) changes where the additions run, not what they are.
+ * DSV4_WG8=0 sends reference numerics back to mma.cu's F16 path (the
+ * baseline; bits of their own).
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -50,9 +57,9 @@
 
 namespace cg = cooperative_groups;
 
-#define WG_SMAX 12 /* ring stages at most */
-#define WG_JOBS 8
-#define WG_MAXP 8 /* parts along K: the blocks of a cluster (portable size) */
+#define WG_SMAX  12 /* ring stages at most */
+#define WG_JOBS  8
+#define WG_MAXP  8   /* parts along K: the blocks of a cluster (portable size) */
 #define WG_CHUNK 256 /* tokens per launch (bounds the scratch) */
 
 /* The weights of one launch: one linear (G row groups through blockIdx.z), or
@@ -75,12 +82,11 @@ struct wg_jobs {
  * 4l .. 4l + 3. Writes the E4M3 codes [grp][kg][token][128 bytes], each
  * token's row with its 16-byte chunk c at c ^ (token % 8) (wgmma's 128-byte
  * swizzle, so a stage's N rows are one bulk copy), tokens in [n, ntok) and
- * columns past K zero; and the scales [grp][token][nkg]. */
-__global__ void k_wg8_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint8_t *xq,
-                           float *xs)
+ * columns past K zero; and the scales [grp][kg][token] (a stage's N: one bulk copy). */
+__global__ void k_wg8_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint8_t *xq, float *xs)
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* the MMA kernel may start loading weights */
-    asm volatile("griddepcontrol.wait;" ::: "memory");               /* x */
+    asm volatile("griddepcontrol.wait;" ::: "memory");              /* x */
     const int lane = threadIdx.x & 31;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int grp = blockIdx.y;
@@ -102,7 +108,7 @@ __global__ void k_wg8_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
                            (uint32_t)__nv_cvt_halfraw2_to_fp8x2(b, __NV_SATFINITE, __NV_E4M3) << 16;
     uint8_t *row = xq + (((size_t)grp * nkg + kg) * ntok + tok) * 128;
     *(uint32_t *)(row + (((lane >> 2) ^ (tok & 7)) << 4) + 4 * (lane & 3)) = codes;
-    if (lane == 0) xs[((size_t)grp * ntok + tok) * nkg + kg] = sc;
+    if (lane == 0) xs[((size_t)grp * nkg + kg) * ntok + tok] = sc;
 }
 
 /* d = (acc ? d : 0) + A B over 32 columns: A 64 x 32 and B N x 32 E4M3 in shared memory (descriptors). */
@@ -124,15 +130,23 @@ template <> __device__ __forceinline__ void wg_mma<16>(float *d, uint64_t ad, ui
 template <> __device__ __forceinline__ void wg_mma<32>(float *d, uint64_t ad, uint64_t bd, int acc)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
                  : "l"(ad), "l"(bd), "r"(acc));
 }
 template <> __device__ __forceinline__ void wg_mma<64>(float *d, uint64_t ad, uint64_t bd, int acc)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%"
+                 "27,%28,%29,%30,%31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
                  : "l"(ad), "l"(bd), "r"(acc));
 }
 /* Shared-memory matrix descriptor, K-major, 128-byte swizzle: start >> 4,
@@ -198,44 +212,38 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     const CUtensorMap *tm = &J.tm[job];
     const int ty = (int)(grp * rows + rb); /* the box's first row in the map */
     const uint8_t *bsrc = xq + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N) * 128;
+    /* after the ring: each stage's N activation scales (bulk-copied with it), then the block's E8M0
+     * weight scales, [64 rows][ng groups] bytes (read once, before the kernel before finishes) */
+    const uint32_t xsb = sbase + S * SB;
+    const float *xsm = (const float *)(wg_dyn + (xsb - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
+    uint8_t *wsm = (uint8_t *)(xsm + S * N);
+    const float *xsrc = xs + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N);
+    constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
         for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* the weights do not depend on the kernel before (the pack) */
         for (int s = 0; s < S - 1 && s < ng; s++) {
-            mbar_expect(bar0 + 8 * s, SB);
+            mbar_expect(bar0 + 8 * s, TX);
             tma_box(sbase + s * SB, tm, (kg0 + s) * 128, ty, bar0 + 8 * s);
+        }
+    }
+    {
+        const int kpb = J.kpb[job], br = J.br[job];
+        const int64_t sc = J.scale_cols[job], r0 = J.srow0[job] + grp * rows;
+        for (int e = tid; e < 64 * ng; e += 128) {
+            const int r = e / ng, i = e - r * ng;
+            wsm[e] = rb + r < rows ? J.scale[job][(r0 + rb + r) / br * sc + (kg0 + i) / kpb] : 0;
         }
     }
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0)
-        for (int s = 0; s < S - 1 && s < ng; s++)
+        for (int s = 0; s < S - 1 && s < ng; s++) {
             bulk_copy(sbase + s * SB + 8192, bsrc + (size_t)(kg0 + s) * ntok * 128, N * 128, bar0 + 8 * s);
-    __syncthreads(); /* the barriers' init, for every thread */
-    /* the thread's rows rb + 16 wid + g (+ 8): their scale rows (NULL past the rows) */
-    const uint8_t *srow[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int64_t r = rb + 16 * wid + 8 * h + g;
-        srow[h] = r < rows ? J.scale[job] + (uint32_t)(J.srow0[job] + grp * rows + r) / (uint32_t)J.br[job] *
-                                                J.scale_cols[job]
-                           : nullptr;
-    }
-    const int kpb = J.kpb[job];
-    const float *xsr = xs + ((size_t)grp * ntok + (size_t)blockIdx.x * N + 2 * t) * nkg;
-    /* a group's scales, loaded a group ahead: the rows' E8M0 (ws[h]: row g + 8 h) and the tokens'
-     * (xv[2 c + e]: token 8 c + 2 t + e) */
-    auto load_scales = [&](int kg, float *ws, float *xv) {
-        const int col = kpb == 1 ? kg : kg / kpb; /* (one scale block per group: no division) */
-#pragma unroll
-        for (int h = 0; h < 2; h++) ws[h] = srow[h] ? dsv4_e8m0_to_f32(__ldg(srow[h] + col)) : 0.0f;
-#pragma unroll
-        for (int c = 0; c < N / 8; c++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) xv[2 * c + e] = __ldg(xsr + (size_t)(8 * c + e) * nkg + kg);
-    };
-    float ws[2], xv[N / 4], wsn[2], xvn[N / 4];
-    if (ng > 0) load_scales(kg0, ws, xv);
+            bulk_copy(xsb + s * N * 4, xsrc + (size_t)(kg0 + s) * ntok, N * 4, bar0 + 8 * s);
+        }
+    __syncthreads(); /* the barriers' init and the weight scales, for every thread */
+    const uint8_t *wsr0 = wsm + (16 * wid + g) * ng, *wsr1 = wsr0 + 8 * ng; /* the thread's rows g, g + 8 */
     float tot[R], acc[R];
 #pragma unroll
     for (int j = 0; j < R; j++) tot[j] = acc[j] = 0.0f;
@@ -245,14 +253,21 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     for (int i = 0; i < ng; i++) {
         const int kg = kg0 + i;
         mbar_wait(bar0 + 8 * cur, phase); /* group kg has landed */
-        __syncthreads(); /* every thread is past group kg - 1's wgmma: its stage may be refilled */
+        __syncthreads();                  /* every thread is past group kg - 1's wgmma: its stage may be refilled */
         if (tid == 0 && i + S - 1 < ng) {
             const int ns = cur == 0 ? S - 1 : cur - 1, nk = kg + S - 1;
-            mbar_expect(bar0 + 8 * ns, SB);
+            mbar_expect(bar0 + 8 * ns, TX);
             tma_box(sbase + ns * SB, tm, nk * 128, ty, bar0 + 8 * ns);
             bulk_copy(sbase + ns * SB + 8192, bsrc + (size_t)nk * ntok * 128, N * 128, bar0 + 8 * ns);
+            bulk_copy(xsb + ns * N * 4, xsrc + (size_t)nk * ntok, N * 4, bar0 + 8 * ns);
         }
-        if (i + 1 < ng) load_scales(kg + 1, wsn, xvn);
+        /* the scales: the rows' E8M0 (ws[h]: row g + 8 h), the tokens' (xv[2 c + e]: token 8 c + 2 t + e) */
+        const float ws[2] = {dsv4_e8m0_to_f32(wsr0[i]), dsv4_e8m0_to_f32(wsr1[i])};
+        float xv[N / 4];
+#pragma unroll
+        for (int c = 0; c < N / 8; c++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) xv[2 * c + e] = xsm[cur * N + 8 * c + 2 * t + e];
         /* a fresh accumulator per k32 step (256 bytes on in the swizzled rows: +32 bytes), added in k order */
         const uint32_t sa = sbase + (uint32_t)cur * SB;
         const uint64_t ad = wg_desc(sa), bd = wg_desc(sa + 8192);
@@ -269,8 +284,9 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
 #pragma unroll
         for (int s = 0; s < 4; s++)
 #pragma unroll
-            for (int j = 0; j < R; j++) asm volatile("" : "+f"(d4[s][j])::"memory"); /* the results exist after the wait */
-        /* d4[.][4 c + e]: row g (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
+            for (int j = 0; j < R; j++)
+                asm volatile("" : "+f"(d4[s][j])::"memory"); /* the results exist after the wait */
+                /* d4[.][4 c + e]: row g (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
 #pragma unroll
         for (int j = 0; j < R; j++) {
             const float d = ((d4[0][j] + d4[1][j]) + d4[2][j]) + d4[3][j];
@@ -283,19 +299,17 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
             p++;
             pend = nkg * (p + 1) / P;
         }
-        ws[0] = wsn[0], ws[1] = wsn[1];
-#pragma unroll
-        for (int c = 0; c < N / 4; c++) xv[c] = xvn[c];
         if (++cur == S) cur = 0, phase ^= 1u;
     }
     /* output j: row rb + 16 wid + g (+ 8), token blockIdx.x N + 8 (j / 4) + 2 t + (j & 1) */
     float *out = J.y[job] + (size_t)grp * yg;
     const int ldy = J.ldy[job];
     auto store = [&](int th, int j, float v) { /* thread th's output j */
-        const int l = th & 31;
-        const int64_t r = rb + 16 * (th >> 5) + (l >> 2) + ((j & 2) ? 8 : 0);
-        const int tk = (int)blockIdx.x * N + 8 * (j >> 2) + 2 * (l & 3) + (j & 1);
-        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+                                               const int l = th & 31;
+                                               const int64_t r = rb + 16 * (th >> 5) + (l >> 2) + ((j & 2) ? 8 : 0);
+                                               const int tk =
+                                                   (int)blockIdx.x * N + 8 * (j >> 2) + 2 * (l & 3) + (j & 1);
+                                               if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
     };
     if (Q == 1) {
 #pragma unroll
@@ -337,7 +351,10 @@ static bool wg8_on(void)
     }
     return wg_on;
 }
-extern "C" void dsv4_cuda_wg8_set(int on) { wg_on = on; }
+extern "C" void dsv4_cuda_wg8_set(int on)
+{
+    wg_on = on;
+}
 
 /* cuTensorMapEncodeTiled, from the driver through the runtime (no link to libcuda). */
 static PFN_cuTensorMapEncodeTiled_v12000 wg_encode(void)
@@ -365,10 +382,13 @@ bool cuda_wg8_eligible(const wdesc &w)
 {
     return wg8_on() && cuda_mma_on() && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 &&
            w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.rows > 0 && w.bc % 128 == 0 && w.br > 0 &&
-           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && wg_encode();
+           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
 }
 
-static int64_t wg_tiles(const wdesc &w) { return (w.rows + 63) / 64; }
+static int64_t wg_tiles(const wdesc &w)
+{
+    return (w.rows + 63) / 64;
+}
 
 /* Parts along K: up to about four blocks per SM at decode, each part at
  * least two 128-column groups. Shape and the GPU's nsm SMs only. */
@@ -380,13 +400,20 @@ static int wg_parts(int nsm, int64_t tiles, int nkg)
 }
 
 /* A stage: 64 x 128 bytes of weights, N x 128 of codes; plus 1,024 to align the ring to the swizzle atoms. */
-static size_t wg_smem(int N, int S) { return (size_t)S * (8192 + N * 128) + 1024; }
+static size_t wg_smem(int N, int S, int ng)
+{
+    return (size_t)S * (8192 + N * 128 + N * 4) + 64 * (size_t)ng + 1024;
+}
 
 void cuda_wg8_init(void)
 {
-    CK(cudaFuncSetAttribute(k_wg8<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(8, WG_SMAX)));
-    CK(cudaFuncSetAttribute(k_wg8<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(16, WG_SMAX)));
-    CK(cudaFuncSetAttribute(k_wg8<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)wg_smem(32, WG_SMAX)));
+    int dev = 0, optin = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    optin -= 1024; /* the kernel's static shared memory (the barriers) comes out of the same budget */
+    CK(cudaFuncSetAttribute(k_wg8<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    CK(cudaFuncSetAttribute(k_wg8<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    CK(cudaFuncSetAttribute(k_wg8<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
 }
 
 /* Job J.n of J: weight w (G row groups), output y. The tensor map: the
@@ -419,13 +446,27 @@ static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
     J.n++;
 }
 
+/* KB of ring per SM the launch aims at (DSV4_WG8_SMEM_KB, default 200: 64 and 96 measured the same). */
+static int wg_budget_kb(void)
+{
+    static int kb = 0;
+    if (!kb) {
+        const char *e = getenv("DSV4_WG8_SMEM_KB");
+        kb = e && atoi(e) > 0 ? atoi(e) : 200;
+    }
+    return kb;
+}
+
 /* The token tile: 8, 16 or 32 tokens (ntok rounded up to it; more tokens: several tiles, the weights'
  * tile read once per token tile, mostly from L2). */
-static int wg_n(int nc) { return nc <= 8 ? 8 : nc <= 16 ? 16 : 32; }
+static int wg_n(int nc)
+{
+    return nc <= 8 ? 8 : nc <= 16 ? 16 : 32;
+}
 
 /* One launch of J (T tiles, G row groups, P parts) over ntok tokens (nc real). */
-static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, const float *xs, int ntok, int N,
-                      int nkg, int P, int G, int nc, size_t yg)
+static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, const float *xs, int ntok, int N, int nkg,
+                      int P, int G, int nc, size_t yg)
 {
     cuda_impl *im = impl_of(be);
     const int T = J.tile0[J.n], ntt = ntok / N;
@@ -436,14 +477,22 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
-    int S = (int)((200 << 10) / (per_sm * (8192 + N * 128)));
+    const int ng = Q == 1 ? nkg : (nkg + P - 1) / P; /* the most groups a block takes */
+    int S = (int)((((int64_t)wg_budget_kb() << 10) / per_sm - 64 * ng) / (8192 + N * 132));
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
-#define WG_L(NN) \
-    cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc, yg, S)
+#define WG_L(NN)                                                                                                       \
+    cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S, ng), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc,  \
+                yg, S)
     switch (N) {
-    case 8: WG_L(8); break;
-    case 16: WG_L(16); break;
-    default: WG_L(32); break;
+    case 8:
+        WG_L(8);
+        break;
+    case 16:
+        WG_L(16);
+        break;
+    default:
+        WG_L(32);
+        break;
     }
 #undef WG_L
 }
