@@ -30,6 +30,8 @@
  *       exact (copies, sums of two terms, and codecs whose every step is
  *       exact or correctly rounded in the shared quant.h code)
  *   linear, moe_experts (plain) ........... |d| <= 1e-5 (|ref| + mag)
+ *   linear FP8 (E8M0) with act_quant ...... |d| <= 2^-11 (|ref| + mag) on the GPU: wg8.cu's wgmma keeps
+ *       ~14 bits of each 32-column sum of exact products
  *   rmsnorm, swiglu, moe_route weights .... |d| <= 1e-5 |ref| (no cancellation)
  *   rope .................................. |d| <= 1e-5 (|ref| + |a| + |b|) of the rotated pair
  *   hc_pre / hc_head u, hc_post ........... |d| <= 1e-5 (|ref| + mag)
