@@ -187,6 +187,26 @@ static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t sm
 
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes);
 
+/* linear_multi's next launch: from weight i on, the weights not yet done with i's part count P[i], at
+ * most max of them; their indices into idx (marked done); how many. */
+static inline int multi_next(const int *P, int m, int i, int max, bool *done, int *idx)
+{
+    int c = 0;
+    for (int k = i; k < m && c < max; k++) {
+        if (done[k] || P[k] != P[i]) continue;
+        done[k] = true;
+        idx[c++] = k;
+    }
+    return c;
+}
+
+/* A positive integer from the environment (a tuning knob), else dflt. */
+static inline int cuda_env_int(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && atoi(e) > 0 ? atoi(e) : dflt;
+}
+
 /* BF16 rounding folded into an op's load (DSV4_RND_IN) or store (DSV4_RND_OUT). */
 __device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
 __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }

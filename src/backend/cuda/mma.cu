@@ -833,10 +833,7 @@ static int ms_on(void)
 static int ms_gpw(void)
 {
     static int v = 0;
-    if (!v) {
-        const char *e = getenv("DSV4_MMA_GPW");
-        v = e && atoi(e) > 0 ? atoi(e) : 8;
-    }
+    if (!v) v = cuda_env_int("DSV4_MMA_GPW", 8);
     return v;
 }
 
@@ -1005,9 +1002,10 @@ static void mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, i
         for (int i = 0; i < m; i++) {
             if (done[i]) continue;
             mma_jobs J = {};
-            for (int k = i; k < m && J.n < MMA_JOBS; k++) {
-                if (done[k] || P[k] != P[i]) continue;
-                done[k] = true;
+            int idx[MMA_JOBS];
+            const int c = multi_next(P, m, i, MMA_JOBS, done, idx);
+            for (int q = 0; q < c; q++) {
+                const int k = idx[q];
                 J.w[J.n] = w[k];
                 J.y[J.n] = y[k] + (size_t)t0 * ldy[k];
                 J.ldy[J.n] = ldy[k];

@@ -450,10 +450,7 @@ static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
 static int wg_budget_kb(void)
 {
     static int kb = 0;
-    if (!kb) {
-        const char *e = getenv("DSV4_WG8_SMEM_KB");
-        kb = e && atoi(e) > 0 ? atoi(e) : 200;
-    }
+    if (!kb) kb = cuda_env_int("DSV4_WG8_SMEM_KB", 200);
     return kb;
 }
 
@@ -546,11 +543,9 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
         for (int i = 0; i < m; i++) {
             if (done[i]) continue;
             wg_jobs J = {};
-            for (int k = i; k < m && J.n < WG_JOBS; k++) {
-                if (done[k] || P[k] != P[i]) continue;
-                done[k] = true;
-                wg_job_add(J, w[k], 1, y[k] + (size_t)t0 * ldy[k], ldy[k]);
-            }
+            int idx[WG_JOBS];
+            const int c = multi_next(P, m, i, WG_JOBS, done, idx);
+            for (int q = 0; q < c; q++) wg_job_add(J, w[idx[q]], 1, y[idx[q]] + (size_t)t0 * ldy[idx[q]], ldy[idx[q]]);
             wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
         }
     }
