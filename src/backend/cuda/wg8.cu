@@ -281,14 +281,13 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
         for (int s = 0; s < 4; s++) wg_mma<N>(d4[s], ad + 2 * s, bd + 2 * s, 0);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        /* the results exist after the wait */
 #pragma unroll
         for (int s = 0; s < 4; s++)
 #pragma unroll
-            for (int j = 0; j < R; j++)
-                asm volatile("" : "+f"(d4[s][j])::"memory"); /* the results exist after the wait */
-                /* d4[.][4 c + e]: row g (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
+            for (int j = 0; j < R; j++) asm volatile("" : "+f"(d4[s][j])::"memory");
 #pragma unroll
-        for (int j = 0; j < R; j++) {
+        for (int j = 0; j < R; j++) { /* d4[.][4 c + e]: row g (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
             const float d = ((d4[0][j] + d4[1][j]) + d4[2][j]) + d4[3][j];
             const float sw = ws[(j >> 1) & 1], sx = xv[2 * (j >> 2) + (j & 1)];
             acc[j] = __fmaf_rn(d, __fmul_rn(sw, sx), acc[j]);
@@ -304,12 +303,12 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     /* output j: row rb + 16 wid + g (+ 8), token blockIdx.x N + 8 (j / 4) + 2 t + (j & 1) */
     float *out = J.y[job] + (size_t)grp * yg;
     const int ldy = J.ldy[job];
-    auto store = [&](int th, int j, float v) { /* thread th's output j */
-                                               const int l = th & 31;
-                                               const int64_t r = rb + 16 * (th >> 5) + (l >> 2) + ((j & 2) ? 8 : 0);
-                                               const int tk =
-                                                   (int)blockIdx.x * N + 8 * (j >> 2) + 2 * (l & 3) + (j & 1);
-                                               if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    /* thread th's output j */
+    auto store = [&](int th, int j, float v) {
+        const int l = th & 31;
+        const int64_t r = rb + 16 * (th >> 5) + (l >> 2) + ((j & 2) ? 8 : 0);
+        const int tk = (int)blockIdx.x * N + 8 * (j >> 2) + 2 * (l & 3) + (j & 1);
+        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
     };
     if (Q == 1) {
 #pragma unroll
