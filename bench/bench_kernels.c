@@ -111,6 +111,19 @@ static void sync(dsv4_backend *be, void *dev)
     be->download(be, &x, dev, sizeof x);
 }
 
+/* Microseconds per call of the linear op on B token rows: one call on each of the nc weight copies, then reps
+ * back to back rotating over them (more bytes than L2 holds). */
+static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int nc, const float *x, int B, float *y,
+                        int reps)
+{
+    for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
+    sync(be, y);
+    const double t = now_s();
+    for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
+    sync(be, y);
+    return (now_s() - t) / reps * 1e6;
+}
+
 /* Sparse attention decode at contexts 4k / 32k / 128k: the default layout in
  * reference numerics (tensor cores), the FP32 heads-together kernels (plain
  * numerics) and the naive layout, same state, same run; the speedup is the
@@ -389,20 +402,11 @@ int main(int argc, char **argv)
             if (make_weight(be, s, &w[c], host, sc)) return 1;
         for (int bi = 0; bi < nb; bi++) {
             const int B = batches[bi];
-            for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
-            sync(be, y);
-            double t = now_s();
-            for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
-            sync(be, y);
-            const double us = (now_s() - t) / reps * 1e6, gbs = (double)wb / (us * 1e-6) / 1e9;
+            const double us = linear_us(be, s, w, nc, x, B, y, reps), gbs = (double)wb / (us * 1e-6) / 1e9;
             /* the same in reference numerics (the server's default): FP8 activations in front of FP8 weights */
             be->act_quant = true;
-            for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
-            sync(be, y);
-            t = now_s();
-            for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
-            sync(be, y);
-            const double ref_us = (now_s() - t) / reps * 1e6, ref_gbs = (double)wb / (ref_us * 1e-6) / 1e9;
+            const double ref_us = linear_us(be, s, w, nc, x, B, y, reps);
+            const double ref_gbs = (double)wb / (ref_us * 1e-6) / 1e9;
             /* reference numerics' FP8 path (wgmma, wg8.cu) against mma.cu's F16 one in the same run: its time
              * and max |difference| / max |y| */
             double wg_err = -1, f16_us = -1;
@@ -414,12 +418,7 @@ int main(int argc, char **argv)
                 dsv4_cuda_wg8_set(0);
                 be->linear(be, &w[0], x, (int)s->cols, B, y, (int)s->rows);
                 be->download(be, yb, y, ny * 4);
-                for (int c = 0; c < nc; c++) be->linear(be, &w[c], x, (int)s->cols, B, y, (int)s->rows);
-                sync(be, y);
-                t = now_s();
-                for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
-                sync(be, y);
-                f16_us = (now_s() - t) / reps * 1e6;
+                f16_us = linear_us(be, s, w, nc, x, B, y, reps);
                 dsv4_cuda_wg8_set(1);
                 double dm = 0, ym = 0;
                 for (size_t i = 0; i < ny; i++) {
