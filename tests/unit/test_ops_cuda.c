@@ -919,6 +919,7 @@ static void test_linear(void **state)
     multi_case(13, 1024, true);
     multi_case(40, 4096, false);
     multi_case(300, 512, true); /* two 256-token chunks */
+    multi_case(300, 4096, true); /* two chunks, several part counts on wgmma: a pack per launch and chunk */
     const lin_spec fp4[] = {
         {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
         {WK_MXFP4, 13, 129, 96, .xpad = 0},

@@ -258,7 +258,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 /* m (<= 64) FP8 linears of one input, the same K and ref, as m calls of cuda_linear_mma (linear_multi) */
 void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy, bool ref);
-/* wg8.cu: FP8 linears in reference numerics on wgmma (cuda_linear_mma sends them there) */
+/* wg8.cu: FP8 linears in reference numerics on wgmma (linear.cu sends them there) */
 bool cuda_wg8_eligible(const wdesc &w);
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg);

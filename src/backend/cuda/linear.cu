@@ -135,8 +135,13 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
 {
     if (n <= 0 || w->ne[0] <= 0) return;
     const wdesc d = wdesc_of(w);
+    const bool ref = be->act_quant && !w->no_act_quant;
+    if (ref && cuda_wg8_eligible(d)) { /* reference numerics: the FP8 tensor cores (wg8.cu) */
+        cuda_linear_wg8(be, d, 1, x, ldx, 0, n, y, ldy, 0);
+        return;
+    }
     if (cuda_mma_eligible(d)) {
-        cuda_linear_mma(be, d, 1, x, ldx, 0, n, y, ldy, 0, be->act_quant && !w->no_act_quant);
+        cuda_linear_mma(be, d, 1, x, ldx, 0, n, y, ldy, 0, ref);
         return;
     }
     if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
@@ -159,8 +164,14 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
     if (n <= 0 || w->ne[0] <= 0 || G <= 0) return;
     const int64_t R = w->ne[0] / G;
     const dsv4_w w0 = dsv4_w_rows(w, 0, R); /* group 0's view: the kernels step row0 by R per group */
-    if (cuda_mma_eligible(wdesc_of(&w0))) {
-        cuda_linear_mma(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg, be->act_quant && !w->no_act_quant);
+    const wdesc d0 = wdesc_of(&w0);
+    const bool ref = be->act_quant && !w->no_act_quant;
+    if (ref && cuda_wg8_eligible(d0)) {
+        cuda_linear_wg8(be, d0, G, x, ldx, xg, n, y, ldy, yg);
+        return;
+    }
+    if (cuda_mma_eligible(d0)) {
+        cuda_linear_mma(be, d0, G, x, ldx, xg, n, y, ldy, yg, ref);
         return;
     }
     if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
@@ -173,11 +184,12 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
     linear_launch(be, wdesc_of(&w0), G, x, ldx, xg, n, y, ldy, yg);
 }
 
-/* linear_multi: the FP8 weights the tensor cores take go in one pack of x
- * and one launch per part count (cuda_linear_mma_multi), split by whether
- * their activations are quantised (reference numerics, per weight), and so
- * do the BF16 ones; every other weight is its own cuda_linear. Each output
- * is computed exactly as by cuda_linear, so the results are those of m calls. */
+/* linear_multi: the weights the tensor cores take go in one pack of x per
+ * kind - reference numerics' FP8 on wgmma (cuda_linear_wg8_multi), the
+ * other FP8 split by whether their activations are quantised, BF16 (each
+ * cuda_linear_mma_multi) - and one launch per part count; every other weight
+ * is its own cuda_linear. Each output is computed exactly as by cuda_linear,
+ * so the results are those of m calls. */
 void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const float *x, int ldx, int n, float *const *y,
                        const int *ldy)
 {
@@ -186,18 +198,22 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
     float *yy[64];
     int ll[64];
     bool multi[64] = {};
-    for (int pass = 0; pass < 3; pass++) { /* FP8, FP8 with act_quant, BF16 */
+    for (int pass = 0; pass < 4; pass++) { /* FP8 on wgmma, FP8, FP8 with act_quant, BF16 */
         int k = 0;
         for (int i = 0; i < m && i < 64; i++) {
-            if (w[i]->ne[0] <= 0 || w[i]->fmt != (pass == 2 ? DSV4_WF_FLOAT : DSV4_WF_FP8)) continue;
+            if (multi[i] || w[i]->ne[0] <= 0 || w[i]->fmt != (pass == 3 ? DSV4_WF_FLOAT : DSV4_WF_FP8)) continue;
             const wdesc di = wdesc_of(w[i]);
             const bool ref = be->act_quant && !w[i]->no_act_quant;
-            if (!cuda_mma_eligible(di) || (pass < 2 && ref != (pass == 1))) continue;
+            if (pass == 0 ? !ref || !cuda_wg8_eligible(di) : !cuda_mma_eligible(di) || (pass < 3 && ref != (pass == 2)))
+                continue;
             multi[i] = true;
             d[k] = di, yy[k] = y[i], ll[k] = ldy[i];
             k++;
         }
-        cuda_linear_mma_multi(be, k, d, x, ldx, n, yy, ll, pass == 1);
+        if (pass == 0)
+            cuda_linear_wg8_multi(be, k, d, x, ldx, n, yy, ll);
+        else
+            cuda_linear_mma_multi(be, k, d, x, ldx, n, yy, ll, pass == 2);
     }
     for (int i = 0; i < m; i++)
         if (i >= 64 || !multi[i]) cuda_linear(be, w[i], x, ldx, n, y[i], ldy[i]);

@@ -944,10 +944,6 @@ static mma_jobs mma_job1(const wdesc &w, float *y, int ldy)
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref)
 {
-    if (ref && cuda_wg8_eligible(w)) { /* reference numerics: the FP8 tensor cores (wg8.cu) */
-        cuda_linear_wg8(be, w, G, x, ldx, xg, n, y, ldy, yg);
-        return;
-    }
     cudaStream_t st = impl_of(be)->stream;
     const int nkg = (int)((w.cols + 63) / 64), P = mma_parts(impl_of(be)->n_sm, w, G);
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
@@ -980,8 +976,8 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
  * one pack of x, then one launch per part count P for up to MMA_JOBS of
  * them - every weight's blocks as in its own launch, so the results are
  * those of m calls of cuda_linear_mma. */
-static void mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
-                      const int *ldy, bool ref)
+void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                           const int *ldy, bool ref)
 {
     if (m <= 0 || n <= 0) return;
     cudaStream_t st = impl_of(be)->stream;
@@ -1019,21 +1015,6 @@ static void mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, i
             else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0, ms);
         }
     }
-}
-
-void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
-                           const int *ldy, bool ref)
-{
-    /* reference numerics: the weights wg8.cu takes go there (one pack of x for them), the rest here */
-    wdesc a[2][64];
-    float *ya[2][64];
-    int la[2][64], na[2] = {0, 0};
-    for (int i = 0; i < m && i < 64; i++) {
-        const int k = ref && w[i].fmt == DSV4_WF_FP8 && cuda_wg8_eligible(w[i]) ? 1 : 0;
-        a[k][na[k]] = w[i], ya[k][na[k]] = y[i], la[k][na[k]] = ldy[i], na[k]++;
-    }
-    cuda_linear_wg8_multi(be, na[1], a[1], x, ldx, n, ya[1], la[1]);
-    mma_multi(be, na[0], a[0], x, ldx, n, ya[0], la[0], ref);
 }
 
 /* ---- the tensor cores' rate, for the benchmarks: mma.sync m16n8k16 BF16

@@ -68,12 +68,9 @@ namespace cg = cooperative_groups;
  * bytes from the view's first row, G groups of rows each). */
 struct wg_jobs {
     CUtensorMap tm[WG_JOBS];
+    wdesc w[WG_JOBS];
     int n;
     int tile0[WG_JOBS + 1];
-    int64_t rows[WG_JOBS];
-    const uint8_t *scale[WG_JOBS]; /* the tensor's E8M0 scales; srow0: the view's first row in it */
-    int br[WG_JOBS], kpb[WG_JOBS]; /* scale block rows; 128-column groups per scale block */
-    int64_t scale_cols[WG_JOBS], srow0[WG_JOBS];
     float *y[WG_JOBS];
     int ldy[WG_JOBS];
 };
@@ -202,7 +199,8 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     int job = 0;
     while (job + 1 < J.n && (int)blockIdx.y >= J.tile0[job + 1]) job++;
     const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
-    const int64_t rows = J.rows[job], rb = (int64_t)((int)blockIdx.y - J.tile0[job]) * 64;
+    const wdesc &w = J.w[job];
+    const int64_t rows = w.rows, rb = (int64_t)((int)blockIdx.y - J.tile0[job]) * 64;
     const int p0 = P * qb / Q, p1 = P * (qb + 1) / Q;
     const int kg0 = nkg * p0 / P, kg1 = nkg * p1 / P, ng = kg1 - kg0;
     extern __shared__ uint8_t wg_dyn[];
@@ -229,11 +227,12 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
         }
     }
     {
-        const int kpb = J.kpb[job], br = J.br[job];
-        const int64_t sc = J.scale_cols[job], r0 = J.srow0[job] + grp * rows;
+        const int kpb = w.bc / 128; /* 128-column groups per scale block */
+        const int64_t r0 = w.row0 + grp * rows;
+        const uint8_t *scale = (const uint8_t *)w.scale;
         for (int e = tid; e < 64 * ng; e += 128) {
             const int r = e / ng, i = e - r * ng;
-            wsm[e] = rb + r < rows ? J.scale[job][(r0 + rb + r) / br * sc + (kg0 + i) / kpb] : 0;
+            wsm[e] = rb + r < rows ? scale[(r0 + rb + r) / w.br * w.scale_cols + (kg0 + i) / kpb] : 0;
         }
     }
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -417,7 +416,10 @@ void cuda_wg8_init(void)
 
 /* Job J.n of J: weight w (G row groups), output y. The tensor map: the
  * view's G x rows rows of row_bytes bytes, boxes of 64 rows x 128 bytes with
- * the 128-byte swizzle; past the last row or byte the box reads zeros. */
+ * the 128-byte swizzle; past the last row or byte the box reads zeros.
+ * cuda_wg8_eligible keeps the encoding inside its documented limits (a
+ * 16-byte aligned base and stride, K <= 65,536), so a failure is an
+ * internal error, as a failed CUDA call is (CK). */
 static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
 {
     const int j = J.n;
@@ -433,12 +435,7 @@ static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
                 (long long)w.rows, (long long)w.cols);
         abort();
     }
-    J.rows[j] = w.rows;
-    J.scale[j] = (const uint8_t *)w.scale;
-    J.br[j] = w.br;
-    J.kpb[j] = w.bc / 128;
-    J.scale_cols[j] = w.scale_cols;
-    J.srow0[j] = w.row0;
+    J.w[j] = w;
     J.y[j] = y;
     J.ldy[j] = ldy;
     J.tile0[j + 1] = J.tile0[j] + (int)wg_tiles(w);
@@ -508,7 +505,7 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 {
     cuda_impl *im = impl_of(be);
     const int nkg = (int)((w.cols + 127) / 128), P = wg_parts(im->n_sm, wg_tiles(w) * G, nkg);
-    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 63) / 64 * 64;
+    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 31) / 32 * 32; /* tiles of <= 32 */
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * ntok_max * nkg * sizeof(float));
     wg_jobs J = {};
@@ -521,30 +518,40 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     }
 }
 
-/* m weights of one input x [n, K] (all cuda_wg8_eligible, the same K): one
- * pack, then a launch per part count for up to WG_JOBS of them; each weight's
- * blocks as in its own launch, so the results are those of m calls. */
+/* m weights of one input x [n, K] (all cuda_wg8_eligible, the same K): a
+ * launch per part count for up to WG_JOBS of them (their jobs built once),
+ * after one pack of each 256-token chunk (for several launches and chunks,
+ * a pack per launch and chunk: the scratch holds one); each weight's blocks
+ * as in its own launch, so the results are those of m calls. */
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy)
 {
     if (m <= 0 || n <= 0) return;
     cuda_impl *im = impl_of(be);
     const int nkg = (int)((w[0].cols + 127) / 128);
-    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 63) / 64 * 64;
+    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 31) / 32 * 32;
+    const bool one_chunk = n <= WG_CHUNK;
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok_max * nkg * sizeof(float));
+    /* the pack of tokens [t0, t0 + nc) */
+    auto pack = [&](int t0) {
+        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc);
+        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, (nc + N - 1) / N * N, (int)w[0].cols, nkg, xq, xs);
+    };
+    if (one_chunk) pack(0);
     int P[64];
+    bool done[64] = {};
     for (int i = 0; i < m && i < 64; i++) P[i] = wg_parts(im->n_sm, wg_tiles(w[i]), nkg);
-    for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
-        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
-        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, xq, xs);
-        bool done[64] = {};
-        for (int i = 0; i < m; i++) {
-            if (done[i]) continue;
-            wg_jobs J = {};
-            int idx[WG_JOBS];
-            const int c = multi_next(P, m, i, WG_JOBS, done, idx);
-            for (int q = 0; q < c; q++) wg_job_add(J, w[idx[q]], 1, y[idx[q]] + (size_t)t0 * ldy[idx[q]], ldy[idx[q]]);
+    for (int i = 0; i < m; i++) {
+        if (done[i]) continue;
+        wg_jobs J = {};
+        int idx[WG_JOBS];
+        const int c = multi_next(P, m, i, WG_JOBS, done, idx);
+        for (int q = 0; q < c; q++) wg_job_add(J, w[idx[q]], 1, y[idx[q]], ldy[idx[q]]);
+        for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
+            const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+            if (!one_chunk) pack(t0);
+            for (int q = 0; q < c; q++) J.y[q] = y[idx[q]] + (size_t)t0 * ldy[idx[q]];
             wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
         }
     }
