@@ -905,12 +905,19 @@ static void test_linear(void **state)
             {f8[i], 40, 100, 2048, 128, 128, .aq = true},
             {f8[i], 300, 70, 1024, 128, 128, .ypad = 2, .aq = true},
             {f8[i], 170, 4096, 1024, 128, 128, .aq = true},
+            /* decode's shapes (up to 8 tokens, parts as a cluster): NaN/Inf among a few tokens, a batch of
+             * 12 against its tokens alone, 8 tokens over 64 groups, unaligned rows */
+            {f8[i], 3, 70, 512, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
+            {f8[i], 12, 70, 512, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
+            {f8[i], 8, 300, 8192, 128, 128, .ypad = 1, .aq = true},
+            {f8[i], 2, 100, 1024, 128, 128, .xpad = 1, .aq = true},
         };
         for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
     }
     /* linear_groups (wo_a's output groups): G row groups, each with its own slice of x and y */
     groups_case(8, 1, 40, 256, false);
     groups_case(8, 13, 40, 256, true);
+    groups_case(8, 3, 64, 1024, true); /* decode: parts as a cluster */
     groups_case(3, 7, 37, 144, false);
     groups_case(2, 5, 20, 129, false); /* the GEMV path */
     /* linear_multi (the projections of one input in fewer launches): the same bits as separate calls */
