@@ -310,11 +310,12 @@ int main(int argc, char **argv)
 {
     int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
     const char *json = NULL;
-    bool attn_only = false, linear_only = false;
+    bool attn_only = false, linear_only = false, sample_only = false;
     for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--attn-only") || !strcmp(argv[i], "--linear-only")) {
+        if (!strcmp(argv[i], "--attn-only") || !strcmp(argv[i], "--linear-only") || !strcmp(argv[i], "--sample-only")) {
             attn_only = attn_only || argv[i][2] == 'a';
             linear_only = linear_only || argv[i][2] == 'l';
+            sample_only = sample_only || argv[i][2] == 's';
             i--;
         } else if (i + 1 >= argc) {
             fprintf(stderr, "bench_kernels: %s needs a value\n", argv[i]);
@@ -322,10 +323,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--batch")) {
             nb = 0;
             for (char *t = strtok(argv[i + 1], ","); t && nb < 8; t = strtok(NULL, ",")) batches[nb++] = atoi(t);
-        } else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        } else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention and indexer | --linear-only]\n");
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention "
+                            "and indexer | --linear-only | --sample-only]\n");
             return 2;
         }
     }
@@ -369,7 +372,7 @@ int main(int argc, char **argv)
         {"lm head (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 129280, 4096},
         {"expert w1 (MXFP4)", DSV4_WF_MXFP4, DSV4_DT_U8, 2048, 4096},
     };
-    const int ns = attn_only ? 0 : (int)(sizeof shapes / sizeof shapes[0]);
+    const int ns = attn_only || sample_only ? 0 : (int)(sizeof shapes / sizeof shapes[0]);
     const size_t max_x = (size_t)64 * 16384, max_y = (size_t)64 * 129280;
     float *hx = malloc(max_x * sizeof(float));
     for (size_t i = 0; i < max_x; i++) hx[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
@@ -450,6 +453,10 @@ int main(int argc, char **argv)
 
     if (linear_only) goto done;
     if (attn_only) goto attention;
+    if (sample_only) {
+        bench_sample(be, batches, nb, reps, copy_gbs, jf);
+        goto done;
+    }
     /* routed experts: 256 MXFP4 experts of w1/w3 [2048, 4096] and w2 [4096, 2048], top-6 */
     const int E = 256, K = 6, D = 4096, I = 2048;
     const shape s13 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, I, D}, s2 = {"expert", DSV4_WF_MXFP4, DSV4_DT_U8, D, I};
