@@ -201,6 +201,20 @@ static void ep_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
     }
 }
 
+static void ep_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *src, size_t spitch, size_t row_bytes,
+                         size_t rows)
+{
+    ep_impl *m = ep_of(be);
+    for (int r = 0; r < m->R; r++) {
+        bind(m, r);
+        dsv4_backend *rb = m->rank[r];
+        if (rb->copy_rows) rb->copy_rows(rb, T(dst), dpitch, T(src), spitch, row_bytes, rows);
+        else
+            for (size_t i = 0; i < rows; i++)
+                rb->copy(rb, (char *)T(dst) + i * dpitch, (const char *)T(src) + i * spitch, row_bytes);
+    }
+}
+
 /* ---- weights ------------------------------------------------------------ */
 
 /* The rank whose id range holds expert e. */
@@ -762,6 +776,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->upload = ep_upload;
     be->download = ep_download;
     be->copy = ep_copy;
+    be->copy_rows = ep_copy_rows;
     be->embed = ep_embed;
     be->linear = ep_linear;
     be->linear_groups = ranks[0]->linear_groups ? ep_linear_groups : NULL;

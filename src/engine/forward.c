@@ -345,12 +345,16 @@ static void body(fwd *f)
     dsv4_scratch *s = f->s;
     const dsv4_plan *plan = f->plan;
     const int T = f->T, D = f->c->dim, hc = f->c->hc_mult;
-    /* X = hc copies of the embedding */
+    /* X = hc copies of the embedding: copy i of every token in one operation (a copy per token and
+     * copy was T x hc launches: 16,384 at a 4,096-token prefill, 11 % of it) */
     be->embed(be, &f->e->w.embed, plan->tokens, T, s->u);
     bf16_point(f, s->u, (size_t)T * D);
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < hc; i++)
-            be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, (size_t)D * sizeof(float));
+    const size_t rb = (size_t)D * sizeof(float);
+    for (int i = 0; i < hc; i++) {
+        if (be->copy_rows) be->copy_rows(be, s->X + (size_t)i * D, hc * rb, s->u, rb, rb, (size_t)T);
+        else
+            for (int t = 0; t < T; t++) be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, rb);
+    }
     for (int l = 0; l < f->c->n_layers; l++) {
         attention(f, l);
         ffn(f, l);

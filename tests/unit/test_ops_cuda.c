@@ -609,8 +609,40 @@ static void embed_case(dsv4_dtype dt, int V, int D, int n, bool nonfinite)
     case_end();
 }
 
+/* copy_rows (the embedding's hc copies into X): rows row_bytes long from src
+ * rows spitch apart to dst rows dpitch apart, the bytes between dst rows
+ * untouched; on both backends against the host's own copy, byte for byte. */
+static void copy_rows_case(size_t rows, size_t row_bytes, size_t spitch, size_t dpitch)
+{
+    case_begin("copy_rows rows=%zu bytes=%zu spitch=%zu dpitch=%zu", rows, row_bytes, spitch, dpitch);
+    const size_t sb = rows ? (rows - 1) * spitch + row_bytes : 4, db = rows ? (rows - 1) * dpitch + row_bytes + 64 : 64;
+    unsigned char *src = malloc(sb), *want = malloc(db);
+    for (size_t i = 0; i < sb; i++) src[i] = (unsigned char)rnd_int(256);
+    fill_poison(want, db);
+    for (size_t r = 0; r < rows; r++) memcpy(want + r * dpitch, src + r * spitch, row_bytes);
+    for (int s = 0; s < 2; s++) {
+        dsv4_backend *be = side[s];
+        void *ds = bdup(be, src, sb), *dd = bpoison(be, db);
+        if (be->copy_rows) be->copy_rows(be, dd, dpitch, ds, spitch, row_bytes, rows);
+        else fail_line("copy_rows", "%s has no copy_rows", be->name);
+        unsigned char *got = bhost(be, dd, db);
+        case_checks++;
+        if (memcmp(got, want, db)) fail_line("copy_rows", "%s: the copied bytes differ", s ? "backend under test" : "cpu");
+        free(got);
+        bfree(be, ds);
+        bfree(be, dd);
+    }
+    free(src);
+    free(want);
+    case_end();
+}
+
 static void test_embed(void **state)
 {
+    copy_rows_case(37, 4096 * 4, 4096 * 4, 4 * 4096 * 4); /* Flash: one of X's 4 copies of 37 tokens */
+    copy_rows_case(5, 12, 20, 16);
+    copy_rows_case(1, 300, 300, 300);
+    copy_rows_case(0, 16, 16, 64);
     embed_case(DSV4_DT_BF16, 41, 129, 7, false);
     embed_case(DSV4_DT_F16, 41, 300, 13, false);
     embed_case(DSV4_DT_F32, 41, 37, 3, false);

@@ -415,6 +415,13 @@ static void *cpu_alloc(dsv4_backend *be, size_t bytes) { return calloc(1, bytes 
 static void cpu_free(dsv4_backend *be, void *p) { free(p); }
 static void cpu_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 
+static void cpu_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *src, size_t spitch, size_t row_bytes,
+                          size_t rows)
+{
+    (void)be;
+    for (size_t i = 0; i < rows; i++) memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, row_bytes);
+}
+
 /* ==== embedding, linear, norms ========================================== */
 
 static void cpu_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
@@ -1270,6 +1277,7 @@ dsv4_backend *dsv4_backend_cpu_create(int n_threads)
     be->upload = cpu_copy;
     be->download = cpu_copy;
     be->copy = cpu_copy;
+    be->copy_rows = cpu_copy_rows;
     be->embed = cpu_embed;
     be->linear = cpu_linear;
     be->linear_multi = cpu_linear_multi;

@@ -76,6 +76,13 @@ static void c_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
+static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *src, size_t spitch, size_t row_bytes,
+                        size_t rows)
+{
+    if (!rows || !row_bytes) return;
+    CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
+}
+
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);
@@ -709,6 +716,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->upload = c_upload;
     be->download = c_download;
     be->copy = c_copy;
+    be->copy_rows = c_copy_rows;
     be->embed = cuda_embed;
     be->linear = cuda_linear;
     be->linear_groups = cuda_linear_groups;

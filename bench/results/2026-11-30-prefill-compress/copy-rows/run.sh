@@ -1,0 +1,28 @@
+#!/bin/sh
+# X's hc copies of the embedding in hc copy_rows (cudaMemcpy2DAsync) instead of T x hc copies:
+# tests, EP ranks, logits against the base byte for byte, 4k prefill and decode against the base
+set -u
+cd "$(dirname "$0")/.."
+. scripts/gpu_env.sh
+R=/tmp/r; mkdir -p $R
+timeout 300 $B/test_ops_cuda > $R/ops.txt 2>&1; echo "exit $?" >> $R/ops.txt
+echo "ops: $(grep -E 'PASSED|exit' $R/ops.txt | tr '\n' ' ')"; grep -E "FAIL|fail" $R/ops.txt | grep -v harness | head -12
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_golden > $R/golden.txt 2>&1; echo "golden exit $?"
+DSV4_SRC=$PWD timeout 300 $B/test_gpu_vs_cpu > $R/gpu_vs_cpu.txt 2>&1; echo "gpu_vs_cpu exit $?"
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_ep > $R/ep.txt 2>&1; echo "ep exit $?"; grep -E "PASSED|FAIL" $R/ep.txt | head -3
+OUT=$R sh scripts/gpu_bits.sh; echo "bits exit $?"
+m=/tmp/flash; $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o $m > /dev/null 2>&1
+for i in 1 2; do
+  for v in new base; do
+    bin=$B/bench_cpu; [ $v = base ] && bin=$B/bench_cpu.base
+    timeout 120 $bin -m $m --prompt 4096 --decode 2 --backend cuda --numerics reference --fill-random --batch 1 > $R/pf-$v-$i.txt 2>&1
+    echo "prefill 4k $v ($i): $(grep -m1 '^model ' $R/pf-$v-$i.txt | sed 's/.*prefill 4096 tokens each: //; s/  decode.*//')"
+    for b in 1 16 64; do
+      timeout 120 $bin -m $m --prompt 16 --decode 16 --backend cuda --numerics reference --fill-random --batch $b > $R/d$b-$v-$i.txt 2>&1
+      echo "b$b $v ($i): $(grep -m1 '^model ' $R/d$b-$v-$i.txt | sed 's/.*decode [0-9]* steps: //; s/ (graphs.*//')"
+    done
+  done
+done
+timeout 200 $B/bench_cpu -m $m --prompt 4096 --decode 2 --backend cuda --numerics reference --fill-random --batch 1 --profile $R/profile-pf4k.json --profile-steps 1 > $R/profile-pf4k.txt 2>&1
+sed -n '/^prefill/,$p' $R/profile-pf4k.txt | head -16
+tar czf $OUT/r.tgz -C $R .
