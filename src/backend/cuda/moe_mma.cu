@@ -7,7 +7,8 @@
  * DSV4_MOE_MMA=bf16). Both share the plan and the tiles.
  *
  * The step's (token, slot) pairs are grouped by expert on the GPU
- * (k_moe_plan): tiles of up to 8 pairs of one expert, so each expert's
+ * (k_moe_plan): tiles of up to 8 pairs of one expert (16 at prefill, the
+ * F16 path's two n tiles), so each expert's
  * weights are read once per tile instead of once per pair. Two MMA kernels
  * then run over (tile, block of rows): gate and up rows of the same index
  * together, so SwiGLU and the routing weight are the epilogue; then the
@@ -43,8 +44,9 @@ __device__ __forceinline__ uint32_t bf2(float a, float b)
 }
 
 /* Plan: pairs of experts in [lo, hi) (all when hi <= lo) listed by expert,
- * tiles (expert, first list entry, count <= 8) and their number. One block. */
-__global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, int *list, int4 *tiles, int *ntiles)
+ * tiles (expert, first list entry, count <= ts) and their number. One block. */
+__global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, int *list, int4 *tiles, int *ntiles,
+                           int ts)
 {
     pdl_start();
     __shared__ int cnt[MAX_EP], off[MAX_EP], toff[MAX_EP + 1];
@@ -58,7 +60,7 @@ __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, in
     { /* offsets by two block scans (1,024 threads, E <= MAX_EP): one thread walking the experts was
        * a chain of E dependent steps */
         __shared__ int scan_sh[32];
-        const int e = threadIdx.x, c = e < E ? cnt[e] : 0, tc = (c + 7) / 8;
+        const int e = threadIdx.x, c = e < E ? cnt[e] : 0, tc = (c + ts - 1) / ts;
         int tot_c, tot_t;
         const int ic = block_scan_incl(c, scan_sh, &tot_c), it = block_scan_incl(tc, scan_sh, &tot_t);
         if (e < E) off[e] = ic - c, toff[e] = it - tc;
@@ -66,7 +68,7 @@ __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, in
     }
     __syncthreads();
     for (int e = threadIdx.x; e < E; e += blockDim.x) {
-        for (int s = 0; s < cnt[e]; s += 8) tiles[toff[e] + s / 8] = make_int4(e, off[e] + s, min(8, cnt[e] - s), 0);
+        for (int s = 0; s < cnt[e]; s += ts) tiles[toff[e] + s / ts] = make_int4(e, off[e] + s, min(ts, cnt[e] - s), 0);
         cnt[e] = 0; /* reused as the cursor */
     }
     __syncthreads();
@@ -213,19 +215,27 @@ __device__ __forceinline__ uint4 ld16(const wdesc &w, int64_t ra, int64_t c, boo
 }
 
 /* The block's warps (parts along K, in warp order) add their 8 accumulators
- * per lane on warp 0; false for the other warps (done). */
-__device__ __forceinline__ bool warps_reduce(float *acc)
+ * per lane and n tile on warp 0; false for the other warps (done). */
+template <int NTT> __device__ __forceinline__ bool warps_reduce(float (*acc)[8])
 {
-    __shared__ float red[GM_WARPS][8][32];
+    __shared__ float red[GM_WARPS][NTT * 8][32];
     const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
-    for (int i = 0; i < 8; i++) red[wid][i][lane] = acc[i];
+    for (int j = 0; j < NTT; j++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) red[wid][8 * j + i][lane] = acc[j][i];
     __syncthreads();
     if (wid != 0) return false;
     for (int q = 1; q < GM_WARPS; q++)
 #pragma unroll
-        for (int i = 0; i < 8; i++) acc[i] += red[q][i][lane];
+        for (int j = 0; j < NTT; j++)
+#pragma unroll
+            for (int i = 0; i < 8; i++) acc[j][i] += red[q][8 * j + i][lane];
     return true;
+}
+__device__ __forceinline__ bool warps_reduce(float *acc)
+{
+    return warps_reduce<1>((float(*)[8])acc);
 }
 
 /* The epilogues of both paths, on warp 0 after warps_reduce. Lane (g, t)
@@ -448,12 +458,16 @@ struct wq16 {
     uint32_t s[2][2];
 };
 
-/* sum[4] += the group's products of one m tile with the B fragments b[p][u]
- * (MXFP4: each unit's sum times its scale; NVFP4: scaled weights, one sum). */
-template <int K, int NP>
-__device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int t, float *sum)
+/* sum[j][4] += the group's products of one m tile with n tile j's B
+ * fragments b[j][p][u], j < NTT (MXFP4: each unit's sum times its scale;
+ * NVFP4: scaled weights, one sum). The weights are decoded once for the NTT
+ * n tiles; each n tile's MMAs, sums and their order are those of NTT = 1. */
+template <int K, int NP, int NTT>
+__device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], int t, float (*sum)[4])
 {
-    float c[4] = {0, 0, 0, 0};
+    float c[NTT][4];
+#pragma unroll
+    for (int j = 0; j < NTT; j++) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
 #pragma unroll
     for (int u = 0; u < 4; u++) {
         uint32_t ae[4], ao[4]; /* even / odd k-step: a0 a2 (row g), a1 a3 (row g + 8) */
@@ -476,22 +490,29 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int 
             }
         }
 #pragma unroll
-        for (int p = 0; p < NP; p++) {
-            mma_f16(c, ae[0], ae[1], ae[2], ae[3], b[p][u].x, b[p][u].y);
-            mma_f16(c, ao[0], ao[1], ao[2], ao[3], b[p][u].z, b[p][u].w);
-        }
+        for (int j = 0; j < NTT; j++)
+#pragma unroll
+            for (int p = 0; p < NP; p++) {
+                mma_f16(c[j], ae[0], ae[1], ae[2], ae[3], b[j][p][u].x, b[j][p][u].y);
+                mma_f16(c[j], ao[0], ao[1], ao[2], ao[3], b[j][p][u].z, b[j][p][u].w);
+            }
         if (K == RK_MXFP4) {
             const float s0 = e8m0_byte(w.s[0][0], u), s1 = e8m0_byte(w.s[1][0], u);
-            sum[0] = __fmaf_rn(c[0], s0, sum[0]);
-            sum[1] = __fmaf_rn(c[1], s0, sum[1]);
-            sum[2] = __fmaf_rn(c[2], s1, sum[2]);
-            sum[3] = __fmaf_rn(c[3], s1, sum[3]);
-            c[0] = c[1] = c[2] = c[3] = 0.0f;
+#pragma unroll
+            for (int j = 0; j < NTT; j++) {
+                sum[j][0] = __fmaf_rn(c[j][0], s0, sum[j][0]);
+                sum[j][1] = __fmaf_rn(c[j][1], s0, sum[j][1]);
+                sum[j][2] = __fmaf_rn(c[j][2], s1, sum[j][2]);
+                sum[j][3] = __fmaf_rn(c[j][3], s1, sum[j][3]);
+                c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+            }
         }
     }
     if (K == RK_NVFP4)
 #pragma unroll
-        for (int e = 0; e < 4; e++) sum[e] += c[e];
+        for (int j = 0; j < NTT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sum[j][e] += c[j][e];
 }
 
 /* The loads go through shared memory in a ring of MOE_STAGES stages per warp,
@@ -504,8 +525,11 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[4], int 
 #define W_ROW 80
 /* B through the ring too with one activation part (reference numerics); with
  * two (plain) its 4 KB a stage would cost a block per SM, so the lanes load
- * B from global memory (L2) as they use it (measured: the same speed). */
+ * B from global memory (L2) as they use it (measured: the same speed). So do
+ * tiles of several n tiles (prefill): their stages hold weights only
+ * (moe_stage<MOE_NOB>). */
 #define MOE_BR(NP) ((NP) == 1)
+#define MOE_NOB    (-1)
 
 /* NP = MOE_A8: the W4A8 route (reference numerics, MXFP4; k_moe8w below):
  * the activations are one plane of E4M3 bytes. */
@@ -607,14 +631,15 @@ __device__ __forceinline__ void group_add(float *acc, const float *sa, const flo
 }
 
 /* A warp's part of K (groups kg0 .. kg1) for two m tiles (wa rows ra.., wb
- * rows rb..: tile bases, rows limited by lim): acc[0..3] tile a, acc[4..7]
- * tile b, column pairs 2t, 2t + 1 (packed rows pc0, pc1; scales xs); B
- * rows brow (the lane's pair g). */
-template <int K, int NP>
-__device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
-                                           int64_t rb, int64_t lim, const uint32_t *xp, size_t plane,
-                                           const float *xs, int nkg, int brow, int pc0, int pc1, int kg0, int kg1,
-                                           float *acc)
+ * rows rb..: tile bases, rows limited by lim) and NTT n tiles: acc[j][0..3]
+ * tile a, acc[j][4..7] tile b of n tile j, column pairs 2t, 2t + 1 (packed
+ * rows pc0[j], pc1[j]; scales xs); B rows brow[j] (the lane's pair g). SP:
+ * the ring's stage type (NP, or MOE_NOB: B from global memory). */
+template <int K, int NP, int NTT, int SP>
+__device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
+                                           int64_t rb, int64_t lim, const uint32_t *xp, size_t plane, const float *xs,
+                                           int nkg, const int *brow, const int *pc0, const int *pc1, int kg0, int kg1,
+                                           float (*acc)[8])
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) {
@@ -623,20 +648,23 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
     }
     constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
     moe_src src = moe_src_of(wa, ra, wb, rb, lim, lane);
-    src.bok = brow >= 0; /* else zeros (from a valid address) */
-    src.b = (const uint4 *)xp + (size_t)(src.bok ? brow : 0) * nkg * 16 + t;
-    /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
-     * (the kernel launched before this one packs the activations; the one
-     * before that, the plan, has completed), then their B fragments; the
-     * first commit group holds every early weight (empty groups keep the
-     * count uniform) */
+    src.bok = brow[0] >= 0; /* else zeros (from a valid address) */
+    src.b = (const uint4 *)xp + (size_t)(src.bok ? brow[0] : 0) * nkg * 16 + t;
+    const uint4 *bsrc[NTT]; /* n tile j's B fragments of this lane (null: zeros) */
+#pragma unroll
+    for (int j = 0; j < NTT; j++) bsrc[j] = brow[j] >= 0 ? (const uint4 *)xp + (size_t)brow[j] * nkg * 16 + t : nullptr;
+        /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
+         * (the kernel launched before this one packs the activations; the one
+         * before that, the plan, has completed), then their B fragments; the
+         * first commit group holds every early weight (empty groups keep the
+         * count uniform) */
 #pragma unroll
     for (int i = 0; i < MOE_STAGES - 1; i++)
-        if (kg0 + i < kg1) moe_issue_w<NP>(ring[i], src, kg0 + i, SB, lane);
+        if (kg0 + i < kg1) moe_issue_w<SP>(ring[i], src, kg0 + i, SB, lane);
     pdl_start();
 #pragma unroll
     for (int i = 0; i < MOE_STAGES - 1; i++) {
-        if (kg0 + i < kg1) moe_issue_b<NP>(ring[i], src, plane, kg0 + i, lane);
+        if (kg0 + i < kg1) moe_issue_b<SP>(ring[i], src, plane, kg0 + i, lane);
         cp_async_commit();
     }
     int cur = 0;
@@ -645,38 +673,51 @@ __device__ __forceinline__ void moe16_part(moe_stage<NP> *ring, const wdesc &wa,
         __syncwarp();                    /* every lane's, and the stage read last is free */
         const int nx = kg + MOE_STAGES - 1, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
         if (nx < kg1) {
-            moe_issue_w<NP>(ring[ns], src, nx, SB, lane);
-            moe_issue_b<NP>(ring[ns], src, plane, nx, lane);
+            moe_issue_w<SP>(ring[ns], src, nx, SB, lane);
+            moe_issue_b<SP>(ring[ns], src, plane, nx, lane);
         }
         cp_async_commit();
-        const moe_stage<NP> &st = ring[cur];
+        const moe_stage<SP> &st = ring[cur];
         wq16 wa_, wb_;
-        stage_words<NP>(st, 0, g, t, wa_);
-        stage_words<NP>(st, 1, g, t, wb_);
-        uint4 b[NP][4];
+        stage_words<SP>(st, 0, g, t, wa_);
+        stage_words<SP>(st, 1, g, t, wb_);
+        uint4 b[NTT][NP][4];
 #pragma unroll
-        for (int p = 0; p < NP; p++)
+        for (int j = 0; j < NTT; j++)
 #pragma unroll
-            for (int u = 0; u < 4; u++)
-                b[p][u] = MOE_BR(NP) ? st.b[(p * 4 + u) * 32 + lane]
-                          : src.bok  ? __ldg((const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4)
+            for (int p = 0; p < NP; p++)
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    b[j][p][u] = MOE_BR(SP) ? st.b[(p * 4 + u) * 32 + lane]
+                                 : bsrc[j]
+                                     ? __ldg((const uint4 *)((const uint32_t *)bsrc[j] + p * plane) + kg * 16 + u * 4)
                                      : make_uint4(0, 0, 0, 0);
-        const float x0 = pc0 >= 0 ? __ldg(xs + (size_t)pc0 * nkg + kg) : 0.0f;
-        const float x1 = pc1 >= 0 ? __ldg(xs + (size_t)pc1 * nkg + kg) : 0.0f;
-        float sa[4] = {0, 0, 0, 0}, sb4[4] = {0, 0, 0, 0};
-        group16<K, NP>(wa_, b, t, sa);
-        group16<K, NP>(wb_, b, t, sb4);
-        group_add(acc, sa, sb4, x0, x1);
+        float sa[NTT][4], sb4[NTT][4];
+#pragma unroll
+        for (int j = 0; j < NTT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
+        group16<K, NP, NTT>(wa_, b, t, sa);
+        group16<K, NP, NTT>(wb_, b, t, sb4);
+#pragma unroll
+        for (int j = 0; j < NTT; j++) {
+            const float x0 = pc0[j] >= 0 ? __ldg(xs + (size_t)pc0[j] * nkg + kg) : 0.0f;
+            const float x1 = pc1[j] >= 0 ? __ldg(xs + (size_t)pc1[j] * nkg + kg) : 0.0f;
+            group_add(acc[j], sa[j], sb4[j], x0, x1);
+        }
         cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
     }
     cp_async_wait<0>();
 }
 
-/* Dynamic shared memory of the F16 kernels: a ring per warp. */
-template <int NP> constexpr size_t moe16_smem(void)
+/* Dynamic shared memory of the F16 kernels: a ring per warp (stage type SP). */
+template <int SP> constexpr size_t moe16_smem(void)
 {
-    return (size_t)GM_WARPS * MOE_STAGES * sizeof(moe_stage<NP>);
+    return (size_t)GM_WARPS * MOE_STAGES * sizeof(moe_stage<SP>);
 }
+
+/* The stage type of k_moe16<K, NP, DOWN, NTT>: B in the ring for one n tile and one plane. */
+#define MOE_SP(NP, NTT) ((NTT) == 1 ? (NP) : MOE_NOB)
 
 /* The total's factor: 2^6 (the E4M3 route) and NVFP4's global scale. */
 template <int K> __device__ __forceinline__ float total16(const wdesc &w)
@@ -688,31 +729,51 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * up (block: tile, 16 rows of w1 (wt) and the same of w3 (wt + E); the
  * activations are token rows, list / kk) or, DOWN, the down projection
  * (block: tile, 32 rows of w2 (wt): two m tiles; the activations are M's
- * pair rows). R: the output's rows (I, or D), Kd: the K dimension. */
-template <int K, int NP, bool DOWN>
-__global__ void __launch_bounds__(32 * GM_WARPS) k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane,
-                                                         const float *xs, int Kd, const int4 *tiles,
-                                                         const int *ntiles, const int *list, int kk, int R,
-                                                         const float *wts, float limit, bool reference, float *out)
+ * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
+ * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
+ * once for them all); a pair's sums are the same for every NTT. */
+template <int K, int NP, bool DOWN, int NTT>
+__global__ void __launch_bounds__(32 * GM_WARPS)
+    k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
+            const int *ntiles, const int *list, int kk, int R, const float *wts, float limit, bool reference,
+            float *out)
 {
+    constexpr int SP = MOE_SP(NP, NTT);
     if ((int)blockIdx.x >= *ntiles) return;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int4 tl = tiles[blockIdx.x];
     const wdesc a = wt[tl.x], c = DOWN ? a : wt[E + tl.x];
     const int64_t rb = (int64_t)blockIdx.y * (DOWN ? 32 : 16);
     const int nkg = Kd / 128;
-    const int brow = g < tl.z ? list[tl.y + g] / kk : -1; /* the activation row of pair g */
-    const int pc0 = 2 * t < tl.z ? list[tl.y + 2 * t] / kk : -1, pc1 = 2 * t + 1 < tl.z ? list[tl.y + 2 * t + 1] / kk : -1;
+    int brow[NTT], pc0[NTT], pc1[NTT]; /* n tile j: the activation rows of pairs g, 2t, 2t + 1 */
+#pragma unroll
+    for (int j = 0; j < NTT; j++) {
+        const int f = tl.y + 8 * j, nj = tl.z - 8 * j;
+        brow[j] = g < nj ? list[f + g] / kk : -1;
+        pc0[j] = 2 * t < nj ? list[f + 2 * t] / kk : -1;
+        pc1[j] = 2 * t + 1 < nj ? list[f + 2 * t + 1] / kk : -1;
+    }
     const int wid = threadIdx.x >> 5, kg0 = nkg * wid / GM_WARPS, kg1 = nkg * (wid + 1) / GM_WARPS;
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    float acc[NTT][8];
+#pragma unroll
+    for (int j = 0; j < NTT; j++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[j][i] = 0.0f;
     extern __shared__ uint4 moe_dyn[];
-    moe_stage<NP> *ring = (moe_stage<NP> *)moe_dyn + wid * MOE_STAGES;
+    moe_stage<SP> *ring = (moe_stage<SP> *)moe_dyn + wid * MOE_STAGES;
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
-    moe16_part<K, NP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane, xs,
-                      nkg, brow, pc0, pc1, kg0, kg1, acc);
-    if (!warps_reduce(acc)) return;
-    if (DOWN) down_out(acc, total16<K>(a), tl, rb, g, t, list, R, reference, out);
-    else gate_up_out(acc, total16<K>(a), total16<K>(c), tl, rb, g, t, list, R, wts, limit, reference, out);
+    moe16_part<K, NP, NTT, SP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane,
+                               xs, nkg, brow, pc0, pc1, kg0, kg1, acc);
+    if (!warps_reduce<NTT>(acc)) return;
+#pragma unroll
+    for (int j = 0; j < NTT; j++) {
+        if (tl.z <= 8 * j) break;
+        const int4 tj = make_int4(tl.x, tl.y + 8 * j, tl.z - 8 * j < 8 ? tl.z - 8 * j : 8, 0);
+        if (DOWN)
+            down_out(acc[j], total16<K>(a), tj, rb, g, t, list, R, reference, out);
+        else
+            gate_up_out(acc[j], total16<K>(a), total16<K>(c), tj, rb, g, t, list, R, wts, limit, reference, out);
+    }
 }
 
 /* ==== The W4A8 route (--moe-backend w4a8: reference numerics, MXFP4) =====
@@ -923,7 +984,7 @@ static void moe_mma_run(cudaStream_t st, const wdesc *tab, int E, const uint2 *x
 }
 
 /* The F16 path: x packed (n rows, NP planes + scales), gate/up, M packed, down. */
-template <int K, int NP>
+template <int K, int NP, int NTT = 1>
 static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, int n, uint32_t *xp, uint32_t *mp,
                       const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D, int I, int nk,
                       const float *wts, float limit, bool reference, float *M, float *Y)
@@ -941,9 +1002,9 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(D), st, tab, E, (const uint8_t *)xp, (const float *)xs, D, tiles, ntiles, list, kk,
                    I, wts, limit, reference, M);
     else
-        launch_pdl(k_moe16<K, NP, false>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS),
-                   moe16_smem<NP>(), st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles, list,
-                   kk, I, wts, limit, reference, M);
+        launch_pdl(k_moe16<K, NP, false, NTT>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS),
+                   moe16_smem<MOE_SP(NP, NTT)>(), st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles,
+                   ntiles, list, kk, I, wts, limit, reference, M);
     CK_LAUNCH();
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
                I, nk, I, mp, mpl, ms);
@@ -953,17 +1014,39 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(I), st, (const wdesc *)(tab + 2 * E), E, (const uint8_t *)mp, (const float *)ms, I,
                    tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     else
-        launch_pdl(k_moe16<K, NP, true>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS),
-                   moe16_smem<NP>(), st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl, (const float *)ms,
-                   I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
+        launch_pdl(k_moe16<K, NP, true, NTT>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS),
+                   moe16_smem<MOE_SP(NP, NTT)>(), st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
+                   (const float *)ms, I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
 }
 
 /* More than 48 KB of dynamic shared memory for each k_moe16 (cuda_kernels_init). */
+template <int K, int NP, int NTT> static void moe16_attr1(void)
+{
+    const int sm = (int)moe16_smem<MOE_SP(NP, NTT)>();
+    CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+}
 template <int K, int NP> static void moe16_attr(void)
 {
-    CK(cudaFuncSetAttribute(k_moe16<K, NP, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
-    CK(cudaFuncSetAttribute(k_moe16<K, NP, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)moe16_smem<NP>()));
+    moe16_attr1<K, NP, 1>();
+    moe16_attr1<K, NP, 2>();
+}
+
+/* n tiles of 8 pairs a tile of the F16 path: 1 (decode), or 2 where the step
+ * gives the experts 16 pairs or more on average (prefill: each weight decoded
+ * once per 16 pairs instead of per 8; a 4,096-token prefill +10 %; 4 n
+ * tiles spilled registers and measured slower than 2). The same sums for
+ * every choice. DSV4_MOE_NTT=1|2 sets it. */
+static int moe_ntt(int nk, int E)
+{
+    static int env = -1;
+    if (env < 0) {
+        const int v = cuda_env_int("DSV4_MOE_NTT", 0);
+        env = v == 1 || v == 2 ? v : 0;
+    }
+    if (env) return env;
+    return nk / (E > 0 ? E : 1) >= 16 ? 2 : 1;
 }
 
 void cuda_moe_mma_init(void)
@@ -986,11 +1069,13 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
     cudaStream_t st = impl_of(be)->stream;
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
     const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
-    const int maxt = nk / 8 + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / 8) */
+    const bool a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
+    const int ntt = mode == MOE_F16 && !a8 ? moe_ntt(nk, E) : 1, ts = 8 * ntt; /* pairs a tile */
+    const int maxt = nk / ts + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / ts) */
     char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
     int4 *tiles = (int4 *)pl;
     int *ntiles = (int *)(pl + (size_t)maxt * 16), *list = ntiles + 4;
-    launch_pdl(k_moe_plan, dim3(1), dim3(1024), 0, st, idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles);
+    launch_pdl(k_moe_plan, dim3(1), dim3(1024), 0, st, idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles, ts);
     CK_LAUNCH();
     if (p->expert_hi > p->expert_lo) CK(cudaMemsetAsync(Y, 0, (size_t)nk * D * sizeof(float), st));
     const bool nv = p->w1[0].fmt == DSV4_WF_NVFP4;
@@ -999,13 +1084,28 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
         /* NP planes of F16 words (2 columns each) and a scale per 128 columns */
         uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MOE_XP, ((size_t)NP * n * D / 2 + (size_t)n * D / 128) * 4);
         uint32_t *mp = (uint32_t *)cuda_scratch(be, CS_MOE_MP, ((size_t)NP * nk * I / 2 + (size_t)nk * I / 128) * 4);
-        if (nv && aq) moe16_run<RK_NVFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
-        else if (nv) moe16_run<RK_NVFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
-        else if (aq && be->moe_a8)
-            moe16_run<RK_MXFP4, MOE_A8>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim,
-                                        p->reference, M, Y);
-        else if (aq) moe16_run<RK_MXFP4, 1>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
-        else moe16_run<RK_MXFP4, 2>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference, M, Y);
+#define MOE16(KK, NPP, NT)                                                                                             \
+    moe16_run<KK, NPP, NT>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference,   \
+                           M, Y)
+#define MOE16_NTT(KK, NPP)                                                                                             \
+    do {                                                                                                               \
+        if (ntt == 2)                                                                                                  \
+            MOE16(KK, NPP, 2);                                                                                         \
+        else                                                                                                           \
+            MOE16(KK, NPP, 1);                                                                                         \
+    } while (0)
+        if (nv && aq)
+            MOE16_NTT(RK_NVFP4, 1);
+        else if (nv)
+            MOE16_NTT(RK_NVFP4, 2);
+        else if (a8)
+            MOE16(RK_MXFP4, MOE_A8, 1);
+        else if (aq)
+            MOE16_NTT(RK_MXFP4, 1);
+        else
+            MOE16_NTT(RK_MXFP4, 2);
+#undef MOE16_NTT
+#undef MOE16
         return;
     }
     const size_t xpl = (size_t)n * D / 4, mpl = (size_t)nk * I / 4; /* a plane: a uint2 per 4 columns */
