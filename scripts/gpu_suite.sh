@@ -70,8 +70,8 @@ echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$O
 # ones, with several tiles shared between warps (DSV4_MMA_GPW=3); DSV4_WG8=0 sends reference numerics'
 # FP8 linears there too (mma.cu's F16 path, which wg8.cu replaces by default); DSV4_CMP_SERIAL_MAX
 # sends every step's compressors through the serial walk (by default steps of more than 4 tokens a
-# sequence take the parallel rows)
-echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
+# sequence take the parallel rows); DSV4_MOE_NTT=2 gives every expert tile two n tiles (prefill's)
+echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
 fi
 if [ "${TESTS:-1}" != 0 ]; then
 echo "== expert parallelism, CUDA ranks on $(nvidia-smi -L | wc -l) GPU(s), against one rank"
