@@ -72,6 +72,8 @@ echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$O
 # sends every step's compressors through the serial walk (by default steps of more than 4 tokens a
 # sequence take the parallel rows); DSV4_MOE_NTT=2 gives every expert tile two n tiles (prefill's)
 echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
+# wg8.cu's launches of 64 tokens: its chunk loops (several packs, several launches) on every case
+echo "== every CUDA op, wg8 in 64-token launches"; DSV4_WG8_CHUNK=64 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_chunk.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_chunk.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_chunk.txt"
 fi
 if [ "${TESTS:-1}" != 0 ]; then
 echo "== expert parallelism, CUDA ranks on $(nvidia-smi -L | wc -l) GPU(s), against one rank"

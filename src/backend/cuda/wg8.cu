@@ -59,8 +59,7 @@ namespace cg = cooperative_groups;
 
 #define WG_SMAX  12 /* ring stages at most */
 #define WG_JOBS  8
-#define WG_MAXP  8   /* parts along K: the blocks of a cluster (portable size) */
-#define WG_CHUNK 256 /* tokens per launch (bounds the scratch) */
+#define WG_MAXP  8 /* parts along K: the blocks of a cluster (portable size) */
 
 /* The weights of one launch: one linear (G row groups through blockIdx.z), or
  * several of one input and part count P, their 64-row tiles one after
@@ -450,6 +449,17 @@ static int wg_budget_kb(void)
     return kb;
 }
 
+/* Tokens per launch (DSV4_WG8_CHUNK, a multiple of 32; default 1,024): bounds the pack's scratch (a byte
+ * per value: 8 MB at K = 8,192) and sets how many blocks a launch has - the narrow matrices (wkv: 8 row
+ * tiles) filled a fraction of the GPU with 256 (a 4,096-token prefill +4 % with 1,024; 4,096 the same).
+ * The same bits for every chunk. */
+static int wg_chunk(void)
+{
+    static int v = 0;
+    if (!v) v = (cuda_env_int("DSV4_WG8_CHUNK", 1024) + 31) / 32 * 32;
+    return v;
+}
+
 /* The token tile: 8, 16 or 32 tokens (ntok rounded up to it; more tokens: several tiles, the weights'
  * tile read once per token tile, mostly from L2). */
 static int wg_n(int nc)
@@ -504,14 +514,15 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
                      int ldy, size_t yg)
 {
     cuda_impl *im = impl_of(be);
+    const int CH = wg_chunk();
     const int nkg = (int)((w.cols + 127) / 128), P = wg_parts(im->n_sm, wg_tiles(w) * G, nkg);
-    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 31) / 32 * 32; /* tiles of <= 32 */
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + 31) / 32 * 32; /* tiles of <= 32 */
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * ntok_max * nkg * sizeof(float));
     wg_jobs J = {};
     wg_job_add(J, w, G, y, ldy);
-    for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
-        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+    for (int t0 = 0; t0 < n; t0 += CH) {
+        const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
         J.y[0] = y + (size_t)t0 * ldy;
         wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xq, xs);
         wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg);
@@ -520,7 +531,7 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 
 /* m weights of one input x [n, K] (all cuda_wg8_eligible, the same K): a
  * launch per part count for up to WG_JOBS of them (their jobs built once),
- * after one pack of each 256-token chunk (for several launches and chunks,
+ * after one pack of each chunk of tokens (for several launches and chunks,
  * a pack per launch and chunk: the scratch holds one); each weight's blocks
  * as in its own launch, so the results are those of m calls. */
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
@@ -528,14 +539,15 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
 {
     if (m <= 0 || n <= 0) return;
     cuda_impl *im = impl_of(be);
+    const int CH = wg_chunk();
     const int nkg = (int)((w[0].cols + 127) / 128);
-    const int chunk = n < WG_CHUNK ? n : WG_CHUNK, ntok_max = (chunk + 31) / 32 * 32;
-    const bool one_chunk = n <= WG_CHUNK;
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + 31) / 32 * 32;
+    const bool one_chunk = n <= CH;
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok_max * nkg * sizeof(float));
     /* the pack of tokens [t0, t0 + nc) */
     auto pack = [&](int t0) {
-        const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc);
+        const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc);
         wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, (nc + N - 1) / N * N, (int)w[0].cols, nkg, xq, xs);
     };
     if (one_chunk) pack(0);
@@ -548,8 +560,8 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
         int idx[WG_JOBS];
         const int c = multi_next(P, m, i, WG_JOBS, done, idx);
         for (int q = 0; q < c; q++) wg_job_add(J, w[idx[q]], 1, y[idx[q]], ldy[idx[q]]);
-        for (int t0 = 0; t0 < n; t0 += WG_CHUNK) {
-            const int nc = n - t0 < WG_CHUNK ? n - t0 : WG_CHUNK, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+        for (int t0 = 0; t0 < n; t0 += CH) {
+            const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
             if (!one_chunk) pack(t0);
             for (int q = 0; q < c; q++) J.y[q] = y[idx[q]] + (size_t)t0 * ldy[idx[q]];
             wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
