@@ -159,8 +159,8 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
  * of sequence s: its position p = (c - coff + 1) r + k; p >= pos0: this
  * step's token (a, g + ape); before, the state as the step found it - the
  * window being filled (pos0 / r) at entries base + p % r, the one before it
- * (coff 2: complete, moved) at entries p % r. Sets *t (the token, or -1) and
- * *e (the state entry) and returns the column offset. */
+ * (coff 2: complete, moved) at entries p % r. Sets *t (the step's token, or
+ * -1: the state) and *e (the state entry). */
 __device__ __forceinline__ void cmp_entry(const cmp_args &A, const dsv4_seg &s, int64_t c, int k, int *t, int *e)
 {
     const int r = A.ratio;
