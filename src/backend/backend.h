@@ -194,8 +194,8 @@ struct dsv4_backend {
     void (*download)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
     /* backend memory to backend memory; the ranges do not overlap */
     void (*copy)(dsv4_backend *be, void *dst, const void *src, size_t bytes);
-    /* rows copies of row_bytes bytes, spitch bytes apart at src, dpitch at dst, in one operation
-     * (NULL: the engine calls copy per row); the ranges do not overlap */
+    /* rows copies of row_bytes bytes, spitch bytes apart at src, dpitch at dst, in one operation; the
+     * ranges do not overlap */
     void (*copy_rows)(dsv4_backend *be, void *dst, size_t dpitch, const void *src, size_t spitch, size_t row_bytes,
                       size_t rows);
 

@@ -207,11 +207,7 @@ static void ep_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void 
     ep_impl *m = ep_of(be);
     for (int r = 0; r < m->R; r++) {
         bind(m, r);
-        dsv4_backend *rb = m->rank[r];
-        if (rb->copy_rows) rb->copy_rows(rb, T(dst), dpitch, T(src), spitch, row_bytes, rows);
-        else
-            for (size_t i = 0; i < rows; i++)
-                rb->copy(rb, (char *)T(dst) + i * dpitch, (const char *)T(src) + i * spitch, row_bytes);
+        m->rank[r]->copy_rows(m->rank[r], T(dst), dpitch, T(src), spitch, row_bytes, rows);
     }
 }
 

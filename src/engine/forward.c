@@ -350,11 +350,7 @@ static void body(fwd *f)
     be->embed(be, &f->e->w.embed, plan->tokens, T, s->u);
     bf16_point(f, s->u, (size_t)T * D);
     const size_t rb = (size_t)D * sizeof(float);
-    for (int i = 0; i < hc; i++) {
-        if (be->copy_rows) be->copy_rows(be, s->X + (size_t)i * D, hc * rb, s->u, rb, rb, (size_t)T);
-        else
-            for (int t = 0; t < T; t++) be->copy(be, s->X + ((size_t)t * hc + i) * D, s->u + (size_t)t * D, rb);
-    }
+    for (int i = 0; i < hc; i++) be->copy_rows(be, s->X + (size_t)i * D, hc * rb, s->u, rb, rb, (size_t)T);
     for (int l = 0; l < f->c->n_layers; l++) {
         attention(f, l);
         ffn(f, l);

@@ -648,16 +648,16 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
     }
     constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
     moe_src src = moe_src_of(wa, ra, wb, rb, lim, lane);
-    src.bok = brow[0] >= 0; /* else zeros (from a valid address) */
-    src.b = (const uint4 *)xp + (size_t)(src.bok ? brow[0] : 0) * nkg * 16 + t;
     const uint4 *bsrc[NTT]; /* n tile j's B fragments of this lane (null: zeros) */
 #pragma unroll
     for (int j = 0; j < NTT; j++) bsrc[j] = brow[j] >= 0 ? (const uint4 *)xp + (size_t)brow[j] * nkg * 16 + t : nullptr;
-        /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
-         * (the kernel launched before this one packs the activations; the one
-         * before that, the plan, has completed), then their B fragments; the
-         * first commit group holds every early weight (empty groups keep the
-         * count uniform) */
+    src.bok = bsrc[0] != nullptr; /* the ring's copies: zeros from a valid address */
+    src.b = src.bok ? bsrc[0] : (const uint4 *)xp + t;
+    /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
+     * (the kernel launched before this one packs the activations; the one
+     * before that, the plan, has completed), then their B fragments; the
+     * first commit group holds every early weight (empty groups keep the
+     * count uniform) */
 #pragma unroll
     for (int i = 0; i < MOE_STAGES - 1; i++)
         if (kg0 + i < kg1) moe_issue_w<SP>(ring[i], src, kg0 + i, SB, lane);
