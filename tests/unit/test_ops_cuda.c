@@ -1588,14 +1588,46 @@ typedef struct {
     float limit;
     bool ref, aq, nonfinite;
     bool a8; /* be->moe_a8: the W4A8 kernels (--moe-backend w4a8; MXFP4 with act_quant) */
+    bool wg; /* the prefill kernels (wgmma) forced, then bit for bit against the F16 path's and tokens alone */
 } moe_spec;
+
+/* out (n x D, backend memory) against the experts on the same input with the prefill kernels off
+ * (DSV4_MOE_WG=0: k_moe16) and against the first tokens alone (decode's kernels), bit for bit. */
+static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float *dx, int n, const int32_t *di,
+                        const float *dw, const float *got)
+{
+    const int D = p->dim, K = p->k;
+    float *d2 = bpoison(be, (size_t)n * D * 4);
+    setenv("DSV4_MOE_WG", "0", 1);
+    be->moe_experts(be, p, dx, n, di, dw, d2);
+    float *r2 = bhost(be, d2, (size_t)n * D * 4);
+    if (memcmp(r2, got, (size_t)n * D * 4)) {
+        size_t i = 0;
+        while (i < (size_t)n * D && !memcmp(r2 + i, got + i, 4)) i++;
+        fail_line("moe wgmma", "differs from the F16 path at %zu: %a vs %a", i, (double)got[i], (double)r2[i]);
+    }
+    free(r2);
+    for (int t = 0; t < n && t < 3; t++) {
+        be->moe_experts(be, p, dx + (size_t)t * D, 1, di + (size_t)t * K, dw + (size_t)t * K, d2);
+        float *r1 = bhost(be, d2, (size_t)D * 4);
+        if (memcmp(r1, got + (size_t)t * D, (size_t)D * 4)) {
+            int i = 0;
+            while (i < D && !memcmp(r1 + i, got + (size_t)t * D + i, 4)) i++;
+            fail_line("moe wgmma", "token %d alone differs at %d: %a vs %a", t, i, (double)got[(size_t)t * D + i],
+                      (double)r1[i]);
+        }
+        free(r1);
+    }
+    unsetenv("DSV4_MOE_WG");
+    bfree(be, d2);
+}
 
 static void moe_experts_case(const moe_spec *c)
 {
     const int n = c->n, D = c->D, I = c->I, E = c->E, K = c->K;
-    case_begin("moe_experts %s n=%d D=%d inter=%d E=%d k=%d limit=%g%s%s%s%s", wk_name[c->k], n, D, I, E, K,
+    case_begin("moe_experts %s n=%d D=%d inter=%d E=%d k=%d limit=%g%s%s%s%s%s", wk_name[c->k], n, D, I, E, K,
                (double)c->limit, c->ref ? " reference" : "", c->aq ? " act_quant" : "", c->nonfinite ? " NaN/Inf" : "",
-               c->a8 ? " w4a8" : "");
+               c->a8 ? " w4a8" : "", c->wg ? " wgmma" : "");
     wmat *w1 = calloc((size_t)E, sizeof(wmat)), *w3 = calloc((size_t)E, sizeof(wmat)),
          *w2 = calloc((size_t)E, sizeof(wmat));
     for (int e = 0; e < E; e++) {
@@ -1638,8 +1670,11 @@ static void moe_experts_case(const moe_spec *c)
         float *dx = bdup(be, x, (size_t)n * D * 4), *dw = bdup(be, wts, (size_t)n * K * 4);
         int32_t *di = bdup(be, idx, (size_t)n * K * 4);
         float *dout = bpoison(be, (size_t)n * D * 4);
+        if (s == 1 && c->wg) setenv("DSV4_MOE_WG", "1", 1);
         be->moe_experts(be, &p, dx, n, di, dw, dout);
+        unsetenv("DSV4_MOE_WG");
         res[s] = bhost(be, dout, (size_t)n * D * 4);
+        if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
         be->act_quant = false;
         be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
@@ -1737,6 +1772,16 @@ static void test_moe(void **state)
         {WK_MXFP4, 1, 128, 384, 9, 6, 7.0f, .ref = true, .aq = true, .a8 = true},
         {WK_MXFP4, 9, 384, 1024, 5, 3, 0.0f, .ref = true, .aq = true, .a8 = true},
         {WK_MXFP4, 7, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true, .nonfinite = true, .a8 = true},
+        /* the prefill kernels (wgmma, tiles of 64 pairs), bit for bit against k_moe16 and tokens alone: tiles
+         * past 64 pairs of one expert, rows past a block (gate/up 64, down 128), K of 1 to 8 groups (empty
+         * parts), both formats and numerics, NaN/Inf */
+        {WK_MXFP4, 100, 256, 128, 3, 2, 7.0f, .ref = true, .aq = true, .wg = true},
+        {WK_MXFP4, 70, 384, 256, 4, 3, 7.0f, .ref = false, .wg = true},
+        {WK_NVFP4, 50, 256, 128, 5, 3, 7.0f, .ref = true, .aq = true, .wg = true},
+        {WK_NVFP4, 40, 128, 256, 3, 2, 0.0f, .ref = false, .wg = true},
+        {WK_MXFP4, 9, 1024, 512, 5, 3, 7.0f, .ref = true, .aq = true, .wg = true},
+        {WK_MXFP4, 1, 128, 384, 9, 6, 7.0f, .ref = true, .aq = true, .wg = true},
+        {WK_MXFP4, 30, 256, 128, 2, 2, 7.0f, .ref = true, .aq = true, .nonfinite = true, .wg = true},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) moe_experts_case(&cs[i]);
     /* the experts' first tensor-core kernels (BF16 weights: the fallback for
