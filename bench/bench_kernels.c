@@ -372,6 +372,8 @@ int main(int argc, char **argv)
         {"shared w2 (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 4096, 2048},
         {"idx wq_b (FP8)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, 8192, 1024},
         {"gate (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 256, 4096},
+        {"cmp wkv (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 1024, 4096},
+        {"idx cmp wkv (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 256, 4096},
         {"lm head (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 129280, 4096},
         {"expert w1 (MXFP4)", DSV4_WF_MXFP4, DSV4_DT_U8, 2048, 4096},
     };

@@ -74,6 +74,10 @@ echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$O
 echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
 # wg8.cu's launches of 64 tokens: its chunk loops (several packs, several launches) on every case
 echo "== every CUDA op, wg8 in 64-token launches"; DSV4_WG8_CHUNK=64 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_chunk.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_chunk.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_chunk.txt"
+# the prefill kernels (wgmma: k_moe_wg, k_wgbf, k_wgf8; the same bits as decode's) for every call they can
+# take, on every case and end to end against the CPU
+echo "== every CUDA op, and GPU vs CPU, with the prefill kernels for every call"; DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_prefill.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_prefill.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_prefill.txt"
+DSV4_SRC=$PWD DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 timeout 300 $B/test_gpu_vs_cpu > "$OUT/gpu_vs_cpu_prefill.txt" 2>&1; echo "exit $?" >> "$OUT/gpu_vs_cpu_prefill.txt"; grep -E "FAIL|PASSED|exit" "$OUT/gpu_vs_cpu_prefill.txt"
 fi
 if [ "${TESTS:-1}" != 0 ]; then
 echo "== expert parallelism, CUDA ranks on $(nvidia-smi -L | wc -l) GPU(s), against one rank"
@@ -100,10 +104,13 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     DSV4_SRC=$PWD timeout 240 compute-sanitizer --tool "$t" --error-exitcode 3 "$@" >> "$OUT/sanitizer.txt" 2>&1
     echo "exit $?" >> "$OUT/sanitizer.txt"
   }
-  if [ "${SANITIZE:-1}" = quick ]; then # three runs: FP32/BF16, FP8 + MXFP4 reference, NVFP4
+  if [ "${SANITIZE:-1}" = quick ]; then # five runs: FP32/BF16, FP8 + MXFP4 reference, NVFP4, the prefill kernels
     san memcheck "tiny_a plain" $B/bench_cpu -m tests/fixtures/tiny_a --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
     san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda
     san memcheck "q_nvfp4 plain" $B/bench_cpu -m tests/fixtures/q_nvfp4 --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+    # the prefill kernels (k_moe_wg, k_wgbf, k_wgf8) for every call they can take
+    DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma reference, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
+    DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma plain, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   else
   for f in tiny_a tiny_b tiny_c q_stock q_nvfp4 q_mma; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
@@ -113,6 +120,8 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
   # q_mma: the tensor-core experts (its widths are multiples of 128), w4a16 and --moe-backend w4a8
   san memcheck "q_mma reference" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
   san memcheck "q_mma reference w4a8" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --moe-backend w4a8
+  DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma reference, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
+  DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma plain, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   for f in tiny_a q_nvfp4; do
     san racecheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done

@@ -651,6 +651,28 @@ static void test_embed(void **state)
     assert_int_equal(n_fail, 0);
 }
 
+/* Set an environment knob for a few cases and put back what the run had (gpu_suite.sh forces some). */
+typedef struct {
+    const char *name;
+    char old[32];
+    bool had;
+} env_knob;
+static env_knob env_push(const char *name, const char *v)
+{
+    env_knob k = {.name = name};
+    const char *o = getenv(name);
+    if (o) k.had = true, snprintf(k.old, sizeof k.old, "%s", o);
+    setenv(name, v, 1);
+    return k;
+}
+static void env_pop(const env_knob *k)
+{
+    if (k->had)
+        setenv(k->name, k->old, 1);
+    else
+        unsetenv(k->name);
+}
+
 /* ==== linear ============================================================== */
 
 typedef struct {
@@ -900,8 +922,23 @@ static void test_linear(void **state)
         {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
         {WK_BF16, 7, 37, 512, .aq = true},
         {WK_BF16, 9, 37, 264, .xpad = 4, .nonfinite = true},
+        /* prefill shapes of the wgmma path (k_wgbf: >= 128 tokens, >= 32 blocks), each token alone (k_mma_bf16)
+         * bit for bit: a partial last group and row tile, 4 parts along K, a view, NaN/Inf */
+        {WK_BF16, 200, 2100, 296, .xpad = 4, .ypad = 3},
+        {WK_BF16, 130, 1024, 2048, .xpad = 0},
+        {WK_BF16, 160, 3000, 256, .ypad = 1, .v0 = 37, .vn = 2500},
+        {WK_BF16, 150, 2048, 264, .xpad = 4, .nonfinite = true},
     };
     for (size_t j = 0; j < sizeof bf / sizeof bf[0]; j++) linear_case(&bf[j]);
+    /* k_wgbf for every call, small shapes too (DSV4_WGBF=1): a token tile, a row tile, a group */
+    const lin_spec bf1[] = {
+        {WK_BF16, 13, 37, 136, .xpad = 4, .ypad = 1},
+        {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
+        {WK_BF16, 70, 129, 1024, .xpad = 0},
+    };
+    const env_knob kb = env_push("DSV4_WGBF", "1");
+    for (size_t j = 0; j < sizeof bf1 / sizeof bf1[0]; j++) linear_case(&bf1[j]);
+    env_pop(&kb);
     const wkind f8[] = {WK_FP8_E8M0, WK_FP8_F32};
     for (int i = 0; i < 2; i++) {
         const lin_spec cs[] = {
@@ -942,15 +979,34 @@ static void test_linear(void **state)
             {f8[i], 12, 70, 512, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
             {f8[i], 8, 300, 8192, 128, 128, .ypad = 1, .aq = true},
             {f8[i], 2, 100, 1024, 128, 128, .xpad = 1, .aq = true},
+            /* prefill with unquantised activations on wgmma (k_wgf8: >= 128 tokens; FP8 E8M0 only), each token
+             * alone (k_mma_fp8) bit for bit: a partial last group and row tile, 4 parts along K as a cluster, a
+             * view with 64-column scale blocks, wo_a's no_act_quant, NaN/Inf */
+            {f8[i], 200, 2100, 296, 128, 128, .xpad = 4, .ypad = 3},
+            {f8[i], 130, 1024, 2048, 128, 128, .xpad = 0},
+            {f8[i], 160, 3000, 256, 128, 64, .ypad = 1, .v0 = 37, .vn = 2500},
+            {f8[i], 140, 1000, 512, 128, 128, .aq = true, .no_aq = true},
+            {f8[i], 150, 2048, 264, 128, 128, .xpad = 4, .nonfinite = true},
         };
         for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
     }
+    /* k_wgf8 for every call (DSV4_WGF8=1): a token tile, a row tile, a group */
+    const lin_spec f81[] = {
+        {WK_FP8_E8M0, 13, 37, 144, 128, 128, .xpad = 4, .ypad = 1},
+        {WK_FP8_E8M0, 7, 300, 640, 128, 64, .ypad = 3},
+        {WK_FP8_E8M0, 70, 129, 1024, 64, 128, .xpad = 0},
+        {WK_FP8_E8M0, 9, 37, 512, 128, 128, .aq = true, .no_aq = true},
+    };
+    const env_knob kf = env_push("DSV4_WGF8", "1");
+    for (size_t j = 0; j < sizeof f81 / sizeof f81[0]; j++) linear_case(&f81[j]);
+    env_pop(&kf);
     /* linear_groups (wo_a's output groups): G row groups, each with its own slice of x and y */
     groups_case(8, 1, 40, 256, false);
     groups_case(8, 13, 40, 256, true);
     groups_case(8, 3, 64, 1024, true); /* decode: parts as a cluster */
     groups_case(3, 7, 37, 144, false);
     groups_case(2, 5, 20, 129, false); /* the GEMV path */
+    groups_case(8, 150, 64, 512, false); /* prefill: k_wgf8 with 8 row groups */
     /* linear_multi (the projections of one input in fewer launches): the same bits as separate calls */
     multi_case(1, 2048, false);
     multi_case(1, 2048, true);
@@ -958,6 +1014,7 @@ static void test_linear(void **state)
     multi_case(40, 4096, false);
     multi_case(300, 512, true); /* two 256-token chunks */
     multi_case(300, 4096, true); /* two chunks, several part counts on wgmma: a pack per launch and chunk */
+    multi_case(300, 1024, false); /* prefill, unquantised: k_wgf8 and k_wgbf beside the mma.cu kernels */
     const lin_spec fp4[] = {
         {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
         {WK_MXFP4, 13, 129, 96, .xpad = 0},
@@ -1598,7 +1655,7 @@ static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
 {
     const int D = p->dim, K = p->k;
     float *d2 = bpoison(be, (size_t)n * D * 4);
-    setenv("DSV4_MOE_WG", "0", 1);
+    const env_knob kn = env_push("DSV4_MOE_WG", "0");
     be->moe_experts(be, p, dx, n, di, dw, d2);
     float *r2 = bhost(be, d2, (size_t)n * D * 4);
     if (memcmp(r2, got, (size_t)n * D * 4)) {
@@ -1618,7 +1675,7 @@ static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
         }
         free(r1);
     }
-    unsetenv("DSV4_MOE_WG");
+    env_pop(&kn);
     bfree(be, d2);
 }
 
@@ -1670,9 +1727,11 @@ static void moe_experts_case(const moe_spec *c)
         float *dx = bdup(be, x, (size_t)n * D * 4), *dw = bdup(be, wts, (size_t)n * K * 4);
         int32_t *di = bdup(be, idx, (size_t)n * K * 4);
         float *dout = bpoison(be, (size_t)n * D * 4);
-        if (s == 1 && c->wg) setenv("DSV4_MOE_WG", "1", 1);
+        const bool force = s == 1 && c->wg;
+        env_knob kn = {0};
+        if (force) kn = env_push("DSV4_MOE_WG", "1");
         be->moe_experts(be, &p, dx, n, di, dw, dout);
-        unsetenv("DSV4_MOE_WG");
+        if (force) env_pop(&kn);
         res[s] = bhost(be, dout, (size_t)n * D * 4);
         if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
         be->act_quant = false;

@@ -260,6 +260,14 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                            const int *ldy, bool ref);
 /* wg8.cu: FP8 linears in reference numerics on wgmma (linear.cu sends them there) */
 bool cuda_wg8_eligible(const wdesc &w);
+bool cuda_wgbf_eligible(const wdesc &w);
+bool cuda_wgbf_use(const wdesc &w, int G, int n);
+bool cuda_wgf8_eligible(const wdesc &w);
+bool cuda_wgf8_use(const wdesc &w, int n);
+void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg);
+void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg);
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg);
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,

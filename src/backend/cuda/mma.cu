@@ -949,6 +949,11 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
     const int ntok_max = (chunk + 7) / 8 * 8;
     if (w.fmt == DSV4_WF_FLOAT) { /* BF16 */
+        if (cuda_wgbf_use(w, G, n)) { /* prefill: wgmma, the same bits */
+            float *yy = y;
+            cuda_linear_wgbf(be, 1, &w, &P, G, x, ldx, xg, n, &yy, &ldy, yg);
+            return;
+        }
         const size_t plane = (size_t)G * nkg * ntok_max * 16; /* uint2 per 4 columns */
         uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, 3 * plane * sizeof(uint2));
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
@@ -956,6 +961,11 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
             bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane);
             bf16_launch(st, mma_job1(w, y + (size_t)t0 * ldy, ldy), xp, plane, ntok, nkg, P, G, nc, yg);
         }
+        return;
+    }
+    if (!ref && cuda_wgf8_use(w, n)) { /* prefill, unquantised activations: wgmma, the same bits */
+        float *yy = y;
+        cuda_linear_wgf8(be, 1, &w, &P, G, x, ldx, xg, n, &yy, &ldy, yg);
         return;
     }
     uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * nkg * ntok_max * 64 * (ref ? 2 : 4));
@@ -990,11 +1000,26 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
     float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     int P[64];
     for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(impl_of(be)->n_sm, w[i], 1);
+    bool wgbf[64] = {};
+    if (bf || !ref) { /* prefill: the weights k_wgbf / k_wgf8 take, after one pack of their own; the same bits */
+        wdesc wv[64];
+        int pv[64], lv[64], k = 0;
+        float *yv[64];
+        for (int i = 0; i < m && i < 64; i++)
+            if (bf ? cuda_wgbf_use(w[i], 1, n) : cuda_wgf8_use(w[i], n))
+                wgbf[i] = true, wv[k] = w[i], pv[k] = P[i], yv[k] = y[i], lv[k++] = ldy[i];
+        if (bf)
+            cuda_linear_wgbf(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);
+        else
+            cuda_linear_wgf8(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);
+        if (k == m) return;
+    }
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
         if (bf) bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane);
         else fp8_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, ref, xp, xs);
-        bool done[64] = {};
+        bool done[64];
+        for (int i = 0; i < 64; i++) done[i] = i < m && wgbf[i];
         for (int i = 0; i < m; i++) {
             if (done[i]) continue;
             mma_jobs J = {};

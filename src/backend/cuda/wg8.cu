@@ -419,21 +419,29 @@ void cuda_wg8_init(void)
  * cuda_wg8_eligible keeps the encoding inside its documented limits (a
  * 16-byte aligned base and stride, K <= 65,536), so a failure is an
  * internal error, as a failed CUDA call is (CK). */
-static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
+/* The tensor map of w's G x rows rows of row_bytes bytes: boxes of 64 rows x bw bytes (128: the 128-byte
+ * swizzle; 64: none). */
+static void wg_map(CUtensorMap *tm, const wdesc &w, int G, int bw = 128)
 {
-    const int j = J.n;
     const cuuint64_t dim[2] = {(cuuint64_t)w.row_bytes, (cuuint64_t)(w.rows * G)};
     const cuuint64_t stride[1] = {(cuuint64_t)w.row_bytes};
-    const cuuint32_t box[2] = {128, 64}, estr[2] = {1, 1};
+    const cuuint32_t box[2] = {(cuuint32_t)bw, 64}, estr[2] = {1, 1};
     void *base = (void *)((const char *)w.data + w.row0 * w.row_bytes);
-    const CUresult r = wg_encode()(&J.tm[j], CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, base, dim, stride, box, estr,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r =
+        wg_encode()(tm, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, base, dim, stride, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    bw == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "dsv4: cuTensorMapEncodeTiled failed (%d) for a %lld x %lld FP8 weight\n", (int)r,
+        fprintf(stderr, "dsv4: cuTensorMapEncodeTiled failed (%d) for a %lld x %lld weight\n", (int)r,
                 (long long)w.rows, (long long)w.cols);
         abort();
     }
+}
+
+static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
+{
+    const int j = J.n;
+    wg_map(&J.tm[j], w, G);
     J.w[j] = w;
     J.y[j] = y;
     J.ldy[j] = ldy;
@@ -565,6 +573,511 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
             if (!one_chunk) pack(t0);
             for (int q = 0; q < c; q++) J.y[q] = y[idx[q]] + (size_t)t0 * ldy[idx[q]];
             wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
+        }
+    }
+}
+
+/* ==== BF16 linears at prefill on wgmma (k_wgbf) ===========================
+ *
+ * mma.cu's k_mma_bf16 takes BF16 weights with activations in three BF16 parts
+ * (hi + mid + lo): per output, a chain of mma.sync m16n8k16 over each K
+ * quarter of each part (step j of a 64-column group: its three parts in
+ * order), the quarters added in order, then the parts - ~23 TFLOP/s at a
+ * 4,096-token prefill (the compressors' and the indexer's projections, the
+ * router). wgmma with A from registers in mma.sync's fragment layout gives
+ * the same bits for the same chain (measured for F16; these BF16 chains are
+ * checked bit for bit against k_mma_bf16 by test_ops_cuda), so here a
+ * warpgroup takes 64 rows x 64 tokens and runs the same chains: the weights
+ * by TMA (128-byte swizzle) read into the same registers k_mma_bf16 loads
+ * (lane t: columns 8t.. and 32 + 8t.. of rows g, g + 8), the activation parts
+ * packed as wgmma's K-major rows in k_mma_bf16's column order (k_wgbf_pack),
+ * 12 wgmma m64n64k16 a group into one accumulator; at a quarter's end the
+ * quarter is added as mma_finish adds them. Used where the launch fills the
+ * GPU (prefill); the same bits as k_mma_bf16 for every batch. */
+#define WB_N     64 /* tokens a tile */
+#define WB_SMAX  4  /* ring stages at most (DSV4_WGBF_S: 3 by default, two blocks an SM) */
+#define WB_STAGE (8192 + 3 * WB_N * 128)
+
+/* The three BF16 parts of x per token and 64-column group as 128-byte K-major rows, [part][grp][kg][token],
+ * step j's 16 k slots at bytes 32 j.. holding k_mma_bf16's columns for step j (slots 2t, 2t + 1: columns
+ * 4q, 4q + 1; 2t + 8, 2t + 9: 4q + 2, 4q + 3; q = 8 (j / 2) + 2t + j % 2), 16-byte chunk c at c ^ (token % 8). */
+__global__ void k_wgbf_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, int G, uint8_t *xb)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* x */
+    const int lane = threadIdx.x & 31, nb = (nkg + 1) / 2, grp = blockIdx.y;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)ntok * nb) return;
+    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
+    const int kg = 2 * blk + (lane >> 4), q = lane & 15, c0 = kg * 64 + 4 * q;
+    if (kg >= nkg) return;
+    float v[4];
+    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    const int t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1);
+    const int b0 = 32 * j + 4 * t, b1 = b0 + 16; /* the two words' bytes in the row */
+#pragma unroll
+    for (int s = 0; s < 3; s++) {
+        float h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            h[e] = __bfloat162float(__float2bfloat16_rn(v[e]));
+            v[e] = isfinite(v[e]) ? v[e] - h[e] : 0.0f; /* exact */
+        }
+        uint8_t *row = xb + ((((size_t)s * G + grp) * nkg + kg) * ntok + tok) * 128;
+        *(uint32_t *)(row + ((((b0 >> 4) ^ (tok & 7)) << 4) | (b0 & 15))) = bf2_rn(h[0], h[1]);
+        *(uint32_t *)(row + ((((b1 >> 4) ^ (tok & 7)) << 4) | (b1 & 15))) = bf2_rn(h[2], h[3]);
+    }
+}
+
+/* d += A B over 16 columns: A (64 x 16 BF16) from registers, B (64 x 16) in shared memory. */
+__device__ __forceinline__ void wgbf_mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t bd)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
+                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(bd));
+}
+
+/* Block: 64 rows (tile blockIdx.y) of row group blockIdx.z / Q, 64 tokens (tile blockIdx.x), the chains of
+ * k_mma_bf16's P parts x 4 quarters in order (chain c: part c / 4, quarter c % 4) of its parts: all of them
+ * (Q = 1), or part blockIdx.z % Q (Q = P: the parts a cluster, added in part order as mma_finish adds them,
+ * where the tiles alone would leave the GPU short of blocks). */
+__global__ void __launch_bounds__(128)
+    k_wgbf(const __grid_constant__ CUtensorMap tm, int64_t rows, const uint8_t *xb, int ntok, int nkg, int G, int P,
+           int Q, int n, float *y, int ldy, size_t yg, int S)
+{
+    constexpr int R = WB_N / 2;
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
+    const int p0 = P * qb / Q, p1 = P * (qb + 1) / Q, kgA = nkg * p0 / P, ng = nkg * p1 / P - kgA;
+    const int64_t rb = (int64_t)blockIdx.y * 64;
+    extern __shared__ uint8_t wb_dyn[];
+    __shared__ __align__(8) uint64_t full[WB_SMAX];
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wb_dyn) + 1023u) & ~1023u;
+    const uint8_t *sgen = wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn));
+    const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
+    const int ty = (int)(grp * rows + rb);
+    const size_t plane = (size_t)G * nkg * ntok * 128; /* a part's bytes */
+    const uint8_t *bsrc = xb + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * WB_N) * 128;
+    auto issue_a = [&](int s, int kg) {
+        mbar_expect(bar0 + 8 * s, WB_STAGE);
+        tma_box(sbase + s * WB_STAGE, &tm, kg * 128, ty, bar0 + 8 * s);
+    };
+    auto issue_b = [&](int s, int kg) {
+#pragma unroll
+        for (int p = 0; p < 3; p++)
+            bulk_copy(sbase + s * WB_STAGE + 8192 + p * WB_N * 128, bsrc + p * plane + (size_t)kg * ntok * 128,
+                      WB_N * 128, bar0 + 8 * s);
+    };
+    if (tid == 0) {
+        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < S && s < ng; s++) issue_a(s, kgA + s); /* the weights: constants */
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the pack */
+    if (tid == 0)
+        for (int s = 0; s < S && s < ng; s++) issue_b(s, kgA + s);
+    __syncthreads();
+    float d[R], qs[R], ps[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) d[j] = qs[j] = ps[j] = 0.0f;
+    /* chains: c's groups end at cend(c) */
+    auto cend = [&](int c) {
+        const int p = c >> 2, w = c & 3, pk0 = nkg * p / P, pk1 = nkg * (p + 1) / P;
+        return pk0 + (pk1 - pk0) * (w + 1) / 4;
+    };
+    int ch = 4 * p0;
+    /* chain ch ends: its sum d into the quarters' (mma_finish's warp order), then the parts' */
+    auto fold = [&]() {
+        const int w = ch & 3;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            qs[j] = w == 0 ? d[j] : qs[j] + d[j];
+            if (w == 3) ps[j] = ch == 4 * p0 + 3 ? qs[j] : ps[j] + qs[j];
+            d[j] = 0.0f;
+        }
+        ch++;
+    };
+    while (ch < 4 * p1 && cend(ch) == kgA) fold();
+    const int r0 = 16 * wid + g; /* the thread's rows r0, r0 + 8 of the stage's 64 */
+    int cur = 0;
+    unsigned phase = 0;
+    for (int i = 0; i < ng; i++) {
+        const int kg = kgA + i;
+        mbar_wait(bar0 + 8 * cur, phase);
+        const uint8_t *A = sgen + cur * WB_STAGE;
+        uint4 qa[2][2]; /* rows r0, r0 + 8; halves 0, 1 (columns 32h + 8t ..): k_mma_bf16's words */
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int row = r0 + 8 * r;
+                qa[r][h] = *(const uint4 *)(A + row * 128 + ((((4 * h + t) ^ (row & 7))) << 4));
+            }
+        const uint32_t sb = sbase + cur * WB_STAGE + 8192;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint4 &x0 = qa[0][j >> 1], &x1 = qa[1][j >> 1];
+            const uint32_t a0 = (j & 1) ? x0.z : x0.x, a2 = (j & 1) ? x0.w : x0.y;
+            const uint32_t a1 = (j & 1) ? x1.z : x1.x, a3 = (j & 1) ? x1.w : x1.y;
+#pragma unroll
+            for (int p = 0; p < 3; p++) wgbf_mma(d, a0, a1, a2, a3, wg_desc(sb + p * WB_N * 128) + 2 * j);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
+        while (ch < 4 * p1 && cend(ch) == kg + 1) fold();
+        __syncthreads(); /* every warp's wgmma of this stage are done: refill it */
+        if (tid == 0 && i + S < ng) {
+            issue_a(cur, kg + S);
+            issue_b(cur, kg + S);
+        }
+        if (++cur == S) cur = 0, phase ^= 1u;
+    }
+    /* ps[4 c + e] of thread th: row (th / 32) 16 + (th % 32) / 4 (+ 8 for e >= 2), token 8 c + 2 (th % 4) + (e & 1) */
+    float *out = y + (size_t)grp * yg;
+    auto store = [&](int th, int j, float v) {
+        const int64_t r = rb + 16 * (th >> 5) + ((th & 31) >> 2) + ((j & 2) ? 8 : 0);
+        const int tk = (int)blockIdx.x * WB_N + 8 * (j >> 2) + 2 * (th & 3) + (j & 1);
+        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    };
+    if (Q == 1) {
+#pragma unroll
+        for (int j = 0; j < R; j++) store(tid, j, ps[j]);
+        return;
+    }
+    /* one part a block: the parts' sums through the cluster's shared memory (the ring's, every copy consumed),
+     * each block adding a Q-th of the outputs over the parts in part order */
+    float *red = (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn)));
+#pragma unroll
+    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    constexpr int F = 128 * R;
+    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
+    for (int f = f0 + tid; f < f1; f += 128) {
+        float sum = *cl.map_shared_rank(red + f, 0);
+        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
+        store(f & 127, f >> 7, sum);
+    }
+    cl.sync(); /* every block's shared memory stays until the others have read it */
+}
+
+/* BF16 rows of whole aligned 16-byte chunks within the tensor maps' limits, the driver's maps present. */
+bool cuda_wgbf_eligible(const wdesc &w)
+{
+    return cuda_mma_on() && wg8_on() && w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16 && w.chunk16 && w.rows > 0 &&
+           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
+}
+
+/* Whether k_wgbf takes n tokens of w: at least 128 (prefill), else k_mma_bf16 (the same bits either way).
+ * DSV4_WGBF=0: never, =1: every eligible call (the tests and gpu_bits.sh; read each call). */
+bool cuda_wgbf_use(const wdesc &w, int G, int n)
+{
+    (void)G;
+    const char *e = getenv("DSV4_WGBF");
+    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && cuda_wgbf_eligible(w);
+    return n >= 128 && cuda_wgbf_eligible(w);
+}
+
+/* m BF16 weights of one input x (G row groups each, the same K; P[i]: k_mma_bf16's parts of weight i), n
+ * tokens: per chunk of 1,024 tokens one pack, then a launch per weight. */
+void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg)
+{
+    if (m <= 0 || n <= 0) return;
+    cuda_impl *im = impl_of(be);
+    static bool attr = false;
+    static int S = 0;
+    if (!S) S = cuda_env_int("DSV4_WGBF_S", 3) > WB_SMAX ? WB_SMAX : cuda_env_int("DSV4_WGBF_S", 3);
+    const size_t smem = (size_t)S * WB_STAGE + 1024;
+    if (!attr) {
+        CK(cudaFuncSetAttribute(k_wgbf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr = true;
+    }
+    const int CH = 1024, nkg = (int)((w[0].cols + 63) / 64);
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + WB_N - 1) / WB_N * WB_N;
+    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)3 * G * nkg * ntok_max * 128);
+    for (int t0 = 0; t0 < n; t0 += CH) {
+        const int nc = n - t0 < CH ? n - t0 : CH, ntok = (nc + WB_N - 1) / WB_N * WB_N;
+        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+        launch_pdl(k_wgbf_pack, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, im->stream,
+                   x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb);
+        for (int i = 0; i < m; i++) {
+            CUtensorMap tm; /* a host call of ~1 us: per launch */
+            wg_map(&tm, w[i], G);
+            /* one part a block (a cluster of P) where the tiles alone would leave the GPU short of blocks */
+            const int64_t tiles = (w[i].rows + 63) / 64 * G * (ntok / WB_N);
+            const int Q = tiles < (int64_t)im->n_sm ? P[i] : 1;
+            const dim3 grid((unsigned)(ntok / WB_N), (unsigned)((w[i].rows + 63) / 64), (unsigned)(G * Q));
+            cuda_launch(k_wgbf, grid, dim3(128), smem, im->stream, Q > 1 ? (unsigned)Q : 0u, true, tm, w[i].rows,
+                        (const uint8_t *)xb, ntok, nkg, G, P[i], Q, nc, y[i] + (size_t)t0 * ldy[i], ldy[i], yg, S);
+        }
+    }
+}
+
+/* ==== FP8 linears with unquantised activations at prefill on wgmma (k_wgf8) ====
+ *
+ * mma.cu's k_mma_fp8<.., LO> (plain numerics, and wo_a in reference numerics: the reference dequantises
+ * it, so its activations are not quantised) splits each activation's 64-column group into F16 hi + lo
+ * under a power-of-two scale and runs per group a fresh chain of mma.sync over the four k16 steps (hi,
+ * then lo, each step), times (weight scale x activation scale) into the quarter's FP32 sum; quarters and
+ * parts as k_mma_bf16 - ~37 TFLOP/s at a 4,096-token prefill, wo_a's eight groups most of a prefill's
+ * dense time. Here the same chains on wgmma (A, the E4M3 -> F16 words k_mma_fp8 converts, from
+ * registers): a warpgroup takes 64 rows x 64 tokens, the weights by TMA (64-byte rows: the lanes' reads
+ * meet no bank twice), the activations' hi and lo packed as K-major rows in k_mma_fp8's column order
+ * (k_wgf8_pack), 8 wgmma m64n64k16 a group, then the group's FMAs. */
+/* ring stages at most (DSV4_WGF8_S: 3 by default, three blocks an SM; measured at a 4,096-token prefill, S = 2 / 3
+ * / 4: wq_b 2,181 / 2,172 / 2,814 us, wo_a's group 476 / 474 / 438; BF16 (DSV4_WGBF_S) cmp wkv 405 / 337 / 565,
+ * gate 178 / 212 / 285; the prefill 20,552 / 20,501 / 19,772 tok/s) */
+#define WF_SMAX  4
+#define WF_STAGE (2 * WB_N * 128 + 4096 + 1024) /* hi, lo, the weights' 64 x 64 bytes, the tokens' scales */
+
+/* hi and lo of x per token and 64-column group (f16_parts<false, 16>: k_mma_pack's) as 128-byte K-major rows
+ * [part][grp][kg][token], step j's k slots 2t, 2t + 1 holding columns 16t + 4j, + 1 and 2t + 8, 2t + 9
+ * columns 16t + 4j + 2, + 3, 16-byte chunk c at c ^ (token % 8); the scales [grp][kg][token]. */
+__global__ void k_wgf8_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, int G, uint8_t *xb,
+                            float *xs)
+{
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* x */
+    const int lane = threadIdx.x & 31, nb = (nkg + 1) / 2, grp = blockIdx.y;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)ntok * nb) return;
+    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
+    const int kg = 2 * blk + (lane >> 4), q = lane & 15, c0 = kg * 64 + 4 * q;
+    float v[4];
+    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    __half hi[4], lo[4];
+    const float sc = f16_parts<false, 16>(v, hi, lo);
+    if (kg >= nkg) return;
+    const int t = q >> 2, j = q & 3, b0 = 32 * j + 4 * t, b1 = b0 + 16;
+    const size_t plane = (size_t)G * nkg * ntok * 128;
+    uint8_t *row = xb + (((size_t)grp * nkg + kg) * ntok + tok) * 128;
+    const int o0 = (((b0 >> 4) ^ (tok & 7)) << 4) | (b0 & 15), o1 = (((b1 >> 4) ^ (tok & 7)) << 4) | (b1 & 15);
+    *(uint32_t *)(row + o0) = h2_bits(hi[0], hi[1]);
+    *(uint32_t *)(row + o1) = h2_bits(hi[2], hi[3]);
+    *(uint32_t *)(row + plane + o0) = h2_bits(lo[0], lo[1]);
+    *(uint32_t *)(row + plane + o1) = h2_bits(lo[2], lo[3]);
+    if (q == 0) xs[((size_t)grp * nkg + kg) * ntok + tok] = sc;
+}
+
+/* d (+)= A B over 16 columns, F16: A (64 x 16) from registers, B (64 x 16) in shared memory; acc 0: d = A B. */
+__device__ __forceinline__ void wgf16_mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t bd,
+                                          int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
+                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(bd), "r"(acc));
+}
+
+/* Block: as k_wgbf (64 rows, 64 tokens, the chains of k_mma_fp8's parts and quarters; Q = P: a part a block,
+ * a cluster). w: the weight's view (its E8M0 scales). */
+__global__ void __launch_bounds__(128)
+    k_wgf8(const __grid_constant__ CUtensorMap tm, const wdesc w, const uint8_t *xb, const float *xs, int ntok, int nkg,
+           int G, int P, int Q, int n, float *y, int ldy, size_t yg, int S)
+{
+    constexpr int R = WB_N / 2;
+    const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
+    const int p0 = P * qb / Q, p1 = P * (qb + 1) / Q, kgA = nkg * p0 / P, ng = nkg * p1 / P - kgA;
+    const int64_t rows = w.rows, rb = (int64_t)blockIdx.y * 64;
+    extern __shared__ uint8_t wb_dyn[];
+    __shared__ __align__(8) uint64_t full[WF_SMAX];
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wb_dyn) + 1023u) & ~1023u;
+    const uint8_t *sgen = wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn));
+    const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
+    const int ty = (int)(grp * rows + rb);
+    const size_t plane = (size_t)G * nkg * ntok * 128;
+    const uint8_t *bsrc = xb + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * WB_N) * 128;
+    const float *xsrc = xs + (size_t)grp * nkg * ntok + (size_t)blockIdx.x * WB_N;
+    constexpr unsigned TX = 2 * WB_N * 128 + 4096 + WB_N * 4;
+    auto issue_a = [&](int s, int kg) {
+        mbar_expect(bar0 + 8 * s, TX);
+        tma_box(sbase + s * WF_STAGE + 2 * WB_N * 128, &tm, kg * 64, ty, bar0 + 8 * s);
+    };
+    auto issue_b = [&](int s, int kg) {
+        const uint32_t st = sbase + s * WF_STAGE;
+        bulk_copy(st, bsrc + (size_t)kg * ntok * 128, WB_N * 128, bar0 + 8 * s);
+        bulk_copy(st + WB_N * 128, bsrc + plane + (size_t)kg * ntok * 128, WB_N * 128, bar0 + 8 * s);
+        bulk_copy(st + 2 * WB_N * 128 + 4096, xsrc + (size_t)kg * ntok, WB_N * 4, bar0 + 8 * s);
+    };
+    if (tid == 0) {
+        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < S && s < ng; s++) issue_a(s, kgA + s); /* the weights: constants */
+    }
+    /* the thread's rows' E8M0 scale rows (null past the rows) */
+    const int r0 = 16 * wid + g;
+    const uint8_t *srow[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int64_t r = rb + r0 + 8 * h;
+        srow[h] = r < rows
+                      ? (const uint8_t *)w.scale + (uint32_t)(w.row0 + grp * rows + r) / (uint32_t)w.br * w.scale_cols
+                      : nullptr;
+    }
+    const int kpb = w.bc / 64;
+    auto wscale = [&](int h, int kg) { return srow[h] ? dsv4_e8m0_to_f32(__ldg(srow[h] + kg / kpb)) : 0.0f; };
+    float ws[2] = {0.0f, 0.0f};
+    if (ng > 0) ws[0] = wscale(0, kgA), ws[1] = wscale(1, kgA);
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the pack */
+    if (tid == 0)
+        for (int s = 0; s < S && s < ng; s++) issue_b(s, kgA + s);
+    __syncthreads();
+    float d[R], acc[R], qs[R], ps[R];
+#pragma unroll
+    for (int j = 0; j < R; j++) d[j] = acc[j] = qs[j] = ps[j] = 0.0f;
+    auto cend = [&](int c) {
+        const int p = c >> 2, wq = c & 3, pk0 = nkg * p / P, pk1 = nkg * (p + 1) / P;
+        return pk0 + (pk1 - pk0) * (wq + 1) / 4;
+    };
+    int ch = 4 * p0;
+    /* chain ch ends: its sum acc into the quarters' (mma_finish's warp order), then the parts' */
+    auto fold = [&]() {
+        const int wq = ch & 3;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            qs[j] = wq == 0 ? acc[j] : qs[j] + acc[j];
+            if (wq == 3) ps[j] = ch == 4 * p0 + 3 ? qs[j] : ps[j] + qs[j];
+            acc[j] = 0.0f;
+        }
+        ch++;
+    };
+    while (ch < 4 * p1 && cend(ch) == kgA) fold();
+    int cur = 0;
+    unsigned phase = 0;
+    for (int i = 0; i < ng; i++) {
+        const int kg = kgA + i;
+        float wsn[2] = {0.0f, 0.0f};
+        if (i + 1 < ng) wsn[0] = wscale(0, kg + 1), wsn[1] = wscale(1, kg + 1);
+        mbar_wait(bar0 + 8 * cur, phase);
+        const uint8_t *st = sgen + cur * WF_STAGE;
+        const uint4 u0 = *(const uint4 *)(st + 2 * WB_N * 128 + r0 * 64 + 16 * t);
+        const uint4 u1 = *(const uint4 *)(st + 2 * WB_N * 128 + (r0 + 8) * 64 + 16 * t);
+        const uint32_t sb = sbase + cur * WF_STAGE;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t w0 = j == 0 ? u0.x : j == 1 ? u0.y : j == 2 ? u0.z : u0.w;
+            const uint32_t w1 = j == 0 ? u1.x : j == 1 ? u1.y : j == 2 ? u1.z : u1.w;
+            uint32_t a0, a1, a2, a3;
+            fp8x4_f16(w0, a0, a2); /* row g: slots 2t, 2t + 1 | 2t + 8, 2t + 9 */
+            fp8x4_f16(w1, a1, a3); /* row g + 8 */
+            wgf16_mma(d, a0, a1, a2, a3, wg_desc(sb) + 2 * j, j > 0);
+            wgf16_mma(d, a0, a1, a2, a3, wg_desc(sb + WB_N * 128) + 2 * j, 1);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
+        const float *xsm = (const float *)(st + 2 * WB_N * 128 + 4096);
+#pragma unroll
+        for (int j = 0; j < R; j++) { /* d[4 c + e]: row r0 (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
+            const float sx = xsm[8 * (j >> 2) + 2 * t + (j & 1)];
+            acc[j] = __fmaf_rn(d[j], __fmul_rn(ws[(j >> 1) & 1], sx), acc[j]);
+        }
+        ws[0] = wsn[0], ws[1] = wsn[1];
+        while (ch < 4 * p1 && cend(ch) == kg + 1) fold();
+        __syncthreads(); /* every warp is done with this stage: refill it */
+        if (tid == 0 && i + S < ng) {
+            issue_a(cur, kg + S);
+            issue_b(cur, kg + S);
+        }
+        if (++cur == S) cur = 0, phase ^= 1u;
+    }
+    float *out = y + (size_t)grp * yg;
+    auto store = [&](int th, int j, float v) {
+        const int64_t r = rb + 16 * (th >> 5) + ((th & 31) >> 2) + ((j & 2) ? 8 : 0);
+        const int tk = (int)blockIdx.x * WB_N + 8 * (j >> 2) + 2 * (th & 3) + (j & 1);
+        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    };
+    if (Q == 1) {
+#pragma unroll
+        for (int j = 0; j < R; j++) store(tid, j, ps[j]);
+        return;
+    }
+    float *red = (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn)));
+#pragma unroll
+    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    constexpr int F = 128 * R;
+    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
+    for (int f = f0 + tid; f < f1; f += 128) {
+        float sum = *cl.map_shared_rank(red + f, 0);
+        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
+        store(f & 127, f >> 7, sum);
+    }
+    cl.sync();
+}
+
+/* FP8 E4M3 with E8M0 scales in 64-column groups of whole scale blocks (cuda_mma_eligible's), rows of whole
+ * aligned 16-byte chunks, within the tensor maps' limits. */
+bool cuda_wgf8_eligible(const wdesc &w)
+{
+    return cuda_mma_on() && wg8_on() && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 &&
+           w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.rows > 0 && w.bc % 64 == 0 && w.br > 0 &&
+           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
+}
+
+/* Whether k_wgf8 takes n tokens of w (unquantised activations): at least 128 (prefill), else k_mma_fp8 (the
+ * same bits either way). DSV4_WGF8=0: never, =1: every eligible call (read each call). */
+bool cuda_wgf8_use(const wdesc &w, int n)
+{
+    const char *e = getenv("DSV4_WGF8");
+    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && cuda_wgf8_eligible(w);
+    return n >= 128 && cuda_wgf8_eligible(w);
+}
+
+/* m FP8 weights of one input x (G row groups each, the same K; P[i]: k_mma_fp8's parts of weight i), n tokens,
+ * unquantised activations: per chunk of 1,024 tokens one pack, then a launch per weight. */
+void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg)
+{
+    if (m <= 0 || n <= 0) return;
+    cuda_impl *im = impl_of(be);
+    static bool attr = false;
+    static int S = 0;
+    if (!S) S = cuda_env_int("DSV4_WGF8_S", 3) > WF_SMAX ? WF_SMAX : cuda_env_int("DSV4_WGF8_S", 3);
+    const size_t smem = (size_t)S * WF_STAGE + 1024;
+    if (!attr) {
+        CK(cudaFuncSetAttribute(k_wgf8, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        attr = true;
+    }
+    const int CH = 1024, nkg = (int)((w[0].cols + 63) / 64);
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + WB_N - 1) / WB_N * WB_N;
+    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)2 * G * nkg * ntok_max * 128);
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
+    for (int t0 = 0; t0 < n; t0 += CH) {
+        const int nc = n - t0 < CH ? n - t0 : CH, ntok = (nc + WB_N - 1) / WB_N * WB_N;
+        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
+        launch_pdl(k_wgf8_pack, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, im->stream,
+                   x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb, xs);
+        for (int i = 0; i < m; i++) {
+            CUtensorMap tm;
+            wg_map(&tm, w[i], G, 64);
+            const int64_t tiles = (w[i].rows + 63) / 64 * G * (ntok / WB_N);
+            const int Q = tiles < (int64_t)im->n_sm ? P[i] : 1;
+            const dim3 grid((unsigned)(ntok / WB_N), (unsigned)((w[i].rows + 63) / 64), (unsigned)(G * Q));
+            cuda_launch(k_wgf8, grid, dim3(128), smem, im->stream, Q > 1 ? (unsigned)Q : 0u, true, tm, w[i],
+                        (const uint8_t *)xb, (const float *)xs, ntok, nkg, G, P[i], Q, nc, y[i] + (size_t)t0 * ldy[i],
+                        ldy[i], yg, S);
         }
     }
 }
