@@ -1,6 +1,8 @@
 /*
  * wg8.cu - FP8 linears in reference numerics on the FP8 tensor cores
- * (wgmma), for every batch size.
+ * (wgmma), for every batch size; and, at the end of the file, the prefill
+ * kernels of mma.cu's other linears on wgmma with mma.cu's bits (k_wgbf:
+ * BF16 weights; k_wgf8: FP8 weights with unquantised activations).
  *
  * In reference numerics the activations are the reference's FP8 codes
  * (act_quant: a power-of-two scale per token and 128 columns), so an FP8
