@@ -695,16 +695,10 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
      * group (two 16-byte loads), step j = 2 * half + quarter */
     const int q = lane & 15, t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1), ntiles = ntok / 8;
     const size_t f = ((((size_t)grp * nkg + kg) * ntiles + tok / 8) * 4 + j) * 32 + (tok & 7) * 4 + t;
+    uint2 w[3];
+    bf16_parts3(v, w);
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
-        float h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            h[e] = __bfloat162float(__float2bfloat16_rn(v[e]));
-            v[e] = isfinite(v[e]) ? v[e] - h[e] : 0.0f; /* exact */
-        }
-        xp[s * plane + f] = make_uint2(bf2_rn(h[0], h[1]), bf2_rn(h[2], h[3]));
-    }
+    for (int s = 0; s < 3; s++) xp[s * plane + f] = w[s];
 }
 
 /* The BF16 kernel: as k_mma_fp8 with rows of 128 bytes per 64-column group
@@ -995,9 +989,6 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
     const int nkg = (int)((w[0].cols + 63) / 64);
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK, ntok_max = (chunk + 7) / 8 * 8;
     const size_t plane = (size_t)nkg * ntok_max * 16; /* BF16: uint2 per 4 columns */
-    uint32_t *xp = (uint32_t *)cuda_scratch(be, CS_MMA_X, bf ? 3 * plane * sizeof(uint2)
-                                                             : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
-    float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     int P[64];
     for (int i = 0; i < m && i < 64; i++) P[i] = mma_parts(impl_of(be)->n_sm, w[i], 1);
     bool wgbf[64] = {};
@@ -1014,6 +1005,10 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
             cuda_linear_wgf8(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);
         if (k == m) return;
     }
+    /* the scratch after the prefill kernels took theirs (a slot that grows is a new buffer) */
+    uint32_t *xp = (uint32_t *)cuda_scratch(
+        be, CS_MMA_X, bf ? 3 * plane * sizeof(uint2) : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
+    float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
         if (bf) bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane);

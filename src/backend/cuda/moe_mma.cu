@@ -836,36 +836,6 @@ template <int NP, int N, int WGS> struct mw_layout {
     static constexpr size_t SMEM = (size_t)STAGES * STAGE + 1024;
 };
 
-/* d (+)= A B over 16 columns: A (64 x 16 F16) from registers, B (N x 16) in shared memory; acc 0: d = A B. */
-template <int N> __device__ __forceinline__ void wg16(float *d, const uint32_t *a, uint64_t bd, int acc);
-template <> __device__ __forceinline__ void wg16<64>(float *d, const uint32_t *a, uint64_t bd, int acc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
-                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd), "r"(acc));
-}
-template <> __device__ __forceinline__ void wg16<32>(float *d, const uint32_t *a, uint64_t bd, int acc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd), "r"(acc));
-}
-/* K-major, 128-byte swizzle (as wg8.cu's): start >> 4, 8-row atoms 1,024 bytes apart. */
-__device__ __forceinline__ uint64_t mw_desc(uint32_t saddr)
-{
-    return (uint64_t)((saddr >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
 /* Gate and up (DOWN false: block (tile, 64 rows of w1 and of w3), into M) or
  * down (block (tile, 128 rows of w2), into Y); arguments as k_moe16's. */
 template <int K, int NP, bool DOWN, int N, int WGS>
@@ -995,10 +965,10 @@ __global__ void __launch_bounds__(128 * WGS, WGS == 1 && NP == 1 ? 2 : 1)
 #pragma unroll
                 for (int pl = 0; pl < NP; pl++) {
                     /* step 2u (even) and 2u + 1 (odd): half u / 2, 32-byte steps */
-                    const uint64_t bd = mw_desc(sb + (uint32_t)((pl * 2 + (u >> 1)) * N * 128)) + 4 * (u & 1);
+                    const uint64_t bd = wg_desc(sb + (uint32_t)((pl * 2 + (u >> 1)) * N * 128)) + 4 * (u & 1);
                     const int first = pl == 0 && (K == RK_MXFP4 || u == 0);
-                    wg16<N>(d[du], ae, bd, !first);
-                    wg16<N>(d[du], ao, bd + 2, 1);
+                    wg_k16<N, false>(d[du], ae, bd, !first);
+                    wg_k16<N, false>(d[du], ao, bd + 2, 1);
                 }
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");

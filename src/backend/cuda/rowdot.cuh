@@ -155,6 +155,24 @@ __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
            ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
 
+/* The three BF16 parts of each of v's four values (hi, mid, lo: 24 significant bits, FP32's precision; a
+ * non-finite value whole in hi), as BF16x2 words: w[s] = {parts s of v0 v1, of v2 v3} (the BF16 linears'
+ * activation packs). */
+__device__ __forceinline__ void bf16_parts3(const float *v_in, uint2 *w)
+{
+    float v[4] = {v_in[0], v_in[1], v_in[2], v_in[3]};
+#pragma unroll
+    for (int s = 0; s < 3; s++) {
+        float h[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            h[e] = __bfloat162float(__float2bfloat16_rn(v[e]));
+            v[e] = isfinite(v[e]) ? v[e] - h[e] : 0.0f; /* exact */
+        }
+        w[s] = make_uint2(bf2_rn(h[0], h[1]), bf2_rn(h[2], h[3]));
+    }
+}
+
 /* Code E (0..7) of an 8-code word by bit placement: the magnitude's three
  * bits e1 e0 m go to FP32's exponent bits 1-0 and top mantissa bit, the sign
  * to the sign, which gives the value times 2^-126 exactly (e = 0: an FP32
@@ -340,3 +358,41 @@ __device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float 
 }
 
 #endif
+
+/* wgmma (sm_90a), shared by wg8.cu and moe_mma.cu. A shared-memory matrix descriptor, K-major with the
+ * 128-byte swizzle: start >> 4, 8-row atoms 1,024 bytes apart (the leading offset is unused in this mode). */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr)
+{
+    return (uint64_t)((saddr >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+/* d (+)= A B over 16 columns, FP32 accumulators: A (64 x 16, F16 or BF16) from registers a0..a3 in mma.sync's
+ * m16n8k16 fragment layout per warp (which gives mma.sync's bits for the same chain of steps), B (N x 16) in
+ * shared memory by descriptor; acc 0: d = A B. */
+template <int N, bool BF> __device__ __forceinline__ void wg_k16(float *d, const uint32_t *a, uint64_t bd, int acc);
+template <> __device__ __forceinline__ void wg_k16<64, false>(float *d, const uint32_t *a, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
+                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd), "r"(acc));
+}
+template <> __device__ __forceinline__ void wg_k16<64, true>(float *d, const uint32_t *a, uint64_t bd, int acc)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
+                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd), "r"(acc));
+}

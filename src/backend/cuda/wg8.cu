@@ -59,6 +59,8 @@
 
 namespace cg = cooperative_groups;
 
+static void cuda_wgmm_init(void); /* the prefill kernels' shared memory (k_wgbf, k_wgf8: the end of the file) */
+
 #define WG_SMAX  12 /* ring stages at most */
 #define WG_JOBS  8
 #define WG_MAXP  8 /* parts along K: the blocks of a cluster (portable size) */
@@ -147,13 +149,6 @@ template <> __device__ __forceinline__ void wg_mma<64>(float *d, uint64_t ad, ui
                    "+f"(d[30]), "+f"(d[31])
                  : "l"(ad), "l"(bd), "r"(acc));
 }
-/* Shared-memory matrix descriptor, K-major, 128-byte swizzle: start >> 4,
- * 8-row atoms 1,024 bytes apart (the leading offset is unused in this mode). */
-__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr)
-{
-    return (uint64_t)((saddr >> 4) & 0x3fffu) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
 __device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
@@ -377,11 +372,18 @@ static PFN_cuTensorMapEncodeTiled_v12000 wg_encode(void)
 /* FP8 E4M3 with E8M0 scales, rows of whole aligned 16-byte chunks, scale
  * blocks of whole 128-column groups: the weight's format and shape only (and
  * the driver's tensor maps, present or not for the process). */
+/* The wgmma paths on (DSV4_WG8, DSV4_CUDA_MMA) and w within the tensor maps' documented limits: rows of whole
+ * aligned 16-byte chunks, K <= 65,536, the driver's maps present for the process. */
+static bool wg_mappable(const wdesc &w)
+{
+    return wg8_on() && cuda_mma_on() && w.chunk16 && w.rows > 0 && w.row_bytes % 16 == 0 &&
+           ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
+}
+
 bool cuda_wg8_eligible(const wdesc &w)
 {
-    return wg8_on() && cuda_mma_on() && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 &&
-           w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.rows > 0 && w.bc % 128 == 0 && w.br > 0 &&
-           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
+    return w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 && w.sdtype == DSV4_DT_F8_E8M0 && w.bc % 128 == 0 &&
+           w.br > 0 && wg_mappable(w);
 }
 
 static int64_t wg_tiles(const wdesc &w)
@@ -413,6 +415,7 @@ void cuda_wg8_init(void)
     CK(cudaFuncSetAttribute(k_wg8<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     CK(cudaFuncSetAttribute(k_wg8<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     CK(cudaFuncSetAttribute(k_wg8<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    cuda_wgmm_init();
 }
 
 /* Job J.n of J: weight w (G row groups), output y. The tensor map: the
@@ -617,33 +620,73 @@ __global__ void k_wgbf_pack(const float *x, int ldx, size_t xg, int n, int ntok,
     pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
     const int t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1);
     const int b0 = 32 * j + 4 * t, b1 = b0 + 16; /* the two words' bytes in the row */
+    uint2 w[3];
+    bf16_parts3(v, w);
 #pragma unroll
     for (int s = 0; s < 3; s++) {
-        float h[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            h[e] = __bfloat162float(__float2bfloat16_rn(v[e]));
-            v[e] = isfinite(v[e]) ? v[e] - h[e] : 0.0f; /* exact */
-        }
         uint8_t *row = xb + ((((size_t)s * G + grp) * nkg + kg) * ntok + tok) * 128;
-        *(uint32_t *)(row + ((((b0 >> 4) ^ (tok & 7)) << 4) | (b0 & 15))) = bf2_rn(h[0], h[1]);
-        *(uint32_t *)(row + ((((b1 >> 4) ^ (tok & 7)) << 4) | (b1 & 15))) = bf2_rn(h[2], h[3]);
+        *(uint32_t *)(row + ((((b0 >> 4) ^ (tok & 7)) << 4) | (b0 & 15))) = w[s].x;
+        *(uint32_t *)(row + ((((b1 >> 4) ^ (tok & 7)) << 4) | (b1 & 15))) = w[s].y;
     }
 }
 
-/* d += A B over 16 columns: A (64 x 16 BF16) from registers, B (64 x 16) in shared memory. */
-__device__ __forceinline__ void wgbf_mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t bd)
+/* The chains a block of k_wgbf / k_wgf8 walks: mma.cu's P parts x 4 warp quarters of the nkg groups, those
+ * of parts [p0, p1); chain c (part c / 4, quarter c % 4) ends at group end(c). At a chain's end its sum goes
+ * into the quarters' (mma_finish's warp order: q0 + q1 + q2 + q3) and at a part's end that into the parts'
+ * (part order); empty chains add their zeros as the warps' do. */
+struct wg_chains {
+    int nkg, P, p0, p1, ch;
+    __device__ int end(int c) const
+    {
+        const int p = c >> 2, w = c & 3, pk0 = nkg * p / P, pk1 = nkg * (p + 1) / P;
+        return pk0 + (pk1 - pk0) * (w + 1) / 4;
+    }
+    /* every chain ending at group kg (the chain's sum in s, zeroed) */
+    template <int R> __device__ __forceinline__ void fold_to(int kg, float *s, float *qs, float *ps)
+    {
+        while (ch < 4 * p1 && end(ch) == kg) {
+            const int w = ch & 3;
+#pragma unroll
+            for (int j = 0; j < R; j++) {
+                qs[j] = w == 0 ? s[j] : qs[j] + s[j];
+                if (w == 3) ps[j] = ch == 4 * p0 + 3 ? qs[j] : ps[j] + qs[j];
+                s[j] = 0.0f;
+            }
+            ch++;
+        }
+    }
+};
+
+/* The outputs of a block of k_wgbf / k_wgf8 (64 rows from rb, 64 tokens from t0; ps[4 c + e] of thread th:
+ * row (th / 32) 16 + (th % 32) / 4 (+ 8 for e >= 2), token t0 + 8 c + 2 (th % 4) + (e & 1)): stored, or with Q
+ * parts a cluster (block qb of Q) added in part order through the blocks' shared memory red (16 KB, free). */
+template <int R>
+__device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t rb, int64_t rows, int t0, int n,
+                                         float *out, int ldy, float *red)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
-                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(bd));
+    const int tid = threadIdx.x;
+    auto store = [&](int th, int j, float v) {
+        const int64_t r = rb + 16 * (th >> 5) + ((th & 31) >> 2) + ((j & 2) ? 8 : 0);
+        const int tk = t0 + 8 * (j >> 2) + 2 * (th & 3) + (j & 1);
+        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
+    };
+    if (Q == 1) {
+#pragma unroll
+        for (int j = 0; j < R; j++) store(tid, j, ps[j]);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    constexpr int F = 128 * R;
+    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
+    for (int f = f0 + tid; f < f1; f += 128) {
+        float sum = *cl.map_shared_rank(red + f, 0);
+        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
+        store(f & 127, f >> 7, sum);
+    }
+    cl.sync(); /* every block's shared memory stays until the others have read it */
 }
 
 /* Block: 64 rows (tile blockIdx.y) of row group blockIdx.z / Q, 64 tokens (tile blockIdx.x), the chains of
@@ -690,23 +733,8 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int j = 0; j < R; j++) d[j] = qs[j] = ps[j] = 0.0f;
     /* chains: c's groups end at cend(c) */
-    auto cend = [&](int c) {
-        const int p = c >> 2, w = c & 3, pk0 = nkg * p / P, pk1 = nkg * (p + 1) / P;
-        return pk0 + (pk1 - pk0) * (w + 1) / 4;
-    };
-    int ch = 4 * p0;
-    /* chain ch ends: its sum d into the quarters' (mma_finish's warp order), then the parts' */
-    auto fold = [&]() {
-        const int w = ch & 3;
-#pragma unroll
-        for (int j = 0; j < R; j++) {
-            qs[j] = w == 0 ? d[j] : qs[j] + d[j];
-            if (w == 3) ps[j] = ch == 4 * p0 + 3 ? qs[j] : ps[j] + qs[j];
-            d[j] = 0.0f;
-        }
-        ch++;
-    };
-    while (ch < 4 * p1 && cend(ch) == kgA) fold();
+    wg_chains cs = {nkg, P, p0, p1, 4 * p0};
+    cs.fold_to<R>(kgA, d, qs, ps);
     const int r0 = 16 * wid + g; /* the thread's rows r0, r0 + 8 of the stage's 64 */
     int cur = 0;
     unsigned phase = 0;
@@ -729,14 +757,15 @@ __global__ void __launch_bounds__(128)
             const uint4 &x0 = qa[0][j >> 1], &x1 = qa[1][j >> 1];
             const uint32_t a0 = (j & 1) ? x0.z : x0.x, a2 = (j & 1) ? x0.w : x0.y;
             const uint32_t a1 = (j & 1) ? x1.z : x1.x, a3 = (j & 1) ? x1.w : x1.y;
+            const uint32_t a[4] = {a0, a1, a2, a3};
 #pragma unroll
-            for (int p = 0; p < 3; p++) wgbf_mma(d, a0, a1, a2, a3, wg_desc(sb + p * WB_N * 128) + 2 * j);
+            for (int p = 0; p < 3; p++) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #pragma unroll
         for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
-        while (ch < 4 * p1 && cend(ch) == kg + 1) fold();
+        cs.fold_to<R>(kg + 1, d, qs, ps);
         __syncthreads(); /* every warp's wgmma of this stage are done: refill it */
         if (tid == 0 && i + S < ng) {
             issue_a(cur, kg + S);
@@ -744,86 +773,14 @@ __global__ void __launch_bounds__(128)
         }
         if (++cur == S) cur = 0, phase ^= 1u;
     }
-    /* ps[4 c + e] of thread th: row (th / 32) 16 + (th % 32) / 4 (+ 8 for e >= 2), token 8 c + 2 (th % 4) + (e & 1) */
-    float *out = y + (size_t)grp * yg;
-    auto store = [&](int th, int j, float v) {
-        const int64_t r = rb + 16 * (th >> 5) + ((th & 31) >> 2) + ((j & 2) ? 8 : 0);
-        const int tk = (int)blockIdx.x * WB_N + 8 * (j >> 2) + 2 * (th & 3) + (j & 1);
-        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
-    };
-    if (Q == 1) {
-#pragma unroll
-        for (int j = 0; j < R; j++) store(tid, j, ps[j]);
-        return;
-    }
-    /* one part a block: the parts' sums through the cluster's shared memory (the ring's, every copy consumed),
-     * each block adding a Q-th of the outputs over the parts in part order */
-    float *red = (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn)));
-#pragma unroll
-    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    constexpr int F = 128 * R;
-    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
-    for (int f = f0 + tid; f < f1; f += 128) {
-        float sum = *cl.map_shared_rank(red + f, 0);
-        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
-        store(f & 127, f >> 7, sum);
-    }
-    cl.sync(); /* every block's shared memory stays until the others have read it */
+    wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
+                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
 }
 
-/* BF16 rows of whole aligned 16-byte chunks within the tensor maps' limits, the driver's maps present. */
+/* BF16 weights within the tensor maps' limits (wg_mappable). */
 bool cuda_wgbf_eligible(const wdesc &w)
 {
-    return cuda_mma_on() && wg8_on() && w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16 && w.chunk16 && w.rows > 0 &&
-           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
-}
-
-/* Whether k_wgbf takes n tokens of w: at least 128 (prefill), else k_mma_bf16 (the same bits either way).
- * DSV4_WGBF=0: never, =1: every eligible call (the tests and gpu_bits.sh; read each call). */
-bool cuda_wgbf_use(const wdesc &w, int G, int n)
-{
-    (void)G;
-    const char *e = getenv("DSV4_WGBF");
-    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && cuda_wgbf_eligible(w);
-    return n >= 128 && cuda_wgbf_eligible(w);
-}
-
-/* m BF16 weights of one input x (G row groups each, the same K; P[i]: k_mma_bf16's parts of weight i), n
- * tokens: per chunk of 1,024 tokens one pack, then a launch per weight. */
-void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
-                      int n, float *const *y, const int *ldy, size_t yg)
-{
-    if (m <= 0 || n <= 0) return;
-    cuda_impl *im = impl_of(be);
-    static bool attr = false;
-    static int S = 0;
-    if (!S) S = cuda_env_int("DSV4_WGBF_S", 3) > WB_SMAX ? WB_SMAX : cuda_env_int("DSV4_WGBF_S", 3);
-    const size_t smem = (size_t)S * WB_STAGE + 1024;
-    if (!attr) {
-        CK(cudaFuncSetAttribute(k_wgbf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr = true;
-    }
-    const int CH = 1024, nkg = (int)((w[0].cols + 63) / 64);
-    const int chunk = n < CH ? n : CH, ntok_max = (chunk + WB_N - 1) / WB_N * WB_N;
-    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)3 * G * nkg * ntok_max * 128);
-    for (int t0 = 0; t0 < n; t0 += CH) {
-        const int nc = n - t0 < CH ? n - t0 : CH, ntok = (nc + WB_N - 1) / WB_N * WB_N;
-        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-        launch_pdl(k_wgbf_pack, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, im->stream,
-                   x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb);
-        for (int i = 0; i < m; i++) {
-            CUtensorMap tm; /* a host call of ~1 us: per launch */
-            wg_map(&tm, w[i], G);
-            /* one part a block (a cluster of P) where the tiles alone would leave the GPU short of blocks */
-            const int64_t tiles = (w[i].rows + 63) / 64 * G * (ntok / WB_N);
-            const int Q = tiles < (int64_t)im->n_sm ? P[i] : 1;
-            const dim3 grid((unsigned)(ntok / WB_N), (unsigned)((w[i].rows + 63) / 64), (unsigned)(G * Q));
-            cuda_launch(k_wgbf, grid, dim3(128), smem, im->stream, Q > 1 ? (unsigned)Q : 0u, true, tm, w[i].rows,
-                        (const uint8_t *)xb, ntok, nkg, G, P[i], Q, nc, y[i] + (size_t)t0 * ldy[i], ldy[i], yg, S);
-        }
-    }
+    return w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16 && wg_mappable(w);
 }
 
 /* ==== FP8 linears with unquantised activations at prefill on wgmma (k_wgf8) ====
@@ -870,22 +827,6 @@ __global__ void k_wgf8_pack(const float *x, int ldx, size_t xg, int n, int ntok,
     *(uint32_t *)(row + plane + o0) = h2_bits(lo[0], lo[1]);
     *(uint32_t *)(row + plane + o1) = h2_bits(lo[2], lo[3]);
     if (q == 0) xs[((size_t)grp * nkg + kg) * ntok + tok] = sc;
-}
-
-/* d (+)= A B over 16 columns, F16: A (64 x 16) from registers, B (64 x 16) in shared memory; acc 0: d = A B. */
-__device__ __forceinline__ void wgf16_mma(float *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t bd,
-                                          int acc)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
-                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
-                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                   "+f"(d[30]), "+f"(d[31])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(bd), "r"(acc));
 }
 
 /* Block: as k_wgbf (64 rows, 64 tokens, the chains of k_mma_fp8's parts and quarters; Q = P: a part a block,
@@ -945,23 +886,8 @@ __global__ void __launch_bounds__(128)
     float d[R], acc[R], qs[R], ps[R];
 #pragma unroll
     for (int j = 0; j < R; j++) d[j] = acc[j] = qs[j] = ps[j] = 0.0f;
-    auto cend = [&](int c) {
-        const int p = c >> 2, wq = c & 3, pk0 = nkg * p / P, pk1 = nkg * (p + 1) / P;
-        return pk0 + (pk1 - pk0) * (wq + 1) / 4;
-    };
-    int ch = 4 * p0;
-    /* chain ch ends: its sum acc into the quarters' (mma_finish's warp order), then the parts' */
-    auto fold = [&]() {
-        const int wq = ch & 3;
-#pragma unroll
-        for (int j = 0; j < R; j++) {
-            qs[j] = wq == 0 ? acc[j] : qs[j] + acc[j];
-            if (wq == 3) ps[j] = ch == 4 * p0 + 3 ? qs[j] : ps[j] + qs[j];
-            acc[j] = 0.0f;
-        }
-        ch++;
-    };
-    while (ch < 4 * p1 && cend(ch) == kgA) fold();
+    wg_chains cs = {nkg, P, p0, p1, 4 * p0};
+    cs.fold_to<R>(kgA, acc, qs, ps);
     int cur = 0;
     unsigned phase = 0;
     for (int i = 0; i < ng; i++) {
@@ -981,8 +907,9 @@ __global__ void __launch_bounds__(128)
             uint32_t a0, a1, a2, a3;
             fp8x4_f16(w0, a0, a2); /* row g: slots 2t, 2t + 1 | 2t + 8, 2t + 9 */
             fp8x4_f16(w1, a1, a3); /* row g + 8 */
-            wgf16_mma(d, a0, a1, a2, a3, wg_desc(sb) + 2 * j, j > 0);
-            wgf16_mma(d, a0, a1, a2, a3, wg_desc(sb + WB_N * 128) + 2 * j, 1);
+            const uint32_t a[4] = {a0, a1, a2, a3};
+            wg_k16<64, false>(d, a, wg_desc(sb) + 2 * j, j > 0);
+            wg_k16<64, false>(d, a, wg_desc(sb + WB_N * 128) + 2 * j, 1);
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -995,7 +922,7 @@ __global__ void __launch_bounds__(128)
             acc[j] = __fmaf_rn(d[j], __fmul_rn(ws[(j >> 1) & 1], sx), acc[j]);
         }
         ws[0] = wsn[0], ws[1] = wsn[1];
-        while (ch < 4 * p1 && cend(ch) == kg + 1) fold();
+        cs.fold_to<R>(kg + 1, acc, qs, ps);
         __syncthreads(); /* every warp is done with this stage: refill it */
         if (tid == 0 && i + S < ng) {
             issue_a(cur, kg + S);
@@ -1003,83 +930,96 @@ __global__ void __launch_bounds__(128)
         }
         if (++cur == S) cur = 0, phase ^= 1u;
     }
-    float *out = y + (size_t)grp * yg;
-    auto store = [&](int th, int j, float v) {
-        const int64_t r = rb + 16 * (th >> 5) + ((th & 31) >> 2) + ((j & 2) ? 8 : 0);
-        const int tk = (int)blockIdx.x * WB_N + 8 * (j >> 2) + 2 * (th & 3) + (j & 1);
-        if (r < rows && tk < n) out[(size_t)tk * ldy + r] = v;
-    };
-    if (Q == 1) {
-#pragma unroll
-        for (int j = 0; j < R; j++) store(tid, j, ps[j]);
-        return;
-    }
-    float *red = (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn)));
-#pragma unroll
-    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    constexpr int F = 128 * R;
-    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
-    for (int f = f0 + tid; f < f1; f += 128) {
-        float sum = *cl.map_shared_rank(red + f, 0);
-        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
-        store(f & 127, f >> 7, sum);
-    }
-    cl.sync();
+    wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
+                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
 }
 
 /* FP8 E4M3 with E8M0 scales in 64-column groups of whole scale blocks (cuda_mma_eligible's), rows of whole
  * aligned 16-byte chunks, within the tensor maps' limits. */
 bool cuda_wgf8_eligible(const wdesc &w)
 {
-    return cuda_mma_on() && wg8_on() && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 &&
-           w.sdtype == DSV4_DT_F8_E8M0 && w.chunk16 && w.rows > 0 && w.bc % 64 == 0 && w.br > 0 &&
-           w.row_bytes % 16 == 0 && ((uintptr_t)w.data & 15) == 0 && w.cols <= 65536 && wg_encode();
+    return w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 && w.sdtype == DSV4_DT_F8_E8M0 && w.bc % 64 == 0 &&
+           w.br > 0 && wg_mappable(w);
 }
 
-/* Whether k_wgf8 takes n tokens of w (unquantised activations): at least 128 (prefill), else k_mma_fp8 (the
- * same bits either way). DSV4_WGF8=0: never, =1: every eligible call (read each call). */
+/* Whether a prefill kernel takes n tokens of a weight it is eligible for: at least 128, else mma.cu's kernels (the
+ * same bits either way); env (DSV4_WGBF, DSV4_WGF8) =0: never, =1: every eligible call (read each call: the
+ * tests switch it). */
+static bool wgmm_use(const char *env, bool eligible, int n)
+{
+    const char *e = getenv(env);
+    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && eligible;
+    return n >= 128 && eligible;
+}
+bool cuda_wgbf_use(const wdesc &w, int G, int n)
+{
+    (void)G;
+    return wgmm_use("DSV4_WGBF", cuda_wgbf_eligible(w), n);
+}
 bool cuda_wgf8_use(const wdesc &w, int n)
 {
-    const char *e = getenv("DSV4_WGF8");
-    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && cuda_wgf8_eligible(w);
-    return n >= 128 && cuda_wgf8_eligible(w);
+    return wgmm_use("DSV4_WGF8", cuda_wgf8_eligible(w), n);
 }
 
-/* m FP8 weights of one input x (G row groups each, the same K; P[i]: k_mma_fp8's parts of weight i), n tokens,
- * unquantised activations: per chunk of 1,024 tokens one pack, then a launch per weight. */
-void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
-                      int n, float *const *y, const int *ldy, size_t yg)
+/* m weights of one input x (G row groups each, the same K; P[i]: mma.cu's parts of weight i), n tokens, on
+ * k_wgbf (BF16: three activation parts) or k_wgf8 (F8: FP8 weights, hi + lo and a scale per 64 columns): per
+ * chunk of 1,024 tokens one pack, then a launch per weight, one part a block (a cluster of P) where the tiles
+ * alone would leave the GPU short of blocks. Ring stages DSV4_WGBF_S / DSV4_WGF8_S (default 3; the
+ * attribute, set on every device by cuda_wg8_init, allows the most). */
+static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int *P, int G, const float *x, int ldx,
+                     size_t xg, int n, float *const *y, const int *ldy, size_t yg)
 {
     if (m <= 0 || n <= 0) return;
     cuda_impl *im = impl_of(be);
-    static bool attr = false;
-    static int S = 0;
-    if (!S) S = cuda_env_int("DSV4_WGF8_S", 3) > WF_SMAX ? WF_SMAX : cuda_env_int("DSV4_WGF8_S", 3);
-    const size_t smem = (size_t)S * WF_STAGE + 1024;
-    if (!attr) {
-        CK(cudaFuncSetAttribute(k_wgf8, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        attr = true;
-    }
+    static int sb = 0, sf = 0;
+    if (!sb) sb = cuda_env_int("DSV4_WGBF_S", 3) > WB_SMAX ? WB_SMAX : cuda_env_int("DSV4_WGBF_S", 3);
+    if (!sf) sf = cuda_env_int("DSV4_WGF8_S", 3) > WF_SMAX ? WF_SMAX : cuda_env_int("DSV4_WGF8_S", 3);
+    const int S = F8 ? sf : sb;
+    const size_t smem = (size_t)S * (F8 ? WF_STAGE : WB_STAGE) + 1024;
     const int CH = 1024, nkg = (int)((w[0].cols + 63) / 64);
     const int chunk = n < CH ? n : CH, ntok_max = (chunk + WB_N - 1) / WB_N * WB_N;
-    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)2 * G * nkg * ntok_max * 128);
-    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float));
+    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)(F8 ? 2 : 3) * G * nkg * ntok_max * 128);
+    float *xs = F8 ? (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float)) : nullptr;
     for (int t0 = 0; t0 < n; t0 += CH) {
         const int nc = n - t0 < CH ? n - t0 : CH, ntok = (nc + WB_N - 1) / WB_N * WB_N;
-        const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-        launch_pdl(k_wgf8_pack, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, im->stream,
-                   x + (size_t)t0 * ldx, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb, xs);
+        const dim3 pg((unsigned)(((int64_t)ntok * ((nkg + 1) / 2) + 7) / 8), (unsigned)G);
+        const float *xc = x + (size_t)t0 * ldx;
+        if (F8)
+            launch_pdl(k_wgf8_pack, pg, dim3(256), 0, im->stream, xc, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb,
+                       xs);
+        else
+            launch_pdl(k_wgbf_pack, pg, dim3(256), 0, im->stream, xc, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb);
         for (int i = 0; i < m; i++) {
-            CUtensorMap tm;
-            wg_map(&tm, w[i], G, 64);
+            CUtensorMap tm; /* a host call of ~1 us: per launch */
+            wg_map(&tm, w[i], G, F8 ? 64 : 128);
             const int64_t tiles = (w[i].rows + 63) / 64 * G * (ntok / WB_N);
             const int Q = tiles < (int64_t)im->n_sm ? P[i] : 1;
             const dim3 grid((unsigned)(ntok / WB_N), (unsigned)((w[i].rows + 63) / 64), (unsigned)(G * Q));
-            cuda_launch(k_wgf8, grid, dim3(128), smem, im->stream, Q > 1 ? (unsigned)Q : 0u, true, tm, w[i],
-                        (const uint8_t *)xb, (const float *)xs, ntok, nkg, G, P[i], Q, nc, y[i] + (size_t)t0 * ldy[i],
-                        ldy[i], yg, S);
+            const unsigned cz = Q > 1 ? (unsigned)Q : 0u;
+            float *yi = y[i] + (size_t)t0 * ldy[i];
+            if (F8)
+                cuda_launch(k_wgf8, grid, dim3(128), smem, im->stream, cz, true, tm, w[i], (const uint8_t *)xb,
+                            (const float *)xs, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
+            else
+                cuda_launch(k_wgbf, grid, dim3(128), smem, im->stream, cz, true, tm, w[i].rows, (const uint8_t *)xb,
+                            ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
         }
     }
+}
+void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg)
+{
+    wgmm_run(be, false, m, w, P, G, x, ldx, xg, n, y, ldy, yg);
+}
+void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
+                      int n, float *const *y, const int *ldy, size_t yg)
+{
+    wgmm_run(be, true, m, w, P, G, x, ldx, xg, n, y, ldy, yg);
+}
+
+/* More than 48 KB of dynamic shared memory for k_wgbf and k_wgf8 (their deepest rings), on the current device. */
+static void cuda_wgmm_init(void)
+{
+    CK(cudaFuncSetAttribute(k_wgbf, cudaFuncAttributeMaxDynamicSharedMemorySize, WB_SMAX * WB_STAGE + 1024));
+    CK(cudaFuncSetAttribute(k_wgf8, cudaFuncAttributeMaxDynamicSharedMemorySize, WF_SMAX * WF_STAGE + 1024));
 }
