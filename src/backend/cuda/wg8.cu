@@ -732,7 +732,7 @@ __global__ void __launch_bounds__(128)
     float d[R], qs[R], ps[R];
 #pragma unroll
     for (int j = 0; j < R; j++) d[j] = qs[j] = ps[j] = 0.0f;
-    /* chains: c's groups end at cend(c) */
+    /* the chains of the block's parts, folded as each ends (wg_chains) */
     wg_chains cs = {nkg, P, p0, p1, 4 * p0};
     cs.fold_to<R>(kgA, d, qs, ps);
     const int r0 = 16 * wid + g; /* the thread's rows r0, r0 + 8 of the stage's 64 */
