@@ -651,26 +651,16 @@ static void test_embed(void **state)
     assert_int_equal(n_fail, 0);
 }
 
-/* Set an environment knob for a few cases and put back what the run had (gpu_suite.sh forces some). */
-typedef struct {
-    const char *name;
-    char old[32];
-    bool had;
-} env_knob;
-static env_knob env_push(const char *name, const char *v)
+/* Switch one of the CUDA backend's prefill kernels (dsv4_cuda_prefill_knob: -1 auto, 0 never, 1 every call it
+ * can take) for a few cases; returns the setting to put back (gpu_suite.sh forces some for a whole run). */
+static int knob_set(const char *name, int v)
 {
-    env_knob k = {.name = name};
-    const char *o = getenv(name);
-    if (o) k.had = true, snprintf(k.old, sizeof k.old, "%s", o);
-    setenv(name, v, 1);
-    return k;
-}
-static void env_pop(const env_knob *k)
-{
-    if (k->had)
-        setenv(k->name, k->old, 1);
-    else
-        unsetenv(k->name);
+#ifdef DSV4_HAVE_CUDA
+    return dsv4_cuda_prefill_knob(name, v);
+#else
+    (void)name, (void)v;
+    return -1;
+#endif
 }
 
 /* ==== linear ============================================================== */
@@ -936,9 +926,9 @@ static void test_linear(void **state)
         {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
         {WK_BF16, 70, 129, 1024, .xpad = 0},
     };
-    const env_knob kb = env_push("DSV4_WGBF", "1");
+    const int kb = knob_set("DSV4_WGBF", 1);
     for (size_t j = 0; j < sizeof bf1 / sizeof bf1[0]; j++) linear_case(&bf1[j]);
-    env_pop(&kb);
+    knob_set("DSV4_WGBF", kb);
     const wkind f8[] = {WK_FP8_E8M0, WK_FP8_F32};
     for (int i = 0; i < 2; i++) {
         const lin_spec cs[] = {
@@ -997,9 +987,9 @@ static void test_linear(void **state)
         {WK_FP8_E8M0, 70, 129, 1024, 64, 128, .xpad = 0},
         {WK_FP8_E8M0, 9, 37, 512, 128, 128, .aq = true, .no_aq = true},
     };
-    const env_knob kf = env_push("DSV4_WGF8", "1");
+    const int kf = knob_set("DSV4_WGF8", 1);
     for (size_t j = 0; j < sizeof f81 / sizeof f81[0]; j++) linear_case(&f81[j]);
-    env_pop(&kf);
+    knob_set("DSV4_WGF8", kf);
     /* linear_groups (wo_a's output groups): G row groups, each with its own slice of x and y */
     groups_case(8, 1, 40, 256, false);
     groups_case(8, 13, 40, 256, true);
@@ -1649,13 +1639,13 @@ typedef struct {
 } moe_spec;
 
 /* out (n x D, backend memory) against the experts on the same input with the prefill kernels off
- * (DSV4_MOE_WG=0: k_moe16) and against the first tokens alone (decode's kernels), bit for bit. */
+ * (DSV4_MOE_WG 0: k_moe16) and against the first tokens alone (decode's kernels), bit for bit. */
 static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float *dx, int n, const int32_t *di,
                         const float *dw, const float *got)
 {
     const int D = p->dim, K = p->k;
     float *d2 = bpoison(be, (size_t)n * D * 4);
-    const env_knob kn = env_push("DSV4_MOE_WG", "0");
+    const int kn = knob_set("DSV4_MOE_WG", 0);
     be->moe_experts(be, p, dx, n, di, dw, d2);
     float *r2 = bhost(be, d2, (size_t)n * D * 4);
     if (memcmp(r2, got, (size_t)n * D * 4)) {
@@ -1675,7 +1665,7 @@ static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
         }
         free(r1);
     }
-    env_pop(&kn);
+    knob_set("DSV4_MOE_WG", kn);
     bfree(be, d2);
 }
 
@@ -1728,10 +1718,9 @@ static void moe_experts_case(const moe_spec *c)
         int32_t *di = bdup(be, idx, (size_t)n * K * 4);
         float *dout = bpoison(be, (size_t)n * D * 4);
         const bool force = s == 1 && c->wg;
-        env_knob kn = {0};
-        if (force) kn = env_push("DSV4_MOE_WG", "1");
+        const int kn = force ? knob_set("DSV4_MOE_WG", 1) : 0;
         be->moe_experts(be, &p, dx, n, di, dw, dout);
-        if (force) env_pop(&kn);
+        if (force) knob_set("DSV4_MOE_WG", kn);
         res[s] = bhost(be, dout, (size_t)n * D * 4);
         if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
         be->act_quant = false;

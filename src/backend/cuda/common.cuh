@@ -200,6 +200,11 @@ static inline int multi_next(const int *P, int m, int i, int max, bool *done, in
     return c;
 }
 
+/* The prefill kernels' switches (dsv4_cuda_prefill_knob): -1 auto, 0 never, 1 every call they can take; read
+ * from the environment once. */
+enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOBS };
+int cuda_knob(int k);
+
 /* A positive integer from the environment (a tuning knob), else dflt. */
 static inline int cuda_env_int(const char *name, int dflt)
 {
@@ -261,7 +266,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
 /* wg8.cu: FP8 linears in reference numerics on wgmma (linear.cu sends them there) */
 bool cuda_wg8_eligible(const wdesc &w);
 bool cuda_wgbf_eligible(const wdesc &w);
-bool cuda_wgbf_use(const wdesc &w, int G, int n);
+bool cuda_wgbf_use(const wdesc &w, int n);
 bool cuda_wgf8_eligible(const wdesc &w);
 bool cuda_wgf8_use(const wdesc &w, int n);
 void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,

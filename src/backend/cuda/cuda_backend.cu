@@ -83,6 +83,29 @@ static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *
     CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
+static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8"};
+static int knob_val[CUDA_KNOBS] = {-2, -2, -2}; /* -2: not read yet */
+
+int cuda_knob(int k)
+{
+    if (knob_val[k] == -2) {
+        const char *e = getenv(knob_env[k]);
+        knob_val[k] = e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : -1;
+    }
+    return knob_val[k];
+}
+
+extern "C" int dsv4_cuda_prefill_knob(const char *name, int value)
+{
+    for (int k = 0; k < CUDA_KNOBS; k++)
+        if (!strcmp(name, knob_env[k])) {
+            const int old = cuda_knob(k);
+            knob_val[k] = value < -1 || value > 1 ? -1 : value;
+            return old;
+        }
+    return -2;
+}
+
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);

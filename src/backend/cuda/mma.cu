@@ -943,7 +943,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     const int chunk = n < MMA_CHUNK ? n : MMA_CHUNK;
     const int ntok_max = (chunk + 7) / 8 * 8;
     if (w.fmt == DSV4_WF_FLOAT) { /* BF16 */
-        if (cuda_wgbf_use(w, G, n)) { /* prefill: wgmma, the same bits */
+        if (cuda_wgbf_use(w, n)) { /* prefill: wgmma, the same bits */
             float *yy = y;
             cuda_linear_wgbf(be, 1, &w, &P, G, x, ldx, xg, n, &yy, &ldy, yg);
             return;
@@ -997,7 +997,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
         int pv[64], lv[64], k = 0;
         float *yv[64];
         for (int i = 0; i < m && i < 64; i++)
-            if (bf ? cuda_wgbf_use(w[i], 1, n) : cuda_wgf8_use(w[i], n))
+            if (bf ? cuda_wgbf_use(w[i], n) : cuda_wgf8_use(w[i], n))
                 wgbf[i] = true, wv[k] = w[i], pv[k] = P[i], yv[k] = y[i], lv[k++] = ldy[i];
         if (bf)
             cuda_linear_wgbf(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);

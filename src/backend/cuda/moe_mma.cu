@@ -1309,13 +1309,11 @@ static int moe_wgs(int np)
 
 /* Pairs a tile of the wgmma path (k_moe_wg): 64 where a step gives the experts 32 pairs or more on average
  * (prefill), else 0 (k_moe16). The same sums either way. DSV4_MOE_WG=0 turns it off, =1 takes it for every
- * step (tests). */
+ * step (cuda_knob). */
 static int moe_wg_n(int nk, int E)
 {
-    const char *e = getenv("DSV4_MOE_WG"); /* read each call: the tests switch it */
-    const int env = e && *e ? atoi(e) : -1;
-    if (env == 0) return 0;
-    if (env == 1) return 64;
+    const int k = cuda_knob(CUDA_KNOB_MOE_WG);
+    if (k >= 0) return k ? 64 : 0;
     return nk / (E > 0 ? E : 1) >= 32 ? 64 : 0;
 }
 

@@ -942,23 +942,20 @@ bool cuda_wgf8_eligible(const wdesc &w)
            w.br > 0 && wg_mappable(w);
 }
 
-/* Whether a prefill kernel takes n tokens of a weight it is eligible for: at least 128, else mma.cu's kernels (the
- * same bits either way); env (DSV4_WGBF, DSV4_WGF8) =0: never, =1: every eligible call (read each call: the
- * tests switch it). */
-static bool wgmm_use(const char *env, bool eligible, int n)
+/* Whether a prefill kernel takes n tokens of a weight it is eligible for: at least 128, else mma.cu's kernels
+ * (the same bits either way); its switch (cuda_knob: DSV4_WGBF, DSV4_WGF8) 0: never, 1: every eligible call. */
+static bool wgmm_use(int knob, bool eligible, int n)
 {
-    const char *e = getenv(env);
-    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1' && eligible;
-    return n >= 128 && eligible;
+    const int k = cuda_knob(knob);
+    return eligible && (k >= 0 ? k == 1 : n >= 128);
 }
-bool cuda_wgbf_use(const wdesc &w, int G, int n)
+bool cuda_wgbf_use(const wdesc &w, int n)
 {
-    (void)G;
-    return wgmm_use("DSV4_WGBF", cuda_wgbf_eligible(w), n);
+    return wgmm_use(CUDA_KNOB_WGBF, cuda_wgbf_eligible(w), n);
 }
 bool cuda_wgf8_use(const wdesc &w, int n)
 {
-    return wgmm_use("DSV4_WGF8", cuda_wgf8_eligible(w), n);
+    return wgmm_use(CUDA_KNOB_WGF8, cuda_wgf8_eligible(w), n);
 }
 
 /* m weights of one input x (G row groups each, the same K; P[i]: mma.cu's parts of weight i), n tokens, on
