@@ -347,10 +347,10 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
             const float x1 = __ldg(xs + ((size_t)grp * ntok + tk + 1) * nkg + kg);
 #pragma unroll
             for (int m = 0; m < 2; m++) {
-                acc[m][i][0] = __fmaf_rn(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][i][0]);
-                acc[m][i][1] = __fmaf_rn(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][i][1]);
-                acc[m][i][2] = __fmaf_rn(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][i][2]);
-                acc[m][i][3] = __fmaf_rn(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][i][3]);
+                acc[m][i][0] = grp_fma(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][i][0]);
+                acc[m][i][1] = grp_fma(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][i][1]);
+                acc[m][i][2] = grp_fma(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][i][2]);
+                acc[m][i][3] = grp_fma(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][i][3]);
             }
         }
 #pragma unroll
@@ -595,10 +595,10 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                 }
 #pragma unroll
                 for (int m = 0; m < 2; m++) {
-                    acc[m][0] = __fmaf_rn(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][0]);
-                    acc[m][1] = __fmaf_rn(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][1]);
-                    acc[m][2] = __fmaf_rn(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][2]);
-                    acc[m][3] = __fmaf_rn(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][3]);
+                    acc[m][0] = grp_fma(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][0]);
+                    acc[m][1] = grp_fma(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][1]);
+                    acc[m][2] = grp_fma(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][2]);
+                    acc[m][3] = grp_fma(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][3]);
                 }
 #pragma unroll
                 for (int j = 0; j < 4; j++) bq[j] = bqn[j];

@@ -51,6 +51,13 @@ __device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi
     hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
 }
 
+/* A 64-column group's sum d into acc times its scale s = weight scale x activation scale: the
+ * FP8 linears sum 64-column groups while an activation scale covers 128 columns, so when the
+ * 128-column block holds an Inf (scale 2^127) its other group sums to exactly 0 and s overflows;
+ * such a group adds nothing (0 x Inf would be NaN where the CPU's 128-column sum gives Inf).
+ * Wherever s is finite this is the FMA's value (0 x s + acc = acc, signed zeros included). */
+__device__ __forceinline__ float grp_fma(float d, float s, float acc) { return d == 0.0f ? acc : __fmaf_rn(d, s, acc); }
+
 /* The tensor-core kernels' shared pieces (mma.cu, moe_mma.cu). */
 __device__ __forceinline__ void mma_f16(float *c, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                         uint32_t b1)

@@ -919,7 +919,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
         for (int j = 0; j < R; j++) { /* d[4 c + e]: row r0 (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
             const float sx = xsm[8 * (j >> 2) + 2 * t + (j & 1)];
-            acc[j] = __fmaf_rn(d[j], __fmul_rn(ws[(j >> 1) & 1], sx), acc[j]);
+            acc[j] = grp_fma(d[j], __fmul_rn(ws[(j >> 1) & 1], sx), acc[j]);
         }
         ws[0] = wsn[0], ws[1] = wsn[1];
         cs.fold_to<R>(kg + 1, acc, qs, ps);
