@@ -42,13 +42,14 @@ __device__ __forceinline__ float2 fp8x2_val(uint32_t b)
     return __half22float2(__half2(h));
 }
 
-/* The E4M3 codes of one 4-byte word as two F16x2 registers (codes 0,1 and 2,3). */
+/* The E4M3 codes of one 4-byte word as two F16x2 registers (codes 0,1 and 2,3). The halves by
+ * PTX's mov.b32 {l, h}: the conversion (F2FP) reads a register's upper half itself (R.H1), where the
+ * intrinsic on u >> 16 costs a shift per word (the experts' decoders are instruction-bound). */
 __device__ __forceinline__ void fp8x4_f16(uint32_t u, uint32_t &lo, uint32_t &hi)
 {
-    const __half2_raw a = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u & 0xffffu), __NV_E4M3);
-    const __half2_raw b = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(u >> 16), __NV_E4M3);
-    lo = (uint32_t)a.x | ((uint32_t)a.y << 16);
-    hi = (uint32_t)b.x | ((uint32_t)b.y << 16);
+    asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(u));
 }
 
 /* A 64-column group's sum d into acc times its scale s = weight scale x activation scale: the
