@@ -1535,6 +1535,8 @@ static void test_hc(void **state)
     hc_case(4, 4096, 3, false, true, 0);
     hc_case(4, 4096, 2, true, false, 0);
     hc_case(4, 5000, 2, false, false, 0); /* more than 64 mixing parts: the GPU's generic part loop */
+    hc_case(4, 4096, 40, false, true, 0); /* several token tiles of the GPU's mixing kernel */
+    hc_case(6, 200, 19, false, false, 0); /* 48 mixing rows: two row passes, a part of 200 columns */
     /* then RMSNorm(u) in the same op (the GPU fuses it up to 4,096 columns, 256 threads as the rmsnorm op) */
     hc_case(4, 4096, 3, false, false, 1);
     hc_case(4, 4096, 3, false, true, 2);

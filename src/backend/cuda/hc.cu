@@ -3,7 +3,8 @@
  * coefficients with Sinkhorn, collapse), hc_post (expand + mix) and the final
  * HC head. The mixing logits are a few dot products of the whole stream
  * (hc x dim columns) per token: k_hc_mix splits the columns into parts of
- * HC_KCOLS over the GPU (the split depends on the shape only), and the
+ * HC_KCOLS over the GPU (the split and the order of every sum depend on the
+ * shape only), and the
  * token's split kernel adds the parts in a fixed order; its Sinkhorn does
  * dsv4_hc_split's arithmetic (the CPU's) on one warp, each row and column sum
  * added in the CPU's order, and the collapse follows in the same kernel.
@@ -13,67 +14,103 @@
 
 #define HC_MAX 16
 #define HC_KCOLS 256 /* columns of a mixing part */
-#define HC_TT 8      /* tokens of a mixing block */
+#define HC_TT    16  /* tokens of a mixing block */
 
 /* Partial mixing logits: block (part p of HC_KCOLS columns, HC_TT tokens);
  * part[(p * n + t) * n_mix + r] = sum over the part's columns c of
- * fn[r, c] X[t, c] (a warp per (r, t): lanes stride the columns, then the
- * fixed butterfly). The tokens' columns and HC_RC rows of fn at a time go
- * through shared memory first, every load issued at once (a warp walking
- * global memory would wait a round trip per step). */
-#define HC_RC 32
+ * fn[r, c] X[t, c]. The part's columns and the tokens' rows go to shared
+ * memory (16-byte loads, all issued before their stores), then a thread
+ * takes 3 rows x 2 tokens of one HC_CC-column chunk and walks its columns in
+ * order (one FMA chain per output, 5 shared loads per 24 FMAs, no shuffles);
+ * the four chunks' sums are added in chunk order. Rows in passes of HC_RC.
+ * The order depends on F only (batch invariance). */
+#define HC_RC 24             /* rows of a pass: 8 row groups x 3 */
+#define HC_CC 64             /* columns of a thread's chunk */
+#define HC_LD (HC_KCOLS + 4) /* floats per shared row: 8 rows' 16-byte reads meet 32 banks */
 __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, const float *__restrict__ X, int n,
                                                 int n_mix, int F, float *__restrict__ part)
 {
-    __shared__ __align__(16) float xs[HC_TT][HC_KCOLS];
-    __shared__ __align__(16) float fs[HC_RC][HC_KCOLS];
-    const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS;
+    static_assert(HC_KCOLS == 4 * HC_CC && HC_TT == 16 && HC_RC == 24, "k_hc_mix: 256 threads = 4 chunks x 8 x 8");
+    __shared__ __align__(16) float xs[HC_TT][HC_LD];
+    __shared__ __align__(16) float fs[HC_RC][HC_LD];
+    __shared__ float red[4][HC_RC][HC_TT];
+    const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS, tid = threadIdx.x;
     const int nc = F - c0 < HC_KCOLS ? F - c0 : HC_KCOLS, nt = n - t0 < HC_TT ? n - t0 : HC_TT;
-    /* 16-byte loads, several in flight per thread before their stores */
     const bool v4 = (F & 3) == 0 && ((uintptr_t)X & 15) == 0 && ((uintptr_t)fn & 15) == 0;
     constexpr int Q = HC_KCOLS / 4;
+    /* rows of fn (nr of them from r0; the rest of the pass zeros) into fs */
     auto load_fn = [&](int r0, int nr) {
-#pragma unroll 4
-        for (int e = threadIdx.x; e < nr * Q; e += blockDim.x) {
-            const int r = e / Q, c = 4 * (e % Q);
-            const float *src = fn + (size_t)(r0 + r) * F + c0 + c;
-            float4 v;
-            if (v4 && c + 3 < nc) v = __ldg((const float4 *)src);
+        float4 v[HC_RC * Q / 256];
+#pragma unroll
+        for (int k = 0; k < HC_RC * Q / 256; k++) {
+            const int e = tid + 256 * k, r = e / Q, c = 4 * (e % Q);
+            const float *src = fn + (size_t)(r0 + (r < nr ? r : 0)) * F + c0 + c;
+            if (r >= nr)
+                v[k] = make_float4(0, 0, 0, 0);
+            else if (v4 && c + 3 < nc)
+                v[k] = __ldg((const float4 *)src);
             else
-                v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
-                                c + 3 < nc ? src[3] : 0.0f);
-            *(float4 *)&fs[r][c] = v;
+                v[k] = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
+                                   c + 3 < nc ? src[3] : 0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < HC_RC * Q / 256; k++) {
+            const int e = tid + 256 * k;
+            *(float4 *)&fs[e / Q][4 * (e % Q)] = v[k];
         }
     };
-    /* the weights (Flash's 24 rows fit one pass) before griddepcontrol.wait: X is the kernel before's */
-    if (n_mix <= HC_RC) load_fn(0, n_mix);
+    /* the weights (Flash's 24 rows are one pass) before griddepcontrol.wait: X is the kernel before's */
+    load_fn(0, n_mix < HC_RC ? n_mix : HC_RC);
     pdl_start();
-#pragma unroll 4
-    for (int e = threadIdx.x; e < HC_TT * Q; e += blockDim.x) {
-        const int t = e / Q, c = 4 * (e % Q);
-        const float *src = X + (size_t)(t0 + t) * F + c0 + c;
-        float4 v = make_float4(0, 0, 0, 0);
-        if (t < nt && v4 && c + 3 < nc) v = __ldg((const float4 *)src);
-        else if (t < nt)
-            v = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
-                            c + 3 < nc ? src[3] : 0.0f);
-        *(float4 *)&xs[t][c] = v;
+    {
+        float4 v[HC_TT * Q / 256];
+#pragma unroll
+        for (int k = 0; k < HC_TT * Q / 256; k++) {
+            const int e = tid + 256 * k, t = e / Q, c = 4 * (e % Q);
+            const float *src = X + (size_t)(t0 + (t < nt ? t : 0)) * F + c0 + c;
+            if (t >= nt)
+                v[k] = make_float4(0, 0, 0, 0);
+            else if (v4 && c + 3 < nc)
+                v[k] = __ldg((const float4 *)src);
+            else
+                v[k] = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
+                                   c + 3 < nc ? src[3] : 0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < HC_TT * Q / 256; k++) {
+            const int e = tid + 256 * k;
+            *(float4 *)&xs[e / Q][4 * (e % Q)] = v[k];
+        }
     }
-    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    /* thread: row group rg (rows rg, rg + 8, rg + 16 of the pass), tokens 2 tp, 2 tp + 1, chunk ch */
+    const int rg = tid & 7, tp = (tid >> 3) & 7, ch = tid >> 6, cb = ch * HC_CC;
     for (int r0 = 0; r0 < n_mix; r0 += HC_RC) {
-        const int nr = n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC;
-        if (n_mix > HC_RC) {
-            __syncthreads();
-            load_fn(r0, nr);
+        if (r0 > 0) {
+            __syncthreads(); /* the pass before is done with fs and red */
+            load_fn(r0, n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC);
         }
         __syncthreads();
-        for (int q = w; q < nr * nt; q += nw) {
-            const int r = q / nt, t = q % nt;
-            float a = 0.0f;
+        float a[3][2] = {{0, 0}, {0, 0}, {0, 0}};
+#pragma unroll 4
+        for (int c = cb; c < cb + HC_CC; c += 4) {
+            const float4 x0 = *(const float4 *)&xs[2 * tp][c], x1 = *(const float4 *)&xs[2 * tp + 1][c];
 #pragma unroll
-            for (int c = lane; c < HC_KCOLS; c += 32) a += fs[r][c] * xs[t][c];
-            a = warp_sum(a);
-            if (lane == 0) part[((size_t)p * n + t0 + t) * n_mix + r0 + r] = a;
+            for (int j = 0; j < 3; j++) {
+                const float4 f = *(const float4 *)&fs[rg + 8 * j][c];
+                a[j][0] = __fmaf_rn(f.x, x0.x, a[j][0]), a[j][1] = __fmaf_rn(f.x, x1.x, a[j][1]);
+                a[j][0] = __fmaf_rn(f.y, x0.y, a[j][0]), a[j][1] = __fmaf_rn(f.y, x1.y, a[j][1]);
+                a[j][0] = __fmaf_rn(f.z, x0.z, a[j][0]), a[j][1] = __fmaf_rn(f.z, x1.z, a[j][1]);
+                a[j][0] = __fmaf_rn(f.w, x0.w, a[j][0]), a[j][1] = __fmaf_rn(f.w, x1.w, a[j][1]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 3; j++) red[ch][rg + 8 * j][2 * tp] = a[j][0], red[ch][rg + 8 * j][2 * tp + 1] = a[j][1];
+        __syncthreads();
+        const int nr = n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC;
+        for (int e = tid; e < nr * nt; e += 256) { /* the chunks in order */
+            const int r = e / nt, t = e % nt;
+            const float v = ((red[0][r][t] + red[1][r][t]) + red[2][r][t]) + red[3][r][t];
+            part[((size_t)p * n + t0 + t) * n_mix + r0 + r] = v;
         }
     }
 }
