@@ -23,8 +23,18 @@
 #include "dsv4.h"
 
 /* The weighted sum's layout: a cluster of 8 row parts per (token, 16 / 32 /
- * 64 dimensions), or one block per (token, 32 dimensions) walking the parts. */
-enum { DSV4_SUM_PARTS16, DSV4_SUM_PARTS32, DSV4_SUM_PARTS64, DSV4_SUM_WALK32, DSV4_SUM_COUNT };
+ * 64 dimensions), or one block per (token, 32 / 64 / 128 dimensions) walking
+ * the parts (fewer dimensions per block: more blocks; more: the weights and
+ * the row list read by fewer blocks). */
+enum {
+    DSV4_SUM_PARTS16,
+    DSV4_SUM_PARTS32,
+    DSV4_SUM_PARTS64,
+    DSV4_SUM_WALK32,
+    DSV4_SUM_WALK64,
+    DSV4_SUM_WALK128,
+    DSV4_SUM_COUNT
+};
 
 #define DSV4_TUNE_VERSION 1
 #define DSV4_TUNE_ROWS 8
@@ -41,11 +51,12 @@ typedef struct {
 } dsv4_tune;
 
 /* The built-in choices: what `dsv4 tune` measured on an H200
- * (share/tune/h200.json, bench/results/2026-11-29-cuda-tune/). */
+ * (share/tune/h200.json, bench/results/2026-11-30-hc-walk/walk/). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
-    static const dsv4_attn_choice rows[] = {
-        {2, 16, DSV4_SUM_PARTS16}, {4, 16, DSV4_SUM_PARTS64}, {8, 64, DSV4_SUM_PARTS32}, {0, 64, DSV4_SUM_WALK32}};
+    static const dsv4_attn_choice rows[] = {{2, 16, DSV4_SUM_PARTS16}, {4, 16, DSV4_SUM_PARTS64},
+                                            {8, 64, DSV4_SUM_PARTS32}, {16, 64, DSV4_SUM_WALK32},
+                                            {32, 64, DSV4_SUM_WALK64}, {0, 64, DSV4_SUM_WALK128}};
     t->n = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < t->n; i++) t->row[i] = rows[i];
 }
@@ -58,7 +69,7 @@ static inline const dsv4_attn_choice *dsv4_tune_pick(const dsv4_tune *t, int n_t
     return &t->row[t->n - 1];
 }
 
-const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk32" */
+const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk128" */
 
 /* Checks a table (rows as described above): DSV4_OK or DSV4_ERR_INVALID with the reason. */
 dsv4_status dsv4_tune_check(const dsv4_tune *t, char *err, size_t errlen);

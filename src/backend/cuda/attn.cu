@@ -385,7 +385,7 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
  * through shared memory as BF16, B operands through ldmatrix.trans, the
  * weights' fragments straight from memory; each part adds an eighth of the
  * outputs over the parts, in part order, and divides. With many tokens
- * (WALK) one block per (token, 32 dimensions) walks the parts itself, the
+ * (WALK) one block per (token, 32, 64 or 128 dimensions) walks the parts itself, the
  * part sums added in the same order: the same bits with no cluster and no
  * per-part start-up (the tests compare the two). Which scores block and
  * which weighted-sum layout serve a call of n tokens is dsv4 tune's choice
@@ -533,7 +533,8 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 {
     constexpr int SL = 8 * NT, VS = SL == 8 ? 16 : 2 * SL + 16; /* bytes per value row: an odd multiple of 16 */
     static_assert(WALK || 128 % SL == 0, "k_attn_pv: a thread's stores keep one column (the de-rotation's angle)");
-    constexpr int TILE = WALK ? 2 * AM_TILE : AM_TILE;                /* rows per tile */
+    /* rows per tile (WALK: fewer as the slice widens, for the registers of a tile's values ahead) */
+    constexpr int TILE = !WALK ? AM_TILE : NT <= 4 ? 2 * AM_TILE : NT <= 8 ? AM_TILE : AM_TILE / 2;
     constexpr int VL = TILE * SL / 4 / 128 > 0 ? TILE * SL / 4 / 128 : 1; /* value float4 per thread */
     __shared__ __align__(16) unsigned char vs[TILE * VS];
     __shared__ __align__(16) float red[WALK ? 1 : 64 * SL];
@@ -800,12 +801,20 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
              * the parts per (token, slice), or with many tokens a block per (token, 32
              * dimensions) walking the parts itself (the same sums in the same order) */
-            const bool walk = ch->sum == DSV4_SUM_WALK32 && attn_layout == DSV4_ATTN_LAYOUT_AUTO &&
-                              max_rows * sizeof(float *) <= 48 * 1024;
+            const int wsl = ch->sum == DSV4_SUM_WALK32    ? 32
+                            : ch->sum == DSV4_SUM_WALK64  ? 64
+                            : ch->sum == DSV4_SUM_WALK128 ? 128
+                                                          : 0;
+            const bool walk =
+                wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO && max_rows * sizeof(float *) <= 48 * 1024;
             if (walk) {
-                launch_attn(k_attn_pv<4, true>, dim3((unsigned)nt, (unsigned)(hd / 32), 1), 128,
-                            max_rows * sizeof(float *), im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb,
-                            (const float **)hrows, cden, out);
+                void (*wk)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
+                           float *) = wsl == 32   ? k_attn_pv<4, true>
+                                      : wsl == 64 ? k_attn_pv<8, true>
+                                                  : k_attn_pv<16, true>;
+                launch_attn(wk, dim3((unsigned)nt, (unsigned)(hd / wsl), 1), 128, max_rows * sizeof(float *),
+                            im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb, (const float **)hrows, cden,
+                            out);
                 return A.ofreq != NULL;
             }
             const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
