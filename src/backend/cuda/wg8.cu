@@ -415,6 +415,7 @@ void cuda_wg8_init(void)
     CK(cudaFuncSetAttribute(k_wg8<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     CK(cudaFuncSetAttribute(k_wg8<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     CK(cudaFuncSetAttribute(k_wg8<32>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    CK(cudaFuncSetAttribute(k_wg8<64>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     cuda_wgmm_init();
 }
 
@@ -474,9 +475,20 @@ static int wg_chunk(void)
 }
 
 /* The token tile: 8, 16 or 32 tokens (ntok rounded up to it; more tokens: several tiles, the weights'
- * tile read once per token tile, mostly from L2). */
-static int wg_n(int nc)
+ * tile read once per token tile, mostly from L2); above 64 tokens 64 where the launch still has three
+ * blocks an SM (the big matrices: each weight tile serves twice the tokens; wq_b, wo_b 8-10 % faster
+ * at a 4k prefill, while wq_a's 16 tiles lost 70 % with half the blocks) - DSV4_WG8_N64=0: never. A
+ * column's sums do not depend on N (each output column is its own token's). */
+#define WG_NMAX 64
+static int wg_ntok(int nc) /* the pack's tokens (a multiple of every tile a launch of nc may take) */
 {
+    return nc <= 8 ? 8 : nc <= 16 ? 16 : nc <= 64 ? (nc + 31) / 32 * 32 : (nc + 63) / 64 * 64;
+}
+static int wg_n(int nc, int64_t tiles, int nsm)
+{
+    static int n64 = -1;
+    if (n64 < 0) n64 = !(getenv("DSV4_WG8_N64") && getenv("DSV4_WG8_N64")[0] == '0');
+    if (nc > 64 && n64 && tiles * (wg_ntok(nc) / 64) >= 3 * (int64_t)nsm) return 64;
     return nc <= 8 ? 8 : nc <= 16 ? 16 : 32;
 }
 
@@ -506,8 +518,11 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     case 16:
         WG_L(16);
         break;
-    default:
+    case 32:
         WG_L(32);
+        break;
+    default:
+        WG_L(64);
         break;
     }
 #undef WG_L
@@ -529,13 +544,13 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     cuda_impl *im = impl_of(be);
     const int CH = wg_chunk();
     const int nkg = (int)((w.cols + 127) / 128), P = wg_parts(im->n_sm, wg_tiles(w) * G, nkg);
-    const int chunk = n < CH ? n : CH, ntok_max = (chunk + 31) / 32 * 32; /* tiles of <= 32 */
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + WG_NMAX - 1) / WG_NMAX * WG_NMAX; /* whole tiles */
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)G * ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * ntok_max * nkg * sizeof(float));
     wg_jobs J = {};
     wg_job_add(J, w, G, y, ldy);
     for (int t0 = 0; t0 < n; t0 += CH) {
-        const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+        const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc, wg_tiles(w) * G, im->n_sm), ntok = wg_ntok(nc);
         J.y[0] = y + (size_t)t0 * ldy;
         wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xq, xs);
         wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg);
@@ -554,14 +569,14 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
     cuda_impl *im = impl_of(be);
     const int CH = wg_chunk();
     const int nkg = (int)((w[0].cols + 127) / 128);
-    const int chunk = n < CH ? n : CH, ntok_max = (chunk + 31) / 32 * 32;
+    const int chunk = n < CH ? n : CH, ntok_max = (chunk + WG_NMAX - 1) / WG_NMAX * WG_NMAX;
     const bool one_chunk = n <= CH;
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok_max * nkg * 128);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok_max * nkg * sizeof(float));
     /* the pack of tokens [t0, t0 + nc) */
     auto pack = [&](int t0) {
-        const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc);
-        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, (nc + N - 1) / N * N, (int)w[0].cols, nkg, xq, xs);
+        const int nc = n - t0 < CH ? n - t0 : CH;
+        wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, 0, 1, nc, wg_ntok(nc), (int)w[0].cols, nkg, xq, xs);
     };
     if (one_chunk) pack(0);
     int P[64];
@@ -574,7 +589,7 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
         const int c = multi_next(P, m, i, WG_JOBS, done, idx);
         for (int q = 0; q < c; q++) wg_job_add(J, w[idx[q]], 1, y[idx[q]], ldy[idx[q]]);
         for (int t0 = 0; t0 < n; t0 += CH) {
-            const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc), ntok = (nc + N - 1) / N * N;
+            const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc, J.tile0[J.n], im->n_sm), ntok = wg_ntok(nc);
             if (!one_chunk) pack(t0);
             for (int q = 0; q < c; q++) J.y[q] = y[idx[q]] + (size_t)t0 * ldy[idx[q]];
             wg_launch(be, J, xq, xs, ntok, N, nkg, P[i], 1, nc, 0);
