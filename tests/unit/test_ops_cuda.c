@@ -912,7 +912,7 @@ static void test_linear(void **state)
         {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
         {WK_BF16, 7, 37, 512, .aq = true},
         {WK_BF16, 9, 37, 264, .xpad = 4, .nonfinite = true},
-        /* prefill shapes of the wgmma path (k_wgbf: >= 128 tokens, >= 32 blocks), each token alone (k_mma_bf16)
+        /* prefill shapes of the wgmma path (k_wgbf: >= 64 tokens, >= 32 blocks), each token alone (k_mma_bf16)
          * bit for bit: a partial last group and row tile, 4 parts along K, a view, NaN/Inf */
         {WK_BF16, 200, 2100, 296, .xpad = 4, .ypad = 3},
         {WK_BF16, 130, 1024, 2048, .xpad = 0},
@@ -969,7 +969,7 @@ static void test_linear(void **state)
             {f8[i], 12, 70, 512, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
             {f8[i], 8, 300, 8192, 128, 128, .ypad = 1, .aq = true},
             {f8[i], 2, 100, 1024, 128, 128, .xpad = 1, .aq = true},
-            /* prefill with unquantised activations on wgmma (k_wgf8: >= 128 tokens; FP8 E8M0 only), each token
+            /* prefill with unquantised activations on wgmma (k_wgf8: >= 64 tokens; FP8 E8M0 only), each token
              * alone (k_mma_fp8) bit for bit: a partial last group and row tile, 4 parts along K as a cluster, a
              * view with 64-column scale blocks, wo_a's no_act_quant, NaN/Inf */
             {f8[i], 200, 2100, 296, 128, 128, .xpad = 4, .ypad = 3},

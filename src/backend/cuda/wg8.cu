@@ -957,12 +957,14 @@ bool cuda_wgf8_eligible(const wdesc &w)
            w.br > 0 && wg_mappable(w);
 }
 
-/* Whether a prefill kernel takes n tokens of a weight it is eligible for: at least 128, else mma.cu's kernels
- * (the same bits either way); its switch (cuda_knob: DSV4_WGBF, DSV4_WGF8) 0: never, 1: every eligible call. */
+/* Whether a prefill kernel takes n tokens of a weight it is eligible for: at least 64, else mma.cu's kernels
+ * (the same bits either way; forced at decode, 8 Flash layers: batch 16 5.99 -> 6.26-6.59 ms a step, batch 64
+ * 14.07-14.27 -> 13.27, bench/results/2026-11-30-hc-walk/decode-forced/); its switch (cuda_knob: DSV4_WGBF,
+ * DSV4_WGF8) 0: never, 1: every eligible call. */
 static bool wgmm_use(int knob, bool eligible, int n)
 {
     const int k = cuda_knob(knob);
-    return eligible && (k >= 0 ? k == 1 : n >= 128);
+    return eligible && (k >= 0 ? k == 1 : n >= 64);
 }
 bool cuda_wgbf_use(const wdesc &w, int n)
 {
