@@ -799,14 +799,17 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
                         csc, pb, hden, (int)(nt * H));
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
-             * the parts per (token, slice), or with many tokens a block per (token, 32
-             * dimensions) walking the parts itself (the same sums in the same order) */
+             * the parts per (token, slice), or with many tokens a block per (token, 32, 64
+             * or 128 dimensions) walking the parts itself (the same sums in the same order);
+             * its row list in dynamic shared memory beside its static ~11 KB within the 48 KB
+             * a block gets without opting in (longer lists, HCA past ~600k tokens of context:
+             * the cluster) */
             const int wsl = ch->sum == DSV4_SUM_WALK32    ? 32
                             : ch->sum == DSV4_SUM_WALK64  ? 64
                             : ch->sum == DSV4_SUM_WALK128 ? 128
                                                           : 0;
             const bool walk =
-                wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO && max_rows * sizeof(float *) <= 48 * 1024;
+                wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO && max_rows * sizeof(float *) <= 36 * 1024;
             if (walk) {
                 void (*wk)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
                            float *) = wsl == 32   ? k_attn_pv<4, true>

@@ -487,7 +487,10 @@ static int wg_ntok(int nc) /* the pack's tokens (a multiple of every tile a laun
 static int wg_n(int nc, int64_t tiles, int nsm)
 {
     static int n64 = -1;
-    if (n64 < 0) n64 = !(getenv("DSV4_WG8_N64") && getenv("DSV4_WG8_N64")[0] == '0');
+    if (n64 < 0) {
+        const char *e = getenv("DSV4_WG8_N64");
+        n64 = !(e && e[0] == '0');
+    }
     if (nc > 64 && n64 && tiles * (wg_ntok(nc) / 64) >= 3 * (int64_t)nsm) return 64;
     return nc <= 8 ? 8 : nc <= 16 ? 16 : 32;
 }
