@@ -27,6 +27,34 @@
 #define HC_RC 24             /* rows of a pass: 8 row groups x 3 */
 #define HC_CC 64             /* columns of a thread's chunk */
 #define HC_LD (HC_KCOLS + 4) /* floats per shared row: 8 rows' 16-byte reads meet 32 banks */
+
+/* ROWS rows of a part's nc columns (row r at src + r ld) into dst, 16-byte loads (v4) all issued before their
+ * stores; rows from nr on and columns from nc on zeros. */
+template <int ROWS>
+__device__ __forceinline__ void hc_stage(float (*dst)[HC_LD], const float *src, size_t ld, int nr, int nc, bool v4)
+{
+    constexpr int Q = HC_KCOLS / 4, L = ROWS * Q / 256;
+    const int tid = threadIdx.x;
+    float4 v[L];
+#pragma unroll
+    for (int k = 0; k < L; k++) {
+        const int e = tid + 256 * k, r = e / Q, c = 4 * (e % Q);
+        const float *s = src + (size_t)(r < nr ? r : 0) * ld + c;
+        if (r >= nr)
+            v[k] = make_float4(0, 0, 0, 0);
+        else if (v4 && c + 3 < nc)
+            v[k] = __ldg((const float4 *)s);
+        else
+            v[k] = make_float4(c < nc ? s[0] : 0.0f, c + 1 < nc ? s[1] : 0.0f, c + 2 < nc ? s[2] : 0.0f,
+                               c + 3 < nc ? s[3] : 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < L; k++) {
+        const int e = tid + 256 * k;
+        *(float4 *)&dst[e / Q][4 * (e % Q)] = v[k];
+    }
+}
+
 __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, const float *__restrict__ X, int n,
                                                 int n_mix, int F, float *__restrict__ part)
 {
@@ -37,57 +65,16 @@ __global__ void __launch_bounds__(256) k_hc_mix(const float *__restrict__ fn, co
     const int p = blockIdx.x, t0 = blockIdx.y * HC_TT, c0 = p * HC_KCOLS, tid = threadIdx.x;
     const int nc = F - c0 < HC_KCOLS ? F - c0 : HC_KCOLS, nt = n - t0 < HC_TT ? n - t0 : HC_TT;
     const bool v4 = (F & 3) == 0 && ((uintptr_t)X & 15) == 0 && ((uintptr_t)fn & 15) == 0;
-    constexpr int Q = HC_KCOLS / 4;
-    /* rows of fn (nr of them from r0; the rest of the pass zeros) into fs */
-    auto load_fn = [&](int r0, int nr) {
-        float4 v[HC_RC * Q / 256];
-#pragma unroll
-        for (int k = 0; k < HC_RC * Q / 256; k++) {
-            const int e = tid + 256 * k, r = e / Q, c = 4 * (e % Q);
-            const float *src = fn + (size_t)(r0 + (r < nr ? r : 0)) * F + c0 + c;
-            if (r >= nr)
-                v[k] = make_float4(0, 0, 0, 0);
-            else if (v4 && c + 3 < nc)
-                v[k] = __ldg((const float4 *)src);
-            else
-                v[k] = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
-                                   c + 3 < nc ? src[3] : 0.0f);
-        }
-#pragma unroll
-        for (int k = 0; k < HC_RC * Q / 256; k++) {
-            const int e = tid + 256 * k;
-            *(float4 *)&fs[e / Q][4 * (e % Q)] = v[k];
-        }
-    };
     /* the weights (Flash's 24 rows are one pass) before griddepcontrol.wait: X is the kernel before's */
-    load_fn(0, n_mix < HC_RC ? n_mix : HC_RC);
+    hc_stage<HC_RC>(fs, fn + c0, F, n_mix < HC_RC ? n_mix : HC_RC, nc, v4);
     pdl_start();
-    {
-        float4 v[HC_TT * Q / 256];
-#pragma unroll
-        for (int k = 0; k < HC_TT * Q / 256; k++) {
-            const int e = tid + 256 * k, t = e / Q, c = 4 * (e % Q);
-            const float *src = X + (size_t)(t0 + (t < nt ? t : 0)) * F + c0 + c;
-            if (t >= nt)
-                v[k] = make_float4(0, 0, 0, 0);
-            else if (v4 && c + 3 < nc)
-                v[k] = __ldg((const float4 *)src);
-            else
-                v[k] = make_float4(c < nc ? src[0] : 0.0f, c + 1 < nc ? src[1] : 0.0f, c + 2 < nc ? src[2] : 0.0f,
-                                   c + 3 < nc ? src[3] : 0.0f);
-        }
-#pragma unroll
-        for (int k = 0; k < HC_TT * Q / 256; k++) {
-            const int e = tid + 256 * k;
-            *(float4 *)&xs[e / Q][4 * (e % Q)] = v[k];
-        }
-    }
+    hc_stage<HC_TT>(xs, X + (size_t)t0 * F + c0, F, nt, nc, v4);
     /* thread: row group rg (rows rg, rg + 8, rg + 16 of the pass), tokens 2 tp, 2 tp + 1, chunk ch */
     const int rg = tid & 7, tp = (tid >> 3) & 7, ch = tid >> 6, cb = ch * HC_CC;
     for (int r0 = 0; r0 < n_mix; r0 += HC_RC) {
         if (r0 > 0) {
             __syncthreads(); /* the pass before is done with fs and red */
-            load_fn(r0, n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC);
+            hc_stage<HC_RC>(fs, fn + (size_t)r0 * F + c0, F, n_mix - r0 < HC_RC ? n_mix - r0 : HC_RC, nc, v4);
         }
         __syncthreads();
         float a[3][2] = {{0, 0}, {0, 0}, {0, 0}};
