@@ -354,9 +354,9 @@ double dsv4_cuda_mma_rate(int fp8);
  * path (0). For the benchmarks. */
 void dsv4_cuda_wg8_set(int on);
 /* A prefill kernel's switch - "DSV4_MOE_WG" (the routed experts on wgmma), "DSV4_WGBF" (BF16 linears),
- * "DSV4_WGF8" (FP8 linears with unquantised activations): -1 auto, 0 never, 1 every call it can take (the
- * same bits either way). Starts from the environment variable of that name; returns the setting before (-2:
- * no such switch). For the tests. */
+ * "DSV4_WGF8" (FP8 linears with unquantised activations), "DSV4_WG8_N64" (wg8.cu's 64-token tiles; 1 is
+ * auto: they need enough blocks): -1 auto, 0 never, 1 every call it can take (the same bits either way). Starts from
+ * the environment variable of that name; returns the setting before (-2: no such switch). For the tests. */
 int dsv4_cuda_prefill_knob(const char *name, int value);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */

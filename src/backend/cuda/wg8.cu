@@ -486,12 +486,7 @@ static int wg_ntok(int nc) /* the pack's tokens (a multiple of every tile a laun
 }
 static int wg_n(int nc, int64_t tiles, int nsm)
 {
-    static int n64 = -1;
-    if (n64 < 0) {
-        const char *e = getenv("DSV4_WG8_N64");
-        n64 = !(e && e[0] == '0');
-    }
-    if (nc > 64 && n64 && tiles * (wg_ntok(nc) / 64) >= 3 * (int64_t)nsm) return 64;
+    if (nc > 64 && cuda_knob(CUDA_KNOB_WG8_N64) != 0 && tiles * (wg_ntok(nc) / 64) >= 3 * (int64_t)nsm) return 64;
     return nc <= 8 ? 8 : nc <= 16 ? 16 : 32;
 }
 
@@ -675,6 +670,47 @@ struct wg_chains {
     }
 };
 
+/* The ring of k_wgbf / k_wgf8 (S stages, barrier s at bar0 + 8 s; ia(s, kg) / ib(s, kg) issue stage s's weight
+ * and activation copies of group kg). Start: the barriers and the first S groups' weights (constants) - then
+ * the caller's own work before the kernel before completes - and wg_ring_b: the wait for it, the first
+ * groups' activations, a barrier for every thread. */
+template <class IA>
+__device__ __forceinline__ void wg_ring_a(int tid, uint32_t bar0, int S, int ng, int kg0, const IA &ia)
+{
+    if (tid == 0) {
+        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < S && s < ng; s++) ia(s, kg0 + s); /* the weights: constants */
+    }
+}
+template <class IB> __device__ __forceinline__ void wg_ring_b(int tid, int S, int ng, int kg0, const IB &ib)
+{
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the pack */
+    if (tid == 0)
+        for (int s = 0; s < S && s < ng; s++) ib(s, kg0 + s);
+    __syncthreads();
+}
+/* The group's wgmma (issued since the fence) committed and waited for; the R accumulators exist after it. */
+template <int R> __device__ __forceinline__ void wg_commit_wait(float *d)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+    for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
+}
+/* The end of group i (kg): every warp is done with stage cur, refilled with group kg + S; the next stage. */
+template <class IA, class IB>
+__device__ __forceinline__ void wg_ring_next(int tid, int i, int ng, int S, int kg, int &cur, unsigned &phase,
+                                             const IA &ia, const IB &ib)
+{
+    __syncthreads();
+    if (tid == 0 && i + S < ng) {
+        ia(cur, kg + S);
+        ib(cur, kg + S);
+    }
+    if (++cur == S) cur = 0, phase ^= 1u;
+}
+
 /* The outputs of a block of k_wgbf / k_wgf8 (64 rows from rb, 64 tokens from t0; ps[4 c + e] of thread th:
  * row (th / 32) 16 + (th % 32) / 4 (+ 8 for e >= 2), token t0 + 8 c + 2 (th % 4) + (e & 1)): stored, or with Q
  * parts a cluster (block qb of Q) added in part order through the blocks' shared memory red (16 KB, free). */
@@ -738,15 +774,8 @@ __global__ void __launch_bounds__(128)
             bulk_copy(sbase + s * WB_STAGE + 8192 + p * WB_N * 128, bsrc + p * plane + (size_t)kg * ntok * 128,
                       WB_N * 128, bar0 + 8 * s);
     };
-    if (tid == 0) {
-        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (int s = 0; s < S && s < ng; s++) issue_a(s, kgA + s); /* the weights: constants */
-    }
-    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the pack */
-    if (tid == 0)
-        for (int s = 0; s < S && s < ng; s++) issue_b(s, kgA + s);
-    __syncthreads();
+    wg_ring_a(tid, bar0, S, ng, kgA, issue_a);
+    wg_ring_b(tid, S, ng, kgA, issue_b);
     float d[R], qs[R], ps[R];
 #pragma unroll
     for (int j = 0; j < R; j++) d[j] = qs[j] = ps[j] = 0.0f;
@@ -779,17 +808,9 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int p = 0; p < 3; p++) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-        for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
+        wg_commit_wait<R>(d);
         cs.fold_to<R>(kg + 1, d, qs, ps);
-        __syncthreads(); /* every warp's wgmma of this stage are done: refill it */
-        if (tid == 0 && i + S < ng) {
-            issue_a(cur, kg + S);
-            issue_b(cur, kg + S);
-        }
-        if (++cur == S) cur = 0, phase ^= 1u;
+        wg_ring_next(tid, i, ng, S, kg, cur, phase, issue_a, issue_b);
     }
     wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
                 (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
@@ -878,11 +899,7 @@ __global__ void __launch_bounds__(128)
         bulk_copy(st + WB_N * 128, bsrc + plane + (size_t)kg * ntok * 128, WB_N * 128, bar0 + 8 * s);
         bulk_copy(st + 2 * WB_N * 128 + 4096, xsrc + (size_t)kg * ntok, WB_N * 4, bar0 + 8 * s);
     };
-    if (tid == 0) {
-        for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (int s = 0; s < S && s < ng; s++) issue_a(s, kgA + s); /* the weights: constants */
-    }
+    wg_ring_a(tid, bar0, S, ng, kgA, issue_a);
     /* the thread's rows' E8M0 scale rows (null past the rows) */
     const int r0 = 16 * wid + g;
     const uint8_t *srow[2];
@@ -897,10 +914,7 @@ __global__ void __launch_bounds__(128)
     auto wscale = [&](int h, int kg) { return srow[h] ? dsv4_e8m0_to_f32(__ldg(srow[h] + kg / kpb)) : 0.0f; };
     float ws[2] = {0.0f, 0.0f};
     if (ng > 0) ws[0] = wscale(0, kgA), ws[1] = wscale(1, kgA);
-    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the pack */
-    if (tid == 0)
-        for (int s = 0; s < S && s < ng; s++) issue_b(s, kgA + s);
-    __syncthreads();
+    wg_ring_b(tid, S, ng, kgA, issue_b);
     float d[R], acc[R], qs[R], ps[R];
 #pragma unroll
     for (int j = 0; j < R; j++) d[j] = acc[j] = qs[j] = ps[j] = 0.0f;
@@ -929,10 +943,7 @@ __global__ void __launch_bounds__(128)
             wg_k16<64, false>(d, a, wg_desc(sb) + 2 * j, j > 0);
             wg_k16<64, false>(d, a, wg_desc(sb + WB_N * 128) + 2 * j, 1);
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-        for (int j = 0; j < R; j++) asm volatile("" : "+f"(d[j])::"memory");
+        wg_commit_wait<R>(d);
         const float *xsm = (const float *)(st + 2 * WB_N * 128 + 4096);
 #pragma unroll
         for (int j = 0; j < R; j++) { /* d[4 c + e]: row r0 (+ 8 for e >= 2), token 8 c + 2 t + (e & 1) */
@@ -941,12 +952,7 @@ __global__ void __launch_bounds__(128)
         }
         ws[0] = wsn[0], ws[1] = wsn[1];
         cs.fold_to<R>(kg + 1, acc, qs, ps);
-        __syncthreads(); /* every warp is done with this stage: refill it */
-        if (tid == 0 && i + S < ng) {
-            issue_a(cur, kg + S);
-            issue_b(cur, kg + S);
-        }
-        if (++cur == S) cur = 0, phase ^= 1u;
+        wg_ring_next(tid, i, ng, S, kg, cur, phase, issue_a, issue_b);
     }
     wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
                 (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
