@@ -210,10 +210,11 @@ __device__ __forceinline__ void mma_issue(mma_stage &st, const mma_src &src, int
 /* The E8M0 weight scales of a lane's four rows (rb + 16m + 8h + g) for group kg. */
 __device__ __forceinline__ void mma_scales(const uint8_t *const (&srow)[2][2], int kg, int kpb, float (&ws)[2][2])
 {
+    const int sb = kg / kpb; /* once: under the four rows' conditions the compiler kept four divisions */
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) ws[m][h] = srow[m][h] ? dsv4_e8m0_to_f32(__ldg(srow[m][h] + kg / kpb)) : 0.0f;
+        for (int h = 0; h < 2; h++) ws[m][h] = srow[m][h] ? dsv4_e8m0_to_f32(__ldg(srow[m][h] + sb)) : 0.0f;
 }
 
 /* The weights of one FP8 launch: one linear (its G row groups through
@@ -281,22 +282,27 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
      * pack, launched ahead of this one: programmatic dependent launch); its
      * output does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* at one n tile (decode up to 8 tokens) the activations' fragments and the
-     * weight scales are loaded a group ahead, in registers */
-    constexpr bool PF = NTT == 1;
-    uint4 bq[4], bqn[4];
-    auto load_bq = [&](int kg, uint4 *d) {
-        const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt0) * 4) * 32 + lane;
+    /* up to two n tiles (decode up to 16 tokens) the activations' fragments
+     * and the weight scales are loaded a group ahead, in registers */
+    constexpr bool PF = NTT <= 2;
+    uint4 bq[NTT][4], bqn[NTT][4];
+    auto load_bq = [&](int kg, uint4(*d)[4]) {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (LO) d[j] = __ldg((const uint4 *)xp + fb + j * 32);
-            else {
-                const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
-                d[j] = make_uint4(v.x, v.y, 0, 0);
+        for (int i = 0; i < NTT; i++) {
+            if (nt0 + i >= ntiles) break;
+            const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt0 + i) * 4) * 32 + lane;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                if (LO)
+                    d[i][j] = __ldg((const uint4 *)xp + fb + j * 32);
+                else {
+                    const uint2 v = __ldg((const uint2 *)xp + fb + j * 32);
+                    d[i][j] = make_uint4(v.x, v.y, 0, 0);
+                }
             }
         }
     };
-    if (PF && kg0 < kg1 && nt0 < ntiles) load_bq(kg0, bq);
+    if (PF && kg0 < kg1) load_bq(kg0, bq);
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MMA_STAGES - 2>(); /* group kg has landed (this lane's copies) */
@@ -305,7 +311,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
         if (nx < kg1) mma_issue(ring[ns], src, nx, lane);
         else cp_async_commit();
         if (kg + 1 < kg1) mma_scales(srow, kg + 1, kpb, wsn);
-        if (PF && kg + 1 < kg1 && nt0 < ntiles) load_bq(kg + 1, bqn);
+        if (PF && kg + 1 < kg1) load_bq(kg + 1, bqn);
         /* rows g, g + 8 of both m tiles: stage rows 16m + 8h + g, unit t */
         uint4 q[2][2];
 #pragma unroll
@@ -322,7 +328,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
             for (int j = 0; j < 4; j++) {
                 uint32_t b[4];
                 if (PF) {
-                    b[0] = bq[j].x, b[1] = bq[j].y, b[2] = bq[j].z, b[3] = bq[j].w;
+                    b[0] = bq[i][j].x, b[1] = bq[i][j].y, b[2] = bq[i][j].z, b[3] = bq[i][j].w;
                 } else if (LO) {
                     const uint4 v = __ldg((const uint4 *)xp + fb + j * 32);
                     b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
@@ -357,7 +363,9 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
         for (int m = 0; m < 2; m++) ws[m][0] = wsn[m][0], ws[m][1] = wsn[m][1];
         if (PF)
 #pragma unroll
-            for (int j = 0; j < 4; j++) bq[j] = bqn[j];
+            for (int i = 0; i < NTT; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) bq[i][j] = bqn[i][j];
         cur = cur == MMA_STAGES - 1 ? 0 : cur + 1;
     }
     cp_async_wait<0>();
@@ -724,18 +732,37 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
     wgrp cur[2], nxt[2]; /* the group's two 16-byte halves */
     if (kg0 < kg1) load_group(w, rb, 2 * kg0, g, t, cur[0]), load_group(w, rb, 2 * kg0 + 1, g, t, cur[1]);
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* two n tiles (9 to 16 tokens): the activations' fragments too are loaded a group ahead */
+    constexpr bool PF = NTT == 2;
+    uint2 bq[PF ? NTT : 1][4][3], bqn[PF ? NTT : 1][4][3];
+    auto load_b = [&](int kg, int i, int j, uint2 *d) {
+        const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt0 + i) * 4) * 32 + lane;
+#pragma unroll
+        for (int s = 0; s < 3; s++) d[s] = __ldg(xp + s * plane + fb + j * 32);
+    };
+    auto load_bq = [&](int kg, uint2(*d)[4][3]) {
+#pragma unroll
+        for (int i = 0; i < NTT; i++) {
+            if (nt0 + i >= ntiles) break;
+#pragma unroll
+            for (int j = 0; j < 4; j++) load_b(kg, i, j, d[i][j]);
+        }
+    };
+    if (PF && kg0 < kg1) load_bq(kg0, bq);
     for (int kg = kg0; kg < kg1; kg++) {
         if (kg + 1 < kg1) load_group(w, rb, 2 * kg + 2, g, t, nxt[0]), load_group(w, rb, 2 * kg + 3, g, t, nxt[1]);
+        if (PF && kg + 1 < kg1) load_bq(kg + 1, bqn);
 #pragma unroll
         for (int i = 0; i < NTT; i++) {
             const int nt = nt0 + i;
             if (nt >= ntiles) break;
-            const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt) * 4) * 32 + lane;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 uint2 b[3];
-#pragma unroll
-                for (int s = 0; s < 3; s++) b[s] = __ldg(xp + s * plane + fb + j * 32);
+                if (PF)
+                    b[0] = bq[i][j][0], b[1] = bq[i][j][1], b[2] = bq[i][j][2];
+                else
+                    load_b(kg, i, j, b);
 #pragma unroll
                 for (int m = 0; m < 2; m++) {
                     /* columns 16t + 4j .. + 3: words 2j, 2j + 1 of the lane's 32 bytes */
@@ -748,6 +775,13 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
             }
         }
         cur[0] = nxt[0], cur[1] = nxt[1];
+        if (PF)
+#pragma unroll
+            for (int i = 0; i < NTT; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int s = 0; s < 3; s++) bq[i][j][s] = bqn[i][j][s];
     }
     mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
