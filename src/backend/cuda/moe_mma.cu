@@ -215,10 +215,9 @@ __device__ __forceinline__ uint4 ld16(const wdesc &w, int64_t ra, int64_t c, boo
 }
 
 /* The block's warps (parts along K, in warp order) add their 8 accumulators
- * per lane and n tile on warp 0; false for the other warps (done). */
-template <int NTT> __device__ __forceinline__ bool warps_reduce(float (*acc)[8])
+ * per lane and n tile on warp 0 through red; false for the other warps (done). */
+template <int NTT> __device__ __forceinline__ bool warps_reduce_in(float (*acc)[8], float (*red)[NTT * 8][32])
 {
-    __shared__ float red[GM_WARPS][NTT * 8][32];
     const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int j = 0; j < NTT; j++)
@@ -232,6 +231,11 @@ template <int NTT> __device__ __forceinline__ bool warps_reduce(float (*acc)[8])
 #pragma unroll
             for (int i = 0; i < 8; i++) acc[j][i] += red[q][8 * j + i][lane];
     return true;
+}
+template <int NTT> __device__ __forceinline__ bool warps_reduce(float (*acc)[8])
+{
+    __shared__ float red[GM_WARPS][NTT * 8][32];
+    return warps_reduce_in<NTT>(acc, red);
 }
 __device__ __forceinline__ bool warps_reduce(float *acc)
 {
@@ -543,11 +547,19 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], 
 /* The loads go through shared memory in a ring of MOE_STAGES stages per warp,
  * MOE_STAGES - 1 groups ahead, with cp.async (no registers held while bytes
  * are in flight, so more of them can be): a stage holds the group's 32
- * weight rows (two m tiles, rows g and g + 8: 64 bytes each, rows 80 bytes
- * apart so the lanes' word reads hit 32 distinct banks), their scale words,
- * and the B fragments [NP][4 units][32 lanes]. */
+ * weight rows (two m tiles, rows g and g + 8: 64 bytes each, moe_wofs), their
+ * scale words, and the B fragments [NP][4 units][32 lanes]. */
 #define MOE_STAGES 3
-#define W_ROW 80
+#define W_ROW      80 /* k_moe_wg's rows: 64 bytes 80 apart */
+/* A stage's weight rows, so the lanes' word reads of rows g (and g + 8) hit 32 distinct banks. With B in
+ * the ring (SW): 64 bytes each, unit u of row r at 16 (u ^ (r / 2 % 4)) - 4.25 KB a stage, and with the
+ * warps' sums added through the rings (k_moe16) an SM holds four blocks instead of three (measured: the
+ * experts 10-15 % faster at batch 16-64). Without (plain numerics, prefill tiles): rows 80 bytes apart, as
+ * before - there the XOR's address arithmetic cost 40 instructions a group and nothing was gained. */
+template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
+{
+    return SW ? r * 64 + 16 * (u ^ ((r >> 1) & 3)) : r * W_ROW + 16 * u;
+}
 /* B through the ring too with one activation part (reference numerics); with
  * two (plain) its 4 KB a stage would cost a block per SM, so the lanes load
  * B from global memory (L2) as they use it (measured: the same speed). So do
@@ -561,7 +573,8 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], 
 #define MOE_A8 0
 
 template <int NP> struct moe_stage {
-    uint8_t w[32 * W_ROW];
+    static constexpr bool SW = MOE_BR(NP);
+    uint8_t w[32 * (SW ? 64 : W_ROW)];
     uint32_t s[32][2];
     uint4 b[MOE_BR(NP) ? NP * 4 * 32 : 1];
 };
@@ -614,7 +627,7 @@ __device__ __forceinline__ void moe_issue_w(moe_stage<NP> &st, const moe_src &sr
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int c = lane + 32 * i;
-        cp_async<16>(st.w + (c >> 2) * W_ROW + 16 * (c & 3), src.w[i] + kg * 64, src.wok[i]);
+        cp_async<16>(st.w + moe_wofs<moe_stage<NP>::SW>(c >> 2, c & 3), src.w[i] + kg * 64, src.wok[i]);
     }
     if (sbytes == 4) cp_async<4>(&st.s[lane][0], src.s + kg * 4, src.sok);
     else cp_async<8>(&st.s[lane][0], src.s + kg * 8, src.sok);
@@ -632,15 +645,29 @@ __device__ __forceinline__ void moe_issue_b(moe_stage<NP> &st, const moe_src &sr
                              (const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4, src.bok);
 }
 
+/* Where lane (g, t) reads word t of unit u of a stage's row g: moe_wofs(g, u) + 4t; rows 16T + 8h + g
+ * add moe_wofs(16T + 8h, 0) (their r / 2 % 4 is g's). Computed once, outside the loops. */
+struct moe_lofs {
+    int o[4];
+};
+template <bool SW> __device__ __forceinline__ moe_lofs moe_lofs_of(int g, int t)
+{
+    moe_lofs l;
+#pragma unroll
+    for (int u = 0; u < 4; u++) l.o[u] = moe_wofs<SW>(g, u) + 4 * t;
+    return l;
+}
+
 /* The lane's words of tile T from a stage (rows g, g + 8). */
 template <int NP>
-__device__ __forceinline__ void stage_words(const moe_stage<NP> &st, int T, int g, int t, wq16 &o)
+__device__ __forceinline__ void stage_words(const moe_stage<NP> &st, int T, int g, const moe_lofs &lo, wq16 &o)
 {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int r = 16 * T + 8 * h + g;
 #pragma unroll
-        for (int u = 0; u < 4; u++) o.q[h][u] = *(const uint32_t *)(st.w + r * W_ROW + 16 * u + 4 * t);
+        for (int u = 0; u < 4; u++)
+            o.q[h][u] = *(const uint32_t *)(st.w + moe_wofs<moe_stage<NP>::SW>(16 * T + 8 * h, 0) + lo.o[u]);
         o.s[h][0] = st.s[r][0], o.s[h][1] = st.s[r][1];
     }
 }
@@ -692,6 +719,20 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
         if (kg0 + i < kg1) moe_issue_b<SP>(ring[i], src, plane, kg0 + i, lane);
         cp_async_commit();
     }
+    /* B in the ring (reference numerics' decode): the activations' group scales a group ahead, in registers
+     * (loaded where they were used, each group waited for an L2 round trip: ncu's largest stall at batch 16);
+     * otherwise in place (the registers cost more than the wait) */
+    constexpr bool XPF = MOE_BR(SP);
+    float xq[NTT][2], xqn[NTT][2];
+    auto load_xs = [&](int kg, float(*d)[2]) {
+#pragma unroll
+        for (int j = 0; j < NTT; j++) {
+            d[j][0] = pc0[j] >= 0 ? __ldg(xs + (size_t)pc0[j] * nkg + kg) : 0.0f;
+            d[j][1] = pc1[j] >= 0 ? __ldg(xs + (size_t)pc1[j] * nkg + kg) : 0.0f;
+        }
+    };
+    if (XPF) load_xs(kg0, xq);
+    const moe_lofs lo = moe_lofs_of<moe_stage<SP>::SW>(g, t);
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
@@ -702,10 +743,11 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
             moe_issue_b<SP>(ring[ns], src, plane, nx, lane);
         }
         cp_async_commit();
+        if (XPF && kg + 1 < kg1) load_xs(kg + 1, xqn);
         const moe_stage<SP> &st = ring[cur];
         wq16 wa_, wb_;
-        stage_words<SP>(st, 0, g, t, wa_);
-        stage_words<SP>(st, 1, g, t, wb_);
+        stage_words<SP>(st, 0, g, lo, wa_);
+        stage_words<SP>(st, 1, g, lo, wb_);
         uint4 b[NTT][NP][4];
 #pragma unroll
         for (int j = 0; j < NTT; j++)
@@ -724,11 +766,11 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
             for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
         group16<K, NP, NTT>(wa_, b, t, sa);
         group16<K, NP, NTT>(wb_, b, t, sb4);
+        if (!XPF) load_xs(kg, xq);
 #pragma unroll
         for (int j = 0; j < NTT; j++) {
-            const float x0 = pc0[j] >= 0 ? __ldg(xs + (size_t)pc0[j] * nkg + kg) : 0.0f;
-            const float x1 = pc1[j] >= 0 ? __ldg(xs + (size_t)pc1[j] * nkg + kg) : 0.0f;
-            group_add(acc[j], sa[j], sb4[j], x0, x1);
+            group_add(acc[j], sa[j], sb4[j], xq[j][0], xq[j][1]);
+            xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
         }
         cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
     }
@@ -789,7 +831,10 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
     moe16_part<K, NP, NTT, SP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane,
                                xs, nkg, brow, pc0, pc1, kg0, kg1, acc);
-    if (!warps_reduce<NTT>(acc)) return;
+    /* the sums through the rings' shared memory, once every warp is done with its ring (a static buffer
+     * would cost the fourth block an SM) */
+    __syncthreads();
+    if (!warps_reduce_in<NTT>(acc, (float(*)[NTT * 8][32]) moe_dyn)) return;
 #pragma unroll
     for (int j = 0; j < NTT; j++) {
         if (tl.z <= 8 * j) break;
@@ -1105,6 +1150,7 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const moe_lofs lo = moe_lofs_of<moe_stage<MOE_A8>::SW>(g, t);
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
@@ -1113,8 +1159,8 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
         if (nx < kg1) moe_issue_w<MOE_A8>(ring[ns], src, nx, 4, lane);
         cp_async_commit();
         wq16 wa_, wb_;
-        stage_words<MOE_A8>(ring[cur], 0, g, t, wa_);
-        stage_words<MOE_A8>(ring[cur], 1, g, t, wb_);
+        stage_words<MOE_A8>(ring[cur], 0, g, lo, wa_);
+        stage_words<MOE_A8>(ring[cur], 1, g, lo, wb_);
         float da[4][4], db[4][4];
         uint32_t fa[4][4], fb[4][4]; /* the A fragments, all before the fence */
 #pragma unroll
