@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-11-30, v36) as one JSON:
+    python3 bench/results/2026-11-30-s17/summary.py > bench/results/h200-2026-11-30-v36.json
+Reads the calls' summary.txt lines (bench_cpu's model line, abbreviated by each run.sh), bench_kernels' expert
+rows and the batch-16 profile; standard library only. Per-layer rooflines: the weight bytes of a Flash layer at
+v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), the LM head's 0.26 ms taken out
+of a step first."""
+import json
+import os
+import re
+
+D = os.path.dirname(os.path.abspath(__file__))
+FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
+HEAD_MS, LAYERS = 0.26, 8
+
+
+def steps(call):
+    out = {}
+    for line in open(os.path.join(D, call, "summary.txt")):
+        name, _, rest = line.partition(": ")
+        m = re.search(r"4096 tokens each: ([\d.]+) tok/s", rest)
+        if m:
+            out[name.strip()] = {"prefill_4096_tok_s": float(m.group(1))}
+            continue
+        m = re.search(r"([\d.]+) ms/step", rest)
+        if m:
+            out[name.strip()] = {"decode_ms_per_step": float(m.group(1))}
+    return out
+
+
+def experts(call, build):
+    res = {}
+    for line in open(os.path.join(D, call, f"bk-{build}.txt")):
+        m = re.match(r"experts \(ref\.\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)%", line)
+        if m:
+            res[f"batch_{m.group(1)}"] = {"us": float(m.group(2)), "of_copy_pct": int(m.group(3))}
+    return res
+
+
+def vals(d, prefix, key="decode_ms_per_step"):
+    return [v[key] for k, v in sorted(d.items()) if k.startswith(prefix) and key in v]
+
+
+def profile(call, name, section):
+    fam, on = {}, False
+    for line in open(os.path.join(D, call, name)):
+        if line.startswith(section + ":"):
+            on = True
+            continue
+        if on:
+            m = re.match(r"\s+(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)%", line)
+            if m:
+                fam[m.group(1)] = float(m.group(2))
+            elif fam:
+                break
+    return fam
+
+
+fin, clo = steps("moe16-final"), steps("closing")
+res = {
+    "source": "bench/results/2026-11-30-s17",
+    "device": "NVIDIA H200 (sm_90)",
+    "model": "8 Flash-shaped layers (mkmodel --preset flash --sparse, --fill-random), reference numerics",
+    "head": "5c5f4ff; base 874ac0c (bench_cpu.base / bench_kernels.base in the same call, moe16-final/)",
+    "decode_ms_per_step": {f"batch_{b}": {"head": vals(fin, f"b{b}-new"), "base": vals(fin, f"b{b}-base")}
+                           for b in (1, 8, 16, 64)},
+    # closing/: its base build is 5c5f4ff (the head's code); its new one a prologue change not kept
+    "decode_ms_per_step_closing_call": {f"batch_{b}": vals(clo, f"b{b}-base") for b in (1, 16, 64)},
+    "prefill_4096_tok_s_closing_call": {"head": vals(clo, "pf-base", "prefill_4096_tok_s"),
+                                        "prologue_variant": vals(clo, "pf-new", "prefill_4096_tok_s")},
+    "routed_experts_reference": {"head": experts("moe16-final", "new"), "base": experts("moe16-final", "base")},
+    "decode_16_profile_ms": profile("closing", "d16-profile.txt", "decode"),
+    "roofline": {"per_layer_floor_ms": FLOOR, "head_ms": HEAD_MS, "layers": LAYERS},
+}
+best = {b: min(res["decode_ms_per_step"][f"batch_{b}"]["head"] + res["decode_ms_per_step_closing_call"].get(
+    f"batch_{b}", [])) for b in (1, 16, 64)}
+res["x_floor_per_layer"] = {f"batch_{b}": round((ms - HEAD_MS) / LAYERS / FLOOR[b], 2) for b, ms in best.items()}
+res["extrapolated_43_layers_ms_per_step"] = {f"batch_{b}": round((ms - HEAD_MS) / LAYERS * 43 + HEAD_MS, 2)
+                                            for b, ms in best.items()}
+print(json.dumps(res, indent=1))
