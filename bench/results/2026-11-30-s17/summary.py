@@ -56,7 +56,7 @@ def profile(call, name, section):
     return fam
 
 
-fin, clo = steps("moe16-final"), steps("closing")
+fin, clo, rows = steps("moe16-final"), steps("closing"), steps("moe16-rows")
 res = {
     "source": "bench/results/2026-11-30-s17",
     "device": "NVIDIA H200 (sm_90)",
@@ -66,14 +66,17 @@ res = {
                            for b in (1, 8, 16, 64)},
     # closing/: its base build is 5c5f4ff (the head's code); its new one a prologue change not kept
     "decode_ms_per_step_closing_call": {f"batch_{b}": vals(clo, f"b{b}-base") for b in (1, 16, 64)},
+    # moe16-rows/: its base build is 5c5f4ff too; its new one blocks of several row blocks, not kept
+    "decode_ms_per_step_rows_call": {f"batch_{b}": {"head": vals(rows, f"b{b}-base"),
+                                                    "several_row_blocks": vals(rows, f"b{b}-new")} for b in (1, 16, 64)},
     "prefill_4096_tok_s_closing_call": {"head": vals(clo, "pf-base", "prefill_4096_tok_s"),
                                         "prologue_variant": vals(clo, "pf-new", "prefill_4096_tok_s")},
     "routed_experts_reference": {"head": experts("moe16-final", "new"), "base": experts("moe16-final", "base")},
     "decode_16_profile_ms": profile("closing", "d16-profile.txt", "decode"),
     "roofline": {"per_layer_floor_ms": FLOOR, "head_ms": HEAD_MS, "layers": LAYERS},
 }
-best = {b: min(res["decode_ms_per_step"][f"batch_{b}"]["head"] + res["decode_ms_per_step_closing_call"].get(
-    f"batch_{b}", [])) for b in (1, 16, 64)}
+best = {b: min(res["decode_ms_per_step"][f"batch_{b}"]["head"] + res["decode_ms_per_step_closing_call"][f"batch_{b}"]
+               + res["decode_ms_per_step_rows_call"][f"batch_{b}"]["head"]) for b in (1, 16, 64)}
 res["x_floor_per_layer"] = {f"batch_{b}": round((ms - HEAD_MS) / LAYERS / FLOOR[b], 2) for b, ms in best.items()}
 res["extrapolated_43_layers_ms_per_step"] = {f"batch_{b}": round((ms - HEAD_MS) / LAYERS * 43 + HEAD_MS, 2)
                                             for b, ms in best.items()}
