@@ -552,9 +552,9 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], 
 #define MOE_STAGES 3
 #define W_ROW      80 /* k_moe_wg's rows: 64 bytes 80 apart */
 /* A stage's weight rows, so the lanes' word reads of rows g (and g + 8) hit 32 distinct banks. With B in
- * the ring (SW): 64 bytes each, unit u of row r at 16 (u ^ (r / 2 % 4)) - 4.25 KB a stage, and with the
- * warps' sums added through the rings (k_moe16) an SM holds four blocks instead of three (measured: the
- * experts 10-15 % faster at batch 16-64). Without (plain numerics, prefill tiles): rows 80 bytes apart, as
+ * the ring (SW): 64 bytes each, unit u of row r at 16 (u ^ (r / 2 % 4)) - 4.25 KB a stage, 51 KB of rings a
+ * block, so an SM holds four blocks instead of three (measured with the group scales loaded a group ahead:
+ * the experts 10-15 % faster at batch 16-64). Without (plain numerics, prefill tiles): rows 80 bytes apart, as
  * before - there the XOR's address arithmetic cost 40 instructions a group and nothing was gained. */
 template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
 {
@@ -831,8 +831,9 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
     moe16_part<K, NP, NTT, SP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane,
                                xs, nkg, brow, pc0, pc1, kg0, kg1, acc);
-    /* the sums through the rings' shared memory, once every warp is done with its ring (a static buffer
-     * would cost the fourth block an SM) */
+    /* the sums through the rings' shared memory, once every warp is done with its ring: 4 KB less a block
+     * than a static buffer (with one, four blocks would need exactly the SM's 228 KB, the driver's 1 KB a
+     * block included) */
     __syncthreads();
     if (!warps_reduce_in<NTT>(acc, (float(*)[NTT * 8][32]) moe_dyn)) return;
 #pragma unroll
