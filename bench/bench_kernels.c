@@ -3,7 +3,8 @@
  * shapes, each beside the device-to-device copy bandwidth measured in the same
  * run (METHOD.md: bytes read plus bytes written over the time).
  *
- *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only | --linear-only]
+ *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]
+ *                       [--attn-only | --linear-only | --sample-only | --experts-only]
  *
  * Batches above 64 (prefill: --linear-only --batch 1024,4096) time the linears
  * only (not the LM head) and report their TFLOP/s as well.
@@ -313,12 +314,14 @@ int main(int argc, char **argv)
 {
     int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
     const char *json = NULL;
-    bool attn_only = false, linear_only = false, sample_only = false;
+    bool attn_only = false, linear_only = false, sample_only = false, experts_only = false;
     for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--attn-only") || !strcmp(argv[i], "--linear-only") || !strcmp(argv[i], "--sample-only")) {
+        if (!strcmp(argv[i], "--attn-only") || !strcmp(argv[i], "--linear-only") || !strcmp(argv[i], "--sample-only") ||
+            !strcmp(argv[i], "--experts-only")) {
             attn_only = attn_only || argv[i][2] == 'a';
             linear_only = linear_only || argv[i][2] == 'l';
             sample_only = sample_only || argv[i][2] == 's';
+            experts_only = experts_only || argv[i][2] == 'e';
             i--;
         } else if (i + 1 >= argc) {
             fprintf(stderr, "bench_kernels: %s needs a value\n", argv[i]);
@@ -331,7 +334,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
             fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention "
-                            "and indexer | --linear-only | --sample-only]\n");
+                            "and indexer | --linear-only | --sample-only | --experts-only: the routed experts]\n");
             return 2;
         }
     }
@@ -377,7 +380,7 @@ int main(int argc, char **argv)
         {"lm head (BF16)", DSV4_WF_FLOAT, DSV4_DT_BF16, 129280, 4096},
         {"expert w1 (MXFP4)", DSV4_WF_MXFP4, DSV4_DT_U8, 2048, 4096},
     };
-    const int ns = attn_only || sample_only ? 0 : (int)(sizeof shapes / sizeof shapes[0]);
+    const int ns = attn_only || sample_only || experts_only ? 0 : (int)(sizeof shapes / sizeof shapes[0]);
     int maxb = 64; /* batches above 64: the linears but the LM head (prefill GEMMs) */
     for (int bi = 0; bi < nb; bi++) maxb = batches[bi] > maxb ? batches[bi] : maxb;
     const size_t max_x = (size_t)maxb * 16384,
@@ -537,6 +540,7 @@ int main(int argc, char **argv)
         be->act_quant = false;
         be->moe_a8 = false;
     }
+    if (experts_only) goto done;
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
     bench_sample(be, batches, nb, reps, copy_gbs, jf);
 attention:
