@@ -59,14 +59,11 @@ __global__ void k_mma_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); /* the MMA kernel may start loading weights */
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* x (launched with PDL: launch_pdl) */
     const int lane = threadIdx.x & 31;
-    const int nb = (nkg + 1) / 2;
-    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int grp = blockIdx.y;
-    if (wg >= (int64_t)ntok * nb) return;
-    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
-    const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
+    pack_at at;
+    if (!pack_at_of(ntok, nkg, at)) return;
+    const int grp = at.grp, tok = at.tok, kg = at.kg;
     float v[4];
-    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    pack_load4(x, ldx, xg, grp, tok, n, at.c0, K, v);
     /* plain: the 16 lanes of a 64-column group; reference: all 32 (128 columns) */
     __half hi[4], lo[4];
     const float sc = f16_parts<REF, REF ? 32 : 16>(v, hi, lo);
@@ -690,15 +687,12 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* x (launch_pdl) */
     const int lane = threadIdx.x & 31;
-    const int nb = (nkg + 1) / 2;
-    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    const int grp = blockIdx.y;
-    if (wg >= (int64_t)ntok * nb) return;
-    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
-    const int kg = 2 * blk + (lane >> 4), c0 = kg * 64 + 4 * (lane & 15);
+    pack_at at;
+    if (!pack_at_of(ntok, nkg, at)) return;
+    const int grp = at.grp, tok = at.tok, kg = at.kg;
     if (kg >= nkg) return;
     float v[4];
-    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    pack_load4(x, ldx, xg, grp, tok, n, at.c0, K, v);
     /* k_mma_bf16's lane t holds columns 8t .. 8t + 7 and 32 + 8t .. + 7 of the
      * group (two 16-byte loads), step j = 2 * half + quarter */
     const int q = lane & 15, t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1), ntiles = ntok / 8;

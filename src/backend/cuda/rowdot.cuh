@@ -119,6 +119,23 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
     return sc;
 }
 
+/* Where a warp of the activation packs works (k_mma_pack, k_mma_pack_bf16, k_wgbf_pack, k_wgf8_pack): one
+ * warp per (group blockIdx.y, token, 128 columns); lane l takes columns c0 .. c0 + 3 of 64-column group kg,
+ * q = l % 16. False past the last (token, 128 columns): the whole warp returns. A lane with kg >= nkg (an
+ * odd count of groups) still has its place: each kernel returns it where its shuffles allow. */
+struct pack_at {
+    int grp, tok, kg, q, c0;
+};
+__device__ __forceinline__ bool pack_at_of(int ntok, int nkg, pack_at &a)
+{
+    const int lane = threadIdx.x & 31, nb = (nkg + 1) / 2;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)ntok * nb) return false;
+    a.grp = blockIdx.y, a.tok = (int)(wg / nb);
+    a.kg = 2 * (int)(wg % nb) + (lane >> 4), a.q = lane & 15, a.c0 = a.kg * 64 + 4 * a.q;
+    return true;
+}
+
 /* Columns c0 .. c0 + 3 of token tok of group grp (zeros past K and for
  * tokens past n), one 16-byte load when aligned. */
 __device__ __forceinline__ void pack_load4(const float *x, int ldx, size_t xg, int grp, int tok, int n, int c0, int K,

@@ -623,14 +623,12 @@ __global__ void k_wgbf_pack(const float *x, int ldx, size_t xg, int n, int ntok,
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* x */
-    const int lane = threadIdx.x & 31, nb = (nkg + 1) / 2, grp = blockIdx.y;
-    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (wg >= (int64_t)ntok * nb) return;
-    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
-    const int kg = 2 * blk + (lane >> 4), q = lane & 15, c0 = kg * 64 + 4 * q;
+    pack_at at;
+    if (!pack_at_of(ntok, nkg, at)) return;
+    const int grp = at.grp, tok = at.tok, kg = at.kg, q = at.q;
     if (kg >= nkg) return;
     float v[4];
-    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    pack_load4(x, ldx, xg, grp, tok, n, at.c0, K, v);
     const int t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1);
     const int b0 = 32 * j + 4 * t, b1 = b0 + 16; /* the two words' bytes in the row */
     uint2 w[3];
@@ -847,13 +845,11 @@ __global__ void k_wgf8_pack(const float *x, int ldx, size_t xg, int n, int ntok,
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* x */
-    const int lane = threadIdx.x & 31, nb = (nkg + 1) / 2, grp = blockIdx.y;
-    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (wg >= (int64_t)ntok * nb) return;
-    const int tok = (int)(wg / nb), blk = (int)(wg % nb);
-    const int kg = 2 * blk + (lane >> 4), q = lane & 15, c0 = kg * 64 + 4 * q;
+    pack_at at;
+    if (!pack_at_of(ntok, nkg, at)) return;
+    const int grp = at.grp, tok = at.tok, kg = at.kg, q = at.q;
     float v[4];
-    pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
+    pack_load4(x, ldx, xg, grp, tok, n, at.c0, K, v);
     __half hi[4], lo[4];
     const float sc = f16_parts<false, 16>(v, hi, lo);
     if (kg >= nkg) return;
