@@ -424,6 +424,12 @@ __device__ __forceinline__ uint32_t e2m1_e4m3(uint32_t q)
     return ((q >> 2) & 0x1c1c1c1cu) | (q & 0x80808080u);
 }
 
+/* Element u (a constant) of a float4. */
+__device__ __forceinline__ float f4_at(const float4 &v, int u)
+{
+    return u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w;
+}
+
 /* E8M0 byte u of word s as an FP32 (2^(b - 127); b = 0: 2^-127, b = 255: Inf,
  * as dsv4_e8m0_to_f32): the byte to the exponent's place. */
 __device__ __forceinline__ float e8m0_byte(uint32_t s, int u)
@@ -505,11 +511,12 @@ template <int K> __device__ __forceinline__ void unit16(const wq16 &w, int u, in
 }
 
 /* sum[j][4] += the group's products of one m tile with n tile j's B
- * fragments b[j][p][u], j < NTT (MXFP4: each unit's sum times its scale;
+ * fragments b[j][p][u], j < NTT (MXFP4: each unit's sum times its scale, sc[h][u] for row g + 8h;
  * NVFP4: scaled weights, one sum). The weights are decoded once for the NTT
  * n tiles; each n tile's MMAs, sums and their order are those of NTT = 1. */
 template <int K, int NP, int NTT>
-__device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], int t, float (*sum)[4])
+__device__ __forceinline__ void group16(const wq16 &w, const float4 *sc, const uint4 (*b)[NP][4], int t,
+                                        float (*sum)[4])
 {
     float c[NTT][4];
 #pragma unroll
@@ -526,7 +533,7 @@ __device__ __forceinline__ void group16(const wq16 &w, const uint4 (*b)[NP][4], 
                 mma_f16(c[j], ao[0], ao[1], ao[2], ao[3], b[j][p][u].z, b[j][p][u].w);
             }
         if (K == RK_MXFP4) {
-            const float s0 = e8m0_byte(w.s[0][0], u), s1 = e8m0_byte(w.s[1][0], u);
+            const float s0 = f4_at(sc[0], u), s1 = f4_at(sc[1], u);
 #pragma unroll
             for (int j = 0; j < NTT; j++) {
                 sum[j][0] = __fmaf_rn(c[j][0], s0, sum[j][0]);
@@ -691,7 +698,7 @@ template <int K, int NP, int NTT, int SP>
 __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
                                            int64_t rb, int64_t lim, const uint32_t *xp, size_t plane, const float *xs,
                                            int nkg, const int *brow, const int *pc0, const int *pc1, int kg0, int kg1,
-                                           float (*acc)[8])
+                                           float4 *stab, float (*acc)[8])
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) {
@@ -745,6 +752,18 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
         cp_async_commit();
         if (XPF && kg + 1 < kg1) load_xs(kg + 1, xqn);
         const moe_stage<SP> &st = ring[cur];
+        /* MXFP4's E8M0 scales, decoded once a row for the warp (the four lanes of a row each decoded its 16, 48
+         * instructions a group): lane (g, t) decodes stage row g + 8t's word into the warp's table stab; then
+         * each reads its rows g, g + 8 (tile a), 16 + g, 24 + g (tile b). The loop's __syncwarp above keeps the
+         * next group's writes after these reads. Same values as e8m0_byte in place. */
+        float4 sc[4];
+        if (K == RK_MXFP4) {
+            const uint32_t w = st.s[g + 8 * t][0];
+            stab[g + 8 * t] = make_float4(e8m0_byte(w, 0), e8m0_byte(w, 1), e8m0_byte(w, 2), e8m0_byte(w, 3));
+            __syncwarp();
+#pragma unroll
+            for (int r = 0; r < 4; r++) sc[r] = stab[8 * r + g];
+        }
         wq16 wa_, wb_;
         stage_words<SP>(st, 0, g, lo, wa_);
         stage_words<SP>(st, 1, g, lo, wb_);
@@ -764,8 +783,8 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
         for (int j = 0; j < NTT; j++)
 #pragma unroll
             for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
-        group16<K, NP, NTT>(wa_, b, t, sa);
-        group16<K, NP, NTT>(wb_, b, t, sb4);
+        group16<K, NP, NTT>(wa_, sc, b, t, sa);
+        group16<K, NP, NTT>(wb_, sc + 2, b, t, sb4);
         if (!XPF) load_xs(kg, xq);
 #pragma unroll
         for (int j = 0; j < NTT; j++) {
@@ -777,10 +796,15 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
     cp_async_wait<0>();
 }
 
-/* Dynamic shared memory of the F16 kernels: a ring per warp (stage type SP). */
-template <int SP> constexpr size_t moe16_smem(void)
+/* Dynamic shared memory of the F16 kernels: a ring per warp (stage type SP), then (MXFP4) a warp's table of
+ * a group's decoded scales (32 rows x 4 units). */
+template <int SP> constexpr size_t moe16_rings(void)
 {
     return (size_t)GM_WARPS * MOE_STAGES * sizeof(moe_stage<SP>);
+}
+template <int K, int SP> constexpr size_t moe16_smem(void)
+{
+    return moe16_rings<SP>() + (K == RK_MXFP4 ? (size_t)GM_WARPS * 32 * sizeof(float4) : 0);
 }
 
 /* The stage type of k_moe16<K, NP, DOWN, NTT>: B in the ring for one n tile and one plane. */
@@ -828,9 +852,10 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
         for (int i = 0; i < 8; i++) acc[j][i] = 0.0f;
     extern __shared__ uint4 moe_dyn[];
     moe_stage<SP> *ring = (moe_stage<SP> *)moe_dyn + wid * MOE_STAGES;
+    float4 *stab = (float4 *)(moe_dyn + moe16_rings<SP>() / sizeof(uint4)) + wid * 32;
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
     moe16_part<K, NP, NTT, SP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane,
-                               xs, nkg, brow, pc0, pc1, kg0, kg1, acc);
+                               xs, nkg, brow, pc0, pc1, kg0, kg1, stab, acc);
     /* the sums through the rings' shared memory, once every warp is done with its ring: 4 KB less a block
      * than a static buffer (with one, four blocks would need exactly the SM's 228 KB, the driver's 1 KB a
      * block included) */
@@ -1292,7 +1317,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    I, wts, limit, reference, M);
     else
         launch_pdl(k_moe16<K, NP, false, NTT>, dim3((unsigned)maxt, (unsigned)(I / 16)), dim3(32 * GM_WARPS),
-                   moe16_smem<MOE_SP(NP, NTT)>(), st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles,
+                   moe16_smem<K, MOE_SP(NP, NTT)>(), st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles,
                    ntiles, list, kk, I, wts, limit, reference, M);
     CK_LAUNCH();
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
@@ -1304,7 +1329,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     else
         launch_pdl(k_moe16<K, NP, true, NTT>, dim3((unsigned)maxt, (unsigned)(D / 32)), dim3(32 * GM_WARPS),
-                   moe16_smem<MOE_SP(NP, NTT)>(), st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
+                   moe16_smem<K, MOE_SP(NP, NTT)>(), st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
                    (const float *)ms, I, tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     CK_LAUNCH();
 }
@@ -1367,7 +1392,7 @@ static int moe_wg_n(int nk, int E)
 /* More than 48 KB of dynamic shared memory for each k_moe16 (cuda_kernels_init). */
 template <int K, int NP, int NTT> static void moe16_attr1(void)
 {
-    const int sm = (int)moe16_smem<MOE_SP(NP, NTT)>();
+    const int sm = (int)moe16_smem<K, MOE_SP(NP, NTT)>();
     CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
     CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
 }
