@@ -167,6 +167,14 @@ template <int NB> __device__ __forceinline__ void cp_async(void *dst, const void
         asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(NB), "r"(ok ? NB : 0)
                      : "memory");
 }
+/* cp_async<16> whose L2 miss fetches the aligned 256 bytes around it from DRAM (streams read by several
+ * requests close together) */
+__device__ __forceinline__ void cp_async16_l2pf(void *dst, const void *src, bool ok)
+{
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0)
+                 : "memory");
+}
 __device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void cp_async_wait(void)
 {
