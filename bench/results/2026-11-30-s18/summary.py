@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-11-30, v37) as one JSON:
+    python3 bench/results/2026-11-30-s18/summary.py > bench/results/h200-2026-11-30-v37.json
+Reads the calls' summary.txt lines (bench_cpu's model line, abbreviated by each run.sh), bench_kernels' expert
+rows and dsv4 bench's JSON; standard library only. Per-layer rooflines as v36's: the weight bytes of a Flash
+layer at v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), the LM head's 0.26 ms
+taken out of a step first."""
+import glob
+import json
+import os
+import re
+
+D = os.path.dirname(os.path.abspath(__file__))
+FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
+HEAD_MS, LAYERS = 0.26, 8
+
+
+def lines(call):
+    out = {}
+    for line in open(os.path.join(D, call, "summary.txt")):
+        name, _, rest = line.partition(": ")
+        m = re.search(r"4096 tokens each: ([\d.]+) tok/s", rest) or re.search(r"([\d.]+) ms/step", rest)
+        if m:
+            out[name.strip()] = float(m.group(1))
+    return out
+
+
+def pick(d, pat):
+    return [v for k, v in sorted(d.items()) if re.fullmatch(pat, k)]
+
+
+def experts(path):
+    res = {}
+    for line in open(os.path.join(D, path)):
+        m = re.match(r"experts \((ref\.|MXFP4|ref\. w4a8)\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)%", line)
+        if m:
+            res.setdefault(m.group(1), {})[f"batch_{m.group(2)}"] = {"us": float(m.group(3)),
+                                                                     "of_copy_pct": int(m.group(4))}
+    return res
+
+
+def serve(call):
+    out = {}
+    for f in sorted(glob.glob(os.path.join(D, call, "serve-flash-c*.json"))):
+        r = json.load(open(f))["results"][0]
+        out[f"concurrency_{r['concurrency']}"] = {
+            "completed": r["completed"], "failed": r["failed"], "ttft_ms_p50": round(r["ttft_ms"]["p50"], 1),
+            "tpot_ms_p50": round(r["tpot_ms"]["p50"], 2), "output_tok_s": round(r["output_token_throughput"], 1)}
+    return out
+
+
+il, clo, sc, ver = lines("interleave"), lines("closing"), lines("scales"), lines("verify")
+res = {
+    "source": "bench/results/2026-11-30-s18",
+    "device": "NVIDIA H200 (sm_90)",
+    "model": "8 Flash-shaped layers (mkmodel --preset flash --sparse, --fill-random), reference numerics",
+    "head": "aa06163 (interleave/: base e0a1aa9 in the same call; closing/: the head's code alone)",
+    "decode_ms_per_step": {f"batch_{b}": {"head": pick(il, rf"b{b}-new-\d"), "base_e0a1aa9": pick(il, rf"b{b}-base-\d"),
+                                           "closing_call": pick(clo, rf"d{b}-\d")} for b in (1, 8, 16, 64)},
+    "prefill_4096_tok_s": {"head": pick(il, r"pf-new-\d"), "base_e0a1aa9": pick(il, r"pf-base-\d"),
+                           "closing_call": pick(clo, r"pf-\d")},
+    "scales_table_call": {f"batch_{b}": {"e0a1aa9": pick(sc, rf"b{b}-v1-\d"), "base_7947823": pick(sc, rf"b{b}-base-\d"),
+                                         "unrolled_not_kept": pick(sc, rf"b{b}-v2-\d")} for b in (1, 16, 64)},
+    "routed_experts": {"head": experts("interleave/bk-new-1.txt"), "base_e0a1aa9": experts("interleave/bk-base-1.txt")},
+    "serve_concurrency": {"head": serve("closing"), "before_7947823": serve("verify")},
+    "roofline": {"per_layer_floor_ms": FLOOR, "head_ms": HEAD_MS, "layers": LAYERS},
+}
+best = {b: min(res["decode_ms_per_step"][f"batch_{b}"]["head"] + res["decode_ms_per_step"][f"batch_{b}"]["closing_call"])
+        for b in (1, 16, 64)}
+res["best_ms_per_step"] = {f"batch_{b}": v for b, v in best.items()}
+res["x_floor_per_layer"] = {f"batch_{b}": round((ms - HEAD_MS) / LAYERS / FLOOR[b], 2) for b, ms in best.items()}
+print(json.dumps(res, indent=1))
