@@ -126,7 +126,9 @@ struct dsv4_backend {
     int ordinal;          /* which device of its kind (the GPU's number); 0 for the CPU */
     void *impl;
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
-     * of FP8/FP4 linears not marked no_act_quant: reference numerics. */
+     * of FP8/FP4 linears not marked no_act_quant, and round them to BF16 in
+     * front of BF16 ones (the reference's BF16 activations; the model rounds
+     * those inputs already, RIO): reference numerics. */
     bool act_quant;
     /* The routed experts' W4A8 kernels (--moe-backend w4a8; with act_quant and
      * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores.

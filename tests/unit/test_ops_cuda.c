@@ -834,7 +834,8 @@ static void groups_case(int G, int n, int R, int in, bool aq)
 /* be->linear_multi against separate linear calls on the same backend, bit
  * for bit: one input, FP8 matrices of several shapes (so several part
  * counts: several launches sharing one pack), one with no_act_quant, BF16
- * matrices (their own pack and launches) and an MXFP4 one (its own linear). */
+ * matrices (their own pack and launches; with act_quant, BF16(x) alone except
+ * the one marked no_act_quant) and an MXFP4 one (its own linear). */
 static void multi_case(int n, int in, bool aq)
 {
     case_begin("linear_multi n=%d in=%d%s", n, in, aq ? " act_quant" : "");
@@ -846,7 +847,7 @@ static void multi_case(int n, int in, bool aq)
     } sp[] = {{WK_FP8_E8M0, 1024, 0, false}, {WK_FP8_E8M0, 512, 3, false}, {WK_FP8_E8M0, 64, 0, false},
               {WK_FP8_E8M0, 4096, 0, false}, {WK_FP8_E8M0, 100, 1, false}, {WK_BF16, 96, 0, false},
               {WK_MXFP4, 64, 2, false},      {WK_FP8_E8M0, 256, 0, true},  {WK_FP8_E8M0, 32, 0, false},
-              {WK_BF16, 1024, 0, false},     {WK_BF16, 33, 2, false}};
+              {WK_BF16, 1024, 0, false},     {WK_BF16, 33, 2, true}};
     enum { M = sizeof sp / sizeof sp[0] };
     wmat wm[M];
     const dsv4_w *ws[M];
@@ -918,6 +919,12 @@ static void test_linear(void **state)
         {WK_BF16, 130, 1024, 2048, .xpad = 0},
         {WK_BF16, 160, 3000, 256, .ypad = 1, .v0 = 37, .vn = 2500},
         {WK_BF16, 150, 2048, 264, .xpad = 4, .nonfinite = true},
+        /* reference numerics (act_quant): BF16(x) alone, one MMA a step (k_mma_bf16<.., 1>, k_wgbf np = 1), the
+         * CPU rounding x too: decode's one and two n tiles, prefill against each token alone, NaN/Inf */
+        {WK_BF16, 12, 300, 256, .xpad = 1, .aq = true, .nonfinite = true},
+        {WK_BF16, 3, 70, 1024, .ypad = 2, .aq = true},
+        {WK_BF16, 150, 2048, 264, .xpad = 4, .aq = true, .nonfinite = true},
+        {WK_BF16, 130, 1024, 2048, .aq = true},
     };
     for (size_t j = 0; j < sizeof bf / sizeof bf[0]; j++) linear_case(&bf[j]);
     /* k_wgbf for every call, small shapes too (DSV4_WGBF=1): a token tile, a row tile, a group */
@@ -925,6 +932,7 @@ static void test_linear(void **state)
         {WK_BF16, 13, 37, 136, .xpad = 4, .ypad = 1},
         {WK_BF16, 7, 300, 256, .ypad = 2, .v0 = 21, .vn = 250},
         {WK_BF16, 70, 129, 1024, .xpad = 0},
+        {WK_BF16, 13, 37, 136, .xpad = 4, .ypad = 1, .aq = true, .nonfinite = true},
     };
     const int kb = knob_set("DSV4_WGBF", 1);
     for (size_t j = 0; j < sizeof bf1 / sizeof bf1[0]; j++) linear_case(&bf1[j]);

@@ -518,6 +518,15 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
         act_quant_fp8(x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
+    } else if (be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16) {
+        /* reference numerics: a BF16 weight multiplies BF16 activations (the reference's); the model's inputs
+         * to these linears are BF16 already (RIO), so this rounds nothing there */
+        const int in = (int)w->ne[1];
+        xq = scratch(S_ACTQ, (size_t)n * in * sizeof(float));
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < in; i++) xq[(size_t)t * in + i] = dsv4_round_bf16(x[(size_t)t * ldx + i]);
+        x = xq;
+        ldx = in;
     }
     linear_ctx c = {.w = w, .x = x, .ldx = ldx, .n = n, .y = y, .ldy = ldy};
     /* ~32 KiB of weights per task keeps a block in L1/L2 while tokens stream;

@@ -260,7 +260,8 @@ bool cuda_mma_on(void);
 bool cuda_mma_eligible(const wdesc &w);
 void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, bool ref);
-/* m (<= 64) FP8 linears of one input, the same K and ref, as m calls of cuda_linear_mma (linear_multi) */
+/* m (<= 64) FP8 linears of one input, the same K and ref, as m calls of cuda_linear_mma (linear_multi). BF16
+ * weights with ref (reference numerics): BF16(x) alone, one MMA a step instead of x's three BF16 parts */
 void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy, bool ref);
 /* wg8.cu: FP8 linears in reference numerics on wgmma (linear.cu sends them there) */
@@ -271,8 +272,9 @@ bool cuda_wgf8_eligible(const wdesc &w);
 bool cuda_wgf8_use(const wdesc &w, int n);
 void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
                       int n, float *const *y, const int *ldy, size_t yg);
+/* one: BF16(x) alone (reference numerics: the reference's BF16 activations), else x's three BF16 parts */
 void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
-                      int n, float *const *y, const int *ldy, size_t yg);
+                      int n, float *const *y, const int *ldy, size_t yg, bool one);
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg);
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,

@@ -126,6 +126,21 @@ static void linear_launch(dsv4_backend *be, const wdesc &w, int G, const float *
     CK_LAUNCH();
 }
 
+/* Reference numerics' BF16 activations in front of a BF16 weight (dsv4_backend.act_quant): x's rows rounded
+ * to BF16 into out (n x in). */
+__global__ void k_round_rows_bf16(const float *x, int ldx, int in, int n, float *out)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * in) return;
+    out[i] = dsv4_round_bf16(x[(size_t)(i / in) * ldx + i % in]);
+}
+
+/* Whether the weight's input is rounded to BF16 first (reference numerics, a BF16 weight) */
+static bool bf16_input(const dsv4_backend *be, const dsv4_w *w)
+{
+    return be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16;
+}
+
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
 {
     linear_launch(be, w, 1, x, ldx, 0, n, y, ldy, 0);
@@ -149,6 +164,14 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
         cuda_act_quant(be, x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
+    } else if (bf16_input(be, w)) { /* as the tensor cores' BF16 path does in reference numerics */
+        const int in = (int)w->ne[1];
+        float *xr = (float *)cuda_scratch(be, CS_ACTQ, (size_t)n * in * sizeof(float));
+        const int64_t tot = (int64_t)n * in;
+        k_round_rows_bf16<<<(unsigned)((tot + 255) / 256), 256, 0, impl_of(be)->stream>>>(x, ldx, in, n, xr);
+        CK_LAUNCH();
+        x = xr;
+        ldx = in;
     }
     cuda_linear_desc(be, d, x, ldx, n, y, ldy);
 }
@@ -174,7 +197,7 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
         cuda_linear_mma(be, d0, G, x, ldx, xg, n, y, ldy, yg, ref);
         return;
     }
-    if (be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) {
+    if ((be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) || bf16_input(be, w)) {
         for (int g = 0; g < G; g++) {
             const dsv4_w wg = dsv4_w_rows(w, (int64_t)g * R, R);
             cuda_linear(be, &wg, x + g * xg, ldx, n, y + g * yg, ldy);
@@ -198,13 +221,13 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
     float *yy[64];
     int ll[64];
     bool multi[64] = {};
-    for (int pass = 0; pass < 4; pass++) { /* FP8 on wgmma, FP8, FP8 with act_quant, BF16 */
+    for (int pass = 0; pass < 5; pass++) { /* FP8 on wgmma, FP8, FP8 with act_quant, BF16, BF16 with BF16(x) */
         int k = 0;
         for (int i = 0; i < m && i < 64; i++) {
-            if (multi[i] || w[i]->ne[0] <= 0 || w[i]->fmt != (pass == 3 ? DSV4_WF_FLOAT : DSV4_WF_FP8)) continue;
+            if (multi[i] || w[i]->ne[0] <= 0 || w[i]->fmt != (pass >= 3 ? DSV4_WF_FLOAT : DSV4_WF_FP8)) continue;
             const wdesc di = wdesc_of(w[i]);
             const bool ref = be->act_quant && !w[i]->no_act_quant;
-            if (pass == 0 ? !ref || !cuda_wg8_eligible(di) : !cuda_mma_eligible(di) || (pass < 3 && ref != (pass == 2)))
+            if (pass == 0 ? !ref || !cuda_wg8_eligible(di) : !cuda_mma_eligible(di) || ref != (pass == 2 || pass == 4))
                 continue;
             multi[i] = true;
             d[k] = di, yy[k] = y[i], ll[k] = ldy[i];
@@ -213,7 +236,7 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
         if (pass == 0)
             cuda_linear_wg8_multi(be, k, d, x, ldx, n, yy, ll);
         else
-            cuda_linear_mma_multi(be, k, d, x, ldx, n, yy, ll, pass == 2);
+            cuda_linear_mma_multi(be, k, d, x, ldx, n, yy, ll, pass == 2 || pass == 4);
     }
     for (int i = 0; i < m; i++)
         if (i >= 64 || !multi[i]) cuda_linear(be, w[i], x, ldx, n, y[i], ldy[i]);

@@ -705,10 +705,12 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
 
 /* The BF16 kernel: as k_mma_fp8 with rows of 128 bytes per 64-column group
  * (a lane: bytes 16t .. + 15 of each half of rows g and g + 8, already MMA
- * operands), no scales, three MMAs per step (the activation's parts, hi first). */
-template <int NTT, bool MULTI>
-__global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, const uint2 *xp, size_t plane, int ntok,
-                                                             int nkg, int P, int n, size_t yg)
+ * operands), no scales, NPT MMAs per step: the activation's three parts, hi
+ * first, or (NPT = 1, reference numerics: the reference's BF16 activations)
+ * hi alone - BF16(x), one MMA instead of three. */
+template <int NTT, bool MULTI, int NPT>
+__global__ void __launch_bounds__(32 * MMA_WARPS, 2)
+    k_mma_bf16(mma_jobs J, const uint2 *xp, size_t plane, int ntok, int nkg, int P, int n, size_t yg)
 {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     /* one job (MULTI false): its descriptor stays kernel-parameter operands
@@ -728,13 +730,13 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
     asm volatile("griddepcontrol.wait;" ::: "memory");
     /* two n tiles (9 to 16 tokens): the activations' fragments too are loaded a group ahead */
     constexpr bool PF = NTT == 2;
-    uint2 bq[PF ? NTT : 1][4][3], bqn[PF ? NTT : 1][4][3];
+    uint2 bq[PF ? NTT : 1][4][NPT], bqn[PF ? NTT : 1][4][NPT];
     auto load_b = [&](int kg, int i, int j, uint2 *d) {
         const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt0 + i) * 4) * 32 + lane;
 #pragma unroll
-        for (int s = 0; s < 3; s++) d[s] = __ldg(xp + s * plane + fb + j * 32);
+        for (int s = 0; s < NPT; s++) d[s] = __ldg(xp + s * plane + fb + j * 32);
     };
-    auto load_bq = [&](int kg, uint2(*d)[4][3]) {
+    auto load_bq = [&](int kg, uint2(*d)[4][NPT]) {
 #pragma unroll
         for (int i = 0; i < NTT; i++) {
             if (nt0 + i >= ntiles) break;
@@ -752,9 +754,10 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
             if (nt >= ntiles) break;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                uint2 b[3];
+                uint2 b[NPT];
                 if (PF)
-                    b[0] = bq[i][j][0], b[1] = bq[i][j][1], b[2] = bq[i][j][2];
+#pragma unroll
+                    for (int s = 0; s < NPT; s++) b[s] = bq[i][j][s];
                 else
                     load_b(kg, i, j, b);
 #pragma unroll
@@ -764,7 +767,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
                     const uint32_t a0 = (j & 1) ? q0.z : q0.x, a2 = (j & 1) ? q0.w : q0.y;
                     const uint32_t a1 = (j & 1) ? q1.z : q1.x, a3 = (j & 1) ? q1.w : q1.y;
 #pragma unroll
-                    for (int s = 0; s < 3; s++) mma_bf16(acc[m][i], a0, a1, a2, a3, b[s].x, b[s].y);
+                    for (int s = 0; s < NPT; s++) mma_bf16(acc[m][i], a0, a1, a2, a3, b[s].x, b[s].y);
                 }
             }
         }
@@ -775,7 +778,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2) k_mma_bf16(mma_jobs J, cons
 #pragma unroll
                 for (int j = 0; j < 4; j++)
 #pragma unroll
-                    for (int s = 0; s < 3; s++) bq[i][j][s] = bqn[i][j][s];
+                    for (int s = 0; s < NPT; s++) bq[i][j][s] = bqn[i][j][s];
     }
     mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
@@ -912,21 +915,35 @@ static void mma_launch(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, c
     else mma_launch_t<1, LO>(st, J, xp, xs, ntok, nkg, P, G, n, yg);
 }
 
-template <int NTT>
-static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg,
-                          int P, int G, int n, size_t yg)
+template <int NTT, int NPT>
+static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
+                          int G, int n, size_t yg)
 {
-    cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true> : k_mma_bf16<NTT, false>, mma_grid(J.tile0[J.n], ntok, NTT, P, G),
-                dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J, xp, plane, ntok, nkg, P, n, yg);
+    cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true, NPT> : k_mma_bf16<NTT, false, NPT>,
+                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J,
+                xp, plane, ntok, nkg, P, n, yg);
 }
 
-static void bf16_launch(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
-                        int G, int n, size_t yg)
+/* one: BF16(x) alone (reference numerics), else its three parts */
+template <int NPT>
+static void bf16_launch_p(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
+                          int G, int n, size_t yg)
 {
     const int ntiles = ntok / 8;
-    if (ntiles >= 4) bf16_launch_t<4>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
-    else if (ntiles == 2) bf16_launch_t<2>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
-    else bf16_launch_t<1>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    if (ntiles >= 4)
+        bf16_launch_t<4, NPT>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    else if (ntiles == 2)
+        bf16_launch_t<2, NPT>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    else
+        bf16_launch_t<1, NPT>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+}
+static void bf16_launch(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
+                        int G, int n, size_t yg, bool one)
+{
+    if (one)
+        bf16_launch_p<1>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
+    else
+        bf16_launch_p<3>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
 }
 
 /* The BF16 activation pack (three BF16 parts per value) of tokens [t0, t0 + nc). */
@@ -973,7 +990,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
     if (w.fmt == DSV4_WF_FLOAT) { /* BF16 */
         if (cuda_wgbf_use(w, n)) { /* prefill: wgmma, the same bits */
             float *yy = y;
-            cuda_linear_wgbf(be, 1, &w, &P, G, x, ldx, xg, n, &yy, &ldy, yg);
+            cuda_linear_wgbf(be, 1, &w, &P, G, x, ldx, xg, n, &yy, &ldy, yg, ref);
             return;
         }
         const size_t plane = (size_t)G * nkg * ntok_max * 16; /* uint2 per 4 columns */
@@ -981,7 +998,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
             const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
             bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane);
-            bf16_launch(st, mma_job1(w, y + (size_t)t0 * ldy, ldy), xp, plane, ntok, nkg, P, G, nc, yg);
+            bf16_launch(st, mma_job1(w, y + (size_t)t0 * ldy, ldy), xp, plane, ntok, nkg, P, G, nc, yg, ref);
         }
         return;
     }
@@ -1028,7 +1045,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
             if (bf ? cuda_wgbf_use(w[i], n) : cuda_wgf8_use(w[i], n))
                 wgbf[i] = true, wv[k] = w[i], pv[k] = P[i], yv[k] = y[i], lv[k++] = ldy[i];
         if (bf)
-            cuda_linear_wgbf(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);
+            cuda_linear_wgbf(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0, ref);
         else
             cuda_linear_wgf8(be, k, wv, pv, 1, x, ldx, 0, n, yv, lv, 0);
         if (k == m) return;
@@ -1058,7 +1075,8 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
             }
             ms_ctx msc;
             const ms_ctx *ms = !bf && ntok == 8 && ms_ctx_for(be, J, 1, P[i], msc) ? &msc : nullptr;
-            if (bf) bf16_launch(st, J, (const uint2 *)xp, plane, ntok, nkg, P[i], 1, nc, 0);
+            if (bf)
+                bf16_launch(st, J, (const uint2 *)xp, plane, ntok, nkg, P[i], 1, nc, 0, ref);
             else if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0, ms);
             else mma_launch<true>(st, J, xp, xs, ntok, nkg, P[i], 1, nc, 0, ms);
         }

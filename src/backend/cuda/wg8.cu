@@ -747,8 +747,9 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
  * where the tiles alone would leave the GPU short of blocks). */
 __global__ void __launch_bounds__(128)
     k_wgbf(const __grid_constant__ CUtensorMap tm, int64_t rows, const uint8_t *xb, int ntok, int nkg, int G, int P,
-           int Q, int n, float *y, int ldy, size_t yg, int S)
+           int Q, int n, float *y, int ldy, size_t yg, int S, int np)
 {
+    /* np: the activation parts (3, or 1 - hi alone, k_mma_bf16<.., 1>'s: reference numerics) */
     constexpr int R = WB_N / 2;
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
     const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
@@ -763,12 +764,11 @@ __global__ void __launch_bounds__(128)
     const size_t plane = (size_t)G * nkg * ntok * 128; /* a part's bytes */
     const uint8_t *bsrc = xb + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * WB_N) * 128;
     auto issue_a = [&](int s, int kg) {
-        mbar_expect(bar0 + 8 * s, WB_STAGE);
+        mbar_expect(bar0 + 8 * s, 8192 + np * WB_N * 128);
         tma_box(sbase + s * WB_STAGE, &tm, kg * 128, ty, bar0 + 8 * s);
     };
     auto issue_b = [&](int s, int kg) {
-#pragma unroll
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < np; p++)
             bulk_copy(sbase + s * WB_STAGE + 8192 + p * WB_N * 128, bsrc + p * plane + (size_t)kg * ntok * 128,
                       WB_N * 128, bar0 + 8 * s);
     };
@@ -804,7 +804,8 @@ __global__ void __launch_bounds__(128)
             const uint32_t a1 = (j & 1) ? x1.z : x1.x, a3 = (j & 1) ? x1.w : x1.y;
             const uint32_t a[4] = {a0, a1, a2, a3};
 #pragma unroll
-            for (int p = 0; p < 3; p++) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
+            for (int p = 0; p < 3; p++)
+                if (p < np) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
         }
         wg_commit_wait<R>(d);
         cs.fold_to<R>(kg + 1, d, qs, ps);
@@ -986,7 +987,7 @@ bool cuda_wgf8_use(const wdesc &w, int n)
  * alone would leave the GPU short of blocks. Ring stages DSV4_WGBF_S / DSV4_WGF8_S (default 3; the
  * attribute, set on every device by cuda_wg8_init, allows the most). */
 static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int *P, int G, const float *x, int ldx,
-                     size_t xg, int n, float *const *y, const int *ldy, size_t yg)
+                     size_t xg, int n, float *const *y, const int *ldy, size_t yg, bool one = false)
 {
     if (m <= 0 || n <= 0) return;
     cuda_impl *im = impl_of(be);
@@ -1021,14 +1022,14 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
                             (const float *)xs, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
             else
                 cuda_launch(k_wgbf, grid, dim3(128), smem, im->stream, cz, true, tm, w[i].rows, (const uint8_t *)xb,
-                            ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
+                            ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S, one ? 1 : 3);
         }
     }
 }
 void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
-                      int n, float *const *y, const int *ldy, size_t yg)
+                      int n, float *const *y, const int *ldy, size_t yg, bool one)
 {
-    wgmm_run(be, false, m, w, P, G, x, ldx, xg, n, y, ldy, yg);
+    wgmm_run(be, false, m, w, P, G, x, ldx, xg, n, y, ldy, yg, one);
 }
 void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
                       int n, float *const *y, const int *ldy, size_t yg)
