@@ -745,11 +745,12 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
  * k_mma_bf16's P parts x 4 quarters in order (chain c: part c / 4, quarter c % 4) of its parts: all of them
  * (Q = 1), or part blockIdx.z % Q (Q = P: the parts a cluster, added in part order as mma_finish adds them,
  * where the tiles alone would leave the GPU short of blocks). */
+template <int NPT>
 __global__ void __launch_bounds__(128)
     k_wgbf(const __grid_constant__ CUtensorMap tm, int64_t rows, const uint8_t *xb, int ntok, int nkg, int G, int P,
-           int Q, int n, float *y, int ldy, size_t yg, int S, int np)
+           int Q, int n, float *y, int ldy, size_t yg, int S)
 {
-    /* np: the activation parts (3, or 1 - hi alone, k_mma_bf16<.., 1>'s: reference numerics) */
+    /* NPT: the activation parts (3, or 1 - hi alone, k_mma_bf16<.., 1>'s: reference numerics) */
     constexpr int R = WB_N / 2;
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
     const int grp = (int)blockIdx.z / Q, qb = (int)blockIdx.z % Q;
@@ -764,11 +765,12 @@ __global__ void __launch_bounds__(128)
     const size_t plane = (size_t)G * nkg * ntok * 128; /* a part's bytes */
     const uint8_t *bsrc = xb + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * WB_N) * 128;
     auto issue_a = [&](int s, int kg) {
-        mbar_expect(bar0 + 8 * s, 8192 + np * WB_N * 128);
+        mbar_expect(bar0 + 8 * s, 8192 + NPT * WB_N * 128);
         tma_box(sbase + s * WB_STAGE, &tm, kg * 128, ty, bar0 + 8 * s);
     };
     auto issue_b = [&](int s, int kg) {
-        for (int p = 0; p < np; p++)
+#pragma unroll
+        for (int p = 0; p < NPT; p++)
             bulk_copy(sbase + s * WB_STAGE + 8192 + p * WB_N * 128, bsrc + p * plane + (size_t)kg * ntok * 128,
                       WB_N * 128, bar0 + 8 * s);
     };
@@ -804,8 +806,7 @@ __global__ void __launch_bounds__(128)
             const uint32_t a1 = (j & 1) ? x1.z : x1.x, a3 = (j & 1) ? x1.w : x1.y;
             const uint32_t a[4] = {a0, a1, a2, a3};
 #pragma unroll
-            for (int p = 0; p < 3; p++)
-                if (p < np) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
+            for (int p = 0; p < NPT; p++) wg_k16<64, true>(d, a, wg_desc(sb + p * WB_N * 128) + 2 * j, 1);
         }
         wg_commit_wait<R>(d);
         cs.fold_to<R>(kg + 1, d, qs, ps);
@@ -1021,8 +1022,8 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
                 cuda_launch(k_wgf8, grid, dim3(128), smem, im->stream, cz, true, tm, w[i], (const uint8_t *)xb,
                             (const float *)xs, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
             else
-                cuda_launch(k_wgbf, grid, dim3(128), smem, im->stream, cz, true, tm, w[i].rows, (const uint8_t *)xb,
-                            ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S, one ? 1 : 3);
+                cuda_launch(one ? k_wgbf<1> : k_wgbf<3>, grid, dim3(128), smem, im->stream, cz, true, tm, w[i].rows,
+                            (const uint8_t *)xb, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
         }
     }
 }
@@ -1040,6 +1041,7 @@ void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int
 /* More than 48 KB of dynamic shared memory for k_wgbf and k_wgf8 (their deepest rings), on the current device. */
 static void cuda_wgmm_init(void)
 {
-    CK(cudaFuncSetAttribute(k_wgbf, cudaFuncAttributeMaxDynamicSharedMemorySize, WB_SMAX * WB_STAGE + 1024));
+    CK(cudaFuncSetAttribute(k_wgbf<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, WB_SMAX * WB_STAGE + 1024));
+    CK(cudaFuncSetAttribute(k_wgbf<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, WB_SMAX * WB_STAGE + 1024));
     CK(cudaFuncSetAttribute(k_wgf8, cudaFuncAttributeMaxDynamicSharedMemorySize, WF_SMAX * WF_STAGE + 1024));
 }
