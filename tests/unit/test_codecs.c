@@ -4,6 +4,7 @@
  * every E4M3 byte, the whole E8M0 range, every E2M1 code, NVFP4 scale
  * composition, and the CPU linear's on-the-fly decoding of FP8 block-scaled,
  * MXFP4 and NVFP4 matrices against a dequantize-then-multiply reference,
+ * reference numerics' BF16(x) in front of a BF16 weight,
  * and the compact form of FP4SIM's output (codes and a UE8M0 scale) back to
  * the same floats.
  */
@@ -155,6 +156,43 @@ static void test_fp8_block_linear(void **state)
     be->destroy(be);
 }
 
+/* Reference numerics (act_quant): a BF16 weight multiplies BF16(x), the reference's BF16 activations - the
+ * same bits as the linear of x rounded first; plain numerics, and a weight marked no_act_quant, x itself. */
+static void test_bf16_linear_reference(void **state)
+{
+    (void)state;
+    dsv4_backend *be = dsv4_backend_cpu_create(2);
+    const int out = 37, in = 300, n = 5, ldx = in + 3;
+    uint16_t *q = malloc((size_t)out * in * sizeof(uint16_t));
+    for (int i = 0; i < out * in; i++) q[i] = dsv4_f32_to_bf16(frand());
+    dsv4_w w = {.name = "bf16", .dtype = DSV4_DT_BF16, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {out, in}, .host = q};
+    float *x = malloc((size_t)n * ldx * sizeof(float)), *xr = malloc((size_t)n * in * sizeof(float));
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < in; i++) {
+            x[(size_t)t * ldx + i] = frand() * 1.001f; /* not BF16 values */
+            xr[(size_t)t * in + i] = dsv4_round_bf16(x[(size_t)t * ldx + i]);
+        }
+    float *y = malloc((size_t)n * out * sizeof(float)), *yr = malloc((size_t)n * out * sizeof(float));
+    float *yp = malloc((size_t)n * out * sizeof(float));
+    be->linear(be, &w, xr, in, n, yr, out); /* plain numerics on the rounded x */
+    be->linear(be, &w, x, ldx, n, yp, out); /* plain numerics on x */
+    be->act_quant = true;
+    be->linear(be, &w, x, ldx, n, y, out);
+    assert_memory_equal(y, yr, (size_t)n * out * sizeof(float));
+    assert_true(memcmp(yp, yr, (size_t)n * out * sizeof(float)) != 0);
+    w.no_act_quant = true;
+    be->linear(be, &w, x, ldx, n, y, out);
+    assert_memory_equal(y, yp, (size_t)n * out * sizeof(float));
+    be->act_quant = false;
+    free(q);
+    free(x);
+    free(xr);
+    free(y);
+    free(yr);
+    free(yp);
+    be->destroy(be);
+}
+
 static void test_fp4_linear(void **state)
 {
     dsv4_backend *be = dsv4_backend_cpu_create(2);
@@ -245,9 +283,13 @@ static void test_fp4_pack(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_all_bytes), cmocka_unit_test(test_e8m0_range),
-        cmocka_unit_test(test_e2m1_codes),     cmocka_unit_test(test_fp8_block_linear),
-        cmocka_unit_test(test_fp4_linear),     cmocka_unit_test(test_fp4_pack),
+        cmocka_unit_test(test_e4m3_all_bytes),
+        cmocka_unit_test(test_e8m0_range),
+        cmocka_unit_test(test_e2m1_codes),
+        cmocka_unit_test(test_fp8_block_linear),
+        cmocka_unit_test(test_fp4_linear),
+        cmocka_unit_test(test_fp4_pack),
+        cmocka_unit_test(test_bf16_linear_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
