@@ -128,7 +128,7 @@ struct dsv4_backend {
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
      * of FP8/FP4 linears not marked no_act_quant, and round them to BF16 in
      * front of BF16 ones (the reference's BF16 activations; the model rounds
-     * those inputs already, RIO): reference numerics. */
+     * those inputs already, RIO; dsv4_bf16_input): reference numerics. */
     bool act_quant;
     /* The routed experts' W4A8 kernels (--moe-backend w4a8; with act_quant and
      * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores.
@@ -283,6 +283,13 @@ struct dsv4_backend {
     void (*swiglu)(dsv4_backend *be, const float *g, const float *u, size_t n, float limit, float *m,
                    unsigned rnd);
 };
+
+/* Reference numerics (act_quant): whether a linear's input is rounded to BF16 first - a BF16 weight not marked
+ * no_act_quant (the reference's BF16 activations). Every backend applies it. */
+static inline bool dsv4_bf16_input(const dsv4_backend *be, const dsv4_w *w)
+{
+    return be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16;
+}
 
 /* The CPU backend; n_threads <= 0 uses every core. */
 dsv4_backend *dsv4_backend_cpu_create(int n_threads);

@@ -518,7 +518,7 @@ static void cpu_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ld
         act_quant_fp8(x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
-    } else if (be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16) {
+    } else if (dsv4_bf16_input(be, w)) {
         /* reference numerics: a BF16 weight multiplies BF16 activations (the reference's); the model's inputs
          * to these linears are BF16 already (RIO), so this rounds nothing there */
         const int in = (int)w->ne[1];

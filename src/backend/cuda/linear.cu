@@ -135,12 +135,6 @@ __global__ void k_round_rows_bf16(const float *x, int ldx, int in, int n, float 
     out[i] = dsv4_round_bf16(x[(size_t)(i / in) * ldx + i % in]);
 }
 
-/* Whether the weight's input is rounded to BF16 first (reference numerics, a BF16 weight) */
-static bool bf16_input(const dsv4_backend *be, const dsv4_w *w)
-{
-    return be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16;
-}
-
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy)
 {
     linear_launch(be, w, 1, x, ldx, 0, n, y, ldy, 0);
@@ -164,7 +158,7 @@ void cuda_linear(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int
         cuda_act_quant(be, x, ldx, n, (int)w->ne[1], xq);
         x = xq;
         ldx = (int)w->ne[1];
-    } else if (bf16_input(be, w)) { /* as the tensor cores' BF16 path does in reference numerics */
+    } else if (dsv4_bf16_input(be, w)) { /* as the tensor cores' BF16 path does in reference numerics */
         const int in = (int)w->ne[1];
         float *xr = (float *)cuda_scratch(be, CS_ACTQ, (size_t)n * in * sizeof(float));
         const int64_t tot = (int64_t)n * in;
@@ -197,7 +191,7 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
         cuda_linear_mma(be, d0, G, x, ldx, xg, n, y, ldy, yg, ref);
         return;
     }
-    if ((be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) || bf16_input(be, w)) {
+    if ((be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) || dsv4_bf16_input(be, w)) {
         for (int g = 0; g < G; g++) {
             const dsv4_w wg = dsv4_w_rows(w, (int64_t)g * R, R);
             cuda_linear(be, &wg, x + g * xg, ldx, n, y + g * yg, ldy);
