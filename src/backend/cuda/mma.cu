@@ -681,6 +681,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
  * significant bits, FP32's precision, no scale: BF16 has FP32's range; a
  * non-finite value stays whole in hi), NP planes of uint2 in the fragment
  * layout of k_mma_pack. */
+template <int NPT>
 __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, uint2 *xp,
                                 size_t plane)
 {
@@ -697,10 +698,10 @@ __global__ void k_mma_pack_bf16(const float *x, int ldx, size_t xg, int n, int n
      * group (two 16-byte loads), step j = 2 * half + quarter */
     const int q = lane & 15, t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1), ntiles = ntok / 8;
     const size_t f = ((((size_t)grp * nkg + kg) * ntiles + tok / 8) * 4 + j) * 32 + (tok & 7) * 4 + t;
-    uint2 w[3];
-    bf16_parts3(v, w);
+    uint2 w[NPT];
+    bf16_parts<NPT>(v, w);
 #pragma unroll
-    for (int s = 0; s < 3; s++) xp[s * plane + f] = w[s];
+    for (int s = 0; s < NPT; s++) xp[s * plane + f] = w[s];
 }
 
 /* The BF16 kernel: as k_mma_fp8 with rows of 128 bytes per 64-column group
@@ -946,13 +947,14 @@ static void bf16_launch(cudaStream_t st, const mma_jobs &J, const uint2 *xp, siz
         bf16_launch_p<3>(st, J, xp, plane, ntok, nkg, P, G, n, yg);
 }
 
-/* The BF16 activation pack (three BF16 parts per value) of tokens [t0, t0 + nc). */
+/* The BF16 activation pack of tokens [t0, t0 + nc): three BF16 parts per value, or (one: reference numerics,
+ * k_mma_bf16<.., 1> reads the first plane only) BF16(x) alone. */
 static void bf16_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, int nc, int ntok, int K, int nkg,
-                      uint2 *xp, size_t plane)
+                      uint2 *xp, size_t plane, bool one)
 {
     const int64_t warps = (int64_t)ntok * ((nkg + 1) / 2);
-    launch_pdl(k_mma_pack_bf16, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256), 0, st, x, ldx, xg, nc,
-               ntok, K, nkg, xp, plane);
+    launch_pdl(one ? k_mma_pack_bf16<1> : k_mma_pack_bf16<3>, dim3((unsigned)((warps + 7) / 8), (unsigned)G), dim3(256),
+               0, st, x, ldx, xg, nc, ntok, K, nkg, xp, plane);
 }
 
 /* The FP8 activation pack of tokens [t0, t0 + nc) of x (G groups xg apart):
@@ -997,7 +999,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, 3 * plane * sizeof(uint2));
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
             const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
-            bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane);
+            bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane, ref);
             bf16_launch(st, mma_job1(w, y + (size_t)t0 * ldy, ldy), xp, plane, ntok, nkg, P, G, nc, yg, ref);
         }
         return;
@@ -1056,7 +1058,8 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
     float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
-        if (bf) bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane);
+        if (bf)
+            bf16_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, (uint2 *)xp, plane, ref);
         else fp8_pack(st, x + (size_t)t0 * ldx, ldx, 0, 1, nc, ntok, (int)w[0].cols, nkg, ref, xp, xs);
         bool done[64];
         for (int i = 0; i < 64; i++) done[i] = i < m && wgbf[i];

@@ -1323,11 +1323,20 @@ static void moe_mma_run(cudaStream_t st, const wdesc *tab, int E, const uint2 *x
 }
 
 /* The F16 path: x packed (n rows, NP planes + scales), gate/up, M packed, down. */
-/* k_moe16's launches: tiles along the grid's y, at most MOE_TILES_Y a launch */
-#define MOE_TILES_Y 65535
+/* k_moe16's launches: tiles along the grid's y, at most the grid's 65,535 a launch (DSV4_MOE_TILES_Y: fewer,
+ * so the tests reach the later launches' tile offset t0 with a few tiles) */
+static int moe_tiles_per_launch(void)
+{
+    static int v = 0;
+    if (!v) {
+        v = cuda_env_int("DSV4_MOE_TILES_Y", 65535);
+        v = v < 1 ? 1 : v > 65535 ? 65535 : v;
+    }
+    return v;
+}
 static int moe_tiles_y(int maxt, int t0)
 {
-    return maxt - t0 < MOE_TILES_Y ? maxt - t0 : MOE_TILES_Y;
+    return maxt - t0 < moe_tiles_per_launch() ? maxt - t0 : moe_tiles_per_launch();
 }
 
 template <int K, int NP, int NTT = 1>
@@ -1348,7 +1357,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(D), st, tab, E, (const uint8_t *)xp, (const float *)xs, D, tiles, ntiles, list, kk,
                    I, wts, limit, reference, M);
     else
-        for (int t0 = 0; t0 < maxt; t0 += MOE_TILES_Y) { /* the grid's y: tiles, 65,535 at most */
+        for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) { /* the grid's y: tiles, 65,535 at most */
             launch_pdl(k_moe16<K, NP, false, NTT>, dim3((unsigned)(I / 16), (unsigned)moe_tiles_y(maxt, t0)),
                        dim3(32 * GM_WARPS), moe16_smem<K, MOE_SP(NP, NTT)>(), st, tab, E, (const uint32_t *)xp, xpl,
                        (const float *)xs, D, tiles, ntiles, t0, list, kk, I, wts, limit, reference, M);
@@ -1362,7 +1371,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(I), st, (const wdesc *)(tab + 2 * E), E, (const uint8_t *)mp, (const float *)ms, I,
                    tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     else
-        for (int t0 = 0; t0 < maxt; t0 += MOE_TILES_Y) {
+        for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
             launch_pdl(k_moe16<K, NP, true, NTT>, dim3((unsigned)(D / 32), (unsigned)moe_tiles_y(maxt, t0)),
                        dim3(32 * GM_WARPS), moe16_smem<K, MOE_SP(NP, NTT)>(), st, (const wdesc *)(tab + 2 * E), E,
                        (const uint32_t *)mp, mpl, (const float *)ms, I, tiles, ntiles, t0, list, 1, D, wts, limit,

@@ -188,14 +188,14 @@ __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
            ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
 
-/* The three BF16 parts of each of v's four values (hi, mid, lo: 24 significant bits, FP32's precision; a
- * non-finite value whole in hi), as BF16x2 words: w[s] = {parts s of v0 v1, of v2 v3} (the BF16 linears'
- * activation packs). */
-__device__ __forceinline__ void bf16_parts3(const float *v_in, uint2 *w)
+/* The first NPT of the three BF16 parts of each of v's four values (hi, mid, lo: 24 significant bits, FP32's
+ * precision; a non-finite value whole in hi; hi alone is BF16(v)), as BF16x2 words: w[s] = {parts s of v0 v1,
+ * of v2 v3} (the BF16 linears' activation packs). */
+template <int NPT> __device__ __forceinline__ void bf16_parts(const float *v_in, uint2 *w)
 {
     float v[4] = {v_in[0], v_in[1], v_in[2], v_in[3]};
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < NPT; s++) {
         float h[4];
 #pragma unroll
         for (int e = 0; e < 4; e++) {

@@ -616,9 +616,11 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
 #define WB_SMAX  4  /* ring stages at most (DSV4_WGBF_S: 3 by default, two blocks an SM) */
 #define WB_STAGE (8192 + 3 * WB_N * 128)
 
-/* The three BF16 parts of x per token and 64-column group as 128-byte K-major rows, [part][grp][kg][token],
+/* The first NPT BF16 parts of x (three, or BF16(x) alone for k_wgbf<1>) per token and 64-column group as
+ * 128-byte K-major rows, [part][grp][kg][token],
  * step j's 16 k slots at bytes 32 j.. holding k_mma_bf16's columns for step j (slots 2t, 2t + 1: columns
  * 4q, 4q + 1; 2t + 8, 2t + 9: 4q + 2, 4q + 3; q = 8 (j / 2) + 2t + j % 2), 16-byte chunk c at c ^ (token % 8). */
+template <int NPT>
 __global__ void k_wgbf_pack(const float *x, int ldx, size_t xg, int n, int ntok, int K, int nkg, int G, uint8_t *xb)
 {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -631,10 +633,10 @@ __global__ void k_wgbf_pack(const float *x, int ldx, size_t xg, int n, int ntok,
     pack_load4(x, ldx, xg, grp, tok, n, at.c0, K, v);
     const int t = (q >> 1) & 3, j = 2 * (q >> 3) + (q & 1);
     const int b0 = 32 * j + 4 * t, b1 = b0 + 16; /* the two words' bytes in the row */
-    uint2 w[3];
-    bf16_parts3(v, w);
+    uint2 w[NPT];
+    bf16_parts<NPT>(v, w);
 #pragma unroll
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < NPT; s++) {
         uint8_t *row = xb + ((((size_t)s * G + grp) * nkg + kg) * ntok + tok) * 128;
         *(uint32_t *)(row + ((((b0 >> 4) ^ (tok & 7)) << 4) | (b0 & 15))) = w[s].x;
         *(uint32_t *)(row + ((((b1 >> 4) ^ (tok & 7)) << 4) | (b1 & 15))) = w[s].y;
@@ -1009,7 +1011,8 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
             launch_pdl(k_wgf8_pack, pg, dim3(256), 0, im->stream, xc, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb,
                        xs);
         else
-            launch_pdl(k_wgbf_pack, pg, dim3(256), 0, im->stream, xc, ldx, xg, nc, ntok, (int)w[0].cols, nkg, G, xb);
+            launch_pdl(one ? k_wgbf_pack<1> : k_wgbf_pack<3>, pg, dim3(256), 0, im->stream, xc, ldx, xg, nc, ntok,
+                       (int)w[0].cols, nkg, G, xb);
         for (int i = 0; i < m; i++) {
             CUtensorMap tm; /* a host call of ~1 us: per launch */
             wg_map(&tm, w[i], G, F8 ? 64 : 128);
