@@ -56,13 +56,17 @@ res = {
     "device": "NVIDIA H200 (sm_90)",
     "model": "8 Flash-shaped layers (mkmodel --preset flash --sparse, --fill-random), reference numerics",
     "command": "bench_cpu -m <model> --backend cuda --fill-random --numerics reference --prompt 16 --decode 32 --batch B",
-    "head": "7558c67 measured in seven calls; packs/: the one-plane BF16 packs against 7558c67 in the same call",
+    "head": "7558c67 measured in seven calls; packs/: the one-plane BF16 packs (76cf0b2) against 7558c67 in the same call; lo-fetch/: 80b41ae (k_mma_fp8's hi + lo path loads B where used) against 76cf0b2",
     "decode_ms_per_step_7558c67": {f"batch_{b}": {"runs": v, "min": min(v), "median": statistics.median(v),
                                                   "x_floor_min": x_floor(min(v), b),
                                                   "x_floor_median": x_floor(statistics.median(v), b)}
                                    for b, v in same.items() if v},
     "one_plane_packs": {f"batch_{b}": {"new": [pk[f"b{b}-new-{i}"] for i in (1, 2)],
                                        "base_7558c67": [pk[f"b{b}-base-{i}"] for i in (1, 2)]} for b in (1, 16, 64)},
+    "later_calls": {
+        "wo-a-loop (base 76cf0b2, reference, batch 16)": [v for k, v in lines("wo-a-loop") if re.fullmatch(r"b16-base-\d", k)],
+        "lo-fetch (80b41ae against 76cf0b2)": {k: v for k, v in lines("lo-fetch")},
+    },
     "critical_path_batch16": {"method": "one idempotent kernel launched twice (twice/hack2.diff); added time over "
                               "the plain step's mean", "plain_runs_ms": plain, "plain_mean_ms": round(pm, 3),
                               "kernels": twice},
