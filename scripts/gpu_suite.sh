@@ -11,7 +11,8 @@
 # BASE_ENV=DSV4_CUDA_MMA=0 for the GEMV linears);
 # FLASH_LAYERS=N|max adds the Flash runs (FLASH_CONTEXT=C: each sequence's prompt ends at position C,
 # bench_cpu --context: the decode steps pay that context's attention and indexer; a BASELINE build must know
-# the flag); EP_FLASH=N adds expert parallelism
+# the flag); SANITIZE_FLASH=1 adds a memcheck of decode steps on 2 Flash-shaped layers (the real shapes: the
+# fixtures are small; not yet run on the GPU when added); EP_FLASH=N adds expert parallelism
 # over N ranks (one per GPU) on a Flash-shaped checkpoint of EP_LAYERS layers
 # (default 43): decode timings, profile and serving. Results go to $OUT
 # (default /tmp/dsv4-gpu-out).
@@ -130,6 +131,12 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
   san racecheck "q_mma reference w4a8" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --moe-backend w4a8
   DSV4_SAMPLE_QUICK=1 san memcheck "test_sample_cuda (quick)" $B/test_sample_cuda
   DSV4_SAMPLE_QUICK=2 san racecheck "test_sample_cuda (kernel, 5 settings)" $B/test_sample_cuda
+  fi
+  if [ "${SANITIZE_FLASH:-0}" = 1 ]; then # Flash's shapes (the fixtures' widths are small): batch 16 and 1
+    $B/dsv4 mkmodel --preset flash --layers 2 --sparse -o /tmp/dsv4-san-f2 > /dev/null 2>&1
+    for b in 16 1; do
+      san memcheck "flash 2 layers reference batch $b" $B/bench_cpu -m /tmp/dsv4-san-f2 --fill-random --prompt 4 --decode 3 --batch $b --backend cuda
+    done
   fi
   grep -E "^-- |ERROR SUMMARY|RACECHECK SUMMARY|^exit" "$OUT/sanitizer.txt" | paste - - - | head -40
 fi
