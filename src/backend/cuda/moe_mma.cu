@@ -866,6 +866,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
         pc0[j] = 2 * t < nj ? list[f + 2 * t] / kk : -1;
         pc1[j] = 2 * t + 1 < nj ? list[f + 2 * t + 1] / kk : -1;
     }
+    static_assert(MOE_KST == GM_WARPS, "k_moe16: warp w walks K's part w");
     const int wid = threadIdx.x >> 5, kg0 = wid, kg1 = nkg; /* part wid of K (MOE_KST) */
     float acc[NTT][8];
 #pragma unroll
@@ -1019,7 +1020,7 @@ __global__ void __launch_bounds__(128 * WGS, WGS == 1 && NP == 1 ? 2 : 1)
         part++;
         pend += (nkg - part + MOE_KST - 1) / MOE_KST;
     };
-    while (part < GM_WARPS && pend == 0) fold();
+    while (part < MOE_KST && pend == 0) fold();
     const int r0 = 64 * q + 16 * wid + g; /* the thread's fragment rows in a stage: r0, r0 + 8 */
     int cur = 0, nxt = S - 1;             /* the ring's stages of groups kg and kg + S - 1 */
     for (int kg = 0; kg < nkg; kg++) {    /* kg: the position */
@@ -1090,7 +1091,7 @@ __global__ void __launch_bounds__(128 * WGS, WGS == 1 && NP == 1 ? 2 : 1)
         }
 #pragma unroll
         for (int j = 0; j < R2; j++) acc[j] = __fmaf_rn(sum[j], xsc[8 * (j >> 2) + 2 * t + (j & 1)], acc[j]);
-        while (part < GM_WARPS && kg + 1 == pend) fold();
+        while (part < MOE_KST && kg + 1 == pend) fold();
         cur = cur == S - 1 ? 0 : cur + 1;
         nxt = nxt == S - 1 ? 0 : nxt + 1;
     }
