@@ -157,21 +157,7 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
         for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) store(f, red[0][f]);
         return;
     }
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    const int f0 = F * p / P, f1 = F * (p + 1) / P;
-    for (int f = f0 + (int)threadIdx.x; f < f1; f += 32 * MMA_WARPS) {
-        float v[MMA_MAXP];
-#pragma unroll
-        for (int q = 0; q < MMA_MAXP; q++)
-            if (q < P) v[q] = *cl.map_shared_rank(&red[0][f], q);
-        float sum = v[0];
-#pragma unroll
-        for (int q = 1; q < MMA_MAXP; q++)
-            if (q < P) sum += v[q];
-        store(f, sum);
-    }
-    cl.sync(); /* every part's shared memory stays until the others have read it */
+    cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red[0], F, p, P, store);
 }
 
 /* The weights go through shared memory in a ring of MMA_STAGES stages per

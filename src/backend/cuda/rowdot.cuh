@@ -22,6 +22,31 @@
 #include <cuda_fp8.h>
 
 #include "backend/cuda/common.cuh"
+#include <cooperative_groups.h>
+
+/* The K parts of a tile, one a block of a cluster, added in part order (the bits of part 0 adding them all):
+ * every block's F partial sums are in its shared memory at red[0 .. F); block part of P adds the outputs
+ * [F part / P, F (part + 1) / P) over the P blocks (MAXP at most), NT threads a block, and stores each with
+ * store(f, sum). The cluster's barriers before (every red written) and after (every red read). */
+template <int MAXP, int NT, class Store>
+__device__ __forceinline__ void cluster_sum_parts(float *red, int F, int part, int P, Store store)
+{
+    cooperative_groups::cluster_group cl = cooperative_groups::this_cluster();
+    cl.sync();
+    const int f0 = F * part / P, f1 = F * (part + 1) / P;
+    for (int f = f0 + (int)threadIdx.x; f < f1; f += NT) {
+        float v[MAXP];
+#pragma unroll
+        for (int q = 0; q < MAXP; q++)
+            if (q < P) v[q] = *cl.map_shared_rank(red + f, q);
+        float sum = v[0];
+#pragma unroll
+        for (int q = 1; q < MAXP; q++)
+            if (q < P) sum += v[q];
+        store(f, sum);
+    }
+    cl.sync(); /* every block's shared memory stays until the others have read it */
+}
 
 /* E4M3 by bit placement: exponent and mantissa at FP32's top mantissa bits
  * give the value times 2^-120 (subnormals land on FP32 subnormals); S.1111.111

@@ -316,22 +316,7 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
 #pragma unroll
     for (int j = 0; j < R; j++) red[j * 128 + tid] = tot[j];
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    constexpr int F = 128 * R;
-    const int f0 = F * qb / P, f1 = F * (qb + 1) / P;
-    for (int f = f0 + tid; f < f1; f += 128) {
-        float v[WG_MAXP];
-#pragma unroll
-        for (int q = 0; q < WG_MAXP; q++)
-            if (q < P) v[q] = *cl.map_shared_rank(red + f, q);
-        float sum = v[0];
-#pragma unroll
-        for (int q = 1; q < WG_MAXP; q++)
-            if (q < P) sum += v[q];
-        store(f & 127, f >> 7, sum);
-    }
-    cl.sync(); /* every block's shared memory stays until the others have read it */
+    cluster_sum_parts<WG_MAXP, 128>(red, 128 * R, qb, P, [&](int f, float v) { store(f & 127, f >> 7, v); });
 }
 
 /* The path on unless DSV4_WG8=0 (mma.cu's F16 kernels then take reference
