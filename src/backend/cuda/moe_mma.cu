@@ -808,7 +808,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
 #pragma unroll
         for (int j = 0; j < NTT; j++) {
             group_add(acc[j], sa[j], sb4[j], xq[j][0], xq[j][1]);
-            xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
+            if (XPF && kg + MOE_KST < kg1) xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
         }
         cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
     }

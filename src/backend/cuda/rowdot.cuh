@@ -17,12 +17,12 @@
 #ifndef DSV4_BACKEND_CUDA_ROWDOT_CUH
 #define DSV4_BACKEND_CUDA_ROWDOT_CUH
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include "backend/cuda/common.cuh"
-#include <cooperative_groups.h>
 
 /* The K parts of a tile, one a block of a cluster, added in part order (the bits of part 0 adding them all):
  * every block's F partial sums are in its shared memory at red[0 .. F); block part of P adds the outputs
