@@ -7,10 +7,11 @@ standard library only. Per-layer rooflines: the weight bytes of a Flash layer at
 import json
 import os
 import re
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
-HEAD_MS, LAYERS = 0.26, 8
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import FLOOR, HEAD_MS, LAYERS, profile as _profile  # noqa: E402
 
 
 def lines(call):
@@ -31,18 +32,7 @@ def lines(call):
 
 
 def profile(call, name, section):
-    fam, on = {}, False
-    for line in open(os.path.join(D, call, name)):
-        if line.startswith(section + ":"):
-            on = True
-            continue
-        if on:
-            m = re.match(r"\s+(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)%", line)
-            if m:
-                fam[m.group(1)] = float(m.group(2))
-            elif fam:
-                break
-    return fam
+    return _profile(os.path.join(D, call, name), section)
 
 
 def vals(d, prefix, key):

@@ -8,6 +8,8 @@ import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import profile as _profile  # noqa: E402
 
 
 def model_line(path):
@@ -21,18 +23,7 @@ def model_line(path):
 
 
 def profile(path):
-    fam, on = {}, False
-    for line in open(path):
-        if line.startswith("prefill:"):
-            on = True
-            continue
-        if on:
-            m = re.match(r"\s+(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)%", line)
-            if m:
-                fam[m.group(1)] = float(m.group(2))
-            elif fam:
-                break
-    return fam
+    return _profile(path, "prefill")
 
 
 def kernels(path):

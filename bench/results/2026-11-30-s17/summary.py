@@ -7,34 +7,19 @@ v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), t
 of a step first."""
 import json
 import os
-import re
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
-HEAD_MS, LAYERS = 0.26, 8
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import FLOOR, HEAD_MS, LAYERS, profile as _profile, rows as _rows, experts as _experts  # noqa: E402
 
 
 def steps(call):
-    out = {}
-    for line in open(os.path.join(D, call, "summary.txt")):
-        name, _, rest = line.partition(": ")
-        m = re.search(r"4096 tokens each: ([\d.]+) tok/s", rest)
-        if m:
-            out[name.strip()] = {"prefill_4096_tok_s": float(m.group(1))}
-            continue
-        m = re.search(r"([\d.]+) ms/step", rest)
-        if m:
-            out[name.strip()] = {"decode_ms_per_step": float(m.group(1))}
-    return out
+    return {name: {kind: v} for name, kind, v in _rows(os.path.join(D, call, "summary.txt"))}
 
 
 def experts(call, build):
-    res = {}
-    for line in open(os.path.join(D, call, f"bk-{build}.txt")):
-        m = re.match(r"experts \(ref\.\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)%", line)
-        if m:
-            res[f"batch_{m.group(1)}"] = {"us": float(m.group(2)), "of_copy_pct": int(m.group(3))}
-    return res
+    return _experts(os.path.join(D, call, f"bk-{build}.txt"), r"ref\.").get("ref.", {})
 
 
 def vals(d, prefix, key="decode_ms_per_step"):
@@ -42,18 +27,7 @@ def vals(d, prefix, key="decode_ms_per_step"):
 
 
 def profile(call, name, section):
-    fam, on = {}, False
-    for line in open(os.path.join(D, call, name)):
-        if line.startswith(section + ":"):
-            on = True
-            continue
-        if on:
-            m = re.match(r"\s+(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)%", line)
-            if m:
-                fam[m.group(1)] = float(m.group(2))
-            elif fam:
-                break
-    return fam
+    return _profile(os.path.join(D, call, name), section)
 
 
 fin, clo, rows = steps("moe16-final"), steps("closing"), steps("moe16-rows")

@@ -5,48 +5,25 @@ Reads the calls' summary.txt lines (bench_cpu's model line, abbreviated by each 
 rows and dsv4 bench's JSON; standard library only. Per-layer rooflines as v36's: the weight bytes of a Flash
 layer at v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), the LM head's 0.26 ms
 taken out of a step first."""
-import glob
 import json
 import os
-import re
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
-HEAD_MS, LAYERS = 0.26, 8
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import FLOOR, HEAD_MS, LAYERS, pick, values, experts as _experts, serve as _serve  # noqa: E402
 
 
 def lines(call):
-    out = {}
-    for line in open(os.path.join(D, call, "summary.txt")):
-        name, _, rest = line.partition(": ")
-        m = re.search(r"4096 tokens each: ([\d.]+) tok/s", rest) or re.search(r"([\d.]+) ms/step", rest)
-        if m:
-            out[name.strip()] = float(m.group(1))
-    return out
-
-
-def pick(d, pat):
-    return [v for k, v in sorted(d.items()) if re.fullmatch(pat, k)]
+    return values(os.path.join(D, call, "summary.txt"))
 
 
 def experts(path):
-    res = {}
-    for line in open(os.path.join(D, path)):
-        m = re.match(r"experts \((ref\.|MXFP4|ref\. w4a8)\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)%", line)
-        if m:
-            res.setdefault(m.group(1), {})[f"batch_{m.group(2)}"] = {"us": float(m.group(3)),
-                                                                     "of_copy_pct": int(m.group(4))}
-    return res
+    return _experts(os.path.join(D, path))
 
 
 def serve(call):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(D, call, "serve-flash-c*.json"))):
-        r = json.load(open(f))["results"][0]
-        out[f"concurrency_{r['concurrency']}"] = {
-            "completed": r["completed"], "failed": r["failed"], "ttft_ms_p50": round(r["ttft_ms"]["p50"], 1),
-            "tpot_ms_p50": round(r["tpot_ms"]["p50"], 2), "output_tok_s": round(r["output_token_throughput"], 1)}
-    return out
+    return _serve(os.path.join(D, call))
 
 
 il, clo, sc, ver = lines("interleave"), lines("closing"), lines("scales"), lines("verify")

@@ -8,10 +8,12 @@ import json
 import os
 import re
 import statistics
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
-HEAD_MS, LAYERS = 0.26, 8
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import FLOOR, HEAD_MS, LAYERS, rows, x_floor  # noqa: E402
+
 # launches a step of each doubled kernel at batch 16 (ncu, bench/results/2026-11-30-s18/closing/ncu16-table.txt)
 LAUNCHES = {"moeup": 8, "moedown": 8, "mmabf16": 15, "wg8mma": 43, "mmafp8": 8, "attn": 8, "hcsplit": 17,
             "wg8pack": 40, "hcmix": 17, "moepack": 16, "moeplan": 8, "idx": 3, "bf16pack": 15, "route": 8,
@@ -20,17 +22,7 @@ LAUNCHES = {"moeup": 8, "moedown": 8, "mmabf16": 15, "wg8mma": 43, "mmafp8": 8, 
 
 def lines(call):
     """(name, ms) in the file's order (twice/ names the plain step none-R twice a round)"""
-    out = []
-    for line in open(os.path.join(D, call, "summary.txt")):
-        name, _, rest = line.partition(": ")
-        m = re.search(r"([\d.]+) ms/step", rest)
-        if m:
-            out.append((name.strip(), float(m.group(1))))
-    return out
-
-
-def x_floor(ms, b):
-    return round((ms - HEAD_MS) / LAYERS / FLOOR[b], 3)
+    return [(name, v) for name, _, v in rows(os.path.join(D, call, "summary.txt"))]
 
 
 # every run of the unchanged 7558c67 step this session, per batch

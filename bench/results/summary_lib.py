@@ -1,0 +1,81 @@
+"""What the sessions' summary.py scripts share (standard library only): reading a call directory's
+summary.txt (the bench_cpu model line each run.sh abbreviates), bench_kernels' routed-experts rows, the
+op-family profile and dsv4 bench's JSON; and the per-layer roofline of every figure: the weight bytes of a
+Flash layer at v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), the LM
+head's 0.26 ms taken out of a step first, 8 layers."""
+import glob
+import json
+import os
+import re
+
+FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
+HEAD_MS, LAYERS = 0.26, 8
+
+
+def rows(path):
+    """(name, kind, value) per line of a summary.txt, in file order: kind "prefill_4096_tok_s" for a
+    4,096-token prefill, "decode_ms_per_step" for a decode step; other lines skipped."""
+    out = []
+    for line in open(path):
+        name, _, rest = line.partition(": ")
+        m = re.search(r"4096 tokens each: ([\d.]+) tok/s", rest)
+        if m:
+            out.append((name.strip(), "prefill_4096_tok_s", float(m.group(1))))
+            continue
+        m = re.search(r"([\d.]+) ms/step", rest)
+        if m:
+            out.append((name.strip(), "decode_ms_per_step", float(m.group(1))))
+    return out
+
+
+def values(path):
+    """name -> value of a summary.txt (a name seen twice: its last value)."""
+    return {name: v for name, _, v in rows(path)}
+
+
+def pick(d, pat):
+    """The values of d whose names match pat in full, by name."""
+    return [v for k, v in sorted(d.items()) if re.fullmatch(pat, k)]
+
+
+def experts(path, kinds=r"ref\.|MXFP4|ref\. w4a8"):
+    """bench_kernels' routed-experts rows: kind -> batch_B -> us, % of copy."""
+    res = {}
+    for line in open(path):
+        m = re.match(r"experts \((" + kinds + r")\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+(\d+)%", line)
+        if m:
+            res.setdefault(m.group(1), {})[f"batch_{m.group(2)}"] = {"us": float(m.group(3)),
+                                                                     "of_copy_pct": int(m.group(4))}
+    return res
+
+
+def profile(path, section):
+    """bench_cpu --profile: the op families' ms per step of a section ("decode", "prefill")."""
+    fam, on = {}, False
+    for line in open(path):
+        if line.startswith(section + ":"):
+            on = True
+            continue
+        if on:
+            m = re.match(r"\s+(\S.*?)\s{2,}([\d.]+)\s+([\d.]+)%", line)
+            if m:
+                fam[m.group(1)] = float(m.group(2))
+            elif fam:
+                break
+    return fam
+
+
+def serve(call_dir):
+    """dsv4 bench's JSON per concurrency (serve-flash-c*.json)."""
+    out = {}
+    for f in sorted(glob.glob(os.path.join(call_dir, "serve-flash-c*.json"))):
+        r = json.load(open(f))["results"][0]
+        out[f"concurrency_{r['concurrency']}"] = {
+            "completed": r["completed"], "failed": r["failed"], "ttft_ms_p50": round(r["ttft_ms"]["p50"], 1),
+            "tpot_ms_p50": round(r["tpot_ms"]["p50"], 2), "output_tok_s": round(r["output_token_throughput"], 1)}
+    return out
+
+
+def x_floor(ms, b, digits=3):
+    """A step's per-layer time against the per-layer floor at batch b."""
+    return round((ms - HEAD_MS) / LAYERS / FLOOR[b], digits)
