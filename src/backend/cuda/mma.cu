@@ -190,10 +190,10 @@ __device__ __forceinline__ void mma_issue(mma_stage &st, const mma_src &src, int
     cp_async_commit();
 }
 
-/* The E8M0 weight scales of a lane's four rows (rb + 16m + 8h + g) for group kg. */
-__device__ __forceinline__ void mma_scales(const uint8_t *const (&srow)[2][2], int kg, int kpb, float (&ws)[2][2])
+/* The E8M0 weight scales of a lane's four rows (rb + 16m + 8h + g) in scale column sb (group kg's: kg / kpb,
+ * which the loop steps instead of dividing). */
+__device__ __forceinline__ void mma_scales(const uint8_t *const (&srow)[2][2], int sb, float (&ws)[2][2])
 {
-    const int sb = kg / kpb; /* once: under the four rows' conditions the compiler kept four divisions */
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
@@ -260,7 +260,9 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
         else cp_async_commit();
     }
     float ws[2][2], wsn[2][2];
-    if (kg0 < kg1) mma_scales(srow, kg0, kpb, ws);
+    int scol = kg0 / kpb, srem = kg0 - scol * kpb; /* group kg + 1's scale column and its place in it */
+    if (++srem == kpb) srem = 0, scol++;
+    if (kg0 < kg1) mma_scales(srow, kg0 / kpb, ws);
     /* the weights and scales above do not depend on the kernel before (the
      * pack, launched ahead of this one: programmatic dependent launch); its
      * output does */
@@ -290,6 +292,16 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
         }
     };
     if (PF && kg0 < kg1) load_bq(kg0, bq);
+    /* the lane's activation scales (tokens 2t, 2t + 1 of each n tile: x row, x row + nkg) and B fragments
+     * (group kg's at + kg * bstep) from bases set once */
+    const float *xsr[NTT];
+    size_t fb0[NTT];
+    const size_t bstep = (size_t)ntiles * 128;
+#pragma unroll
+    for (int i = 0; i < NTT; i++) {
+        xsr[i] = xs + ((size_t)grp * ntok + (nt0 + i) * 8 + 2 * t) * nkg;
+        fb0[i] = (((size_t)grp * nkg * ntiles + nt0 + i) * 4) * 32 + lane;
+    }
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MMA_STAGES - 2>(); /* group kg has landed (this lane's copies) */
@@ -297,7 +309,8 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
         const int nx = kg + MMA_STAGES - 1, ns = cur == 0 ? MMA_STAGES - 1 : cur - 1;
         if (nx < kg1) mma_issue(ring[ns], src, nx, lane);
         else cp_async_commit();
-        if (kg + 1 < kg1) mma_scales(srow, kg + 1, kpb, wsn);
+        if (kg + 1 < kg1) mma_scales(srow, scol, wsn);
+        if (++srem == kpb) srem = 0, scol++;
         if (PF && kg + 1 < kg1) load_bq(kg + 1, bqn);
         /* rows g, g + 8 of both m tiles: stage rows 16m + 8h + g, unit t */
         uint4 q[2][2];
@@ -310,7 +323,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
             const int nt = nt0 + i;
             if (nt >= ntiles) break;
             float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-            const size_t fb = ((((size_t)grp * nkg + kg) * ntiles + nt) * 4) * 32 + lane;
+            const size_t fb = fb0[i] + (size_t)kg * bstep;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 uint32_t b[4];
@@ -335,9 +348,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
                 }
             }
             /* epilogue of the group: c0,c1 = row g, tokens 2t, 2t+1; c2,c3 = row g+8 */
-            const int tk = nt * 8 + 2 * t;
-            const float x0 = __ldg(xs + ((size_t)grp * ntok + tk) * nkg + kg);
-            const float x1 = __ldg(xs + ((size_t)grp * ntok + tk + 1) * nkg + kg);
+            const float x0 = __ldg(xsr[i] + kg), x1 = __ldg(xsr[i] + nkg + kg);
 #pragma unroll
             for (int m = 0; m < 2; m++) {
                 acc[m][i][0] = grp_fma(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][i][0]);
