@@ -157,6 +157,12 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
     for (int i = tid; i < n_mix; i += blockDim.x) s_base[i] = p.base[i]; /* weights: before the wait */
     if (tid < (head ? 1 : 3)) s_scale[tid] = p.scale[tid];
+    /* with NPT, the norm after the collapse takes u from registers: its weights here, before the wait */
+    float wv[NPT ? NPT : 1];
+    if constexpr (NPT > 0)
+        if (!mix && p.then_y)
+#pragma unroll
+            for (int j = 0; j < NPT; j++) wv[j] = p.then_w ? p.then_w[tid + 256 * j] : 1.0f;
     pdl_start();
     const float *x = X + (size_t)t * F;
     float v[NPT ? HCT : 1][NPT ? NPT : 1];
@@ -214,13 +220,31 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
         if (tid < hc) s_pre[tid] = dsv4_sigmoid(m[tid] * rho * p.scale[0] + p.base[tid]) + eps;
         __syncthreads();
         if constexpr (NPT > 0) {
+            float xv[NPT];
 #pragma unroll
             for (int j = 0; j < NPT; j++) { /* the collapse, as the CPU adds */
                 float a = 0;
 #pragma unroll
                 for (int i = 0; i < HCT; i++) a += s_pre[i] * v[i][j];
                 u[(size_t)t * D + tid + 256 * j] = a;
+                xv[j] = a;
             }
+            /* then RMSNorm(u) from the registers: rmsnorm_row's held path on the elements this thread wrote
+             * (tid + 256 j, j ascending), the same operations in the same order, without reading u back */
+            if (p.then_y) {
+#pragma unroll
+                for (int j = 0; j < NPT; j++) xv[j] = rnd_in(p.then_rnd, xv[j]);
+                float s = 0;
+#pragma unroll
+                for (int j = 0; j < NPT; j++) s += xv[j] * xv[j];
+                s = block_sum(s, sh);
+                const float k = 1.0f / sqrtf(s / (float)D + p.then_eps);
+                float *yr = p.then_y + (size_t)t * D;
+#pragma unroll
+                for (int j = 0; j < NPT; j++)
+                    yr[tid + 256 * j] = rnd_out(p.then_rnd, p.then_w ? wv[j] * (xv[j] * k) : xv[j] * k);
+            }
+            return;
         } else {
 #pragma unroll 4
             for (int d = tid; d < D; d += blockDim.x) {
