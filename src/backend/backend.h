@@ -117,6 +117,10 @@ typedef struct {
      * instead of summing into out: moe_sum does that once the ranks' slots are combined. */
     int expert_lo, expert_hi;
     float *slot_out;
+    /* out is read only by the next hc_post call, as its o1 (and nothing else reads or writes it before): a
+     * backend may leave the sum over the slots to that call (the CUDA one folds it into its kernel, the
+     * same additions in the same order); ignored with slot_out */
+    bool sum_in_hc_post;
 } dsv4_moe_params;
 
 struct dsv4_backend {

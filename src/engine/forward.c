@@ -289,7 +289,8 @@ static void ffn(fwd *f, int l)
                           .w1 = L->exp_w1,
                           .w3 = L->exp_w3,
                           .w2 = L->exp_w2,
-                          .reference = f->ref};
+                          .reference = f->ref,
+                          .sum_in_hc_post = true}; /* y: the hc_post below reads it, nothing else */
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
     join(f);
 

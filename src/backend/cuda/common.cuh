@@ -80,6 +80,20 @@ struct cuda_graph {
     unsigned gen;
     bool seen;
 };
+/* The routed experts' slots a token's sum adds, in ascending expert id (insertion sort: equal ids keep their
+ * slot order): k_expert_sum's order, which k_hc_post's folded sum repeats. */
+#define MAX_K 16
+__device__ __forceinline__ void expert_slot_order(const int32_t *idx_t, int k, int *order)
+{
+    for (int i = 0; i < k; i++) order[i] = i;
+    for (int i = 1; i < k; i++)
+        for (int j = i; j > 0 && idx_t[order[j]] < idx_t[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+}
+
 struct cuda_impl {
     int device;
     size_t smem_optin; /* the most shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
@@ -104,6 +118,14 @@ struct cuda_impl {
     wdesc *moe_tab[MAX_MOE_TABLES];
     int moe_mma[MAX_MOE_TABLES]; /* the layer's experts' tensor-core path, MOE_* (cuda_moe_mma_eligible) */
     int n_moe;
+    /* routed experts whose sum over the slots the next hc_post folds in (dsv4_moe_params.sum_in_hc_post):
+     * their out (NULL: none pending), slot outputs Y [n k, D], idx, and the queue they ran on */
+    struct {
+        float *out;
+        const float *Y;
+        const int32_t *idx;
+        int n, k, D, q;
+    } moe_pend;
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* the weights' device buffers (cuda_weight_malloc), freed with the backend */
     void **wmem;
@@ -548,6 +570,8 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                       const float *wts, float *out);
 void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out);
+/* The pending routed-experts sum (moe_pend), if any, launched now on its queue's stream; then none pending. */
+void cuda_moe_flush(dsv4_backend *be);
 void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
                  int32_t *tok);
 int cuda_graph_begin(dsv4_backend *be, int key);

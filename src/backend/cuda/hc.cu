@@ -334,8 +334,11 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
     hc_pre_run(be, p, X, n, u, NULL, NULL, true);
 }
 
-__global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, const float *post, const float *comb,
-                          int n, float *X, unsigned rnd)
+/* SUM: o is the routed experts' sum, added here from their slot outputs Y [n k, dim] as k_expert_sum adds it
+ * (moe_pend; the same additions in the same order), instead of read from o. */
+template <bool SUM>
+__global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, const float *post, const float *comb, int n,
+                          float *X, unsigned rnd, const float *Y, const int32_t *idx, int k)
 {
     pdl_start();
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -345,7 +348,15 @@ __global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, cons
     const float *pt = post + (size_t)t * hc, *ct = comb + (size_t)t * hc * hc;
     float old[HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
-    float ov = o[(size_t)t * dim + d];
+    float ov;
+    if (SUM) {
+        int order[MAX_K];
+        expert_slot_order(idx + t * k, k, order);
+        float s = 0;
+        for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * dim + d];
+        ov = s;
+    } else
+        ov = o[(size_t)t * dim + d];
     if (o2) ov += rnd_in(rnd, o2[(size_t)t * dim + d]);
     ov = rnd_in(rnd, ov);
     for (int k = 0; k < hc; k++) {
@@ -360,7 +371,18 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
 {
     const int64_t total = (int64_t)n * dim;
     if (total <= 0) return;
-    launch_pdl(k_hc_post, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, impl_of(be)->stream, hc, dim, o, o2,
-               post, comb, n, X, rnd);
+    cuda_impl *im = impl_of(be);
+    const dim3 grid((unsigned)((total + 255) / 256));
+    /* the routed experts' pending sum (moe_pend) when o is theirs: folded in here */
+    if (im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
+        im->moe_pend.q == im->q) {
+        launch_pdl(k_hc_post<true>, grid, dim3(256), 0, im->stream, hc, dim, o, o2, post, comb, n, X, rnd,
+                   im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
+        im->moe_pend.out = NULL;
+    } else {
+        cuda_moe_flush(be);
+        launch_pdl(k_hc_post<false>, grid, dim3(256), 0, im->stream, hc, dim, o, o2, post, comb, n, X, rnd,
+                   (const float *)nullptr, (const int32_t *)nullptr, 0);
+    }
     CK_LAUNCH();
 }

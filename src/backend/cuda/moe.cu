@@ -13,7 +13,6 @@
 #include <string.h>
 
 #define MOE_WARPS 8
-#define MAX_K 16
 #define MAX_E 1024
 
 __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : log1pf(expf(x))); }
@@ -195,16 +194,36 @@ __global__ void k_expert_sum(const float *Y, const int32_t *idx, int k, int D, i
     if (id >= (int64_t)n * D) return;
     const int t = (int)(id / D), d = (int)(id % D);
     int order[MAX_K];
-    for (int i = 0; i < k; i++) order[i] = i;
-    for (int i = 1; i < k; i++)
-        for (int j = i; j > 0 && idx[t * k + order[j]] < idx[t * k + order[j - 1]]; j--) {
-            int x = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = x;
-        }
+    expert_slot_order(idx + t * k, k, order);
     float s = 0;
     for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * D + d];
     out[(size_t)t * D + d] = s;
+}
+
+/* out = the sum over the slots now, or (sum_in_hc_post) left to the next hc_post (moe_pend). */
+static void moe_sum_or_defer(dsv4_backend *be, const dsv4_moe_params *p, const float *Y, const int32_t *idx, int n,
+                             int k, int D, float *out)
+{
+    cuda_impl *im = impl_of(be);
+    cuda_moe_flush(be); /* one left by a caller that broke the contract: summed, not lost */
+    if (!p->sum_in_hc_post) {
+        cuda_moe_sum(be, Y, idx, n, k, D, out);
+        return;
+    }
+    im->moe_pend.out = out, im->moe_pend.Y = Y, im->moe_pend.idx = idx;
+    im->moe_pend.n = n, im->moe_pend.k = k, im->moe_pend.D = D, im->moe_pend.q = im->q;
+}
+
+void cuda_moe_flush(dsv4_backend *be)
+{
+    cuda_impl *im = impl_of(be);
+    if (!im->moe_pend.out) return;
+    const int q = im->q;
+    im->q = im->moe_pend.q, im->stream = im->queue[im->q];
+    cuda_moe_sum(be, im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.n, im->moe_pend.k, im->moe_pend.D,
+                 im->moe_pend.out);
+    im->q = q, im->stream = im->queue[q];
+    im->moe_pend.out = NULL;
 }
 
 /* The device descriptor table of a layer's experts (w1 | w3 | w2), made
@@ -249,7 +268,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
     if (im->moe_mma[ti]) { /* FP4 experts on the tensor cores (moe_mma.cu) */
         cuda_moe_mma(be, p, tab, im->moe_mma[ti], x, n, idx, wts, aq, G, Y);
-        if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
+        if (!p->slot_out) moe_sum_or_defer(be, p, Y, idx, n, k, D, out);
         return;
     }
     if (aq) {
@@ -275,7 +294,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
                                                              (int)ts0, p->expert_lo, p->expert_hi);
         CK_LAUNCH();
     }
-    if (!p->slot_out) cuda_moe_sum(be, Y, idx, n, k, D, out);
+    if (!p->slot_out) moe_sum_or_defer(be, p, Y, idx, n, k, D, out);
 }
 
 void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out)
