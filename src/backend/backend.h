@@ -130,9 +130,11 @@ struct dsv4_backend {
     int ordinal;          /* which device of its kind (the GPU's number); 0 for the CPU */
     void *impl;
     /* Fake-quantise activations to FP8 (per 128, power-of-two scales) in front
-     * of FP8/FP4 linears not marked no_act_quant, and round them to BF16 in
-     * front of BF16 ones (the reference's BF16 activations; the model rounds
-     * those inputs already, RIO; dsv4_bf16_input): reference numerics. */
+     * of FP8/FP4 linears not marked no_act_quant, x read as BF16 values first
+     * (the reference quantises a BF16 tensor), and round them to BF16 in
+     * front of BF16 ones (the reference's BF16 activations; dsv4_bf16_input):
+     * reference numerics. The model rounds those inputs already (RIO) except
+     * where the linear's own rounding stands for it (dsv4_reads_bf16). */
     bool act_quant;
     /* The routed experts' W4A8 kernels (--moe-backend w4a8; with act_quant and
      * MXFP4 experts): FP4 weights and the FP8 activations on FP8 tensor cores.
@@ -293,6 +295,14 @@ struct dsv4_backend {
 static inline bool dsv4_bf16_input(const dsv4_backend *be, const dsv4_w *w)
 {
     return be->act_quant && !w->no_act_quant && w->fmt == DSV4_WF_FLOAT && w->dtype == DSV4_DT_BF16;
+}
+
+/* Reference numerics: whether a linear reads its input as BF16 values (the act_quant of an FP8 / FP4 weight, or a
+ * BF16 weight's dsv4_bf16_input), so a rounding of x to BF16 in front of it changes nothing (forward.c leaves
+ * out the one in front of wo_b: a launch less a layer on the GPU). */
+static inline bool dsv4_reads_bf16(const dsv4_backend *be, const dsv4_w *w)
+{
+    return be->act_quant && !w->no_act_quant && (w->fmt != DSV4_WF_FLOAT || w->dtype == DSV4_DT_BF16);
 }
 
 /* The CPU backend; n_threads <= 0 uses every core. */

@@ -242,7 +242,7 @@ static void attention(fwd *f, int l)
             dsv4_w wg = dsv4_w_rows(&L->wo_a, (int64_t)g * R, R);
             be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
         }
-    bf16_point(f, s->z, (size_t)T * G * R);
+    if (!dsv4_reads_bf16(be, &L->wo_b)) bf16_point(f, s->z, (size_t)T * G * R); /* else wo_b rounds as it reads */
     be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
 
     mark(f, DSV4_PROF_HC);

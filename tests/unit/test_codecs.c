@@ -193,6 +193,64 @@ static void test_bf16_linear_reference(void **state)
     be->destroy(be);
 }
 
+/* Reference numerics (act_quant): an FP8 weight's activations are quantised from x read as BF16 values (the
+ * reference quantises a BF16 tensor), so the linear of x and of x rounded first give the same bits, and differ
+ * from the plain linear of x; forward.c leaves the rounding in front of wo_b to it (dsv4_reads_bf16). */
+static void test_fp8_linear_reads_bf16(void **state)
+{
+    (void)state;
+    dsv4_backend *be = dsv4_backend_cpu_create(2);
+    const int out = 40, in = 300, n = 4, ldx = in + 5, scn = (in + 127) / 128;
+    uint8_t *q = malloc((size_t)out * in), sc8[3];
+    for (int i = 0; i < scn; i++) sc8[i] = (uint8_t)(121 + next() % 6);
+    for (int i = 0; i < out * in; i++) {
+        uint8_t b;
+        do b = (uint8_t)next();
+        while ((b & 0x7f) == 0x7f);
+        q[i] = b;
+    }
+    dsv4_w w = {.name = "fp8",
+                .dtype = DSV4_DT_F8_E4M3,
+                .fmt = DSV4_WF_FP8,
+                .ndim = 2,
+                .ne = {out, in},
+                .host = q,
+                .scale = sc8,
+                .scale_dtype = DSV4_DT_F8_E8M0,
+                .scale_cols = scn,
+                .block_rows = 128,
+                .block_cols = 128};
+    float *x = malloc((size_t)n * ldx * sizeof(float)), *xr = malloc((size_t)n * in * sizeof(float));
+    int changed = 0;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < in; i++) {
+            x[(size_t)t * ldx + i] = frand() + ldexpf(frand(), -12); /* not BF16 values */
+            xr[(size_t)t * in + i] = dsv4_round_bf16(x[(size_t)t * ldx + i]);
+            changed += xr[(size_t)t * in + i] != x[(size_t)t * ldx + i];
+        }
+    assert_true(changed > n * in / 2);
+    float *y = malloc((size_t)n * out * sizeof(float)), *yr = malloc((size_t)n * out * sizeof(float));
+    float *yp = malloc((size_t)n * out * sizeof(float));
+    be->linear(be, &w, x, ldx, n, yp, out); /* plain numerics: x itself */
+    be->act_quant = true;
+    assert_true(dsv4_reads_bf16(be, &w));
+    be->linear(be, &w, xr, in, n, yr, out);
+    be->linear(be, &w, x, ldx, n, y, out);
+    assert_memory_equal(y, yr, (size_t)n * out * sizeof(float));
+    assert_true(memcmp(y, yp, (size_t)n * out * sizeof(float)) != 0);
+    w.no_act_quant = true; /* wo_a's BF16 activations on the hi + lo path: x itself, not read as BF16 */
+    assert_false(dsv4_reads_bf16(be, &w));
+    be->act_quant = false;
+    assert_false(dsv4_reads_bf16(be, &w));
+    free(q);
+    free(x);
+    free(xr);
+    free(y);
+    free(yr);
+    free(yp);
+    be->destroy(be);
+}
+
 static void test_fp4_linear(void **state)
 {
     dsv4_backend *be = dsv4_backend_cpu_create(2);
@@ -290,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_fp4_linear),
         cmocka_unit_test(test_fp4_pack),
         cmocka_unit_test(test_bf16_linear_reference),
+        cmocka_unit_test(test_fp8_linear_reads_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

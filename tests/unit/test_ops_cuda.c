@@ -540,19 +540,19 @@ static double fin(double v)
     return isfinite(v) ? v : 0.0;
 }
 
-/* The reference's act_quant (FP8 per 128 along the row, power-of-two scales),
- * for the magnitudes only. */
+/* The reference's act_quant (x read as BF16 values, FP8 per 128 along the
+ * row, power-of-two scales), for the magnitudes only. */
 static void act_quant_host(const float *x, int ldx, int n, int in, float *out)
 {
     for (int t = 0; t < n; t++)
         for (int b0 = 0; b0 < in; b0 += 128) {
             const int b1 = b0 + 128 < in ? b0 + 128 : in;
             float amax = 1e-4f;
-            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(x[(size_t)t * ldx + i]));
+            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(dsv4_round_bf16(x[(size_t)t * ldx + i])));
             const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
             for (int i = b0; i < b1; i++)
                 out[(size_t)t * in + i] =
-                    dsv4_e4m3_round(fminf(fmaxf(x[(size_t)t * ldx + i] / sc, -448.0f), 448.0f)) * sc;
+                    dsv4_e4m3_round(fminf(fmaxf(dsv4_round_bf16(x[(size_t)t * ldx + i]) / sc, -448.0f), 448.0f)) * sc;
         }
 }
 

@@ -492,8 +492,9 @@ static void linear_task(void *vctx, int64_t task)
     }
 }
 
-/* The reference's act_quant: per contiguous block of 128 along K, a power-of-
- * two scale s = 2^ceil(log2(amax/448)) and x <- e4m3(x/s) * s. */
+/* The reference's act_quant: x read as BF16 values (the reference quantises a BF16 tensor; the model's inputs
+ * are BF16 values already except where a linear stands for the rounding, dsv4_reads_bf16), then per contiguous
+ * block of 128 along K a power-of-two scale s = 2^ceil(log2(amax/448)) and x <- e4m3(x/s) * s. */
 static void act_quant_fp8(const float *x, int ldx, int n, int in, float *out)
 {
     for (int t = 0; t < n; t++) {
@@ -502,9 +503,10 @@ static void act_quant_fp8(const float *x, int ldx, int n, int in, float *out)
         for (int b0 = 0; b0 < in; b0 += 128) {
             int b1 = b0 + 128 < in ? b0 + 128 : in;
             float amax = 1e-4f;
-            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(xr[i]));
+            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(dsv4_round_bf16(xr[i])));
             float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
-            for (int i = b0; i < b1; i++) o[i] = dsv4_e4m3_round(fminf(fmaxf(xr[i] / sc, -448.0f), 448.0f)) * sc;
+            for (int i = b0; i < b1; i++)
+                o[i] = dsv4_e4m3_round(fminf(fmaxf(dsv4_round_bf16(xr[i]) / sc, -448.0f), 448.0f)) * sc;
         }
     }
 }

@@ -76,7 +76,7 @@ __global__ void k_act_quant(const float *x, int ldx, int in, int n, float *out)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const int i = b0 + lane + 32 * j;
-        v[j] = i < in && i < b0 + 128 ? xr[i] : 0.0f;
+        v[j] = i < in && i < b0 + 128 ? dsv4_round_bf16(xr[i]) : 0.0f; /* BF16 values first, as the CPU */
         amax = fmaxf(amax, fabsf(v[j]));
     }
 #pragma unroll

@@ -96,6 +96,8 @@ __global__ void k_moe_pack(const float *src, int ld, int nrows, int K, uint2 *xp
     if (REF) {
         float amax = 1e-4f;
 #pragma unroll
+        for (int e = 0; e < 4; e++) v[e] = dsv4_round_bf16(v[e]); /* BF16 values first (k_act_quant's) */
+#pragma unroll
         for (int e = 0; e < 4; e++) amax = fmaxf(amax, fabsf(v[e]));
 #pragma unroll
         for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));

@@ -114,11 +114,15 @@ __device__ __forceinline__ uint32_t h2_bits(__half a, __half b)
  *   plain numerics: sc at or above the group's largest finite magnitude,
  *     then hi + lo (22 significant bits: about FP32's rounding of the
  *     largest term); non-finite values whole in hi;
- *   reference numerics (REF): k_act_quant's FP8 quantisation per 128 columns;
- *     the E4M3 code q is an F16 exactly and the value is q * sc (lo zero); a
- *     value that overflows keeps its Inf so it propagates. */
-template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const float *v, __half *hi, __half *lo)
+ *   reference numerics (REF): k_act_quant's FP8 quantisation per 128 columns
+ *     of the values read as BF16; the E4M3 code q is an F16 exactly and the
+ *     value is q * sc (lo zero); a value that overflows keeps its Inf so it
+ *     propagates. */
+template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const float *v_in, __half *hi, __half *lo)
 {
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) v[e] = REF ? dsv4_round_bf16(v_in[e]) : v_in[e];
     float amax = REF ? 1e-4f : 0.0f; /* reference: k_act_quant's floor; NaN never wins fmaxf */
 #pragma unroll
     for (int e = 0; e < 4; e++) amax = fmaxf(amax, REF || isfinite(v[e]) ? fabsf(v[e]) : 0.0f);
