@@ -141,18 +141,19 @@ template <int HCT> __device__ static void hc_sinkhorn_warp(const dsv4_hc_params 
  * thread loads its NPT columns of every stream at once and keeps them: one
  * round trip for the RMS and the collapse, whose sums run in the order of
  * the generic path (ascending flat index per thread). The parameters
- * (weights) go to shared memory before griddepcontrol.wait. */
+ * (weights) go to shared memory before griddepcontrol.wait. bx0: the role of
+ * blockIdx.x 0 (a launch of one role: 0, the collapse; 1, post and comb). */
 template <int HCT, int NPT>
-__global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float *__restrict__ X,
-                                                  const float *__restrict__ mraw, int kp, int n, float *__restrict__ u,
-                                                  float *__restrict__ post, float *__restrict__ comb, bool head)
+__global__ void __launch_bounds__(256)
+    k_hc_split(dsv4_hc_params p, const float *__restrict__ X, const float *__restrict__ mraw, int kp, int n,
+               float *__restrict__ u, float *__restrict__ post, float *__restrict__ comb, bool head, int bx0)
 {
     __shared__ float sh[32];
     __shared__ float m[(2 + HC_MAX) * HC_MAX];
     __shared__ float s_pre[HC_MAX], s_comb[HC_MAX * HC_MAX], s_sum[HC_MAX];
     __shared__ float s_base[(2 + HC_MAX) * HC_MAX], s_scale[3];
     const int t = blockIdx.y, hc = HCT ? HCT : p.hc, F = hc * p.dim, D = p.dim;
-    const bool mix = blockIdx.x == 1; /* post and comb; block 0: pre and the collapse */
+    const bool mix = blockIdx.x + bx0 == 1; /* post and comb; block 0: pre and the collapse */
     const int n_all = head ? hc : (2 + hc) * hc, n_mix = mix ? n_all : hc;
     const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
     for (int i = tid; i < n_mix; i += blockDim.x) s_base[i] = p.base[i]; /* weights: before the wait */
@@ -299,6 +300,14 @@ __global__ void __launch_bounds__(256) k_hc_split(dsv4_hc_params p, const float 
     for (int i = tid; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
 }
 
+/* DSV4_HC_SIDE=0: post and comb in the collapse's launch in decode graphs too (a baseline; the same bits). */
+static bool hc_side_comb(void)
+{
+    static int v = -1;
+    if (v < 0) v = cuda_env_int("DSV4_HC_SIDE", 1) != 0;
+    return v;
+}
+
 /* The mixing logits' parts (fn read once per HC_TT tokens, spread over the
  * GPU), then the per-token split and collapse. */
 static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u, float *post,
@@ -313,14 +322,30 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
                n_mix, F, mraw);
     CK_LAUNCH();
-    const dim3 grid(head ? 1 : 2, (unsigned)n);
     /* the norm after in the same kernel when the rmsnorm op would run 256 threads a row too (the same sums) */
     dsv4_hc_params q = *p;
     const bool fuse = rmsnorm_threads(p->dim) == 256;
     if (!fuse) q.then_y = NULL;
-    launch_pdl(hc == 4 && p->dim == 16 * 256 ? k_hc_split<4, 16> : hc == 4 ? k_hc_split<4, 0> : k_hc_split<0, 0>, grid,
-               dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u, post, comb, head);
-    CK_LAUNCH();
+    auto *ks = hc == 4 && p->dim == 16 * 256 ? k_hc_split<4, 16> : hc == 4 ? k_hc_split<4, 0> : k_hc_split<0, 0>;
+    /* In a decode graph the blocks of post and comb (the Sinkhorn's chain; read only by the hc_post that ends
+     * the sublayer, after forward.c's join) run on the second queue: the next kernel on this one waits for
+     * the collapse alone. The same kernel, each block its role: the same bits. mraw and X stay untouched
+     * until that join (the next writers of both, k_hc_mix and hc_post, come after it). */
+    if (!head && im->capturing && be->side && im->q == 0 && hc_side_comb()) {
+        CK(cudaEventRecord(im->fork_ev, im->queue[0]));
+        CK(cudaStreamWaitEvent(im->queue[1], im->fork_ev, 0));
+        launch_pdl(ks, dim3(1, (unsigned)n), dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u, post, comb,
+                   head, 0);
+        CK_LAUNCH();
+        ks<<<dim3(1, (unsigned)n), 256, 0, im->queue[1]>>>(q, X, (const float *)mraw, kp, n, u, post, comb, head, 1);
+        CK_LAUNCH();
+        CK(cudaEventRecord(im->join_ev, im->queue[1]));
+        im->side_open = true;
+    } else {
+        launch_pdl(ks, dim3(head ? 1 : 2, (unsigned)n), dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u,
+                   post, comb, head, 0);
+        CK_LAUNCH();
+    }
     if (p->then_y && !fuse) cuda_rmsnorm(be, u, p->then_w, n, p->dim, p->dim, p->then_eps, p->then_y, p->then_rnd);
 }
 
