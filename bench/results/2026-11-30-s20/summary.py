@@ -57,6 +57,10 @@ res = {
     "proj_side": {"what": "the attention's projections of h but wq_a on the second queue (not kept: proj-side.diff) "
                   "against 471cf99 ('hcs') and 7be40f8 ('base'), same call; logits identical",
                   "runs_ms": dict(lines("proj-side"))},
+    "post_mix": {"what": "hc_post making the next hc_pre's mixing products in its own kernel (a cluster of the four "
+                 "streams' blocks; not kept: post-mix.diff) against the same binary with DSV4_HC_POST_MIX=0 "
+                 "('nomix', 471cf99's launches), same call; logits identical (first/: the first version, whose "
+                 "compiler-chosen FMA order changed X's bits)", "runs_ms": dict(lines("post-mix"))},
     "decode_ms_per_step_7be40f8": {f"batch_{b}": stats(v, b) for b, v in base.items()},
     "decode_ms_per_step_9d2ea45_z_fold": {f"batch_{b}": stats(v, b) for b, v in zfold.items()},
     "decode_ms_per_step_head_471cf99": {f"batch_{b}": stats(v, b) for b, v in head.items()},
