@@ -156,98 +156,73 @@ static void test_fp8_block_linear(void **state)
     be->destroy(be);
 }
 
-/* Reference numerics (act_quant): a BF16 weight multiplies BF16(x), the reference's BF16 activations - the
- * same bits as the linear of x rounded first; plain numerics, and a weight marked no_act_quant, x itself. */
-static void test_bf16_linear_reference(void **state)
+/* Reference numerics (act_quant): the linear reads x as BF16 values - a BF16 weight multiplies BF16(x), the
+ * reference's BF16 activations; an FP8 weight's activations are quantised from BF16(x), as the reference
+ * quantises a BF16 tensor (forward.c leaves the rounding in front of wo_b to it: dsv4_reads_bf16) - so x and x
+ * rounded first give the same bits, unlike plain numerics; a weight marked no_act_quant (wo_a) takes x itself. */
+static void check_reads_bf16(dsv4_backend *be, dsv4_w *w)
 {
-    (void)state;
-    dsv4_backend *be = dsv4_backend_cpu_create(2);
-    const int out = 37, in = 300, n = 5, ldx = in + 3;
-    uint16_t *q = malloc((size_t)out * in * sizeof(uint16_t));
-    for (int i = 0; i < out * in; i++) q[i] = dsv4_f32_to_bf16(frand());
-    dsv4_w w = {.name = "bf16", .dtype = DSV4_DT_BF16, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {out, in}, .host = q};
+    const int out = (int)w->ne[0], in = (int)w->ne[1], n = 5, ldx = in + 3;
     float *x = malloc((size_t)n * ldx * sizeof(float)), *xr = malloc((size_t)n * in * sizeof(float));
     for (int t = 0; t < n; t++)
         for (int i = 0; i < in; i++) {
-            x[(size_t)t * ldx + i] = frand() * 1.001f; /* not BF16 values */
+            x[(size_t)t * ldx + i] = frand() * 1.001f + ldexpf(frand(), -12); /* not BF16 values */
             xr[(size_t)t * in + i] = dsv4_round_bf16(x[(size_t)t * ldx + i]);
         }
     float *y = malloc((size_t)n * out * sizeof(float)), *yr = malloc((size_t)n * out * sizeof(float));
     float *yp = malloc((size_t)n * out * sizeof(float));
-    be->linear(be, &w, xr, in, n, yr, out); /* plain numerics on the rounded x */
-    be->linear(be, &w, x, ldx, n, yp, out); /* plain numerics on x */
+    be->linear(be, w, x, ldx, n, yp, out); /* plain numerics: x itself */
     be->act_quant = true;
-    be->linear(be, &w, x, ldx, n, y, out);
+    assert_true(dsv4_reads_bf16(be, w));
+    be->linear(be, w, xr, in, n, yr, out);
+    be->linear(be, w, x, ldx, n, y, out);
     assert_memory_equal(y, yr, (size_t)n * out * sizeof(float));
-    assert_true(memcmp(yp, yr, (size_t)n * out * sizeof(float)) != 0);
-    w.no_act_quant = true;
-    be->linear(be, &w, x, ldx, n, y, out);
+    assert_true(memcmp(y, yp, (size_t)n * out * sizeof(float)) != 0);
+    w->no_act_quant = true;
+    assert_false(dsv4_reads_bf16(be, w));
+    be->linear(be, w, x, ldx, n, y, out);
     assert_memory_equal(y, yp, (size_t)n * out * sizeof(float));
+    w->no_act_quant = false;
     be->act_quant = false;
-    free(q);
+    assert_false(dsv4_reads_bf16(be, w));
     free(x);
     free(xr);
     free(y);
     free(yr);
     free(yp);
-    be->destroy(be);
 }
 
-/* Reference numerics (act_quant): an FP8 weight's activations are quantised from x read as BF16 values (the
- * reference quantises a BF16 tensor), so the linear of x and of x rounded first give the same bits, and differ
- * from the plain linear of x; forward.c leaves the rounding in front of wo_b to it (dsv4_reads_bf16). */
-static void test_fp8_linear_reads_bf16(void **state)
+static void test_linear_reads_bf16(void **state)
 {
     (void)state;
     dsv4_backend *be = dsv4_backend_cpu_create(2);
-    const int out = 40, in = 300, n = 4, ldx = in + 5, scn = (in + 127) / 128;
-    uint8_t *q = malloc((size_t)out * in), sc8[3];
+    const int out = 37, in = 300, scn = (in + 127) / 128;
+    uint16_t *qb = malloc((size_t)out * in * sizeof(uint16_t));
+    for (int i = 0; i < out * in; i++) qb[i] = dsv4_f32_to_bf16(frand());
+    dsv4_w wb = {.name = "bf16", .dtype = DSV4_DT_BF16, .fmt = DSV4_WF_FLOAT, .ndim = 2, .ne = {out, in}, .host = qb};
+    check_reads_bf16(be, &wb);
+    uint8_t *q8 = malloc((size_t)out * in), sc8[3];
     for (int i = 0; i < scn; i++) sc8[i] = (uint8_t)(121 + next() % 6);
     for (int i = 0; i < out * in; i++) {
         uint8_t b;
         do b = (uint8_t)next();
         while ((b & 0x7f) == 0x7f);
-        q[i] = b;
+        q8[i] = b;
     }
-    dsv4_w w = {.name = "fp8",
-                .dtype = DSV4_DT_F8_E4M3,
-                .fmt = DSV4_WF_FP8,
-                .ndim = 2,
-                .ne = {out, in},
-                .host = q,
-                .scale = sc8,
-                .scale_dtype = DSV4_DT_F8_E8M0,
-                .scale_cols = scn,
-                .block_rows = 128,
-                .block_cols = 128};
-    float *x = malloc((size_t)n * ldx * sizeof(float)), *xr = malloc((size_t)n * in * sizeof(float));
-    int changed = 0;
-    for (int t = 0; t < n; t++)
-        for (int i = 0; i < in; i++) {
-            x[(size_t)t * ldx + i] = frand() + ldexpf(frand(), -12); /* not BF16 values */
-            xr[(size_t)t * in + i] = dsv4_round_bf16(x[(size_t)t * ldx + i]);
-            changed += xr[(size_t)t * in + i] != x[(size_t)t * ldx + i];
-        }
-    assert_true(changed > n * in / 2);
-    float *y = malloc((size_t)n * out * sizeof(float)), *yr = malloc((size_t)n * out * sizeof(float));
-    float *yp = malloc((size_t)n * out * sizeof(float));
-    be->linear(be, &w, x, ldx, n, yp, out); /* plain numerics: x itself */
-    be->act_quant = true;
-    assert_true(dsv4_reads_bf16(be, &w));
-    be->linear(be, &w, xr, in, n, yr, out);
-    be->linear(be, &w, x, ldx, n, y, out);
-    assert_memory_equal(y, yr, (size_t)n * out * sizeof(float));
-    assert_true(memcmp(y, yp, (size_t)n * out * sizeof(float)) != 0);
-    w.no_act_quant = true; /* wo_a's BF16 activations on the hi + lo path: x itself, not read as BF16 */
-    assert_false(dsv4_reads_bf16(be, &w));
-    be->act_quant = false;
-    assert_false(dsv4_reads_bf16(be, &w));
-    free(q);
-    free(x);
-    free(xr);
-    free(y);
-    free(yr);
-    free(yp);
+    dsv4_w w8 = {.name = "fp8",
+                 .dtype = DSV4_DT_F8_E4M3,
+                 .fmt = DSV4_WF_FP8,
+                 .ndim = 2,
+                 .ne = {out, in},
+                 .host = q8,
+                 .scale = sc8,
+                 .scale_dtype = DSV4_DT_F8_E8M0,
+                 .scale_cols = scn,
+                 .block_rows = 128,
+                 .block_cols = 128};
+    check_reads_bf16(be, &w8);
+    free(qb);
+    free(q8);
     be->destroy(be);
 }
 
@@ -341,14 +316,9 @@ static void test_fp4_pack(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_all_bytes),
-        cmocka_unit_test(test_e8m0_range),
-        cmocka_unit_test(test_e2m1_codes),
-        cmocka_unit_test(test_fp8_block_linear),
-        cmocka_unit_test(test_fp4_linear),
-        cmocka_unit_test(test_fp4_pack),
-        cmocka_unit_test(test_bf16_linear_reference),
-        cmocka_unit_test(test_fp8_linear_reads_bf16),
+        cmocka_unit_test(test_e4m3_all_bytes),    cmocka_unit_test(test_e8m0_range), cmocka_unit_test(test_e2m1_codes),
+        cmocka_unit_test(test_fp8_block_linear),  cmocka_unit_test(test_fp4_linear), cmocka_unit_test(test_fp4_pack),
+        cmocka_unit_test(test_linear_reads_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
