@@ -10,11 +10,17 @@
 # 8-layer Flash-shaped sparse one made here, AB_LAYERS layers; filled at load with --fill-random);
 # AB_NUMERICS (default reference), AB_DECODE steps (default 16), AB_BACKEND (default cuda; cpu checks the
 # script here on a small fixture: AB_MODEL=tests/fixtures/q_stock AB_BACKEND=cpu). Unpacks the
-# bundle when it is not yet (scripts/gpu_env.sh).
+# bundle when it is not yet (scripts/gpu_env.sh). AB_BINS compares other builds or knobs instead of new
+# against base, alternating in its order: "NAME=COMMAND;NAME=COMMAND;..." (a COMMAND may begin with env
+# VAR=VALUE; tags NAME-CASE, "new" just CASE), e.g.
+#   AB_BINS="new=.gpu/bench_cpu;noside=env DSV4_HC_SIDE=0 .gpu/bench_cpu;base=.gpu/bench_cpu.base"
 set -u
 cd "$(dirname "$0")/.."
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
-[ -x $B/bench_cpu.base ] || { echo "gpu_ab: no $B/bench_cpu.base (pack with BASE=...)"; exit 1; }
+if [ -z "${AB_BINS:-}" ]; then
+  [ -x $B/bench_cpu.base ] || { echo "gpu_ab: no $B/bench_cpu.base (pack with BASE=...)"; exit 1; }
+  AB_BINS="new=$B/bench_cpu;base=$B/bench_cpu.base"
+fi
 model=${AB_MODEL:-}
 fill=
 if [ -z "$model" ]; then
@@ -26,10 +32,13 @@ fi
 for i in $(seq 1 "${AB_REPEAT:-2}"); do
   for case in "$@"; do
     name=${case%%:*} args=${case#*:}
-    for bin in bench_cpu bench_cpu.base; do
-      tag=$name; [ $bin = bench_cpu.base ] && tag=$name-base
+    IFS=';'
+    for v in $AB_BINS; do
+      IFS=' '
+      vn=${v%%=*} cmd=${v#*=}
+      tag=$name; [ "$vn" = new ] || tag=$name-$vn
       # shellcheck disable=SC2086
-      timeout 200 $B/$bin -m "$model" --prompt 16 --decode "${AB_DECODE:-16}" --backend "${AB_BACKEND:-cuda}" \
+      timeout 200 $cmd -m "$model" --prompt 16 --decode "${AB_DECODE:-16}" --backend "${AB_BACKEND:-cuda}" \
         --numerics "${AB_NUMERICS:-reference}" $fill $args --json "$OUT/ab-$tag-$i.json" > "$OUT/ab-$tag-$i.txt" 2>&1
       r=$(grep -m1 '^model ' "$OUT/ab-$tag-$i.txt" | sed 's/.*decode [0-9]* steps: //; s/ (graphs.*//')
       echo "$tag ($i): ${r:-FAILED, see ab-$tag-$i.txt}" | tee -a "$OUT/ab.txt"
