@@ -105,6 +105,7 @@ struct cuda_impl {
     int q;                         /* stream == queue[q] */
     cudaEvent_t fork_ev, join_ev; /* queue 1 starts after fork_ev (queue 0); queue 0 waits for join_ev */
     bool side_open;               /* queue 1 has had work since queue 0 last waited for it */
+    bool hc_comb_open;            /* an hc_pre's post and comb run on queue 1, queue 0 has not waited for them */
     /* the current step's plan and page table, on the device */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
@@ -556,6 +557,8 @@ void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int 
 void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
                   const float *comb, int n, float *X, unsigned rnd);
 void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
+/* Queue 0 waits for an hc_pre's post and comb left on queue 1 (hc_comb_open), if any. */
+void cuda_hc_join(cuda_impl *im);
 void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                    const float *a, const float *g);
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,

@@ -158,6 +158,7 @@ static void c_join(dsv4_backend *be)
     c_side(be, false);
     if (im->side_open) CK(cudaStreamWaitEvent(im->queue[0], im->join_ev, 0));
     im->side_open = false;
+    im->hc_comb_open = false;
 }
 
 /* Large host-to-device copies go through two pinned 64 MiB buffers in turn:
@@ -235,6 +236,7 @@ static void grow(cuda_impl *im, void **p, size_t *cap, size_t need)
 static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv)
 {
     cuda_impl *im = impl_of(be);
+    cuda_hc_join(im); /* a caller that left a step unjoined: here, before any capture of this one */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
     grow(im, (void **)&im->d_pos, &im->cap_pos, nt * sizeof(int64_t));

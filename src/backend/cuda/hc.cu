@@ -300,6 +300,17 @@ __global__ void __launch_bounds__(256)
     for (int i = tid; i < hc * hc; i += blockDim.x) comb[(size_t)t * hc * hc + i] = s_comb[i];
 }
 
+/* Queue 0 waits for an hc_pre's post-and-comb blocks on queue 1 (hc_comb_open) before what reads their
+ * outputs or overwrites their inputs (hc_post; the next hc_pre's k_hc_mix writing mraw): the forward pass
+ * joins the queues before both, so this does nothing there; it keeps the op correct for any caller. */
+void cuda_hc_join(cuda_impl *im)
+{
+    if (!im->hc_comb_open || im->q != 0) return;
+    CK(cudaEventRecord(im->join_ev, im->queue[1]));
+    CK(cudaStreamWaitEvent(im->queue[0], im->join_ev, 0));
+    im->side_open = im->hc_comb_open = false;
+}
+
 /* DSV4_HC_SIDE=0: post and comb in the collapse's launch in decode graphs too (a baseline; the same bits). */
 static bool hc_side_comb(void)
 {
@@ -319,6 +330,7 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     const int hc = p->hc, F = hc * p->dim, n_mix = head ? hc : (2 + hc) * hc;
     const int kp = (F + HC_KCOLS - 1) / HC_KCOLS;
     float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
+    cuda_hc_join(im);
     launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
                n_mix, F, mraw);
     CK_LAUNCH();
@@ -340,7 +352,7 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
         ks<<<dim3(1, (unsigned)n), 256, 0, im->queue[1]>>>(q, X, (const float *)mraw, kp, n, u, post, comb, head, 1);
         CK_LAUNCH();
         CK(cudaEventRecord(im->join_ev, im->queue[1]));
-        im->side_open = true;
+        im->side_open = im->hc_comb_open = true;
     } else {
         launch_pdl(ks, dim3(head ? 1 : 2, (unsigned)n), dim3(256), 0, im->stream, q, X, (const float *)mraw, kp, n, u,
                    post, comb, head, 0);
@@ -397,6 +409,7 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     const int64_t total = (int64_t)n * dim;
     if (total <= 0) return;
     cuda_impl *im = impl_of(be);
+    cuda_hc_join(im); /* post and comb written */
     const dim3 grid((unsigned)((total + 255) / 256));
     /* the routed experts' pending sum (moe_pend) when o is theirs: folded in here */
     if (im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
