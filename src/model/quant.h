@@ -147,6 +147,13 @@ DSV4_HD float dsv4_e4m3_round(float x)
     return x < 0 ? -r : r;
 }
 
+/* The E4M3 code of v at a power-of-two scale sc (v / sc clamped to +-448, then rounded): the step every FP8
+ * quantisation here shares (FP8SIM, the reference's act_quant); the value is the code times sc. */
+DSV4_HD float dsv4_e4m3_code(float v, float sc)
+{
+    return dsv4_e4m3_round(fminf(fmaxf(v / sc, -448.0f), 448.0f));
+}
+
 /* ---- FP4 E2M1 --------------------------------------------------------- */
 
 /* Built from the code's bits (no table: on the GPU a table is a stack array):
@@ -184,10 +191,7 @@ DSV4_HD void dsv4_fp8sim(float *v, int n, int block)
         float amax = 1e-4f;
         for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(v[i]));
         float s = dsv4_pow2_ceil_scale(amax, 448.0f);
-        for (int i = b0; i < b1; i++) {
-            float q = fminf(fmaxf(v[i] / s, -448.0f), 448.0f);
-            v[i] = dsv4_round_bf16(dsv4_e4m3_round(q) * s);
-        }
+        for (int i = b0; i < b1; i++) v[i] = dsv4_round_bf16(dsv4_e4m3_code(v[i], s) * s);
     }
 }
 

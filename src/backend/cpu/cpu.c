@@ -503,10 +503,12 @@ static void act_quant_fp8(const float *x, int ldx, int n, int in, float *out)
         for (int b0 = 0; b0 < in; b0 += 128) {
             int b1 = b0 + 128 < in ? b0 + 128 : in;
             float amax = 1e-4f;
-            for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(dsv4_round_bf16(xr[i])));
+            for (int i = b0; i < b1; i++) {
+                o[i] = dsv4_round_bf16(xr[i]);
+                amax = fmaxf(amax, fabsf(o[i]));
+            }
             float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
-            for (int i = b0; i < b1; i++)
-                o[i] = dsv4_e4m3_round(fminf(fmaxf(dsv4_round_bf16(xr[i]) / sc, -448.0f), 448.0f)) * sc;
+            for (int i = b0; i < b1; i++) o[i] = dsv4_e4m3_code(o[i], sc) * sc;
         }
     }
 }

@@ -449,8 +449,8 @@ __device__ __forceinline__ void kv_sim_block(float *v, int len, int lane)
 #pragma unroll
     for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
-    if (in0) v[lane] = dsv4_round_bf16(dsv4_e4m3_round(fminf(fmaxf(a0 / sc, -448.0f), 448.0f)) * sc);
-    if (in1) v[lane + 32] = dsv4_round_bf16(dsv4_e4m3_round(fminf(fmaxf(a1 / sc, -448.0f), 448.0f)) * sc);
+    if (in0) v[lane] = dsv4_round_bf16(dsv4_e4m3_code(a0, sc) * sc);
+    if (in1) v[lane + 32] = dsv4_round_bf16(dsv4_e4m3_code(a1, sc) * sc);
 }
 
 /* FP8SIM of KV rows: one warp per (row, 64-wide block). */

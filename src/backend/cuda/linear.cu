@@ -85,7 +85,7 @@ __global__ void k_act_quant(const float *x, int ldx, int in, int n, float *out)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
         const int i = b0 + lane + 32 * j;
-        if (i < in && i < b0 + 128) o[i] = dsv4_e4m3_round(fminf(fmaxf(v[j] / sc, -448.0f), 448.0f)) * sc;
+        if (i < in && i < b0 + 128) o[i] = dsv4_e4m3_code(v[j], sc) * sc;
     }
 }
 

@@ -103,7 +103,7 @@ __global__ void k_moe_pack(const float *src, int ld, int nrows, int K, uint2 *xp
         for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
         const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
 #pragma unroll
-        for (int e = 0; e < 4; e++) v[e] = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f)) * sc;
+        for (int e = 0; e < 4; e++) v[e] = dsv4_e4m3_code(v[e], sc) * sc;
         xp[f] = make_uint2(bf2_rn(v[0], v[1]), bf2_rn(v[2], v[3])); /* exact, Inf kept */
     } else {
         float r[4];

@@ -132,7 +132,7 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (REF) {
-            const float q = dsv4_e4m3_round(fminf(fmaxf(v[e] / sc, -448.0f), 448.0f));
+            const float q = dsv4_e4m3_code(v[e], sc);
             const float o = q * sc;
             hi[e] = __float2half_rn(isfinite(o) ? q : o);
             lo[e] = __float2half_rn(0.0f);
