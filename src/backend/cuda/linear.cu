@@ -191,7 +191,7 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
         cuda_linear_mma(be, d0, G, x, ldx, xg, n, y, ldy, yg, ref);
         return;
     }
-    if ((be->act_quant && w->fmt != DSV4_WF_FLOAT && !w->no_act_quant) || dsv4_bf16_input(be, w)) {
+    if (dsv4_reads_bf16(be, w)) { /* cuda_linear's act_quant or BF16(x), group by group */
         for (int g = 0; g < G; g++) {
             const dsv4_w wg = dsv4_w_rows(w, (int64_t)g * R, R);
             cuda_linear(be, &wg, x + g * xg, ldx, n, y + g * yg, ldy);
