@@ -997,7 +997,7 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
             return;
         }
         const size_t plane = (size_t)G * nkg * ntok_max * 16; /* uint2 per 4 columns */
-        uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, 3 * plane * sizeof(uint2));
+        uint2 *xp = (uint2 *)cuda_scratch(be, CS_MMA_X, (ref ? 1 : 3) * plane * sizeof(uint2)); /* bf16_pack's */
         for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
             const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;
             bf16_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xp, plane, ref);
@@ -1055,7 +1055,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
     }
     /* the scratch after the prefill kernels took theirs (a slot that grows is a new buffer) */
     uint32_t *xp = (uint32_t *)cuda_scratch(
-        be, CS_MMA_X, bf ? 3 * plane * sizeof(uint2) : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
+        be, CS_MMA_X, bf ? (ref ? 1 : 3) * plane * sizeof(uint2) : (size_t)nkg * ntok_max * 64 * (ref ? 2 : 4));
     float *xs = bf ? nullptr : (float *)cuda_scratch(be, CS_MMA_S, (size_t)nkg * ntok_max * sizeof(float));
     for (int t0 = 0; t0 < n; t0 += MMA_CHUNK) {
         const int nc = n - t0 < MMA_CHUNK ? n - t0 : MMA_CHUNK, ntok = (nc + 7) / 8 * 8;

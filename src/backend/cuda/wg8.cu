@@ -986,7 +986,8 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
     const size_t smem = (size_t)S * (F8 ? WF_STAGE : WB_STAGE) + 1024;
     const int CH = 1024, nkg = (int)((w[0].cols + 63) / 64);
     const int chunk = n < CH ? n : CH, ntok_max = (chunk + WB_N - 1) / WB_N * WB_N;
-    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)(F8 ? 2 : 3) * G * nkg * ntok_max * 128);
+    /* the pack's planes: F8 hi + lo; BF16 three parts, or BF16(x) alone (one) */
+    uint8_t *xb = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)(F8 ? 2 : one ? 1 : 3) * G * nkg * ntok_max * 128);
     float *xs = F8 ? (float *)cuda_scratch(be, CS_MMA_S, (size_t)G * nkg * ntok_max * sizeof(float)) : nullptr;
     for (int t0 = 0; t0 < n; t0 += CH) {
         const int nc = n - t0 < CH ? n - t0 : CH, ntok = (nc + WB_N - 1) / WB_N * WB_N;
