@@ -129,17 +129,18 @@ static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int n
 }
 
 /* Sparse attention decode at contexts 4k / 32k / 128k: the default layout in
- * reference numerics (tensor cores), the FP32 heads-together kernels (plain
- * numerics) and the naive layout, same state, same run; the speedup is the
- * naive layout's time over the default's. The state is zeros (the time does
- * not depend on the values); CSA picks 512 distinct compressed rows spread
- * over the context. */
+ * reference numerics (tensor cores) on BF16 cached rows (what the engine
+ * caches there) and on FP32 ones (the baseline), the FP32 heads-together
+ * kernels (plain numerics) and the naive layout, same state, same run; the
+ * speedup is the naive layout's time over the default's, the bytes and the
+ * bandwidth those of the BF16 rows. The rows are the backend's fill; CSA picks
+ * 512 distinct compressed rows spread over the context. */
 static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
     const int hd = 512, window = 128, topk = 512;
     const int64_t ctxs[3] = {4096, 32768, 131072};
-    printf("\n%-20s %6s %8s %10s %10s %8s %8s %10s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
-           "GB/s", "of copy", "fp32 us", "naive us", "speedup");
+    printf("\n%-20s %6s %8s %10s %10s %8s %8s %12s %10s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
+           "GB/s", "of copy", "f32 rows us", "fp32 us", "naive us", "speedup");
     for (int kind = 0; kind < 2; kind++) {
         const int ratio = kind == 0 ? 4 : 128;
         for (int ci = 0; ci < 3; ci++)
@@ -148,32 +149,35 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
                 const int64_t C = ctxs[ci];
                 /* the default layout in reference numerics (the server's: tensor cores), the
                  * FP32 heads-together kernels (plain numerics' layout) and the first layout */
-                static const int layouts[3] = {DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_FP32, DSV4_ATTN_LAYOUT_NAIVE};
-                double us[3];
-                for (int li = 0; li < 3; li++) {
+                static const int layouts[4] = {DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_AUTO, DSV4_ATTN_LAYOUT_FP32,
+                                               DSV4_ATTN_LAYOUT_NAIVE};
+                double us[4];
+                for (int li = 0; li < 4; li++) {
                     dsv4_cuda_attn_layout(layouts[li]);
-                    us[li] = dsv4_cuda_attn_time(be, kind == 0, B, C, li == 0,
-                                                 li == 2 ? (reps / 5 > 2 ? reps / 5 : 2) : reps);
+                    dsv4_cuda_attn_bench_fp32_rows(li == 1);
+                    us[li] = dsv4_cuda_attn_time(be, kind == 0, B, C, li <= 1,
+                                                 li == 3 ? (reps / 5 > 2 ? reps / 5 : 2) : reps);
                 }
+                dsv4_cuda_attn_bench_fp32_rows(0);
                 dsv4_cuda_attn_layout(DSV4_ATTN_LAYOUT_AUTO);
-                if (us[0] < 0 || us[1] < 0 || us[2] < 0) {
+                if (us[0] < 0 || us[1] < 0 || us[2] < 0 || us[3] < 0) {
                     printf("attention: no memory for batch %d at %lld\n", B, (long long)C);
                     break;
                 }
                 const int64_t ncmp = C / ratio, rows = window + (kind == 0 ? (ncmp < topk ? ncmp : topk) : ncmp);
-                const size_t bytes = (size_t)B * rows * hd * sizeof(float);
+                const size_t bytes = (size_t)B * rows * hd * 2; /* BF16 rows */
                 const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
                 char name[32];
                 snprintf(name, sizeof name, "%s (%lld rows)", kind == 0 ? "CSA" : "HCA", (long long)rows);
-                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %10.2f %10.2f %7.1fx\n", name, B, (long long)C,
-                       bytes / 1e6, us[0], gbs, 100 * gbs / copy_gbs, us[1], us[2], us[2] / us[0]);
+                printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%% %12.2f %10.2f %10.2f %7.1fx\n", name, B,
+                       (long long)C, bytes / 1e6, us[0], gbs, 100 * gbs / copy_gbs, us[1], us[2], us[3], us[3] / us[0]);
                 if (jf)
                     fprintf(jf,
                             ",\n  {\"kind\": \"attention\", \"attn\": \"%s\", \"batch\": %d, \"context\": %lld, "
-                            "\"rows\": %lld, \"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f, "
-                            "\"fp32_us\": %.3f, \"naive_us\": %.3f}",
-                            kind == 0 ? "CSA" : "HCA", B, (long long)C, (long long)rows, bytes, us[0], gbs,
-                            gbs / copy_gbs, us[1], us[2]);
+                            "\"rows\": %lld, \"row_bytes\": %d, \"bytes\": %zu, \"us\": %.3f, \"gb_s\": %.1f, "
+                            "\"of_copy\": %.3f, \"f32_rows_us\": %.3f, \"fp32_us\": %.3f, \"naive_us\": %.3f}",
+                            kind == 0 ? "CSA" : "HCA", B, (long long)C, (long long)rows, hd * 2, bytes, us[0], gbs,
+                            gbs / copy_gbs, us[1], us[2], us[3]);
             }
     }
 }

@@ -357,6 +357,9 @@ void dsv4_cuda_tune_get(dsv4_tune *t);
  * current layout and choices; -1 when the state does not fit. For dsv4
  * tune and bench_kernels. */
 double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps);
+/* dsv4_cuda_attn_time's cached rows: in reference numerics BF16 (dsv4_kv.bf16_rows, as the engine caches them),
+ * or with on FP32 as in plain numerics (the baseline of the BF16 rows). */
+void dsv4_cuda_attn_bench_fp32_rows(int on);
 /* The same for the lightning indexer's scores and top-k (64 heads of 128,
  * the top 512 of ctx / 4 keys; keys, queries and weights pseudo-random). */
 double dsv4_cuda_indexer_time(dsv4_backend *be, int batch, int64_t ctx, bool reference, int reps);

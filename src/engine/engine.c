@@ -99,8 +99,10 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     kv->n_pages = (pool_tokens + P - 1) / P;
     kv->layer = calloc((size_t)c->n_layers, sizeof(dsv4_layer_state));
     if (!kv->layer) return DSV4_ERR_NOMEM;
-    /* reference numerics caches BF16 values: stored as such where the backend reads them */
-    kv->bf16_rows = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_bf16;
+    /* reference numerics caches BF16 values: stored as such where the backend reads them
+     * (DSV4_KV_BF16=0: as FP32, for comparing the two) */
+    const char *kb = getenv("DSV4_KV_BF16");
+    kv->bf16_rows = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_bf16 && !(kb && !strcmp(kb, "0"));
     /* and its indexer keys are FP4 values: stored as codes and scales where the backend reads them
      * (DSV4_KV_FP4_KEYS=0: not, for comparing the two) */
     const char *fk = getenv("DSV4_KV_FP4_KEYS");

@@ -222,19 +222,20 @@ static void test_reference_numerics(void **state)
         size_t sz = (size_t)fx->T * fx->V;
         float *ref = malloc(sz * sizeof(float)), *ref2 = malloc(sz * sizeof(float));
         dsv4_engine *e = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1);
-        /* reference numerics caches BF16 values: the CPU stores its cached rows as BF16, a page (nothing but
-         * rows) half the bytes of plain numerics' - less where the indexer's keys are FP4 codes and scales */
+        /* reference numerics caches BF16 values: both backends store their cached rows as BF16, a page
+         * (nothing but rows) half the bytes of plain numerics' - less where the indexer's keys are FP4 codes
+         * and scales */
         dsv4_engine *ep = open_engine(fx, DSV4_NUMERICS_PLAIN, 1);
         dsv4_model_info ir, ip;
         dsv4_engine_info(e, &ir);
         dsv4_engine_info(ep, &ip);
         dsv4_engine_close(ep);
         assert_false(ip.kv_bf16_rows);
-        if (test_backend == DSV4_BACKEND_CPU) {
-            assert_true(ir.kv_bf16_rows);
-            if (ir.kv_fp4_keys) assert_true(ir.kv_page_bytes * 2 < ip.kv_page_bytes);
-            else assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
-        }
+        assert_true(ir.kv_bf16_rows);
+        if (ir.kv_fp4_keys)
+            assert_true(ir.kv_page_bytes * 2 < ip.kv_page_bytes);
+        else
+            assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 0, ref);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 29, ref2);
         assert_memory_equal(ref, ref2, sz * sizeof(float));
@@ -352,6 +353,34 @@ static void test_fp4_keys(void **state)
     free(lg[0]), free(lg[1]);
 }
 
+/* The cached rows stored as BF16 (dsv4_kv.bf16_rows, reference numerics) give the same logits, bit for
+ * bit, as the same values stored as FP32 (DSV4_KV_BF16=0): window ring, compressed rows and - with the
+ * indexer's keys not FP4 (DSV4_KV_FP4_KEYS=0) - the keys, over a prefill past the window and long enough
+ * for the indexer to choose, then decode steps. */
+static void test_bf16_rows(void **state)
+{
+    (void)state;
+    const fixture *fx = &fixtures[0];
+    float *lg[4];
+    dsv4_model_info info[4];
+    for (int k = 0; k < 4; k++) { /* bit 0: FP32 rows; bit 1: the keys not FP4 */
+        if (k & 1) setenv("DSV4_KV_BF16", "0", 1);
+        if (k & 2) setenv("DSV4_KV_FP4_KEYS", "0", 1);
+        dsv4_engine *e = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1);
+        unsetenv("DSV4_KV_BF16");
+        unsetenv("DSV4_KV_FP4_KEYS");
+        dsv4_engine_info(e, &info[k]);
+        lg[k] = malloc((size_t)fx->T * fx->V * sizeof(float));
+        run_modes(e, fx->ids, fx->T, fx->V, fx->T - 6, 0, lg[k]);
+        dsv4_engine_close(e);
+    }
+    for (int k = 0; k < 4; k++) assert_int_equal(info[k].kv_bf16_rows, !(k & 1));
+    assert_true(info[0].kv_page_bytes < info[1].kv_page_bytes);
+    assert_int_equal(info[2].kv_page_bytes * 2, info[3].kv_page_bytes);
+    for (int k = 1; k < 4; k++) assert_memory_equal(lg[0], lg[k], (size_t)fx->T * fx->V * sizeof(float));
+    for (int k = 0; k < 4; k++) free(lg[k]);
+}
+
 static int setup(void **state)
 {
     const char *src = getenv("DSV4_SRC");
@@ -388,11 +417,9 @@ int main(void)
 #endif
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain_modes),
-        cmocka_unit_test(test_batch_invariance),
-        cmocka_unit_test(test_reference_numerics),
-        cmocka_unit_test(test_seq_skip),
-        cmocka_unit_test(test_fp4_keys),
+        cmocka_unit_test(test_plain_modes),        cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_reference_numerics), cmocka_unit_test(test_seq_skip),
+        cmocka_unit_test(test_fp4_keys),           cmocka_unit_test(test_bf16_rows),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

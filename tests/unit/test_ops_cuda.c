@@ -1871,7 +1871,7 @@ typedef struct {
 
 typedef struct {
     const scen_cfg *c;
-    bool ref, nonfinite;
+    bool ref, nonfinite, bf16; /* bf16: cached rows as BF16 (dsv4_kv.bf16_rows) on both backends */
     dsv4_layer_state ls[NL];
     dsv4_kv kv[2];
     bool live[MAXSEQ];
@@ -1897,33 +1897,41 @@ static cmp_desc cmp_of(const scen *S, int which)
     return (cmp_desc){L_HCA, false, c->rh, 1, c->hd};
 }
 
+/* Element i of a cached row of the scenario's state (host memory). */
+static float row_el(const scen *S, const float *row, int i)
+{
+    return S->bf16 ? dsv4_bf16_to_f32(((const uint16_t *)row)[i]) : row[i];
+}
+
 /* The layout of engine.c's kv_init, the reset of its seq_reset_state (with
  * the window ring and the pages poisoned: nothing may read them unwritten). */
-static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite)
+static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite, bool bf16)
 {
     memset(S, 0, sizeof *S);
     S->c = c;
     S->ref = ref;
     S->nonfinite = nonfinite;
+    S->bf16 = bf16;
     size_t so = 0, po = 0;
     const int hd = c->hd, dI = c->dI;
+    const size_t rf = bf16 ? (size_t)(hd + 1) / 2 : (size_t)hd, rfI = bf16 ? (size_t)(dI + 1) / 2 : (size_t)dI;
     for (int l = 0; l < NL; l++) {
         dsv4_layer_state *ls = &S->ls[l];
         ls->win = so;
-        so += (size_t)c->window * hd;
+        so += (size_t)c->window * rf;
         if (l == L_CSA) {
             ls->cmp_rows = 2 * c->rc;
             ls->cmp_kv = so, so += (size_t)2 * c->rc * 2 * hd;
             ls->cmp_score = so, so += (size_t)2 * c->rc * 2 * hd;
             ls->idx_kv = so, so += (size_t)2 * c->rc * 2 * dI;
             ls->idx_score = so, so += (size_t)2 * c->rc * 2 * dI;
-            ls->pg_cmp = po, po += (size_t)(c->P / c->rc) * hd;
-            ls->pg_idx = po, po += (size_t)(c->P / c->rc) * dI;
+            ls->pg_cmp = po, po += (size_t)(c->P / c->rc) * rf;
+            ls->pg_idx = po, po += (size_t)(c->P / c->rc) * rfI;
         } else if (l == L_HCA) {
             ls->cmp_rows = c->rh;
             ls->cmp_kv = so, so += (size_t)c->rh * hd;
             ls->cmp_score = so, so += (size_t)c->rh * hd;
-            ls->pg_cmp = po, po += (size_t)(c->P / c->rh) * hd;
+            ls->pg_cmp = po, po += (size_t)(c->P / c->rh) * rf;
         }
     }
     const int mpps = (c->max_ctx + c->P - 1) / c->P;
@@ -1946,7 +1954,7 @@ static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite)
         for (size_t i = 0; i < so; i++) b[i] = 0.0f;
         for (int l = 0; l < NL; l++) {
             const dsv4_layer_state *ls = &S->ls[l];
-            fill_poison(b + ls->win, (size_t)c->window * hd * sizeof(float));
+            fill_poison(b + ls->win, (size_t)c->window * rf * sizeof(float));
             if (l == L_SLIDE) continue;
             const size_t w = l == L_CSA ? 2 * (size_t)hd : (size_t)hd;
             for (size_t i = 0; i < (size_t)ls->cmp_rows * w; i++) b[ls->cmp_score + i] = -INFINITY;
@@ -1974,6 +1982,7 @@ static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite)
         kv->n_pages = n_pages;
         kv->slot_floats = so;
         kv->page_floats = po;
+        kv->bf16_rows = bf16;
         kv->layer = S->ls;
         kv->slots = bdup(be, slots, S->slot_bytes);
         kv->pages = bdup(be, pages, S->page_bytes);
@@ -2022,7 +2031,16 @@ static void state_check_sync(scen *S, const char *what, tolspec pages_tol)
     check_f32(w, sa, sb, S->slot_bytes / 4, EXACT_NF); /* ring poison and -inf scores are legitimate */
     snprintf(w, sizeof w, "%s: pages", what);
     pages_tol.nonfinite = true; /* pages not written yet hold the poison */
-    check_f32(w, pa, pb, S->page_bytes / 4, pages_tol);
+    if (S->bf16) {              /* the pages hold nothing but BF16 rows: their values */
+        const size_t n = S->page_bytes / 2;
+        float *va = malloc(n * sizeof(float)), *vb = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            va[i] = dsv4_bf16_to_f32(((const uint16_t *)pa)[i]), vb[i] = dsv4_bf16_to_f32(((const uint16_t *)pb)[i]);
+        check_f32(w, va, vb, n, pages_tol);
+        free(va), free(vb);
+    } else {
+        check_f32(w, pa, pb, S->page_bytes / 4, pages_tol);
+    }
     side[1]->upload(side[1], S->kv[1].slots, sa, S->slot_bytes);
     side[1]->upload(side[1], S->kv[1].pages, pa, S->page_bytes);
     free(sa), free(sb), free(pa), free(pb);
@@ -2043,10 +2061,10 @@ static void rows_check(scen *S, const dsv4_plan *plan, cmp_desc cd, const char *
             for (int64_t r = 0; r < rows; r++) {
                 const float *row = dsv4_kv_cmp_row(&kv, cd.layer, sg->slot, r, cd.ratio, cd.indexer, cd.d);
                 for (int i = 0; i < cd.d; i++)
-                    if (!isfinite(row[i])) {
+                    if (!isfinite(row_el(S, row, i))) {
                         fail_line(what, "%s: slot %d compressed row %lld element %d is %g (0x%08x)",
-                                  s ? "backend under test" : "cpu", sg->slot, (long long)r, i, (double)row[i],
-                                  bits(row[i]));
+                                  s ? "backend under test" : "cpu", sg->slot, (long long)r, i,
+                                  (double)row_el(S, row, i), bits(row_el(S, row, i)));
                         r = rows;
                         break;
                     }
@@ -2097,7 +2115,10 @@ static float cpu_index_score(const dsv4_kv *kv, const dsv4_indexer_params *p, co
                              const float *w, int t, int64_t c, double *mag)
 {
     const dsv4_seg *sg = &plan->segs[plan->tok_seg[t]];
-    const float *key = dsv4_kv_cmp_row(kv, p->layer, sg->slot, c, p->ratio, true, p->head_dim);
+    const float *krow = dsv4_kv_cmp_row(kv, p->layer, sg->slot, c, p->ratio, true, p->head_dim);
+    float key[512];
+    for (int i = 0; i < p->head_dim; i++)
+        key[i] = kv->bf16_rows ? dsv4_bf16_to_f32(((const uint16_t *)krow)[i]) : krow[i];
     float sc = 0;
     *mag = 0;
     for (int h = 0; h < p->n_heads; h++) {
@@ -2205,12 +2226,14 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
     /* the values a query can see: this step's rows, the rings, the pages */
     double vmax = 0;
     for (size_t i = 0; i < (size_t)T * hd; i++) vmax = fmax(vmax, fin(fabs((double)kv[i])));
-    const float *pa = S->kv[0].pages; /* the CPU's memory */
-    for (size_t i = 0; i < S->page_bytes / 4; i++) vmax = fmax(vmax, fin(fabs((double)pa[i])));
+    const float *pa = S->kv[0].pages; /* the CPU's memory: nothing but rows */
+    for (size_t i = 0; i < (S->bf16 ? S->page_bytes / 2 : S->page_bytes / 4); i++)
+        vmax = fmax(vmax, fin(fabs((double)row_el(S, pa, (int)i))));
     const float *sl = S->kv[0].slots;
     for (int s = 0; s < MAXSEQ; s++)
-        for (size_t i = 0; i < (size_t)c->window * hd; i++)
-            vmax = fmax(vmax, fin(fabs((double)sl[(size_t)s * S->kv[0].slot_floats + S->ls[layer].win + i])));
+        for (int i = 0; i < c->window * hd; i++) /* the ring: window rows of hd values, whole rows */
+            vmax = fmax(vmax, fin(fabs((double)row_el(S, sl + (size_t)s * S->kv[0].slot_floats + S->ls[layer].win,
+                                                      S->bf16 ? i / hd * (2 * ((hd + 1) / 2)) + i % hd : i))));
     const int ratio = layer == L_CSA ? c->rc : layer == L_HCA ? c->rh : 0;
     const dsv4_attn_kind kind = layer == L_CSA ? DSV4_ATTN_CSA : layer == L_HCA ? DSV4_ATTN_HCA : DSV4_ATTN_SLIDING;
     /* the output de-rotated in the same op (forward.c's use), as the rope op after it does */
@@ -2305,12 +2328,13 @@ static const segdef steps[][4] = {
     {{1, 1}, {0, 1}, {2, 1}, {-1, 0}},  {{0, 33}, {2, 2}, {-1, 0}},         {{1, 37}, {0, 3}, {2, 5}, {-1, 0}},
 };
 
-static void scenario(const scen_cfg *c, bool ref, bool nonfinite)
+static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16)
 {
-    case_begin("state %s (head_dim %d, %d heads, window %d, page %d, CSA 1/%d top-%d, HCA 1/%d)%s%s", c->name, c->hd,
-               c->H, c->window, c->P, c->rc, c->topk, c->rh, ref ? " reference" : "", nonfinite ? " NaN/Inf" : "");
+    case_begin("state %s (head_dim %d, %d heads, window %d, page %d, CSA 1/%d top-%d, HCA 1/%d)%s%s%s", c->name, c->hd,
+               c->H, c->window, c->P, c->rc, c->topk, c->rh, ref ? " reference" : "", nonfinite ? " NaN/Inf" : "",
+               bf16 ? ", BF16 rows" : "");
     scen S;
-    scen_init(&S, c, ref, nonfinite);
+    scen_init(&S, c, ref, nonfinite, bf16);
     attn_planted_nan = 0;
     const int n_steps = (int)(sizeof steps / sizeof steps[0]);
     for (int st = 0; st < n_steps; st++) {
@@ -2357,6 +2381,11 @@ static void scenario(const scen_cfg *c, bool ref, bool nonfinite)
     if (nonfinite && !attn_planted_nan) fail_line("harness", "the planted NaN/Inf reached no attention output");
     scen_free(&S);
     case_end();
+}
+
+static void scenario(const scen_cfg *c, bool ref, bool nonfinite)
+{
+    scenario_rows(c, ref, nonfinite, false);
 }
 
 static const scen_cfg cfg_small = {"small", .hd = 90, .H = 3,    .rope = 16, .window = 5, .P = 24,
@@ -2409,6 +2438,25 @@ static void test_state_reference(void **state)
     scenario(&cfg_heads, true, false);
     attn_layout(DSV4_ATTN_LAYOUT_NAIVE);
     scenario(&cfg_wide, true, false);
+    attn_layout(DSV4_ATTN_LAYOUT_AUTO);
+    assert_int_equal(n_fail, 0);
+}
+
+/* Reference numerics' cached rows as BF16 (dsv4_kv.bf16_rows: window ring, compressed rows, indexer keys) on
+ * both backends: odd widths (rows not 8-byte aligned), every attention layout, the tensor-core indexer's and
+ * the CUDA-core one's keys (64 and 128 wide), NaN/Inf. */
+static void test_state_bf16_rows(void **state)
+{
+    scenario_rows(&cfg_small, true, false, true);
+    scenario_rows(&cfg_wide, true, false, true);
+    scenario_rows(&cfg_heads, true, false, true);
+    scenario_rows(&cfg_flash, true, false, true);
+    scenario_rows(&cfg_heads, true, true, true);
+    attn_layout(DSV4_ATTN_LAYOUT_FP32);
+    scenario_rows(&cfg_heads, true, false, true);
+    scenario_rows(&cfg_small, true, false, true);
+    attn_layout(DSV4_ATTN_LAYOUT_NAIVE);
+    scenario_rows(&cfg_wide, true, false, true);
     attn_layout(DSV4_ATTN_LAYOUT_AUTO);
     assert_int_equal(n_fail, 0);
 }
@@ -2864,6 +2912,7 @@ int main(void)
         cmocka_unit_test_setup(test_moe, reset_failures),
         cmocka_unit_test_setup(test_state_plain, reset_failures),
         cmocka_unit_test_setup(test_state_reference, reset_failures),
+        cmocka_unit_test_setup(test_state_bf16_rows, reset_failures),
         cmocka_unit_test_setup(test_state_nonfinite, reset_failures),
         cmocka_unit_test_setup(test_indexer_large, reset_failures),
     };

@@ -44,6 +44,11 @@ struct attn_args {
     const float *pages;
     size_t slot_floats, page_floats, win_off, pg_off;
     int page_tokens, max_pages;
+    /* cached rows as BF16 (dsv4_kv.bf16_rows), rf floats a row; kvb: then the step's rows (kv_new) as BF16
+     * too, so every row a kernel reads is of one kind */
+    bool bf16;
+    int rf;
+    const float *kvb;
     /* the output's de-rotation in the weighted sum's last pass (the tensor-core kernels; NULL: none):
      * the rope op's inverse RoPE of the last orope dims, rounding ornd */
     const float *ofreq;
@@ -78,12 +83,12 @@ __device__ static const float *row_ptr(const attn_args &A, const dsv4_seg &s, in
 {
     if (j < nwin) {
         const int64_t q = lo + j;
-        if (q >= s.pos0) return kv_new + (size_t)(s.t0 + (q - s.pos0)) * A.hd;
-        return A.slots + (size_t)s.slot * A.slot_floats + A.win_off + (size_t)(q % A.window) * A.hd;
+        if (q >= s.pos0) return (A.bf16 ? A.kvb : kv_new) + (size_t)(s.t0 + (q - s.pos0)) * A.rf;
+        return A.slots + (size_t)s.slot * A.slot_floats + A.win_off + (size_t)(q % A.window) * A.rf;
     }
     const int64_t c = A.kind == DSV4_ATTN_CSA ? idx[(size_t)t * A.topk + (j - nwin)] : (int64_t)(j - nwin);
     return cmp_row((float *)A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c,
-                   A.ratio, A.hd);
+                   A.ratio, A.rf);
 }
 
 /* The rows a (token, head) sees: nwin window rows, then ncmp compressed. */
@@ -134,7 +139,7 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
     for (int j = wid; j < nr; j += nw) {
         const float *r = row_ptr(A, s, pos, t, j, nwin, lo, kv_new, idx, page_table);
         float d = 0;
-        for (int i = lane; i < A.hd; i += 32) d += qh[i] * r[i];
+        for (int i = lane; i < A.hd; i += 32) d += qh[i] * kv_el(r, i, A.bf16);
         d = warp_sum(d) * A.scale;
         if (lane == 0) {
             sc[j] = d;
@@ -146,7 +151,7 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
     float *o = out + ((size_t)t * A.H + h) * A.hd;
     for (int i = threadIdx.x; i < A.hd; i += blockDim.x) {
         float acc = 0;
-        for (int j = 0; j < nr; j++) acc += sc[j] * rp[j][i];
+        for (int j = 0; j < nr; j++) acc += sc[j] * kv_el(rp[j], i, A.bf16);
         o[i] = acc / den;
     }
 }
@@ -194,17 +199,15 @@ __global__ void __launch_bounds__(256) k_attn_hs(attn_args A, const dsv4_seg *se
             if (blockIdx.y == 0) rows[(size_t)t * A.max_rows + jt + threadIdx.x] = r;
         }
         __syncthreads();
-        if ((A.hd & 3) == 0) { /* rows of whole 16-byte chunks (aligned ones copied as such) */
+        if ((A.hd & 3) == 0) { /* rows of whole 4-value chunks */
             const int q4 = A.hd / 4;
             for (int e = threadIdx.x; e < nt * q4; e += blockDim.x) {
                 const int j = e / q4, c = e % q4;
-                const float *src = rps[j] + 4 * c;
-                if (((uintptr_t)src & 15) == 0) ((float4 *)rs[j])[c] = *(const float4 *)src;
-                else
-                    for (int k = 0; k < 4; k++) rs[j][4 * c + k] = src[k];
+                ((float4 *)rs[j])[c] = kv_ld4(rps[j], 4 * c, A.bf16);
             }
         } else {
-            for (int e = threadIdx.x; e < nt * A.hd; e += blockDim.x) rs[e / A.hd][e % A.hd] = rps[e / A.hd][e % A.hd];
+            for (int e = threadIdx.x; e < nt * A.hd; e += blockDim.x)
+                rs[e / A.hd][e % A.hd] = kv_el(rps[e / A.hd], e % A.hd, A.bf16);
         }
         __syncthreads();
         if (h >= A.H) continue;
@@ -312,19 +315,15 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
     for (int jt = j0; jt < j1; jt += HS_PT) {
         const int nt = j1 - jt < HS_PT ? j1 - jt : HS_PT;
         __syncthreads();
-        if ((A.hd & 3) == 0) /* 16-byte chunks of the slice */
+        if ((A.hd & 3) == 0) /* 4-value chunks of the slice */
             for (int e = threadIdx.x; e < nt * SL / 4; e += blockDim.x) {
                 const int j = e / (SL / 4), c = e % (SL / 4), i = blockIdx.y * SL + 4 * c;
-                const float *src = rp[jt + j] + i;
-                if (i >= A.hd) ((float4 *)rs[j])[c] = make_float4(0, 0, 0, 0);
-                else if (((uintptr_t)src & 15) == 0) ((float4 *)rs[j])[c] = *(const float4 *)src;
-                else
-                    for (int k = 0; k < 4; k++) rs[j][4 * c + k] = src[k];
+                ((float4 *)rs[j])[c] = i >= A.hd ? make_float4(0, 0, 0, 0) : kv_ld4(rp[jt + j], i, A.bf16);
             }
         else
             for (int e = threadIdx.x; e < nt * SL; e += blockDim.x) {
                 const int j = e / SL, i = blockIdx.y * SL + e % SL;
-                rs[j][e % SL] = i < A.hd ? rp[jt + j][i] : 0.0f;
+                rs[j][e % SL] = i < A.hd ? kv_el(rp[jt + j], i, A.bf16) : 0.0f;
             }
         for (int e = threadIdx.x; e < HS_HEADS * nt; e += blockDim.x) {
             const int hh = e / nt, j = e % nt;
@@ -413,15 +412,36 @@ static size_t am_qk_smem(int NT, int hd)
 
 __device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
 
-/* One float4 of a row (row pointers need not be 16-byte aligned). */
-__device__ __forceinline__ float4 ld_row4(const float *p)
+/* Values d .. d + 3 of a cached row (d % 4 == 0) as BF16 (exact: reference numerics cache BF16 values):
+ * a BF16 row's bits as they are, an FP32 row's rounded (row pointers need not be 16-byte aligned). */
+__device__ __forceinline__ uint2 kv_bf4(const float *r, int d, bool bf16)
 {
-    if (((uintptr_t)p & 15) == 0) return *(const float4 *)p;
-    return make_float4(p[0], p[1], p[2], p[3]);
+    if (bf16) {
+        const uint16_t *p = (const uint16_t *)r + d;
+        if (((uintptr_t)p & 7) == 0) return *(const uint2 *)p;
+        return make_uint2((uint32_t)p[0] | (uint32_t)p[1] << 16, (uint32_t)p[2] | (uint32_t)p[3] << 16);
+    }
+    return bf4_rn(kv_ld4(r, d, false));
 }
 
-/* q as BF16, once per step (every score block of a token copies it whole). */
-__global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb)
+/* The step's rows as BF16 (attn_args.kvb: cached rows are BF16), n rows of hd values at rf floats a row. */
+__device__ __forceinline__ void kv_pack(const float *kv_new, int hd, int rf, size_t i, uint16_t *kvb)
+{
+    const size_t t = i / hd, d = i % hd;
+    kvb[t * 2 * rf + d] = dsv4_f32_to_bf16(kv_new[i]); /* as k_kv_store caches it */
+}
+
+__global__ void k_attn_kvpack(const float *kv_new, size_t n, int hd, int rf, uint16_t *kvb)
+{
+    pdl_start();
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) kv_pack(kv_new, hd, rf, i, kvb);
+}
+
+/* q as BF16, once per step (every score block of a token copies it whole); with BF16 cached rows the
+ * step's rows too (nk of their values: the threads past q's). */
+__global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb, const float *kv_new, size_t nk, int hd, int rf,
+                             uint16_t *kvb)
 {
     /* launched with PDL (launch_pdl): q and everything before are complete
      * past the wait; then k_attn_qk may find its rows (its prologue reads
@@ -429,7 +449,10 @@ __global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb)
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n8) return;
+    if (i >= n8) {
+        if (i - n8 < nk) kv_pack(kv_new, hd, rf, i - n8, kvb);
+        return;
+    }
     const float4 a = q[2 * i], b = q[2 * i + 1];
     const uint2 x = bf4_rn(a), y = bf4_rn(b);
     qb[i] = make_uint4(x.x, x.y, y.x, y.y);
@@ -462,12 +485,12 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
         if (tid < nt) rows[(size_t)t * A.max_rows + j0 + tid] = r;
     }
     __syncthreads();
-    float4 kr[LD];
+    uint2 kr[LD]; /* BF16 */
     auto load_chunk = [&](int c) {
 #pragma unroll
         for (int i = 0; i < LD; i++) {
             const int e = i * 256 + tid, r = e / C4, d = c + 4 * (e % C4);
-            kr[i] = r < nt && d < hd ? ld_row4(rps[r] + d) : make_float4(0, 0, 0, 0);
+            kr[i] = r < nt && d < hd ? kv_bf4(rps[r], d, A.bf16) : make_uint2(0, 0);
         }
     };
     load_chunk(0);
@@ -491,7 +514,7 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
 #pragma unroll
         for (int i = 0; i < LD; i++) {
             const int e = i * 256 + tid;
-            *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = bf4_rn(kr[i]);
+            *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = kr[i];
         }
         if (c + CH < hd) load_chunk(c + CH);
         __syncthreads();
@@ -553,7 +576,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     }
     const bool active = 16 * w < A.H, m0 = 16 * w + g < A.H, m1 = 16 * w + g + 8 < A.H;
     const uint4 *pw = (const uint4 *)pb + ((size_t)t * ((A.H + 15) >> 4) + w) * (A.max_rows >> 4) * 32 + lane;
-    float4 vr[VL];
+    uint2 vr[VL]; /* BF16 */
     uint4 pa[TILE / 16];
     /* the loads run a tile ahead: cursor (pn, jn), the tile's rows end at je */
     int pn = p_lo, jn = am_part_lo(nr, p_lo), je = am_part_lo(nr, p_lo + 1);
@@ -569,7 +592,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
         for (int i = 0; i < VL; i++) {
             const int e = i * 128 + tid, r = e / (SL / 4), d = dbase + 4 * (e % (SL / 4));
-            vr[i] = e < TILE * SL / 4 && r < n ? ld_row4((WALK ? prs[jn + r] : rp[jn + r]) + d) : make_float4(0, 0, 0, 0);
+            vr[i] = e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d, A.bf16) : make_uint2(0, 0);
         }
     };
     auto load_weights = [&]() { /* this warp's A fragments of the tile's k-steps */
@@ -601,7 +624,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
             for (int i = 0; i < VL; i++) {
                 const int e = i * 128 + tid;
-                if (e < TILE * SL / 4) *(uint2 *)(vs + (e / (SL / 4)) * VS + 8 * (e % (SL / 4))) = bf4_rn(vr[i]);
+                if (e < TILE * SL / 4) *(uint2 *)(vs + (e / (SL / 4)) * VS + 8 * (e % (SL / 4))) = vr[i];
             }
             uint4 pc[TILE / 16];
 #pragma unroll
@@ -715,6 +738,16 @@ void cuda_attn_init(void)
     CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(4, HS_MAXD)));
 }
 
+/* The step's n rows as BF16 (attn_args.kvb) for the layouts other than the tensor cores' (whose q pack does it). */
+static void attn_kvpack(dsv4_backend *be, const float *kv_new, size_t n, int hd, int rf, uint16_t *kvb)
+{
+    const size_t nk = n * (size_t)hd;
+    if (!nk) return;
+    launch_pdl(k_attn_kvpack, dim3((unsigned)((nk + 255) / 256)), dim3(256), 0, impl_of(be)->stream, kv_new, nk, hd, rf,
+               kvb);
+    CK_LAUNCH();
+}
+
 /* The attention; true when the output was de-rotated too (p->out_freqs, in the tensor-core kernels). */
 static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                      const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
@@ -748,6 +781,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     A.pg_off = kv->layer[p->layer].pg_cmp;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
+    A.bf16 = kv->bf16_rows;
+    A.rf = kv_rf(p->head_dim, A.bf16);
+    A.kvb = NULL;
     A.ofreq = NULL;
     A.orope = p->out_rope;
     A.ornd = p->out_rnd;
@@ -773,7 +809,10 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         const size_t qb_off = (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1) * sizeof(float) + 15) & ~(size_t)15;
         const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
         const size_t h16 = (size_t)((H + 15) & ~15);
-        char *sp = (char *)cuda_scratch(be, CS_ROWS, pb_off + (mma ? nt * h16 * max_rows * sizeof(uint16_t) : 0));
+        const size_t kb_off = pb_off + (mma ? nt * h16 * max_rows * sizeof(uint16_t) : 0); /* 16-byte multiples */
+        char *sp = (char *)cuda_scratch(be, CS_ROWS, kb_off + (A.bf16 ? nt * A.rf * sizeof(float) : 0));
+        uint16_t *kvb = A.bf16 ? (uint16_t *)(sp + kb_off) : NULL;
+        A.kvb = (const float *)kvb;
         const float **hrows = (const float **)sp;
         float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
         float *hden = hsc + nt * H * max_rows;
@@ -786,9 +825,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const size_t smem = am_qk_smem(small ? 1 : 4, hd);
             const int rt = small ? 16 : 64;
             uint16_t *qb = (uint16_t *)(sp + qb_off);
-            const size_t n8 = nt * H * hd / 8;
-            launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + 255) / 256)), dim3(256), 0, im->stream, (const float4 *)q, n8,
-                       (uint4 *)qb);
+            const size_t n8 = nt * H * hd / 8, nk = A.bf16 ? nt * hd : 0;
+            launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + nk + 255) / 256)), dim3(256), 0, im->stream,
+                       (const float4 *)q, n8, (uint4 *)qb, kv_new, nk, hd, A.rf, kvb);
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
@@ -830,6 +869,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         /* small batches: more blocks (a score is the same for any part count,
          * a dimension's weighted sum for any slice width) */
         const int hs_parts = nt <= 2 ? 32 : nt <= 4 ? 16 : AT_PARTS, sl = nt <= 2 ? 16 : nt <= 8 ? 32 : 64;
+        if (A.bf16) attn_kvpack(be, kv_new, (size_t)nt, hd, A.rf, kvb);
         k_attn_hs<<<dim3((unsigned)nt, (unsigned)((H + 7) / 8), hs_parts), 256, 0, im->stream>>>(
             A, im->d_segs, im->d_tok_seg, dpos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
         CK_LAUNCH();
@@ -842,9 +882,14 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         return false;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
-    char *scr = (char *)cuda_scratch(be, CS_ROWS, nrows * (sizeof(float) + sizeof(float *)));
+    const size_t kb_off = nrows * (sizeof(float) + sizeof(float *));
+    char *scr = (char *)cuda_scratch(be, CS_ROWS, kb_off + (A.bf16 ? (size_t)plan->n_tok * A.rf * sizeof(float) : 0));
     const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
     float *scores = (float *)(scr + nrows * sizeof(float *));
+    if (A.bf16) {
+        A.kvb = (const float *)(scr + kb_off);
+        attn_kvpack(be, kv_new, (size_t)plan->n_tok, hd, A.rf, (uint16_t *)(scr + kb_off));
+    }
     k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
                                                              im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);
     CK_LAUNCH();
@@ -874,11 +919,19 @@ static void attn_call_run(void *c)
     a->be->attn(a->be, &a->p, &a->b->plan, &a->b->kv, a->q, a->kvn, a->idx, a->cnt, a->out);
 }
 
+static int attn_bench_fp32_rows;
+extern "C" void dsv4_cuda_attn_bench_fp32_rows(int on)
+{
+    attn_bench_fp32_rows = on;
+}
+
 extern "C" double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int64_t ctx, bool reference, int reps)
 {
     const int H = 64, hd = 512, window = 128, topk = 512, ratio = csa ? 4 : 128;
+    const bool bf16 = reference && !attn_bench_fp32_rows; /* the rows the engine caches in these numerics */
     bench_step b;
-    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, hd, (size_t)window * hd)) return -1;
+    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, hd, (size_t)window * kv_rf(hd, bf16), false, bf16))
+        return -1;
     int32_t *hidx = (int32_t *)calloc((size_t)batch * topk, 4), *hcnt = (int32_t *)calloc((size_t)batch, 4);
     int32_t *didx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *dcnt = (int32_t *)be->alloc(be, (size_t)batch * 4);
     float *q = (float *)be->alloc(be, (size_t)batch * H * hd * sizeof(float)),

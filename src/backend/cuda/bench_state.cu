@@ -26,7 +26,7 @@ __global__ void k_bench_scales(float *pages, int64_t n_pages, size_t page_floats
 }
 
 bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
-                     size_t slot_floats, bool fp4_keys)
+                     size_t slot_floats, bool fp4_keys, bool bf16_rows)
 {
     static uint64_t ptv = (uint64_t)1 << 40; /* page-table versions of their own */
     const int page_tokens = 256;
@@ -39,8 +39,9 @@ bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, in
     b->kv.n_pages = (int64_t)batch * b->kv.max_pages_per_seq;
     b->kv.slot_floats = slot_floats;
     b->kv.fp4_keys = fp4_keys;
+    b->kv.bf16_rows = bf16_rows;
     b->kv.page_floats = fp4_keys ? dsv4_kv_idx_floats(&b->kv, page_tokens / ratio, row_floats)
-                                 : (size_t)(page_tokens / ratio) * row_floats;
+                                 : (size_t)(page_tokens / ratio) * dsv4_kv_row_floats(&b->kv, row_floats);
     b->kv.layer = &b->ls;
     b->kv.pt_version = ++ptv;
     b->segs = (dsv4_seg *)calloc((size_t)batch, sizeof *b->segs);

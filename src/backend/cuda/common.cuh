@@ -272,9 +272,10 @@ struct bench_step {
     dsv4_plan plan;
 };
 /* fp4_keys: the pages hold FP4 indexer keys of row_floats values (dsv4_kv.fp4_keys: the fill's bytes as
- * codes, scales 2^-3 .. 2^0 as dsv4_seq_skip gives them). */
+ * codes, scales 2^-3 .. 2^0 as dsv4_seq_skip gives them); bf16_rows: rows of row_floats values as BF16
+ * (dsv4_kv.bf16_rows; the fill's words are BF16 pairs). slot_floats: the caller's, for the rows it keeps there. */
 bool bench_step_init(bench_step *b, dsv4_backend *be, int batch, int64_t ctx, int ratio, int row_floats,
-                     size_t slot_floats, bool fp4_keys = false);
+                     size_t slot_floats, bool fp4_keys = false, bool bf16_rows = false);
 void bench_step_free(bench_step *b, dsv4_backend *be);
 double bench_time_calls(dsv4_backend *be, void (*call)(void *), void *ctx, int reps);
 
@@ -530,6 +531,36 @@ __device__ __forceinline__ float *cmp_row(float *pages, const int32_t *page_tabl
     const int32_t page = page_table[(size_t)slot * max_pages + tok / page_tokens];
     const int64_t row = (tok % page_tokens) / ratio;
     return pages + (size_t)page * page_floats + off + (size_t)row * width;
+}
+
+/* Floats of a cached row of width values (dsv4_kv_row_floats): BF16 rows (dsv4_kv.bf16_rows) hold two a
+ * float slot. */
+__host__ __device__ __forceinline__ int kv_rf(int width, bool bf16)
+{
+    return bf16 ? (width + 1) / 2 : width;
+}
+
+/* Element i of a cached row, FP32 or BF16 (dsv4_kv.bf16_rows). */
+__device__ __forceinline__ float kv_el(const float *r, int i, bool bf16)
+{
+    return bf16 ? __uint_as_float((uint32_t)((const uint16_t *)r)[i] << 16) : r[i];
+}
+
+/* Elements i .. i + 3 of a cached row (i % 4 == 0), FP32 or BF16, whatever the row's alignment. */
+__device__ __forceinline__ float4 kv_ld4(const float *r, int i, bool bf16)
+{
+    if (bf16) {
+        const uint16_t *p = (const uint16_t *)r + i;
+        if (((uintptr_t)p & 7) == 0) {
+            const uint2 u = *(const uint2 *)p;
+            return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                               __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+        }
+        return make_float4(kv_el(r, i, true), kv_el(r, i + 1, true), kv_el(r, i + 2, true), kv_el(r, i + 3, true));
+    }
+    const float *p = r + i;
+    if (((uintptr_t)p & 15) == 0) return *(const float4 *)p;
+    return make_float4(p[0], p[1], p[2], p[3]);
 }
 
 /* The reference's act_quant: FP8 per 128 along the row, power-of-two scales. */

@@ -17,6 +17,7 @@
 struct cmp_args {
     int ratio, coff, d, rope_dim;
     bool indexer, reference, fp4; /* fp4: the row goes to the page as codes and scales (dsv4_kv.fp4_keys) */
+    bool bf16;                    /* (not fp4) the row goes to the page as BF16 (dsv4_kv.bf16_rows) */
     const float *ape, *norm, *freqs;
     float eps;
     size_t st_kv, st_score, pg_off;
@@ -37,8 +38,9 @@ __device__ void cmp_finish(const cmp_args &A, const int32_t *page_table, int slo
                            float *sh, float *rowbuf)
 {
     const int r = A.ratio, d = A.d;
-    float *row = A.fp4 ? rowbuf
-                       : cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, r, d);
+    float *row = A.fp4 || A.bf16
+                     ? rowbuf
+                     : cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, r, d);
     for (int ch = threadIdx.x; ch < d; ch += blockDim.x) {
         float mx = -INFINITY, den = 0, num = 0;
         if (A.coff == 2) {
@@ -111,6 +113,11 @@ __device__ void cmp_finish(const cmp_args &A, const int32_t *page_table, int slo
                                            slot, c, r, d, &scl);
         for (int b = threadIdx.x; b < d / 32; b += blockDim.x)
             if (!dsv4_fp4_pack(row + 32 * b, 32, codes + 16 * b, scl + b)) __trap(); /* not FP4SIM output: a bug */
+        __syncthreads();
+    } else if (A.bf16) { /* BF16 values in reference numerics: the same values (the CPU's kv_row_put) */
+        uint16_t *dst = (uint16_t *)cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
+                                            slot, c, r, kv_rf(d, true));
+        for (int ch = threadIdx.x; ch < d; ch += blockDim.x) dst[ch] = dsv4_f32_to_bf16(row[ch]);
         __syncthreads();
     }
 }
@@ -280,6 +287,7 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.indexer = p->indexer;
     A.reference = p->reference;
     A.fp4 = p->indexer && p->reference && kv->fp4_keys;
+    A.bf16 = kv->bf16_rows && !A.fp4;
     A.ape = p->ape;
     A.norm = p->norm;
     A.freqs = p->freqs;
@@ -293,7 +301,7 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.page_floats = kv->page_floats;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    const size_t smem = A.fp4 ? (size_t)p->d * sizeof(float) : 0;
+    const size_t smem = A.fp4 || A.bf16 ? (size_t)p->d * sizeof(float) : 0;
     /* windows completing in the step; the most tokens of one sequence */
     int64_t nwin = 0;
     int most = 0;

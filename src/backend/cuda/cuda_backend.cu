@@ -621,16 +621,23 @@ void cuda_swiglu(dsv4_backend *be, const float *g, const float *u, size_t n, flo
     CK_LAUNCH();
 }
 
+/* The step's rows into the window ring, FP32 or (dsv4_kv.bf16_rows) BF16, as the CPU's kv_row_put. */
 __global__ void k_kv_store(int window, int head_dim, const dsv4_seg *segs, int n_seg, float *slots, size_t slot_floats,
-                           size_t win_off, const float *kv_new)
+                           size_t win_off, const float *kv_new, bool bf16)
 {
     pdl_start();
     const dsv4_seg s = segs[blockIdx.x];
-    const int first = s.n > window ? s.n - window : 0;
+    const int first = s.n > window ? s.n - window : 0, rf = kv_rf(head_dim, bf16);
     float *ring = slots + (size_t)s.slot * slot_floats + win_off;
-    for (int i = first; i < s.n; i++)
+    for (int i = first; i < s.n; i++) {
+        float *dst = ring + (size_t)((s.pos0 + i) % window) * rf;
+        const float *src = kv_new + (size_t)(s.t0 + i) * head_dim;
         for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
-            ring[(size_t)((s.pos0 + i) % window) * head_dim + d] = kv_new[(size_t)(s.t0 + i) * head_dim + d];
+            if (bf16)
+                ((uint16_t *)dst)[d] = dsv4_f32_to_bf16(src[d]);
+            else
+                dst[d] = src[d];
+    }
 }
 
 void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const dsv4_plan *plan, dsv4_kv *kv,
@@ -638,7 +645,7 @@ void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const 
 {
     cuda_impl *im = impl_of(be);
     launch_pdl(k_kv_store, dim3(plan->n_seg), dim3(128), 0, im->stream, window, head_dim, (const dsv4_seg *)im->d_segs,
-               plan->n_seg, kv->slots, kv->slot_floats, kv->layer[layer].win, kv_new);
+               plan->n_seg, kv->slots, kv->slot_floats, kv->layer[layer].win, kv_new, kv->bf16_rows);
     CK_LAUNCH();
 }
 
@@ -723,6 +730,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_moe_mma_init();
     cuda_wg8_init();
     be->name = "cuda";
+    be->kv_bf16 = true;     /* compress, kv_store, attention and the indexer read and write BF16 cached rows */
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
     be->moe_a8_kmax = cuda_moe_a8_kmax();
     be->sm = prop.major * 10 + prop.minor;

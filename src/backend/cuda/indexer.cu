@@ -21,17 +21,19 @@ struct idx_args {
     int ratio, nh, hd, topk, max_n; /* per token: max_n scores, then max_n ranks */
     float scale;
     bool reference, fp4; /* fp4: the keys are E2M1 codes + UE8M0 scales (dsv4_kv.fp4_keys) */
+    bool bf16;           /* (not fp4) the keys are BF16 (dsv4_kv.bf16_rows) */
     float *pages;
     size_t page_floats, pg_off;
     int page_tokens, max_pages;
 };
 
-/* Key c's row (FP32: its floats; fp4: its code bytes, and *sc its scale bytes). */
+/* Key c's row (FP32: its floats; BF16: its values two a float; fp4: its code bytes, and *sc its scale bytes). */
 __device__ __forceinline__ const float *idx_row(const idx_args &A, const int32_t *page_table, int slot, int64_t c,
                                                 const uint8_t **sc)
 {
-    if (!A.fp4) return cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, A.ratio,
-                               A.hd);
+    if (!A.fp4)
+        return cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, A.ratio,
+                       kv_rf(A.hd, A.bf16));
     uint8_t *s8;
     const uint8_t *k = dsv4_idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c,
                                    A.ratio, A.hd, &s8);
@@ -82,7 +84,7 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
         const int r = e / hd, i = e % hd;
         ksm[e] = A.fp4 ? dsv4_e2m1_to_f32((uint8_t)(((const uint8_t *)kp[r])[i >> 1] >> 4 * (i & 1))) *
                              dsv4_e8m0_to_f32(kps[r][i / 32])
-                       : kp[r][i];
+                       : kv_el(kp[r], i, A.bf16);
     }
     __syncthreads();
     float *sc = scores + (size_t)t * 2 * A.max_n;
@@ -142,14 +144,27 @@ __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_
 
 /* Tile keys from rows kp (nk of them; the rest of the 64 rows: zeros) into kf [64][hd] floats: 16-byte
  * copies when the pool's rows are 16-byte aligned (al), else 4-byte ones. */
-/* fp4: [64][hd / 2] code bytes, then (hd a multiple of 128: whole 4-byte copies) [64][hd / 32] scale bytes;
- * other widths' scales are read where they are converted. */
+/* bf16: [64][hd] BF16 values; fp4: [64][hd / 2] code bytes, then (hd a multiple of 128: whole 4-byte copies) [64][hd /
+ * 32] scale bytes; other widths' scales are read where they are converted. */
 __device__ __forceinline__ bool ixt_sc_staged(int hd) { return hd % 128 == 0; }
 
 __device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, const uint8_t *const *kps, int nk, bool al,
-                                          bool fp4, float *kf)
+                                          bool fp4, bool bf16, float *kf)
 {
-    if (fp4) {
+    if (bf16) { /* BF16 keys: their bytes (hd % 32 == 0) */
+        const int cb = hd * 2;
+        uint8_t *k8 = (uint8_t *)kf;
+        if (al)
+            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
+                const int r = e / (cb / 16), j = e % (cb / 16);
+                cp_async<16>(k8 + (size_t)r * cb + 16 * j, (const uint8_t *)kp[r] + 16 * j, r < nk);
+            }
+        else
+            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 4); e += 128) {
+                const int r = e / (cb / 4), j = e % (cb / 4);
+                cp_async<4>(k8 + (size_t)r * cb + 4 * j, (const uint8_t *)kp[r] + 4 * j, r < nk);
+            }
+    } else if (fp4) {
         const int cb = hd / 2;
         uint8_t *k8 = (uint8_t *)kf;
         if (ixt_sc_staged(hd))
@@ -202,7 +217,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
     if (tiles > 1 && cb + IXT_KEYS < N)
         ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
     __syncthreads();
-    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, ixt_kf);
+    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, A.bf16, ixt_kf);
     const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
@@ -233,6 +248,9 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
                 *(uint4 *)(ks + r * st + 16 * j) =
                     make_uint4(bf2_rn(f[0], f[1]), bf2_rn(f[2], f[3]), bf2_rn(f[4], f[5]), bf2_rn(f[6], f[7]));
             }
+        } else if (A.bf16) { /* 4 values a thread, as they are */
+            for (int e = tid; e < IXT_KEYS * q4; e += 128)
+                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = ((const uint2 *)ixt_kf)[e];
         } else {
             for (int e = tid; e < IXT_KEYS * q4; e += 128) {
                 const float4 v = *(const float4 *)(ixt_kf + 4 * e);
@@ -241,7 +259,7 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
         }
         __syncthreads();
         if (ti + 1 < tiles && c0 + IXT_KEYS < N) /* the next tile's keys, in flight under these MMAs */
-            ixt_issue(hd, kp[(ti + 1) & 1], kps[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, ixt_kf);
+            ixt_issue(hd, kp[(ti + 1) & 1], kps[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, A.bf16, ixt_kf);
         float acc[IXT_KEYS / 8][4];
 #pragma unroll
         for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -456,12 +474,12 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
      * serial dot product over the head dimension), then a fixed butterfly */
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int64_t c = wid; c < N; c += nw) {
-        const float *key =
-            cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c, A.ratio, A.hd);
+        const float *key = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c,
+                                   A.ratio, kv_rf(A.hd, A.bf16));
         float acc = 0;
         for (int h = lane; h < A.nh; h += 32) {
             float dq = 0;
-            for (int i = 0; i < A.hd; i++) dq += qt[(size_t)h * A.hd + i] * key[i];
+            for (int i = 0; i < A.hd; i++) dq += qt[(size_t)h * A.hd + i] * kv_el(key, i, A.bf16);
             float wh = (A.reference ? dsv4_round_bf16(wt[h]) : wt[h]) * A.scale;
             if (A.reference) {
                 wh = dsv4_round_bf16(wh);
@@ -553,6 +571,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
     A.fp4 = kv->fp4_keys;
+    A.bf16 = kv->bf16_rows && !A.fp4;
     float *scores = (float *)cuda_scratch(be, CS_SCORES, (size_t)plan->n_tok * 2 * max_n * sizeof(float));
     const bool tc =
         p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
