@@ -373,17 +373,21 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
 
 /* SUM: o is the routed experts' sum, added here from their slot outputs Y [n k, dim] as k_expert_sum adds it
  * (moe_pend; the same additions in the same order), instead of read from o. */
-template <bool SUM>
-__global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, const float *post, const float *comb, int n,
-                          float *X, unsigned rnd, const float *Y, const int32_t *idx, int k)
+/* HCT: the stream count fixed (Flash's 4: old[] in registers, not a 64-byte stack), or 0 (hc at run time).
+ * The new streams' products fused in a pinned order (s = post_k o, then s += comb_jk old_j as FMAs, j
+ * ascending): left to the compiler, which product of the first sum it fuses changes with the unrolling. */
+template <bool SUM, int HCT>
+__global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, const float *post, const float *comb,
+                          int n, float *X, unsigned rnd, const float *Y, const int32_t *idx, int k)
 {
     pdl_start();
+    const int hc = HCT ? HCT : hc_rt;
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= (int64_t)n * dim) return;
     const int t = (int)(id / dim), d = (int)(id % dim);
     float *x = X + (size_t)t * hc * dim;
     const float *pt = post + (size_t)t * hc, *ct = comb + (size_t)t * hc * hc;
-    float old[HC_MAX];
+    float old[HCT ? HCT : HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
     float ov;
     if (SUM) {
@@ -397,8 +401,8 @@ __global__ void k_hc_post(int hc, int dim, const float *o, const float *o2, cons
     if (o2) ov += rnd_in(rnd, o2[(size_t)t * dim + d]);
     ov = rnd_in(rnd, ov);
     for (int k = 0; k < hc; k++) {
-        float s = pt[k] * ov;
-        for (int j = 0; j < hc; j++) s += ct[j * hc + k] * old[j];
+        float s = __fmul_rn(pt[k], ov);
+        for (int j = 0; j < hc; j++) s = __fmaf_rn(ct[j * hc + k], old[j], s);
         x[(size_t)k * dim + d] = rnd_out(rnd, s);
     }
 }
@@ -414,13 +418,13 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     /* the routed experts' pending sum (moe_pend) when o is theirs: folded in here */
     if (im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
         im->moe_pend.q == im->q) {
-        launch_pdl(k_hc_post<true>, grid, dim3(256), 0, im->stream, hc, dim, o, o2, post, comb, n, X, rnd,
-                   im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
+        launch_pdl(hc == 4 ? k_hc_post<true, 4> : k_hc_post<true, 0>, grid, dim3(256), 0, im->stream, hc, dim, o, o2,
+                   post, comb, n, X, rnd, im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
         im->moe_pend.out = NULL;
     } else {
         cuda_moe_flush(be);
-        launch_pdl(k_hc_post<false>, grid, dim3(256), 0, im->stream, hc, dim, o, o2, post, comb, n, X, rnd,
-                   (const float *)nullptr, (const int32_t *)nullptr, 0);
+        launch_pdl(hc == 4 ? k_hc_post<false, 4> : k_hc_post<false, 0>, grid, dim3(256), 0, im->stream, hc, dim, o, o2,
+                   post, comb, n, X, rnd, (const float *)nullptr, (const int32_t *)nullptr, 0);
     }
     CK_LAUNCH();
 }
