@@ -405,9 +405,9 @@ __host__ __device__ constexpr int am_stride(int elems) { return elems * 2 + (192
  * memory: the token's q, a chunk of the rows, the rows' addresses. */
 __host__ __device__ constexpr int am_qk_chunk(int NT) { return 8192 / (16 * NT); }
 
-static size_t am_qk_smem(int NT, int hd)
+static size_t am_qk_smem(int NT, int hd, bool bf)
 {
-    return (size_t)64 * am_stride(hd) + (size_t)16 * NT * (am_stride(am_qk_chunk(NT)) + sizeof(float *));
+    return (size_t)64 * am_stride(hd) + (size_t)16 * NT * (am_stride(am_qk_chunk(NT)) * (bf ? 2 : 1) + sizeof(float *));
 }
 
 __device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
@@ -458,11 +458,11 @@ __global__ void k_attn_qpack(const float4 *q, size_t n8, uint4 *qb, const float 
     qb[i] = make_uint4(x.x, x.y, y.x, y.y);
 }
 
-template <int NT>
-__global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg,
-                                                 const int64_t *posv, const int32_t *page_table, const uint16_t *qb,
-                                                 const float *kv_new, const int32_t *idx, const int32_t *cnt,
-                                                 float *scores, const float **rows)
+template <int NT, bool BF>
+__global__ void __launch_bounds__(256)
+    k_attn_qk(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv, const int32_t *page_table,
+              const uint16_t *qb, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *scores,
+              const float **rows)
 {
     constexpr int RT = 16 * NT, CH = am_qk_chunk(NT), C4 = CH / 4, LD = RT * C4 / 256; /* float4 per thread */
     extern __shared__ __align__(16) unsigned char am_sm[];
@@ -485,15 +485,37 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
         if (tid < nt) rows[(size_t)t * A.max_rows + j0 + tid] = r;
     }
     __syncthreads();
-    uint2 kr[LD]; /* BF16 */
+    /* BF: BF16 rows, each chunk by cp.async straight into its tile (two tiles: the next chunk lands during this
+     * chunk's MMAs); else FP32 rows, a chunk ahead in registers, rounded to BF16 on the way */
+    uint2 kr[BF ? 1 : LD];
+    unsigned char *kt[2] = {ks, BF ? (unsigned char *)(rps + RT) : ks};
     auto load_chunk = [&](int c) {
 #pragma unroll
         for (int i = 0; i < LD; i++) {
             const int e = i * 256 + tid, r = e / C4, d = c + 4 * (e % C4);
-            kr[i] = r < nt && d < hd ? kv_bf4(rps[r], d, A.bf16) : make_uint2(0, 0);
+            kr[BF ? 0 : i] = r < nt && d < hd ? kv_bf4(rps[r], d, false) : make_uint2(0, 0);
         }
     };
-    load_chunk(0);
+    auto issue_chunk =
+        [&](int c, unsigned char *dst) { /* 16-byte pieces (4-byte ones from a row not so aligned) */
+                                         constexpr int C8 = CH / 8;
+                                         for (int e = tid; e < RT * C8; e += 256) {
+                                             const int r = e / C8, d = c + 8 * (e % C8);
+                                             const bool ok = r < nt && d < hd; /* hd % 32 == 0: the piece is whole */
+                                             const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? d : 0);
+                                             unsigned char *dp = dst + r * kst + 16 * (e % C8);
+                                             if (((uintptr_t)src & 15) == 0)
+                                                 cp_async<16>(dp, src, ok);
+                                             else
+#pragma unroll
+                                                 for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+                                         }
+                                         cp_async_commit();
+        };
+    if (BF)
+        issue_chunk(0, kt[0]);
+    else
+        load_chunk(0);
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* the token's BF16 q (heads past H zero) without registers */
@@ -508,16 +530,23 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
 #pragma unroll
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     const bool active = 16 * w < A.H;
-    for (int c = 0; c < hd; c += CH) {
-        if (c == 0) cp_async_wait<0>();
-        __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
+    for (int c = 0, ci = 0; c < hd; c += CH, ci++) {
+        const unsigned char *kc = kt[ci & 1];
+        if (BF) {
+            cp_async_wait<0>(); /* this chunk (and q) */
+            __syncthreads();    /* ... for every thread; the MMAs of the chunk before are done with the other tile */
+            if (c + CH < hd) issue_chunk(c + CH, kt[(ci + 1) & 1]);
+        } else {
+            if (c == 0) cp_async_wait<0>();
+            __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
 #pragma unroll
-        for (int i = 0; i < LD; i++) {
-            const int e = i * 256 + tid;
-            *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = kr[i];
+            for (int i = 0; i < LD; i++) {
+                const int e = i * 256 + tid;
+                *(uint2 *)(ks + (e / C4) * kst + 8 * (e % C4)) = kr[BF ? 0 : i];
+            }
+            if (c + CH < hd) load_chunk(c + CH);
+            __syncthreads();
         }
-        if (c + CH < hd) load_chunk(c + CH);
-        __syncthreads();
         if (!active) continue;
         const int cw = hd - c < CH ? hd - c : CH;
         /* lane (g, tq) takes dimensions 8 tq .. 8 tq + 7 of each 32: the same
@@ -528,7 +557,7 @@ __global__ void __launch_bounds__(256) k_attn_qk(attn_args A, const dsv4_seg *se
             const uint4 b8 = *(const uint4 *)(qs + (16 * w + g + 8) * qst + 2 * (c + d0) + 16 * tq);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
-                const uint4 k = *(const uint4 *)(ks + (8 * (NT * rh + n) + g) * kst + 2 * d0 + 16 * tq);
+                const uint4 k = *(const uint4 *)(kc + (8 * (NT * rh + n) + g) * kst + 2 * d0 + 16 * tq);
                 mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
                 mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
             }
@@ -550,7 +579,7 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const 
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(a));
 }
 
-template <int NT, bool WALK>
+template <int NT, bool WALK, bool BF>
 __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                  const uint16_t *pb, const float **rows, const float *den, float *out)
 {
@@ -559,7 +588,10 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     /* rows per tile (WALK: fewer as the slice widens, for the registers of a tile's values ahead) */
     constexpr int TILE = !WALK ? AM_TILE : NT <= 4 ? 2 * AM_TILE : NT <= 8 ? AM_TILE : AM_TILE / 2;
     constexpr int VL = TILE * SL / 4 / 128 > 0 ? TILE * SL / 4 / 128 : 1; /* value float4 per thread */
-    __shared__ __align__(16) unsigned char vs[TILE * VS];
+    /* BF: BF16 rows, each tile by cp.async straight into one of two tiles (the next lands during this one's
+     * MMAs); else FP32 rows, a tile ahead in registers, rounded to BF16 on the way */
+    __shared__ __align__(16) unsigned char vs[(BF ? 2 : 1) * TILE * VS];
+    unsigned char *vt[2] = {vs, vs + (BF ? TILE * VS : 0)};
     __shared__ __align__(16) float red[WALK ? 1 : 64 * SL];
     extern __shared__ const float *prs[]; /* WALK: the token's row addresses */
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -576,7 +608,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     }
     const bool active = 16 * w < A.H, m0 = 16 * w + g < A.H, m1 = 16 * w + g + 8 < A.H;
     const uint4 *pw = (const uint4 *)pb + ((size_t)t * ((A.H + 15) >> 4) + w) * (A.max_rows >> 4) * 32 + lane;
-    uint2 vr[VL]; /* BF16 */
+    uint2 vr[BF ? 1 : VL]; /* BF16 */
     uint4 pa[TILE / 16];
     /* the loads run a tile ahead: cursor (pn, jn), the tile's rows end at je */
     int pn = p_lo, jn = am_part_lo(nr, p_lo), je = am_part_lo(nr, p_lo + 1);
@@ -592,9 +624,30 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
         for (int i = 0; i < VL; i++) {
             const int e = i * 128 + tid, r = e / (SL / 4), d = dbase + 4 * (e % (SL / 4));
-            vr[i] = e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d, A.bf16) : make_uint2(0, 0);
+            vr[BF ? 0 : i] =
+                e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d, false) : make_uint2(0, 0);
         }
     };
+    auto issue_values =
+        [&](unsigned char
+                *dst) { /* 16-byte pieces (4-byte ones from a row not so aligned) */
+                        const int n = je - jn < TILE ? je - jn : TILE;
+                        constexpr int P = SL / 8 > 0 ? SL / 8 : 1;
+                        for (int e = tid; e < TILE * P; e += 128) {
+                            const int r = e / P, d = dbase + 8 * (e % P);
+                            const bool ok =
+                                r < n; /* rows past the tile's: zeros (their weights are 0, their values must be too) */
+                            const uint16_t *src =
+                                (const uint16_t *)(WALK ? prs[jn + (ok ? r : 0)] : rp[jn + (ok ? r : 0)]) + d;
+                            unsigned char *dp = dst + r * VS + 16 * (e % P);
+                            if (((uintptr_t)src & 15) == 0)
+                                cp_async<16>(dp, src, ok);
+                            else
+#pragma unroll
+                                for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+                        }
+                        cp_async_commit();
+        };
     auto load_weights = [&]() { /* this warp's A fragments of the tile's k-steps */
 #pragma unroll
         for (int k = 0; k < TILE / 16; k++)
@@ -603,7 +656,12 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     skip();
     /* launched with PDL after k_attn_md16: the row list (k_attn_qk's) and the
      * values are there once k_attn_md16's blocks have passed their wait */
-    if (pn < p_hi) load_values();
+    if (pn < p_hi) {
+        if (BF)
+            issue_values(vt[0]);
+        else
+            load_values();
+    }
     /* the de-rotation's angles (constants: the positions are up before the step's first kernel), under
      * the loads: the pairs this thread stores, (dbase + 8 nn + 2 tq) walking, (dbase + tid % SL) & ~1 */
     float dcs[WALK ? NT : 1], dsn[WALK ? NT : 1];
@@ -615,16 +673,23 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
     if (pn < p_hi) load_weights();
     float acc[NT][4], tot[NT][4];
+    int ti = 0; /* tiles so far */
     for (int p = p_lo; p < p_hi; p++) {
 #pragma unroll
         for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
         const int j1 = am_part_lo(nr, p + 1);
         for (int jt = am_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
-            __syncthreads(); /* the previous tile's MMAs are done with vs */
+            const unsigned char *vc = vt[ti & 1];
+            if (BF) {
+                cp_async_wait<0>(); /* this tile */
+                __syncthreads();    /* ... for every thread; the tile before's MMAs are done with the other tile */
+            } else {
+                __syncthreads(); /* the previous tile's MMAs are done with vs */
 #pragma unroll
-            for (int i = 0; i < VL; i++) {
-                const int e = i * 128 + tid;
-                if (e < TILE * SL / 4) *(uint2 *)(vs + (e / (SL / 4)) * VS + 8 * (e % (SL / 4))) = vr[i];
+                for (int i = 0; i < VL; i++) {
+                    const int e = i * 128 + tid;
+                    if (e < TILE * SL / 4) *(uint2 *)(vs + (e / (SL / 4)) * VS + 8 * (e % (SL / 4))) = vr[BF ? 0 : i];
+                }
             }
             uint4 pc[TILE / 16];
 #pragma unroll
@@ -632,8 +697,15 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
             const int n = j1 - jt < TILE ? j1 - jt : TILE;
             jn += TILE;
             skip();
-            if (pn < p_hi) load_values(), load_weights();
-            __syncthreads();
+            if (pn < p_hi) {
+                if (BF)
+                    issue_values(vt[(ti + 1) & 1]);
+                else
+                    load_values();
+                load_weights();
+            }
+            ti++;
+            if (!BF) __syncthreads();
             if (!active) continue;
 #pragma unroll
             for (int k = 0; k < TILE / 16; k++) {
@@ -643,7 +715,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
                 for (int nn = 0; nn < NT; nn++) {
                     uint32_t b0, b1;
-                    ldsm_x2_trans(b0, b1, vs + (16 * k + (lane & 15)) * VS + 16 * nn);
+                    ldsm_x2_trans(b0, b1, vc + (16 * k + (lane & 15)) * VS + 16 * nn);
                     mma_bf16(acc[nn], a0, a1, a2, a3, b0, b1);
                 }
             }
@@ -734,8 +806,14 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
 /* More than 48 KB of dynamic shared memory for the tensor-core scores (cuda_kernels_init). */
 void cuda_attn_init(void)
 {
-    CK(cudaFuncSetAttribute(k_attn_qk<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(1, HS_MAXD)));
-    CK(cudaFuncSetAttribute(k_attn_qk<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)am_qk_smem(4, HS_MAXD)));
+    CK(cudaFuncSetAttribute(k_attn_qk<1, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)am_qk_smem(1, HS_MAXD, false)));
+    CK(cudaFuncSetAttribute(k_attn_qk<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)am_qk_smem(4, HS_MAXD, false)));
+    CK(cudaFuncSetAttribute(k_attn_qk<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)am_qk_smem(1, HS_MAXD, true)));
+    CK(cudaFuncSetAttribute(k_attn_qk<4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)am_qk_smem(4, HS_MAXD, true)));
 }
 
 /* The step's n rows as BF16 (attn_args.kvb) for the layouts other than the tensor cores' (whose q pack does it). */
@@ -822,7 +900,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             if (!attn_tune_set) dsv4_cuda_tune_set(NULL);
             const dsv4_attn_choice *ch = dsv4_tune_pick(&attn_tune, (int)nt);
             const bool small = ch->score_rows == 16;
-            const size_t smem = am_qk_smem(small ? 1 : 4, hd);
+            const size_t smem = am_qk_smem(small ? 1 : 4, hd, A.bf16);
             const int rt = small ? 16 : 64;
             uint16_t *qb = (uint16_t *)(sp + qb_off);
             const size_t n8 = nt * H * hd / 8, nk = A.bf16 ? nt * hd : 0;
@@ -831,29 +909,32 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
-            launch_attn(small ? k_attn_qk<1> : k_attn_qk<4>, dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256,
-                        smem, im->stream, false, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
-                        dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
+            launch_attn(small ? (A.bf16 ? k_attn_qk<1, true> : k_attn_qk<1, false>)
+                              : (A.bf16 ? k_attn_qk<4, true> : k_attn_qk<4, false>),
+                        dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256, smem, im->stream, false, true, A,
+                        (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
+                        (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
             launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
                         csc, pb, hden, (int)(nt * H));
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
              * the parts per (token, slice), or with many tokens a block per (token, 32, 64
              * or 128 dimensions) walking the parts itself (the same sums in the same order);
-             * its row list in dynamic shared memory beside its static ~11 KB within the 48 KB
-             * a block gets without opting in (longer lists, HCA past ~600k tokens of context:
-             * the cluster) */
+             * its row list in dynamic shared memory beside its static ~11 KB (BF16 rows: ~21, two
+             * value tiles) within the 48 KB a block gets without opting in (longer lists, HCA past
+             * ~600k tokens of context, ~400k on BF16 rows: the cluster) */
             const int wsl = ch->sum == DSV4_SUM_WALK32    ? 32
                             : ch->sum == DSV4_SUM_WALK64  ? 64
                             : ch->sum == DSV4_SUM_WALK128 ? 128
                                                           : 0;
             const bool walk =
-                wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO && max_rows * sizeof(float *) <= 36 * 1024;
+                wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO &&
+                max_rows * sizeof(float *) <= (A.bf16 ? 26 : 36) * 1024; /* BF16 rows: two value tiles, ~21 KB */
             if (walk) {
                 void (*wk)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
-                           float *) = wsl == 32   ? k_attn_pv<4, true>
-                                      : wsl == 64 ? k_attn_pv<8, true>
-                                                  : k_attn_pv<16, true>;
+                           float *) = wsl == 32   ? (A.bf16 ? k_attn_pv<4, true, true> : k_attn_pv<4, true, false>)
+                                      : wsl == 64 ? (A.bf16 ? k_attn_pv<8, true, true> : k_attn_pv<8, true, false>)
+                                                  : (A.bf16 ? k_attn_pv<16, true, true> : k_attn_pv<16, true, false>);
                 launch_attn(wk, dim3((unsigned)nt, (unsigned)(hd / wsl), 1), 128, max_rows * sizeof(float *),
                             im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb, (const float **)hrows, cden,
                             out);
@@ -861,7 +942,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             }
             const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
             void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
-                       float *) = sl == 16 ? k_attn_pv<2, false> : sl == 32 ? k_attn_pv<4, false> : k_attn_pv<8, false>;
+                       float *) = sl == 16   ? (A.bf16 ? k_attn_pv<2, false, true> : k_attn_pv<2, false, false>)
+                                  : sl == 32 ? (A.bf16 ? k_attn_pv<4, false, true> : k_attn_pv<4, false, false>)
+                                             : (A.bf16 ? k_attn_pv<8, false, true> : k_attn_pv<8, false, false>);
             launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
                         cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
             return A.ofreq != NULL;
