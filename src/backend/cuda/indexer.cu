@@ -148,8 +148,8 @@ __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_
  * 32] scale bytes; other widths' scales are read where they are converted. */
 __device__ __forceinline__ bool ixt_sc_staged(int hd) { return hd % 128 == 0; }
 
-__device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, const uint8_t *const *kps, int nk, bool al,
-                                          bool fp4, bool bf16, float *kf)
+__device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, const uint8_t *const *kps, int nk,
+                                          bool al, bool fp4, bool bf16, float *kf)
 {
     if (bf16) { /* BF16 keys: their bytes (hd % 32 == 0) */
         const int cb = hd * 2;
@@ -197,16 +197,27 @@ __device__ __forceinline__ void ixt_issue(int hd, const float *const *kp, const 
     cp_async_commit();
 }
 
-__global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg,
-                                                      const int64_t *pos, const int32_t *page_table, const float *q,
-                                                      const float *w, float *scores, int tiles)
+/* Two values rounded to BF16 at once (F2FP: round to nearest even, as dsv4_round_bf16 for every value but a
+ * NaN, whose payload may differ - the epilogue below turns a NaN into 0 or its score into -inf either way). */
+__device__ __forceinline__ float2 ixt_round2(float a, float b)
+{
+    const __nv_bfloat162 r = __floats2bfloat162_rn(a, b);
+    return make_float2(__low2float(r), __high2float(r));
+}
+
+/* HDT: the key width fixed (Flash's 128: the loops' index arithmetic by shifts, not divisions), or 0 (A.hd). */
+template <int HDT>
+__global__ void __launch_bounds__(128, 3)
+    k_idx_score_tc(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *pos,
+                   const int32_t *page_table, const float *q, const float *w, float *scores, int tiles)
 {
     __shared__ __align__(16) unsigned char qs[64 * ixt_stride(128)], ks[IXT_KEYS * ixt_stride(128)];
     __shared__ float part[4][IXT_KEYS];
     __shared__ const float *kp[2][IXT_KEYS]; /* the rows of this tile and the next */
     __shared__ const uint8_t *kps[2][IXT_KEYS]; /* fp4: their scale bytes */
     extern __shared__ __align__(16) float ixt_kf[]; /* [IXT_KEYS][hd] */
-    const int t = blockIdx.x, hd = A.hd, st = ixt_stride(hd), tid = threadIdx.x, lane = tid & 31, w4 = tid >> 5;
+    const int t = blockIdx.x, hd = HDT ? HDT : A.hd, st = ixt_stride(hd), tid = threadIdx.x, lane = tid & 31,
+              w4 = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
     const int64_t N = (pos[t] + 1) / A.ratio, cb = (int64_t)blockIdx.y * tiles * IXT_KEYS;
     if (cb >= N) return;
@@ -279,9 +290,12 @@ __global__ void __launch_bounds__(128, 3) k_idx_score_tc(idx_args A, const dsv4_
         for (int n = 0; n < IXT_KEYS / 8; n++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
+                /* each head's term BF16(ReLU(BF16(dq)) x w), the two heads' roundings paired */
+                const float2 d = ixt_round2(acc[n][e], acc[n][2 + e]);
+                const float2 y = ixt_round2(fmaxf(d.x, 0.0f) * wh0, fmaxf(d.y, 0.0f) * wh1);
                 float v = 0;
-                if (h0 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][e]), 0.0f) * wh0);
-                if (h1 < A.nh) v += dsv4_round_bf16(fmaxf(dsv4_round_bf16(acc[n][2 + e]), 0.0f) * wh1);
+                if (h0 < A.nh) v += y.x;
+                if (h1 < A.nh) v += y.y;
                 v += __shfl_xor_sync(0xffffffffu, v, 4);
                 v += __shfl_xor_sync(0xffffffffu, v, 8);
                 v += __shfl_xor_sync(0xffffffffu, v, 16);
@@ -543,7 +557,8 @@ void cuda_indexer_init(cuda_impl *im)
 {
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
     im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk, im->smem_optin);
-    smem_allow((const void *)k_idx_score_tc, im->smem_optin); /* its staging: 64 keys of up to 128 floats */
+    smem_allow((const void *)k_idx_score_tc<0>, im->smem_optin); /* its staging: 64 keys of up to 128 floats */
+    smem_allow((const void *)k_idx_score_tc<128>, im->smem_optin);
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -592,8 +607,9 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, want = 3 * (int64_t)im->n_sm;
         int64_t tiles = (int64_t)plan->n_tok * nt / (want > 0 ? want : 1);
         tiles = tiles < 1 ? 1 : tiles > 4 ? 4 : tiles;
-        k_idx_score_tc<<<dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), 128,
-                         (size_t)IXT_KEYS * p->head_dim * sizeof(float), im->stream>>>(
+        (p->head_dim == 128 ? k_idx_score_tc<128>
+                            : k_idx_score_tc<0>)<<<dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)),
+                                                   128, (size_t)IXT_KEYS * p->head_dim * sizeof(float), im->stream>>>(
             A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores, (int)tiles);
     } else {
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
