@@ -23,6 +23,19 @@ for b, c in ((1, 0), (16, 0), (64, 0), (16, 32768), (16, 131072), (64, 32768)):
 kern = json.load(open(os.path.join(D, "bf16-rows", "attn.json")))["results"]
 attn = [r for r in kern if r.get("kind") == "attention"]
 copy_gbs = [r["gb_s"] for r in kern if r.get("kind") == "copy"][0]
+def kern_of(call, name):
+    return json.load(open(os.path.join(D, call, name)))["results"]
+
+
+def ab(call, cases):
+    v = values(os.path.join(D, call, "summary.txt"))
+    out = {}
+    for b, c in cases:
+        new, base = pick(v, rf"b{b}-c{c}-new-\d"), pick(v, rf"b{b}-c{c}-base-\d")
+        out[f"batch {b}, context {c or 16}"] = {"new": new, "base": base, "change": round(sum(new) / sum(base) - 1, 4)}
+    return out
+
+
 res = {
     "source": "bench/results/2026-12-01-s21",
     "device": "NVIDIA H200 (sm_90)",
@@ -40,6 +53,24 @@ res = {
         "copy_gb_s": copy_gbs,
         "attention": attn,
         "page_kib_8_layers": {"bf16_rows": 210.8, "fp32_rows": 408.8},
+    },
+    "indexer_v41": {
+        "what": "2cd4158: the indexer's tensor-core scores kernel templated on 128-wide keys (no integer divisions) "
+                "and its epilogue's BF16 roundings paired (F2FP), against c4b5434 (*.base) in the same call; "
+                "logits identical, the suite passes",
+        "indexer_command": "bench_kernels --attn-only --batch 1,16,64 (the indexer tables: FP32-row keys and FP4 keys)",
+        "indexer_new": [r for r in kern_of("ix-tc", "attn-bench_kernels.json") if r.get("kind", "").startswith("indexer")],
+        "indexer_base": [r for r in kern_of("ix-tc", "attn-bench_kernels.base.json")
+                         if r.get("kind", "").startswith("indexer")],
+        "decode_ms": ab("ix-tc", ((1, 131072), (16, 131072), (64, 32768))),
+    },
+    "head_2cd4158": {
+        "what": "the head's decode steps (qk-hd/'s base runs, alternating with a build not kept)",
+        "decode_ms": {f"batch {b}, context {c or 16}": pick(values(os.path.join(D, "qk-hd", "summary.txt")),
+                                                             rf"b{b}-c{c}-base-\d")
+                      for b, c in ((1, 0), (16, 0), (64, 0), (16, 131072))},
+        "x_floor_min": {b: x_floor(min(pick(values(os.path.join(D, "qk-hd", "summary.txt")), rf"b{b}-c0-base-\d")), b)
+                        for b in (1, 16, 64)},
     },
 }
 json.dump(res, sys.stdout, indent=1)
