@@ -496,22 +496,22 @@ __global__ void __launch_bounds__(256)
             kr[BF ? 0 : i] = r < nt && d < hd ? kv_bf4(rps[r], d, false) : make_uint2(0, 0);
         }
     };
-    auto issue_chunk =
-        [&](int c, unsigned char *dst) { /* 16-byte pieces (4-byte ones from a row not so aligned) */
-                                         constexpr int C8 = CH / 8;
-                                         for (int e = tid; e < RT * C8; e += 256) {
-                                             const int r = e / C8, d = c + 8 * (e % C8);
-                                             const bool ok = r < nt && d < hd; /* hd % 32 == 0: the piece is whole */
-                                             const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? d : 0);
-                                             unsigned char *dp = dst + r * kst + 16 * (e % C8);
-                                             if (((uintptr_t)src & 15) == 0)
-                                                 cp_async<16>(dp, src, ok);
-                                             else
+    /* 16-byte pieces (4-byte ones from a row not so aligned) */
+    auto issue_chunk = [&](int c, unsigned char *dst) {
+        constexpr int C8 = CH / 8;
+        for (int e = tid; e < RT * C8; e += 256) {
+            const int r = e / C8, d = c + 8 * (e % C8);
+            const bool ok = r < nt && d < hd; /* hd % 32 == 0: the piece is whole */
+            const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? d : 0);
+            unsigned char *dp = dst + r * kst + 16 * (e % C8);
+            if (((uintptr_t)src & 15) == 0)
+                cp_async<16>(dp, src, ok);
+            else
 #pragma unroll
-                                                 for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
-                                         }
-                                         cp_async_commit();
-        };
+                for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+        }
+        cp_async_commit();
+    };
     if (BF)
         issue_chunk(0, kt[0]);
     else
@@ -628,26 +628,23 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
                 e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d, false) : make_uint2(0, 0);
         }
     };
-    auto issue_values =
-        [&](unsigned char
-                *dst) { /* 16-byte pieces (4-byte ones from a row not so aligned) */
-                        const int n = je - jn < TILE ? je - jn : TILE;
-                        constexpr int P = SL / 8 > 0 ? SL / 8 : 1;
-                        for (int e = tid; e < TILE * P; e += 128) {
-                            const int r = e / P, d = dbase + 8 * (e % P);
-                            const bool ok =
-                                r < n; /* rows past the tile's: zeros (their weights are 0, their values must be too) */
-                            const uint16_t *src =
-                                (const uint16_t *)(WALK ? prs[jn + (ok ? r : 0)] : rp[jn + (ok ? r : 0)]) + d;
-                            unsigned char *dp = dst + r * VS + 16 * (e % P);
-                            if (((uintptr_t)src & 15) == 0)
-                                cp_async<16>(dp, src, ok);
-                            else
+    /* 16-byte pieces (4-byte ones from a row not so aligned) */
+    auto issue_values = [&](unsigned char *dst) {
+        const int n = je - jn < TILE ? je - jn : TILE;
+        constexpr int P = SL / 8 > 0 ? SL / 8 : 1;
+        for (int e = tid; e < TILE * P; e += 128) {
+            const int r = e / P, d = dbase + 8 * (e % P);
+            const bool ok = r < n; /* rows past the tile's: zeros (their weights are 0, their values must be too) */
+            const uint16_t *src = (const uint16_t *)(WALK ? prs[jn + (ok ? r : 0)] : rp[jn + (ok ? r : 0)]) + d;
+            unsigned char *dp = dst + r * VS + 16 * (e % P);
+            if (((uintptr_t)src & 15) == 0)
+                cp_async<16>(dp, src, ok);
+            else
 #pragma unroll
-                                for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
-                        }
-                        cp_async_commit();
-        };
+                for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+        }
+        cp_async_commit();
+    };
     auto load_weights = [&]() { /* this warp's A fragments of the tile's k-steps */
 #pragma unroll
         for (int k = 0; k < TILE / 16; k++)
