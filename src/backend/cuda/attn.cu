@@ -412,6 +412,17 @@ static size_t am_qk_smem(int NT, int hd, bool bf)
 
 __device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
 
+/* 16 bytes of a BF16 row (8 values) by cp.async: one 16-byte copy where the source is so aligned, else four
+ * 4-byte ones (a BF16 row starts on a float); ok false: zeros. */
+__device__ __forceinline__ void cp_async16_any(unsigned char *dp, const uint16_t *src, bool ok)
+{
+    if (((uintptr_t)src & 15) == 0)
+        cp_async<16>(dp, src, ok);
+    else
+#pragma unroll
+        for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+}
+
 /* Values d .. d + 3 of a cached row (d % 4 == 0) as BF16 (exact: reference numerics cache BF16 values):
  * a BF16 row's bits as they are, an FP32 row's rounded (row pointers need not be 16-byte aligned). */
 __device__ __forceinline__ uint2 kv_bf4(const float *r, int d, bool bf16)
@@ -504,6 +515,7 @@ __global__ void __launch_bounds__(256)
             const bool ok = r < nt && d < hd; /* hd % 32 == 0: the piece is whole */
             const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? d : 0);
             unsigned char *dp = dst + r * kst + 16 * (e % C8);
+            /* cp_async16_any, written out: the call schedules this kernel's loop otherwise (the same work) */
             if (((uintptr_t)src & 15) == 0)
                 cp_async<16>(dp, src, ok);
             else
@@ -637,11 +649,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
             const bool ok = r < n; /* rows past the tile's: zeros (their weights are 0, their values must be too) */
             const uint16_t *src = (const uint16_t *)(WALK ? prs[jn + (ok ? r : 0)] : rp[jn + (ok ? r : 0)]) + d;
             unsigned char *dp = dst + r * VS + 16 * (e % P);
-            if (((uintptr_t)src & 15) == 0)
-                cp_async<16>(dp, src, ok);
-            else
-#pragma unroll
-                for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
+            cp_async16_any(dp, src, ok);
         }
         cp_async_commit();
     };

@@ -148,22 +148,27 @@ __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_
  * 32] scale bytes; other widths' scales are read where they are converted. */
 __device__ __forceinline__ bool ixt_sc_staged(int hd) { return hd % 128 == 0; }
 
+/* The keys' first cb bytes (a multiple of 16) into k8 [64][cb]: 16-byte copies when the rows are so aligned
+ * (al), else 4-byte ones; rows from nk on zeros. */
+__device__ __forceinline__ void ixt_bytes(uint8_t *k8, const float *const *kp, int nk, int cb, bool al)
+{
+    if (al)
+        for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
+            const int r = e / (cb / 16), j = e % (cb / 16);
+            cp_async<16>(k8 + (size_t)r * cb + 16 * j, (const uint8_t *)kp[r] + 16 * j, r < nk);
+        }
+    else
+        for (int e = threadIdx.x; e < IXT_KEYS * (cb / 4); e += 128) {
+            const int r = e / (cb / 4), j = e % (cb / 4);
+            cp_async<4>(k8 + (size_t)r * cb + 4 * j, (const uint8_t *)kp[r] + 4 * j, r < nk);
+        }
+}
+
 __device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, const uint8_t *const *kps, int nk,
                                           bool al, bool fp4, bool bf16, float *kf)
 {
     if (bf16) { /* BF16 keys: their bytes (hd % 32 == 0) */
-        const int cb = hd * 2;
-        uint8_t *k8 = (uint8_t *)kf;
-        if (al)
-            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
-                const int r = e / (cb / 16), j = e % (cb / 16);
-                cp_async<16>(k8 + (size_t)r * cb + 16 * j, (const uint8_t *)kp[r] + 16 * j, r < nk);
-            }
-        else
-            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 4); e += 128) {
-                const int r = e / (cb / 4), j = e % (cb / 4);
-                cp_async<4>(k8 + (size_t)r * cb + 4 * j, (const uint8_t *)kp[r] + 4 * j, r < nk);
-            }
+        ixt_bytes((uint8_t *)kf, kp, nk, hd * 2, al);
     } else if (fp4) {
         const int cb = hd / 2;
         uint8_t *k8 = (uint8_t *)kf;
@@ -172,16 +177,7 @@ __device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, 
                 const int r = e / (hd / 128), j = e % (hd / 128);
                 cp_async<4>(k8 + (size_t)IXT_KEYS * cb + (size_t)r * (hd / 32) + 4 * j, kps[r] + 4 * j, r < nk);
             }
-        if (al)
-            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 16); e += 128) {
-                const int r = e / (cb / 16), j = e % (cb / 16);
-                cp_async<16>(k8 + (size_t)r * cb + 16 * j, (const uint8_t *)kp[r] + 16 * j, r < nk);
-            }
-        else
-            for (int e = threadIdx.x; e < IXT_KEYS * (cb / 4); e += 128) {
-                const int r = e / (cb / 4), j = e % (cb / 4);
-                cp_async<4>(k8 + (size_t)r * cb + 4 * j, (const uint8_t *)kp[r] + 4 * j, r < nk);
-            }
+        ixt_bytes(k8, kp, nk, cb, al);
     } else if (al) {
         const int q4 = hd / 4;
         for (int e = threadIdx.x; e < IXT_KEYS * q4; e += 128) {
