@@ -86,10 +86,16 @@ typedef struct {
     const int32_t *tok_seg;  /* [n_tok] segment of each token */
 } dsv4_plan;
 
-/* Floats a cached row of width values takes. */
+/* Floats a cached row of width values takes, BF16 (two a float) or FP32. Host and GPU. */
+DSV4_HD int dsv4_row_floats(int width, bool bf16)
+{
+    return bf16 ? (width + 1) / 2 : width;
+}
+
+/* The same for a dsv4_kv's rows. */
 static inline size_t dsv4_kv_row_floats(const dsv4_kv *kv, int width)
 {
-    return kv->bf16_rows ? (size_t)(width + 1) / 2 : (size_t)width;
+    return (size_t)dsv4_row_floats(width, kv->bf16_rows);
 }
 
 /* Pointer to compressed row c of layer l of slot s (main rows or indexer

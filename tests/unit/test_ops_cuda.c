@@ -1897,10 +1897,10 @@ static cmp_desc cmp_of(const scen *S, int which)
     return (cmp_desc){L_HCA, false, c->rh, 1, c->hd};
 }
 
-/* Element i of a cached row of the scenario's state (host memory). */
-static float row_el(const scen *S, const float *row, int i)
+/* Element i of a cached row in host memory, BF16 (dsv4_kv.bf16_rows) or FP32. */
+static float row_el(bool bf16, const float *row, int i)
 {
-    return S->bf16 ? dsv4_bf16_to_f32(((const uint16_t *)row)[i]) : row[i];
+    return bf16 ? dsv4_bf16_to_f32(((const uint16_t *)row)[i]) : row[i];
 }
 
 /* The layout of engine.c's kv_init, the reset of its seq_reset_state (with
@@ -1914,7 +1914,7 @@ static void scen_init(scen *S, const scen_cfg *c, bool ref, bool nonfinite, bool
     S->bf16 = bf16;
     size_t so = 0, po = 0;
     const int hd = c->hd, dI = c->dI;
-    const size_t rf = bf16 ? (size_t)(hd + 1) / 2 : (size_t)hd, rfI = bf16 ? (size_t)(dI + 1) / 2 : (size_t)dI;
+    const size_t rf = (size_t)dsv4_row_floats(hd, bf16), rfI = (size_t)dsv4_row_floats(dI, bf16);
     for (int l = 0; l < NL; l++) {
         dsv4_layer_state *ls = &S->ls[l];
         ls->win = so;
@@ -2061,10 +2061,10 @@ static void rows_check(scen *S, const dsv4_plan *plan, cmp_desc cd, const char *
             for (int64_t r = 0; r < rows; r++) {
                 const float *row = dsv4_kv_cmp_row(&kv, cd.layer, sg->slot, r, cd.ratio, cd.indexer, cd.d);
                 for (int i = 0; i < cd.d; i++)
-                    if (!isfinite(row_el(S, row, i))) {
+                    if (!isfinite(row_el(S->bf16, row, i))) {
                         fail_line(what, "%s: slot %d compressed row %lld element %d is %g (0x%08x)",
                                   s ? "backend under test" : "cpu", sg->slot, (long long)r, i,
-                                  (double)row_el(S, row, i), bits(row_el(S, row, i)));
+                                  (double)row_el(S->bf16, row, i), bits(row_el(S->bf16, row, i)));
                         r = rows;
                         break;
                     }
@@ -2117,8 +2117,7 @@ static float cpu_index_score(const dsv4_kv *kv, const dsv4_indexer_params *p, co
     const dsv4_seg *sg = &plan->segs[plan->tok_seg[t]];
     const float *krow = dsv4_kv_cmp_row(kv, p->layer, sg->slot, c, p->ratio, true, p->head_dim);
     float key[512];
-    for (int i = 0; i < p->head_dim; i++)
-        key[i] = kv->bf16_rows ? dsv4_bf16_to_f32(((const uint16_t *)krow)[i]) : krow[i];
+    for (int i = 0; i < p->head_dim; i++) key[i] = row_el(kv->bf16_rows, krow, i);
     float sc = 0;
     *mag = 0;
     for (int h = 0; h < p->n_heads; h++) {
@@ -2228,12 +2227,12 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
     for (size_t i = 0; i < (size_t)T * hd; i++) vmax = fmax(vmax, fin(fabs((double)kv[i])));
     const float *pa = S->kv[0].pages; /* the CPU's memory: nothing but rows */
     for (size_t i = 0; i < (S->bf16 ? S->page_bytes / 2 : S->page_bytes / 4); i++)
-        vmax = fmax(vmax, fin(fabs((double)row_el(S, pa, (int)i))));
+        vmax = fmax(vmax, fin(fabs((double)row_el(S->bf16, pa, (int)i))));
     const float *sl = S->kv[0].slots;
     for (int s = 0; s < MAXSEQ; s++)
         for (int i = 0; i < c->window * hd; i++) /* the ring: window rows of hd values, whole rows */
-            vmax = fmax(vmax, fin(fabs((double)row_el(S, sl + (size_t)s * S->kv[0].slot_floats + S->ls[layer].win,
-                                                      S->bf16 ? i / hd * (2 * ((hd + 1) / 2)) + i % hd : i))));
+            vmax = fmax(vmax, fin(fabs((double)row_el(S->bf16, sl + (size_t)s * S->kv[0].slot_floats + S->ls[layer].win,
+                                                      S->bf16 ? i / hd * 2 * dsv4_row_floats(hd, true) + i % hd : i))));
     const int ratio = layer == L_CSA ? c->rc : layer == L_HCA ? c->rh : 0;
     const dsv4_attn_kind kind = layer == L_CSA ? DSV4_ATTN_CSA : layer == L_HCA ? DSV4_ATTN_HCA : DSV4_ATTN_SLIDING;
     /* the output de-rotated in the same op (forward.c's use), as the rope op after it does */

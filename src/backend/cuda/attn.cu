@@ -423,15 +423,10 @@ __device__ __forceinline__ void cp_async16_any(unsigned char *dp, const uint16_t
         for (int k = 0; k < 4; k++) cp_async<4>(dp + 4 * k, src + 2 * k, ok);
 }
 
-/* Values d .. d + 3 of a cached row (d % 4 == 0) as BF16 (exact: reference numerics cache BF16 values):
- * a BF16 row's bits as they are, an FP32 row's rounded (row pointers need not be 16-byte aligned). */
-__device__ __forceinline__ uint2 kv_bf4(const float *r, int d, bool bf16)
+/* Values d .. d + 3 of an FP32 cached row (d % 4 == 0) rounded to BF16 (exact: reference numerics cache BF16
+ * values; BF16 rows go to shared memory by cp.async as they are). */
+__device__ __forceinline__ uint2 kv_bf4(const float *r, int d)
 {
-    if (bf16) {
-        const uint16_t *p = (const uint16_t *)r + d;
-        if (((uintptr_t)p & 7) == 0) return *(const uint2 *)p;
-        return make_uint2((uint32_t)p[0] | (uint32_t)p[1] << 16, (uint32_t)p[2] | (uint32_t)p[3] << 16);
-    }
     return bf4_rn(kv_ld4(r, d, false));
 }
 
@@ -504,7 +499,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
         for (int i = 0; i < LD; i++) {
             const int e = i * 256 + tid, r = e / C4, d = c + 4 * (e % C4);
-            kr[BF ? 0 : i] = r < nt && d < hd ? kv_bf4(rps[r], d, false) : make_uint2(0, 0);
+            kr[BF ? 0 : i] = r < nt && d < hd ? kv_bf4(rps[r], d) : make_uint2(0, 0);
         }
     };
     /* 16-byte pieces (4-byte ones from a row not so aligned) */
@@ -636,8 +631,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 #pragma unroll
         for (int i = 0; i < VL; i++) {
             const int e = i * 128 + tid, r = e / (SL / 4), d = dbase + 4 * (e % (SL / 4));
-            vr[BF ? 0 : i] =
-                e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d, false) : make_uint2(0, 0);
+            vr[BF ? 0 : i] = e < TILE * SL / 4 && r < n ? kv_bf4(WALK ? prs[jn + r] : rp[jn + r], d) : make_uint2(0, 0);
         }
     };
     /* 16-byte pieces (4-byte ones from a row not so aligned) */
@@ -865,7 +859,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
     A.bf16 = kv->bf16_rows;
-    A.rf = kv_rf(p->head_dim, A.bf16);
+    A.rf = dsv4_row_floats(p->head_dim, A.bf16);
     A.kvb = NULL;
     A.ofreq = NULL;
     A.orope = p->out_rope;
@@ -1018,7 +1012,8 @@ extern "C" double dsv4_cuda_attn_time(dsv4_backend *be, bool csa, int batch, int
     const int H = 64, hd = 512, window = 128, topk = 512, ratio = csa ? 4 : 128;
     const bool bf16 = reference && !attn_bench_fp32_rows; /* the rows the engine caches in these numerics */
     bench_step b;
-    if (reps < 1 || !bench_step_init(&b, be, batch, ctx, ratio, hd, (size_t)window * kv_rf(hd, bf16), false, bf16))
+    if (reps < 1 ||
+        !bench_step_init(&b, be, batch, ctx, ratio, hd, (size_t)window * dsv4_row_floats(hd, bf16), false, bf16))
         return -1;
     int32_t *hidx = (int32_t *)calloc((size_t)batch * topk, 4), *hcnt = (int32_t *)calloc((size_t)batch, 4);
     int32_t *didx = (int32_t *)be->alloc(be, (size_t)batch * topk * 4), *dcnt = (int32_t *)be->alloc(be, (size_t)batch * 4);

@@ -533,17 +533,10 @@ __device__ __forceinline__ float *cmp_row(float *pages, const int32_t *page_tabl
     return pages + (size_t)page * page_floats + off + (size_t)row * width;
 }
 
-/* Floats of a cached row of width values (dsv4_kv_row_floats): BF16 rows (dsv4_kv.bf16_rows) hold two a
- * float slot. */
-__host__ __device__ __forceinline__ int kv_rf(int width, bool bf16)
-{
-    return bf16 ? (width + 1) / 2 : width;
-}
-
-/* Element i of a cached row, FP32 or BF16 (dsv4_kv.bf16_rows). */
+/* Element i of a cached row, FP32 or BF16 (dsv4_kv.bf16_rows; dsv4_row_floats floats a row). */
 __device__ __forceinline__ float kv_el(const float *r, int i, bool bf16)
 {
-    return bf16 ? __uint_as_float((uint32_t)((const uint16_t *)r)[i] << 16) : r[i];
+    return bf16 ? dsv4_bf16_to_f32(((const uint16_t *)r)[i]) : r[i];
 }
 
 /* Elements i .. i + 3 of a cached row (i % 4 == 0), FP32 or BF16, whatever the row's alignment. */

@@ -116,7 +116,7 @@ __device__ void cmp_finish(const cmp_args &A, const int32_t *page_table, int slo
         __syncthreads();
     } else if (A.bf16) { /* BF16 values in reference numerics: the same values (the CPU's kv_row_put) */
         uint16_t *dst = (uint16_t *)cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
-                                            slot, c, r, kv_rf(d, true));
+                                            slot, c, r, dsv4_row_floats(d, true));
         for (int ch = threadIdx.x; ch < d; ch += blockDim.x) dst[ch] = dsv4_f32_to_bf16(row[ch]);
         __syncthreads();
     }

@@ -627,7 +627,7 @@ __global__ void k_kv_store(int window, int head_dim, const dsv4_seg *segs, int n
 {
     pdl_start();
     const dsv4_seg s = segs[blockIdx.x];
-    const int first = s.n > window ? s.n - window : 0, rf = kv_rf(head_dim, bf16);
+    const int first = s.n > window ? s.n - window : 0, rf = dsv4_row_floats(head_dim, bf16);
     float *ring = slots + (size_t)s.slot * slot_floats + win_off;
     for (int i = first; i < s.n; i++) {
         float *dst = ring + (size_t)((s.pos0 + i) % window) * rf;

@@ -33,7 +33,7 @@ __device__ __forceinline__ const float *idx_row(const idx_args &A, const int32_t
 {
     if (!A.fp4)
         return cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, A.ratio,
-                       kv_rf(A.hd, A.bf16));
+                       dsv4_row_floats(A.hd, A.bf16));
     uint8_t *s8;
     const uint8_t *k = dsv4_idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c,
                                    A.ratio, A.hd, &s8);
@@ -485,7 +485,7 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int64_t c = wid; c < N; c += nw) {
         const float *key = cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, s.slot, c,
-                                   A.ratio, kv_rf(A.hd, A.bf16));
+                                   A.ratio, dsv4_row_floats(A.hd, A.bf16));
         float acc = 0;
         for (int h = lane; h < A.nh; h += 32) {
             float dq = 0;
