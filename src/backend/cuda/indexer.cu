@@ -250,10 +250,13 @@ __global__ void __launch_bounds__(128, 3)
             for (int e = tid; e < IXT_KEYS * q8; e += 128) {
                 const int r = e / q8, j = e % q8;
                 const uint32_t cw = *(const uint32_t *)((const uint8_t *)ixt_kf + (size_t)r * (hd / 2) + 4 * j);
-                float f[8];
-                e2m1_word(cw, dsv4_e8m0_to_f32(staged ? ss[(size_t)r * (hd / 32) + (8 * j) / 32] : sc[r][(8 * j) / 32]), f);
-                *(uint4 *)(ks + r * st + 16 * j) =
-                    make_uint4(bf2_rn(f[0], f[1]), bf2_rn(f[2], f[3]), bf2_rn(f[4], f[5]), bf2_rn(f[6], f[7]));
+                /* the experts' decoder: byte tables, then a BF16x2 multiply by the power-of-two scale (exact) */
+                const uint32_t s2 = bf16x2_of(
+                    dsv4_e8m0_to_f32(staged ? ss[(size_t)r * (hd / 32) + (8 * j) / 32] : sc[r][(8 * j) / 32]));
+                uint32_t a0, b0, a1, b1;
+                fp4x4_bf16<0>(cw, s2, a0, b0);
+                fp4x4_bf16<1>(cw, s2, a1, b1);
+                *(uint4 *)(ks + r * st + 16 * j) = make_uint4(a0, b0, a1, b1);
             }
         } else if (A.bf16) { /* 4 values a thread, as they are */
             for (int e = tid; e < IXT_KEYS * q4; e += 128)

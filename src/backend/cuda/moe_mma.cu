@@ -126,38 +126,6 @@ __global__ void k_moe_pack(const float *src, int ld, int nrows, int K, uint2 *xp
     }
 }
 
-/* E2M1 codes 4H .. 4H + 3 of word u times s (a BF16x2 of the scale), as two
- * BF16x2 words (exact: at most 6 significant bits). The magnitude's three
- * bits pick the BF16's two bytes from 8-entry tables (byte_perm), the sign
- * bits move to the high bytes' top bits, then one BF16x2 multiply per pair:
- * about 3.5 instructions per element (dsv4_cuda_decode_check tests every code). */
-#define E2M1_HI0 0x3f3f3f00u /* BF16 high bytes of 0, 0.5, 1, 1.5 */
-#define E2M1_HI1 0x40404040u /* of 2, 3, 4, 6 */
-#define E2M1_LO0 0xc0800000u
-#define E2M1_LO1 0xc0804000u
-template <int H> __device__ __forceinline__ void fp4x4_bf16(uint32_t u, uint32_t s2, uint32_t &a, uint32_t &b)
-{
-    const uint32_t c = u >> (16 * H); /* codes in the low 16 bits */
-    const uint32_t mag = c & 0x7777u;
-    const uint32_t lo = __byte_perm(E2M1_LO0, E2M1_LO1, mag);
-    /* signs: codes 0, 2 at bits 3 and 11 -> bit 7 of bytes 0, 2; codes 1, 3 at
-     * bits 7 and 15 -> bit 7 of bytes 1, 3 (each byte i of d is byte i / 2 of c) */
-    const uint32_t d = __byte_perm(c & 0x8888u, 0, 0x1100);
-    const uint32_t hi = __byte_perm(E2M1_HI0, E2M1_HI1, mag) | ((d << 4) & 0x00800080u) | (d & 0x80008000u);
-    const uint32_t p0 = __byte_perm(lo, hi, 0x5140), p1 = __byte_perm(lo, hi, 0x7362);
-    const __nv_bfloat162 sc = *(const __nv_bfloat162 *)&s2;
-    const __nv_bfloat162 r0 = __hmul2(*(const __nv_bfloat162 *)&p0, sc), r1 = __hmul2(*(const __nv_bfloat162 *)&p1, sc);
-    a = *(const uint32_t *)&r0;
-    b = *(const uint32_t *)&r1;
-}
-
-/* A scale (exactly a BF16: a power of two, or an E4M3 value) as BF16x2. */
-__device__ __forceinline__ uint32_t bf16x2_of(float s)
-{
-    const uint32_t h = __float_as_uint(s) >> 16;
-    return h | (h << 16);
-}
-
 /* The scale of the lane's 32 columns (unit t of group kg) of absolute row ra;
  * NVFP4: of its first (hf = 0) or second 16. */
 template <int K> __device__ __forceinline__ float unit_scale(const wdesc &w, int64_t ra, int kg, int t, int hf)
