@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-01, v42) as one JSON:
+    python3 bench/results/2026-12-01-s22/summary.py > bench/results/h200-2026-12-01-v42.json
+Reads the calls' summary.txt lines (bench_cpu's model line, abbreviated by each run.sh), bench_kernels'
+attention JSON and dsv4 bench's JSON; standard library only. Rooflines as summary_lib's (the per-layer
+weight-bytes floor)."""
+import json
+import os
+import re
+import sys
+
+D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import pick, serve, values, x_floor  # noqa: E402
+
+
+def indexer_rows(call, name):
+    rs = json.load(open(os.path.join(D, call, name)))["results"]
+    return [r for r in rs if r.get("kind", "").startswith("indexer")]
+
+
+def ab(call, cases, ctx=True):
+    v = values(os.path.join(D, call, "summary.txt"))
+    out = {}
+    for b, c in cases:
+        tag = f"b{b}-c{c}" if ctx else f"b{b}"
+        new, base = pick(v, rf"{tag}-new-\d"), pick(v, rf"{tag}-base-\d")
+        out[f"batch {b}, context {c or 16}"] = {"new": new, "base": base, "change": round(sum(new) / sum(base) - 1, 4)}
+    return out
+
+
+def ablation():
+    out = {}
+    for line in open(os.path.join(D, "ablate", "summary.txt")):
+        m = re.match(r"b(\d+)-\S+ \[(.*)\]: rc=(\d+)(?: 32 steps: ([\d.]+) ms/step)?", line)
+        if m:
+            out.setdefault(f"batch {m.group(1)}", []).append(
+                {"left_out": m.group(2), "ms_per_step": float(m.group(4)) if m.group(4) else None,
+                 "rc": int(m.group(3))})
+    return out
+
+
+head = values(os.path.join(D, "closing", "summary.txt"))
+res = {
+    "source": "bench/results/2026-12-01-s22",
+    "device": "NVIDIA H200 (sm_90)",
+    "indexer_fp4_table": {
+        "what": "025ca55: the indexer's FP4 keys converted by the experts' byte-table decoder (the same BF16 "
+                "values), against e3d8dfa (*.base) in the same call; logits identical, the suite passes",
+        "indexer_command": "bench_kernels --attn-only --batch 1,16,64",
+        "indexer_new": indexer_rows("ix-fp4-table", "attn-bench_kernels.json"),
+        "indexer_base": indexer_rows("ix-fp4-table", "attn-bench_kernels.base.json"),
+        "decode_ms": ab("ix-fp4-table", ((1, 131072), (16, 131072), (64, 32768))),
+    },
+    "head_025ca55": {
+        "what": "the head's device code (ca2d61d: 025ca55's kernels), two runs each, and a 4,096-token prefill",
+        "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
+                          "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
+        "decode_ms": {f"batch {b}, context {c or 16}": pick(head, rf"d{b}-c{c}-\d")
+                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
+        "x_floor_min": {b: x_floor(min(pick(head, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
+        "prefill_4096_tok_s": pick(head, r"pf-\d"),
+        "serve_command": "TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh scripts/gpu_suite.sh "
+                         "(dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)",
+        "serve": serve(os.path.join(D, "closing")),
+    },
+    "not_kept": {
+        "ablation": {"what": "wip/ablate (ablate.diff): decode steps with one kind of kernel left out "
+                             "(DSV4_ABLATE; wrong results, rc 1 where the logits turned NaN); batch 16 "
+                             "figures below the router are not comparable (the routing changes)",
+                     "runs": ablation()},
+        "indexer_ring": {"what": "ix-ring.diff: the indexer's scores with a 7-deep ring of FP4 key tiles and a "
+                                 "token's every Y-th tile a block, against 025ca55",
+                         "indexer_new": indexer_rows("ix-ring", "attn-bench_kernels.json"),
+                         "indexer_base": indexer_rows("ix-ring", "attn-bench_kernels.base.json"),
+                         "decode_ms": ab("ix-ring", ((1, 131072), (16, 131072), (64, 32768), (64, 131072)))},
+        "fp8s_scales_early": {"what": "fp8s-xs.diff: k_mma_fp8s loading a step's activation scales at its top",
+                              "decode_ms": ab("fp8s-xs", ((1, 0), (16, 0), (64, 0)), ctx=False)},
+    },
+}
+json.dump(res, sys.stdout, indent=1)
+print()
