@@ -74,6 +74,10 @@ res = {
                          "indexer_new": indexer_rows("ix-ring", "attn-bench_kernels.json"),
                          "indexer_base": indexer_rows("ix-ring", "attn-bench_kernels.base.json"),
                          "decode_ms": ab("ix-ring", ((1, 131072), (16, 131072), (64, 32768), (64, 131072)))},
+        "wg8_parts_cap": {"what": "wg8-maxp.diff: k_wg8's parts along K capped (DSV4_WG8_MAXP)",
+                          "decode_ms": {f"batch {b}": {f"cap {p}": pick(values(os.path.join(D, "wg8-maxp", "summary.txt")),
+                                                                          rf"b{b}-p{p}-\d") for p in (8, 4, 2)}
+                                        for b in (1, 16, 64)}},
         "fp8s_scales_early": {"what": "fp8s-xs.diff: k_mma_fp8s loading a step's activation scales at its top",
                               "decode_ms": ab("fp8s-xs", ((1, 0), (16, 0), (64, 0)), ctx=False)},
     },
