@@ -52,6 +52,12 @@ res = {
         "indexer_base": indexer_rows("ix-fp4-table", "attn-bench_kernels.base.json"),
         "decode_ms": ab("ix-fp4-table", ((1, 131072), (16, 131072), (64, 32768))),
     },
+    "wg8_parts8": {
+        "what": "6c782bc: k_wg8's parts along K at least 8 groups each, against 025ca55 (*.base) in the same call; "
+                "the suite passes (other sums for wq_a, wkv, the shared expert, the indexer's wq_b)",
+        "decode_ms": ab("wg8-parts8", ((1, 0), (16, 0)), ctx=False),
+        "linears_command": "bench_kernels --linear-only --batch 1 (lin-bench_kernels*.txt: the 'ref us' column)",
+    },
     "head_025ca55": {
         "what": "the head's device code (ca2d61d: 025ca55's kernels), two runs each, and a 4,096-token prefill",
         "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
