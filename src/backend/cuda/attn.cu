@@ -410,8 +410,6 @@ static size_t am_qk_smem(int NT, int hd, bool bf)
     return (size_t)64 * am_stride(hd) + (size_t)16 * NT * (am_stride(am_qk_chunk(NT)) * (bf ? 2 : 1) + sizeof(float *));
 }
 
-__device__ __forceinline__ uint2 bf4_rn(float4 v) { return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w)); }
-
 /* 16 bytes of a BF16 row (8 values) by cp.async: one 16-byte copy where the source is so aligned, else four
  * 4-byte ones (a BF16 row starts on a float); ok false: zeros. */
 __device__ __forceinline__ void cp_async16_any(unsigned char *dp, const uint16_t *src, bool ok)

@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(128, 3)
     for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
         const int h = e / q4;
         const float4 v = h < A.nh ? *(const float4 *)(qt + (size_t)h * hd + 4 * (e % q4)) : make_float4(0, 0, 0, 0);
-        *(uint2 *)(qs + h * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
+        *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(v);
     }
     const int h0 = 16 * w4 + g, h1 = h0 + 8;
     const float wh0 = h0 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h0]) * A.scale) : 0.0f,
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(128, 3)
         } else {
             for (int e = tid; e < IXT_KEYS * q4; e += 128) {
                 const float4 v = *(const float4 *)(ixt_kf + 4 * e);
-                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
+                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = bf4_rn(v);
             }
         }
         __syncthreads();

@@ -216,6 +216,11 @@ __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(a)) |
            ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(b)) << 16);
 }
+/* Four floats rounded to BF16, as two BF16x2 words. */
+__device__ __forceinline__ uint2 bf4_rn(float4 v)
+{
+    return make_uint2(bf2_rn(v.x, v.y), bf2_rn(v.z, v.w));
+}
 
 /* The first NPT of the three BF16 parts of each of v's four values (hi, mid, lo: 24 significant bits, FP32's
  * precision; a non-finite value whole in hi; hi alone is BF16(v)), as BF16x2 words: w[s] = {parts s of v0 v1,

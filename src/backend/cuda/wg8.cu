@@ -379,7 +379,8 @@ static int64_t wg_tiles(const wdesc &w)
 /* Parts along K: up to about four blocks per SM at decode, each part at
  * least eight 128-column groups (with two, a small weight's blocks were
  * mostly prologue; at batch 1, reference numerics, H200: wkv 8.9 -> 7.6 us
- * with 4 parts instead of 8, wq_a 9.1 -> 8.0, the shared expert's w1 12.0 ->
+ * with 4 parts instead of 8, wq_a 9.1 -> 8.0 (within the bench's +-1 us:
+ * 7.2 at 8 parts in another call), the shared expert's w1 12.0 ->
  * 9.3, its w2 11.6 -> 9.1 with 2 instead of 4, the indexer's wq_b 10.8 ->
  * 8.1 with 1 instead of 4 - one launch with wq_b; wo_b keeps 8, its fastest:
  * bench/results/2026-12-01-s22/wg8-maxp/, wg8-parts8/). Shape and the GPU's
