@@ -38,6 +38,18 @@ def pick(d, pat):
     return [v for k, v in sorted(d.items()) if re.fullmatch(pat, k)]
 
 
+def ab(path, cases, ctx=True):
+    """A call's new / base runs alternating (summary.txt names b<B>-c<C>-new-<i> / -base-<i>, or b<B>-new-<i>
+    without the context, ctx False): per (batch, context) both lists and the change of their sums."""
+    v = values(path)
+    out = {}
+    for b, c in cases:
+        tag = f"b{b}-c{c}" if ctx else f"b{b}"
+        new, base = pick(v, rf"{tag}-new-\d"), pick(v, rf"{tag}-base-\d")
+        out[f"batch {b}, context {c or 16}"] = {"new": new, "base": base, "change": round(sum(new) / sum(base) - 1, 4)}
+    return out
+
+
 def experts(path, kinds=r"ref\.|MXFP4|ref\. w4a8"):
     """bench_kernels' routed-experts rows: kind -> batch_B -> us, % of copy."""
     res = {}

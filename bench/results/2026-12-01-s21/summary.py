@@ -5,12 +5,11 @@ Reads the calls' summary.txt lines (bench_cpu's model line, abbreviated by each 
 attention JSON; standard library only. Rooflines as summary_lib's (the per-layer weight-bytes floor)."""
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import pick, values, x_floor  # noqa: E402
+from summary_lib import ab as summary_lib_ab, pick, values, x_floor  # noqa: E402
 
 rows16 = values(os.path.join(D, "bf16-rows", "summary.txt"))
 decode = {}
@@ -27,13 +26,8 @@ def kern_of(call, name):
     return json.load(open(os.path.join(D, call, name)))["results"]
 
 
-def ab(call, cases):
-    v = values(os.path.join(D, call, "summary.txt"))
-    out = {}
-    for b, c in cases:
-        new, base = pick(v, rf"b{b}-c{c}-new-\d"), pick(v, rf"b{b}-c{c}-base-\d")
-        out[f"batch {b}, context {c or 16}"] = {"new": new, "base": base, "change": round(sum(new) / sum(base) - 1, 4)}
-    return out
+def ab(call, cases, ctx=True):
+    return summary_lib_ab(os.path.join(D, call, "summary.txt"), cases, ctx)
 
 
 res = {

@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import pick, serve, values, x_floor  # noqa: E402
+from summary_lib import ab as summary_lib_ab, pick, serve, values, x_floor  # noqa: E402
 
 
 def indexer_rows(call, name):
@@ -20,13 +20,7 @@ def indexer_rows(call, name):
 
 
 def ab(call, cases, ctx=True):
-    v = values(os.path.join(D, call, "summary.txt"))
-    out = {}
-    for b, c in cases:
-        tag = f"b{b}-c{c}" if ctx else f"b{b}"
-        new, base = pick(v, rf"{tag}-new-\d"), pick(v, rf"{tag}-base-\d")
-        out[f"batch {b}, context {c or 16}"] = {"new": new, "base": base, "change": round(sum(new) / sum(base) - 1, 4)}
-    return out
+    return summary_lib_ab(os.path.join(D, call, "summary.txt"), cases, ctx)
 
 
 def ablation():
