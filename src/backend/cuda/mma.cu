@@ -402,7 +402,7 @@ struct ms_stage {
 };
 constexpr size_t ms_smem = (size_t)MS_STAGES * sizeof(ms_stage);
 static_assert(ms_smem <= 48 * 1024, "k_mma_fp8s: within the default dynamic shared memory (no attribute set)");
-#define MS_BLOCKS(LO) ((LO) ? 10 : 12) /* one-warp blocks per SM (registers) */
+#define MS_BLOCKS(LO) ((LO) ? 8 : 12) /* one-warp blocks per SM (registers: LO's step-ahead operands) */
 
 /* Where tile tf (group-major over the jobs' tiles) lies. */
 struct ms_tile {
@@ -519,6 +519,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     ms_tile ct;
     const uint32_t *xf = nullptr; /* this step's fragments */
     const float *xsr = nullptr;   /* token 2t's scales (token 2t + 1: nkg further) */
+    float xc0 = 0.0f, xc1 = 0.0f; /* this step's two scales (loaded a step ahead, with bq) */
     int cb[2][2] = {{0, 0}, {0, 0}}; /* this lane's four rows' scale byte offsets at column 0 */
     bool cuni = true;                /* the tile's 32 rows share one scale row */
     float acc[2][4], ps[2][4], tot[2][4];
@@ -547,6 +548,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             if (u == u0) {
                 xf = xfrag(ct.grp, kf0);
                 load_bq(xf, bq);
+                xc0 = __ldg(xsr + kf0), xc1 = __ldg(xsr + nkg + kf0);
             }
         }
         const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
@@ -565,7 +567,12 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                 }
                 /* the next step's activations: this tile's next group, or the next tile's first */
                 const uint32_t *xfn = kg + 1 < nkg ? xf + xstep : xfrag((tf + 1) / T, 0);
-                if (rel + 1 < nsteps) load_bq(xfn, bqn);
+                const float *xsn = kg + 1 < nkg ? xsr + kg + 1 : xs + ((size_t)((tf + 1) / T) * ntok + 2 * t) * nkg;
+                float x0n = 0.0f, x1n = 0.0f;
+                if (rel + 1 < nsteps) {
+                    load_bq(xfn, bqn);
+                    x0n = __ldg(xsn), x1n = __ldg(xsn + nkg);
+                }
                 const ms_half &stg = ring[cur].h[rel & 1];
                 float ws[2][2];
                 if (cuni) {
@@ -584,7 +591,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                 for (int m = 0; m < 2; m++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) q[m][h] = stg.w[(16 * m + 8 * h + g) * 4 + t];
-                const float x0 = __ldg(xsr + kg), x1 = __ldg(xsr + nkg + kg);
+                const float x0 = xc0, x1 = xc1;
                 float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
@@ -608,6 +615,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                 }
 #pragma unroll
                 for (int j = 0; j < 4; j++) bq[j] = bqn[j];
+                xc0 = x0n, xc1 = x1n;
                 xf = xfn;
                 if (rel & 1) cur = cur == MS_STAGES - 1 ? 0 : cur + 1;
                 rel++;
