@@ -48,6 +48,19 @@ static void join(fwd *f)
     if (forks(f)) f->be->join(f->be);
 }
 
+/* The compressors' and the indexer's projections of h on the second queue, off the main chain
+ * (DSV4_PROJ_SIDE=0: with wq_a and wkv, a baseline; the same results either way, each output is its own
+ * linear's). */
+static bool proj_side(const fwd *f)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSV4_PROJ_SIDE");
+        v = !(e && e[0] == '0');
+    }
+    return v && forks(f);
+}
+
 /* Round to BF16 in reference numerics: the reference's BF16 activations. */
 static void bf16_point(fwd *f, float *x, size_t n)
 {
@@ -143,21 +156,25 @@ static void attention(fwd *f, int l)
     be->hc_pre(be, &hp, s->X, T, s->u, s->post, s->comb);
 
     /* Every projection of h at once (one linear_multi where the backend has
-     * it): wq_a, wkv, the compressors' and the indexer's weights */
+     * it): wq_a, wkv, the compressors' and the indexer's weights; with a second queue (proj_side) the
+     * compressors' and the indexer's go beside the Q path, before the KV path */
+    const bool ps = proj_side(f);
+    lin_set cs = {0};
     {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
         lin_add(&ls, &L->wkv, s->kv, hd);
+        lin_set *o = ps ? &cs : &ls;
         if (L->kind == DSV4_ATTN_CSA) {
             const int wi = L->idx_cmp.coff * L->idx_cmp.d;
-            lin_add(&ls, &L->idx_cmp.wkv, s->ica, wi);
-            lin_add(&ls, &L->idx_cmp.wgate, s->icg, wi);
-            lin_add(&ls, &L->idx_weights_proj, s->wi, c->index_n_heads);
+            lin_add(o, &L->idx_cmp.wkv, s->ica, wi);
+            lin_add(o, &L->idx_cmp.wgate, s->icg, wi);
+            lin_add(o, &L->idx_weights_proj, s->wi, c->index_n_heads);
         }
         if (L->kind != DSV4_ATTN_SLIDING) {
             const int wm = L->cmp.coff * L->cmp.d;
-            lin_add(&ls, &L->cmp.wkv, s->ca, wm);
-            lin_add(&ls, &L->cmp.wgate, s->cg, wm);
+            lin_add(o, &L->cmp.wkv, s->ca, wm);
+            lin_add(o, &L->cmp.wgate, s->cg, wm);
         }
         mark(f, DSV4_PROF_DENSE);
         lin_run(f, &ls, s->h, D);
@@ -166,6 +183,10 @@ static void attention(fwd *f, int l)
     /* Beside the Q path: the KV path (one shared K=V head: norm, RoPE, the reference's FP8 simulation of the
      * non-rotated part) and the compressors (they read their projections of h and write the compressed rows) */
     side(f, true);
+    if (cs.m) {
+        mark(f, DSV4_PROF_DENSE);
+        lin_run(f, &cs, s->h, D);
+    }
     mark(f, DSV4_PROF_NORM);
     be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
                   rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
