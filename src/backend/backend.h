@@ -216,6 +216,10 @@ struct dsv4_backend {
      * the same results as G calls of linear on those row views (NULL: the forward pass makes them). */
     void (*linear_groups)(dsv4_backend *be, const dsv4_w *w, int G, const float *x, int ldx, size_t xg, int n,
                           float *y, int ldy, size_t yg);
+    /* linear whose y is read by the next hc_post on the same queue and by nothing before it (o there): a
+     * backend may leave y as parts that hc_post adds (the same values). NULL: the forward pass calls
+     * linear. */
+    void (*linear_to_post)(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
     /* m linears of one input: y[i] = W[i] . x for i < m (every W[i] in = x's width; the y[i] apart
      * from x and from each other); the same results as m calls of linear, in fewer launches (NULL:
      * the forward pass makes the calls). */

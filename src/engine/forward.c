@@ -264,7 +264,10 @@ static void attention(fwd *f, int l)
             be->linear(be, &wg, s->o + (size_t)g * gw, H * hd, T, s->z + (size_t)g * R, G * R);
         }
     if (!dsv4_reads_bf16(be, &L->wo_b)) bf16_point(f, s->z, (size_t)T * G * R); /* else wo_b rounds as it reads */
-    be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
+    if (be->linear_to_post)
+        be->linear_to_post(be, &L->wo_b, s->z, G * R, T, s->y, D); /* y: the hc_post's alone */
+    else
+        be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
 
     mark(f, DSV4_PROF_HC);
     be->hc_post(be, c->hc_mult, D, s->y, NULL, s->post, s->comb, T, s->X, rnd(f, RIO));

@@ -836,6 +836,56 @@ static void groups_case(int G, int n, int R, int in, bool aq)
  * counts: several launches sharing one pack), one with no_act_quant, BF16
  * matrices (their own pack and launches; with act_quant, BF16(x) alone except
  * the one marked no_act_quant) and an MXFP4 one (its own linear). */
+/* be->linear_to_post then hc_post against linear then hc_post on the same backend, bit for bit (the CUDA
+ * backend leaves a small batch's FP8 output as parts that hc_post adds in the cluster's order), and the
+ * output read before any hc_post (the parts summed then) against the linear's. */
+static void lin_post_case(int n, int rows, int in)
+{
+    case_begin("linear_to_post n=%d rows=%d in=%d act_quant", n, rows, in);
+    dsv4_backend *be = side[1];
+    const int hc = 4;
+    wmat m;
+    wmat_make(&m, WK_FP8_E8M0, rows, in, 128, 128, false);
+    float *x = malloc((size_t)n * in * sizeof(float)), *X = rnd_vec((size_t)n * hc * rows, 1.0f);
+    float *post = malloc((size_t)n * hc * 4), *comb = malloc((size_t)n * hc * hc * 4);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < in; i++) x[(size_t)t * in + i] = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+    for (int i = 0; i < n * hc; i++) post[i] = rnd_uni() + 1.0f;
+    for (int i = 0; i < n * hc * hc; i++) comb[i] = (rnd_uni() + 1.0f) / (float)hc;
+    float *dx = bdup(be, x, (size_t)n * in * 4), *dp = bdup(be, post, (size_t)n * hc * 4);
+    float *dc = bdup(be, comb, (size_t)n * hc * hc * 4);
+    float *res[3];
+    be->act_quant = true;
+    for (int k = 0; k < 3; k++) { /* 0: linear_to_post + hc_post, 1: linear + hc_post, 2: linear_to_post, y read */
+        float *dX = bdup(be, X, (size_t)n * hc * rows * 4), *dy = bpoison(be, (size_t)n * rows * 4);
+        if (k != 1 && be->linear_to_post)
+            be->linear_to_post(be, &m.on[1], dx, in, n, dy, rows);
+        else
+            be->linear(be, &m.on[1], dx, in, n, dy, rows);
+        if (k < 2) {
+            be->hc_post(be, hc, rows, dy, NULL, dp, dc, n, dX, DSV4_RND_IN | DSV4_RND_OUT);
+            res[k] = bhost(be, dX, (size_t)n * hc * rows * 4);
+        } else {
+            res[k] = bhost(be, dy, (size_t)n * rows * 4);
+        }
+        bfree(be, dX), bfree(be, dy);
+    }
+    float *dy = bpoison(be, (size_t)n * rows * 4);
+    be->linear(be, &m.on[1], dx, in, n, dy, rows);
+    float *yl = bhost(be, dy, (size_t)n * rows * 4);
+    be->act_quant = false;
+    case_checks += 2;
+    if (memcmp(res[0], res[1], (size_t)n * hc * rows * 4))
+        fail_line("linear_to_post", "hc_post's streams differ from those after the linear");
+    if (memcmp(res[2], yl, (size_t)n * rows * 4)) fail_line("linear_to_post", "y read back differs from the linear's");
+    for (int k = 0; k < 3; k++) free(res[k]);
+    free(yl);
+    bfree(be, dy), bfree(be, dx), bfree(be, dp), bfree(be, dc);
+    free(x), free(X), free(post), free(comb);
+    wmat_free(&m);
+    case_end();
+}
+
 static void multi_case(int n, int in, bool aq)
 {
     case_begin("linear_multi n=%d in=%d%s", n, in, aq ? " act_quant" : "");
@@ -1013,6 +1063,11 @@ static void test_linear(void **state)
     multi_case(300, 512, true); /* two 256-token chunks */
     multi_case(300, 4096, true); /* two chunks, several part counts on wgmma: a pack per launch and chunk */
     multi_case(300, 1024, false); /* prefill, unquantised: k_wgf8 and k_wgbf beside the mma.cu kernels */
+    /* wo_b's shape at small batches (8 parts along K, one a block) and a narrower one; one with 40 tokens */
+    lin_post_case(1, 4096, 8192);
+    lin_post_case(3, 512, 8192);
+    lin_post_case(13, 512, 2048);
+    lin_post_case(40, 256, 4096);
     const lin_spec fp4[] = {
         {WK_MXFP4, 7, 37, 160, .xpad = 3, .ypad = 2},
         {WK_MXFP4, 13, 129, 96, .xpad = 0},

@@ -50,6 +50,7 @@ enum {
     CS_MOE_MP,
     CS_MMA_PART, /* mma.cu, decode's streamed kernel: shared tiles' segment sums, and a counter per tile */
     CS_MMA_CNT,
+    CS_LIN_PARTS, /* wg8.cu: a linear's parts for the next hc_post (cuda_impl.lin_pend) */
     CS_COUNT
 };
 
@@ -127,6 +128,13 @@ struct cuda_impl {
         const int32_t *idx;
         int n, k, D, q;
     } moe_pend;
+    /* a linear's output y [n, D] left as P parts [P][n][D] for the next hc_post, which adds them in part order
+     * (cuda_linear_to_post; y NULL: none pending), and the queue it ran on */
+    struct {
+        float *y;
+        const float *parts;
+        int P, n, D, ldy, q;
+    } lin_pend;
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* the weights' device buffers (cuda_weight_malloc), freed with the backend */
     void **wmem;
@@ -290,6 +298,8 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                            const int *ldy, bool ref);
 /* wg8.cu: FP8 linears in reference numerics on wgmma (linear.cu sends them there) */
 bool cuda_wg8_eligible(const wdesc &w);
+void cuda_linear_to_post(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
+void cuda_lin_flush(dsv4_backend *be);
 bool cuda_wgbf_eligible(const wdesc &w);
 bool cuda_wgbf_use(const wdesc &w, int n);
 bool cuda_wgf8_eligible(const wdesc &w);

@@ -67,6 +67,7 @@ static void c_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 
 static void c_download(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
+    cuda_lin_flush(be); /* a caller that broke linear_to_post's contract: y whole before it is read */
     CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, impl_of(be)->stream));
     CK(cudaStreamSynchronize(impl_of(be)->stream));
 }
@@ -237,6 +238,7 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
 {
     cuda_impl *im = impl_of(be);
     cuda_hc_join(im); /* a caller that left a step unjoined: here, before any capture of this one */
+    cuda_lin_flush(be); /* and a linear's parts no hc_post took */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
     grow(im, (void **)&im->d_pos, &im->cap_pos, nt * sizeof(int64_t));
@@ -754,6 +756,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->linear = cuda_linear;
     be->linear_groups = cuda_linear_groups;
     be->linear_multi = cuda_linear_multi;
+    be->linear_to_post = cuda_linear_to_post;
     be->rmsnorm = cuda_rmsnorm;
     be->rmsnorm_bf16 = cuda_rmsnorm_bf16;
     be->rope = cuda_rope;

@@ -372,11 +372,13 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
 }
 
 /* SUM: o is the routed experts' sum, added here from their slot outputs Y [n k, dim] as k_expert_sum adds it
- * (moe_pend; the same additions in the same order), instead of read from o. */
+ * (moe_pend; the same additions in the same order), instead of read from o; PARTS: o is a linear's output left
+ * as k parts Y [k][n][dim] (lin_pend), added here in part order as k_wg8's cluster adds them. */
+enum { POST_O, POST_SUM, POST_PARTS };
 /* HCT: the stream count fixed (Flash's 4: old[] in registers, not a 64-byte stack), or 0 (hc at run time).
  * The new streams' products fused in a pinned order (s = post_k o, then s += comb_jk old_j as FMAs, j
  * ascending): left to the compiler, which product of the first sum it fuses changes with the unrolling. */
-template <bool SUM, int HCT>
+template <int MODE, int HCT>
 __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, const float *post, const float *comb,
                           int n, float *X, unsigned rnd, const float *Y, const int32_t *idx, int k)
 {
@@ -390,11 +392,15 @@ __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, c
     float old[HCT ? HCT : HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
     float ov;
-    if (SUM) {
+    if (MODE == POST_SUM) {
         int order[MAX_K];
         expert_slot_order(idx + t * k, k, order);
         float s = 0;
         for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * dim + d];
+        ov = s;
+    } else if (MODE == POST_PARTS) {
+        float s = Y[(size_t)t * dim + d];
+        for (int p = 1; p < k; p++) s += Y[((size_t)p * n + t) * dim + d];
         ov = s;
     } else
         ov = o[(size_t)t * dim + d];
@@ -418,13 +424,21 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     /* the routed experts' pending sum (moe_pend) when o is theirs: folded in here */
     if (im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
         im->moe_pend.q == im->q) {
-        launch_pdl(hc == 4 ? k_hc_post<true, 4> : k_hc_post<true, 0>, grid, dim3(256), 0, im->stream, hc, dim, o, o2,
-                   post, comb, n, X, rnd, im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
+        cuda_lin_flush(be);
+        launch_pdl(hc == 4 ? k_hc_post<POST_SUM, 4> : k_hc_post<POST_SUM, 0>, grid, dim3(256), 0, im->stream, hc, dim,
+                   o, o2, post, comb, n, X, rnd, im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
         im->moe_pend.out = NULL;
+    } else if (im->lin_pend.y && im->lin_pend.y == o && im->lin_pend.n == n && im->lin_pend.D == dim &&
+               im->lin_pend.ldy == dim && im->lin_pend.q == im->q) { /* a linear's parts (lin_pend): added here */
+        cuda_moe_flush(be);
+        launch_pdl(hc == 4 ? k_hc_post<POST_PARTS, 4> : k_hc_post<POST_PARTS, 0>, grid, dim3(256), 0, im->stream, hc,
+                   dim, o, o2, post, comb, n, X, rnd, im->lin_pend.parts, (const int32_t *)nullptr, im->lin_pend.P);
+        im->lin_pend.y = NULL;
     } else {
         cuda_moe_flush(be);
-        launch_pdl(hc == 4 ? k_hc_post<false, 4> : k_hc_post<false, 0>, grid, dim3(256), 0, im->stream, hc, dim, o, o2,
-                   post, comb, n, X, rnd, (const float *)nullptr, (const int32_t *)nullptr, 0);
+        cuda_lin_flush(be);
+        launch_pdl(hc == 4 ? k_hc_post<POST_O, 4> : k_hc_post<POST_O, 0>, grid, dim3(256), 0, im->stream, hc, dim, o,
+                   o2, post, comb, n, X, rnd, (const float *)nullptr, (const int32_t *)nullptr, 0);
     }
     CK_LAUNCH();
 }

@@ -188,7 +188,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
  * part order. */
 template <int N>
 __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs,
-                                             int ntok, int nkg, int P, int Q, int n, size_t yg, int S)
+                                             int ntok, int nkg, int P, int Q, int n, size_t yg, int S, float *parts)
 {
     constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -308,6 +308,15 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     if (Q == 1) {
 #pragma unroll
         for (int j = 0; j < R; j++) store(tid, j, tot[j]);
+        return;
+    }
+    if (parts) { /* one part a block, no cluster: the part to parts [P][n][rows], for hc_post to add (lin_pend) */
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int64_t r = rb + 16 * wid + g + ((j & 2) ? 8 : 0);
+            const int tk = (int)blockIdx.x * N + 8 * (j >> 2) + 2 * t + (j & 1);
+            if (r < rows && tk < n) parts[((size_t)qb * n + tk) * rows + r] = tot[j];
+        }
         return;
     }
     /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
@@ -484,14 +493,14 @@ static int wg_n(int nc, int64_t tiles, int nsm)
 
 /* One launch of J (T tiles, G row groups, P parts) over ntok tokens (nc real). */
 static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, const float *xs, int ntok, int N, int nkg,
-                      int P, int G, int nc, size_t yg)
+                      int P, int G, int nc, size_t yg, float *parts = nullptr)
 {
     cuda_impl *im = impl_of(be);
     const int T = J.tile0[J.n], ntt = ntok / N;
     /* one part a block (a cluster of P) when the tiles alone leave the GPU short of blocks */
     const int Q = (int64_t)T * G * ntt < 2 * (int64_t)im->n_sm ? P : 1;
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
-    const unsigned cz = Q > 1 ? (unsigned)Q : 0u;
+    const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
@@ -500,7 +509,7 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
 #define WG_L(NN)                                                                                                       \
     cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S, ng), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc,  \
-                yg, S)
+                yg, S, parts)
     switch (N) {
     case 8:
         WG_L(8);
@@ -545,6 +554,69 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xq, xs);
         wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg);
     }
+}
+
+/* Whether y's parts may go to the next hc_post (DSV4_LIN_POST=0: never, a baseline with the same bits). */
+static bool lin_post_on(void)
+{
+    static int v = -1;
+    if (v < 0) v = !(getenv("DSV4_LIN_POST") && getenv("DSV4_LIN_POST")[0] == '0');
+    return v;
+}
+
+/* The linear of backend.h's linear_to_post: where k_wg8 takes one part a block, the P blocks of a tile a
+ * cluster that adds the parts (small batches; wo_b at batch 1-8: the cluster costs ~6.5 us of its ~20, measured
+ * against the same blocks without it), the blocks write their parts to scratch without a cluster and the next
+ * hc_post adds them in part order, as the cluster does (lin_pend; the same bits); else the linear. */
+void cuda_linear_to_post(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy)
+{
+    if (n <= 0 || w->ne[0] <= 0) return;
+    cuda_impl *im = impl_of(be);
+    const wdesc d = wdesc_of(w);
+    cuda_lin_flush(be); /* one left by a caller that broke the contract: summed, not lost */
+    const bool ref = be->act_quant && !w->no_act_quant;
+    const int nkg = (int)((d.cols + 127) / 128);
+    const int64_t T = wg_tiles(d);
+    const int P = ref && cuda_wg8_eligible(d) ? wg_parts(im->n_sm, T, nkg) : 1;
+    const int ntok = wg_ntok(n), N = wg_n(n, T, im->n_sm);
+    if (!lin_post_on() || P < 2 || n > wg_chunk() || T * (ntok / N) >= 2 * (int64_t)im->n_sm) {
+        cuda_linear(be, w, x, ldx, n, y, ldy);
+        return;
+    }
+    uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok * nkg * 128);
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok * nkg * sizeof(float));
+    float *parts = (float *)cuda_scratch(be, CS_LIN_PARTS, (size_t)P * n * d.rows * sizeof(float));
+    wg_jobs J = {};
+    wg_job_add(J, d, 1, y, ldy);
+    wg_pack(im->stream, x, ldx, 0, 1, n, ntok, (int)d.cols, nkg, xq, xs);
+    wg_launch(be, J, xq, xs, ntok, N, nkg, P, 1, n, 0, parts);
+    im->lin_pend.y = y, im->lin_pend.parts = parts, im->lin_pend.P = P;
+    im->lin_pend.n = n, im->lin_pend.D = (int)d.rows, im->lin_pend.ldy = ldy, im->lin_pend.q = im->q;
+}
+
+/* y = the parts' sum in part order (the cluster's, hc_post's order), one thread an output. */
+__global__ void k_lin_parts_sum(const float *parts, int P, int n, int D, float *y, int ldy)
+{
+    pdl_start();
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    const int t = (int)(i / D), r = (int)(i % D);
+    float s = parts[(size_t)t * D + r];
+    for (int p = 1; p < P; p++) s += parts[((size_t)p * n + t) * D + r];
+    y[(size_t)t * ldy + r] = s;
+}
+
+/* The pending parts (lin_pend), if any, summed into y now on their queue's stream; then none pending. */
+void cuda_lin_flush(dsv4_backend *be)
+{
+    cuda_impl *im = impl_of(be);
+    auto &lp = im->lin_pend;
+    if (!lp.y) return;
+    const int64_t tot = (int64_t)lp.n * lp.D;
+    launch_pdl(k_lin_parts_sum, dim3((unsigned)((tot + 255) / 256)), dim3(256), 0, im->queue[lp.q], lp.parts, lp.P,
+               lp.n, lp.D, lp.y, lp.ldy);
+    CK_LAUNCH();
+    lp.y = nullptr;
 }
 
 /* m weights of one input x [n, K] (all cuda_wg8_eligible, the same K): a
