@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-01, v43) as one JSON:
+    python3 bench/results/2026-12-01-s23/summary.py > bench/results/h200-2026-12-01-v43.json
+Reads the calls' ab.txt (scripts/gpu_ab.sh: "case[-variant] (round): X ms/step"), bench_kernels' linear
+tables (wob-probe/), the closing call's summary.txt and dsv4 bench's JSON; standard library only. Rooflines
+as summary_lib's (the per-layer weight-bytes floor)."""
+import json
+import os
+import re
+import sys
+
+D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import pick, serve, values, x_floor  # noqa: E402
+
+
+def ab(call):
+    """case -> variant -> [ms per step by round] from a call's ab.txt."""
+    out = {}
+    for line in open(os.path.join(D, call, "ab.txt")):
+        m = re.match(r"(b\d+)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
+        if m:
+            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
+    return out
+
+
+def wob_linears():
+    """bench_kernels --linear-only: wo_b / wq_b's reference column (us) by batch, with and without the probe."""
+    res = {}
+    for name in sorted(os.listdir(os.path.join(D, "wob-probe"))):
+        m = re.fullmatch(r"lin-p(\d)-(\d)\.txt", name)
+        if not m:
+            continue
+        for line in open(os.path.join(D, "wob-probe", name)):
+            f = re.match(r"(wq_b|wo_b) \(FP8\)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)", line)
+            if f:
+                key = f"{f.group(1)} batch {f.group(2)}"
+                res.setdefault(key, {}).setdefault("probe" if m.group(1) == "1" else "cluster", []).append(
+                    float(f.group(3)))
+    return res
+
+
+head = values(os.path.join(D, "closing", "summary.txt"))
+AB = "decode_ms_per_step by case (bN: batch N, 8 Flash layers, prompt 16, 32 steps) and variant, three rounds " \
+     "alternating (scripts/gpu_ab.sh)"
+res = {
+    "source": "bench/results/2026-12-01-s23",
+    "device": "NVIDIA H200 (sm_90)",
+    "fp8s_regs_and_proj_side": {
+        "what": "7954653 (k_mma_fp8s: the step's activation scales a step ahead in registers, MS_BLOCKS(LO) 8; the "
+                "same sums) as 'new'; aabbad5's knob DSV4_PROJ_SIDE=1 (the compressors' and the indexer's "
+                "projections on the second queue) as 'side'; c9a9cc1 as 'base'. Logits identical both ways",
+        "decode": ab("fp8s-side"), "layout": AB},
+    "prepack_not_kept": {
+        "what": "prepack.diff: producers writing their consumers' packs (hc_split's FP8 pack of h, the rmsnorm "
+                "op's of q_lora, norm_rope's BF16 q and K=V rows); the same bits; DSV4_PREPACK a mask "
+                "(prepack-pad/: 6 = no hc_split pack, 5 = no rmsnorm pack, 3 = no BF16 rows, 0 = none). prepack/'s "
+                "batch 1 was 25 % slower (the padding tokens packed serially in one block); after the fix even",
+        "decode_prepack": ab("prepack"), "decode_prepack_pad": ab("prepack-pad"), "layout": AB},
+    "wob_cluster_probe": {
+        "what": "probe.diff (measurement only): k_wg8 without its cluster for the one-part-a-block shapes; "
+                "bench_kernels --linear-only --batch 1,8,16, reference column (k_wg8), three runs each",
+        "linears_us": wob_linears(), "decode": ab("wob-probe"), "layout": AB},
+    "lin_post": {
+        "what": "c96a2d4: wo_b's parts summed by the hc_post after it (backend.h linear_to_post) instead of by "
+                "k_wg8's cluster, the same bits; 'nopost' = DSV4_LIN_POST=0, 'base' = c9a9cc1",
+        "decode": ab("lin-post"), "layout": AB},
+    "router_deferred_not_kept": {
+        "what": "router-defer.diff: the router's BF16 linear left as its 8 parts for moe_route to add "
+                "(DSV4_LIN_DEFER mask: 'wob' = 1, wo_b only; 'none' = 0); lin-defer/ with the parts added in a "
+                "loop, lin-defer2/ with every part's load at once",
+        "decode_loop": ab("lin-defer"), "decode_loads_at_once": ab("lin-defer2"), "layout": AB},
+    "head_c96a2d4": {
+        "what": "the head's code (c96a2d4), two runs each, a 4,096-token prefill, and DSV4_MMA_GPW 6 against 8",
+        "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
+                          "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
+        "decode_ms": {f"batch {b}, context {c or 16}": pick(head, rf"d{b}-c{c}-\d")
+                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
+        "x_floor_min": {b: x_floor(min(pick(head, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
+        "prefill_4096_tok_s": pick(head, r"pf-\d"),
+        "gpw_ms": {f"batch {b}": {f"gpw {g}": pick(head, rf"gpw{g}-b{b}-\d") for g in (8, 6)} for b in (1, 8)},
+        "serve_command": "TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh scripts/gpu_suite.sh "
+                         "(dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)",
+        "serve": serve(os.path.join(D, "closing")),
+    },
+}
+json.dump(res, sys.stdout, indent=1)
+print()
