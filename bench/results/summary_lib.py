@@ -91,3 +91,24 @@ def serve(call_dir):
 def x_floor(ms, b, digits=3):
     """A step's per-layer time against the per-layer floor at batch b."""
     return round((ms - HEAD_MS) / LAYERS / FLOOR[b], digits)
+
+
+def head(call_dir, what, extra=None):
+    """A closing call's figures (its summary.txt: d<B>-c<C>-<i> decode runs, pf-<i> prefills; dsv4 bench's
+    JSON): what, the commands, decode ms per step by (batch, context), the fastest run's x floor, the 4,096-token
+    prefills, the served figures; extra's keys after the prefills."""
+    v = values(os.path.join(call_dir, "summary.txt"))
+    out = {
+        "what": what,
+        "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
+                          "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
+        "decode_ms": {f"batch {b}, context {c or 16}": pick(v, rf"d{b}-c{c}-\d")
+                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
+        "x_floor_min": {b: x_floor(min(pick(v, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
+        "prefill_4096_tok_s": pick(v, r"pf-\d"),
+    }
+    out.update(extra or {})
+    out["serve_command"] = ("TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh "
+                            "scripts/gpu_suite.sh (dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)")
+    out["serve"] = serve(call_dir)
+    return out

@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ab as summary_lib_ab, pick, serve, values, x_floor  # noqa: E402
+from summary_lib import ab as summary_lib_ab, head, pick, values  # noqa: E402
 
 
 def indexer_rows(call, name):
@@ -34,7 +34,6 @@ def ablation():
     return out
 
 
-head = values(os.path.join(D, "closing", "summary.txt"))
 res = {
     "source": "bench/results/2026-12-01-s22",
     "device": "NVIDIA H200 (sm_90)",
@@ -52,18 +51,8 @@ res = {
         "decode_ms": ab("wg8-parts8", ((1, 0), (16, 0)), ctx=False),
         "linears_command": "bench_kernels --linear-only --batch 1 (lin-bench_kernels*.txt: the 'ref us' column)",
     },
-    "head_025ca55": {
-        "what": "the head's device code (ca2d61d: 025ca55's kernels), two runs each, and a 4,096-token prefill",
-        "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
-                          "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
-        "decode_ms": {f"batch {b}, context {c or 16}": pick(head, rf"d{b}-c{c}-\d")
-                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
-        "x_floor_min": {b: x_floor(min(pick(head, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
-        "prefill_4096_tok_s": pick(head, r"pf-\d"),
-        "serve_command": "TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh scripts/gpu_suite.sh "
-                         "(dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)",
-        "serve": serve(os.path.join(D, "closing")),
-    },
+    "head_025ca55": head(os.path.join(D, "closing"),
+                         "the head's device code (ca2d61d: 025ca55's kernels), two runs each, and a 4,096-token prefill"),
     "not_kept": {
         "ablation": {"what": "wip/ablate (ablate.diff): decode steps with one kind of kernel left out "
                              "(DSV4_ABLATE; wrong results, rc 1 where the logits turned NaN); batch 16 "

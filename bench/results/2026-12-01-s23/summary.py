@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import pick, serve, values, x_floor  # noqa: E402
+from summary_lib import head, pick, values  # noqa: E402
 
 
 def ab(call):
@@ -40,7 +40,6 @@ def wob_linears():
     return res
 
 
-head = values(os.path.join(D, "closing", "summary.txt"))
 AB = "decode_ms_per_step by case (bN: batch N, 8 Flash layers, prompt 16, 32 steps) and variant, three rounds " \
      "alternating (scripts/gpu_ab.sh)"
 res = {
@@ -70,19 +69,11 @@ res = {
                 "(DSV4_LIN_DEFER mask: 'wob' = 1, wo_b only; 'none' = 0); lin-defer/ with the parts added in a "
                 "loop, lin-defer2/ with every part's load at once",
         "decode_loop": ab("lin-defer"), "decode_loads_at_once": ab("lin-defer2"), "layout": AB},
-    "head_c96a2d4": {
-        "what": "the head's code (c96a2d4), two runs each, a 4,096-token prefill, and DSV4_MMA_GPW 6 against 8",
-        "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
-                          "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
-        "decode_ms": {f"batch {b}, context {c or 16}": pick(head, rf"d{b}-c{c}-\d")
-                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
-        "x_floor_min": {b: x_floor(min(pick(head, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
-        "prefill_4096_tok_s": pick(head, r"pf-\d"),
-        "gpw_ms": {f"batch {b}": {f"gpw {g}": pick(head, rf"gpw{g}-b{b}-\d") for g in (8, 6)} for b in (1, 8)},
-        "serve_command": "TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh scripts/gpu_suite.sh "
-                         "(dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)",
-        "serve": serve(os.path.join(D, "closing")),
-    },
+    "head_c96a2d4": head(os.path.join(D, "closing"),
+                         "the head's code (c96a2d4), two runs each, a 4,096-token prefill, and DSV4_MMA_GPW 6 against 8",
+                         {"gpw_ms": {f"batch {b}": {f"gpw {g}": pick(values(os.path.join(D, "closing", "summary.txt")),
+                                                                     rf"gpw{g}-b{b}-\d") for g in (8, 6)}
+                                     for b in (1, 8)}}),
 }
 json.dump(res, sys.stdout, indent=1)
 print()
