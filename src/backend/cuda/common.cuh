@@ -300,6 +300,14 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
 bool cuda_wg8_eligible(const wdesc &w);
 void cuda_linear_to_post(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_lin_flush(dsv4_backend *be);
+/* Token t's value c of a linear_to_post's P parts [P][n][D]: the parts added in part order, as k_wg8's
+ * cluster adds them (cluster_sum_parts). */
+__device__ __forceinline__ float lin_parts_sum(const float *parts, int P, int n, int D, int t, int c)
+{
+    float s = parts[(size_t)t * D + c];
+    for (int p = 1; p < P; p++) s += parts[((size_t)p * n + t) * D + c];
+    return s;
+}
 bool cuda_wgbf_eligible(const wdesc &w);
 bool cuda_wgbf_use(const wdesc &w, int n);
 bool cuda_wgf8_eligible(const wdesc &w);
@@ -309,8 +317,10 @@ void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int
 /* one: BF16(x) alone (reference numerics: the reference's BF16 activations), else x's three BF16 parts */
 void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
                       int n, float *const *y, const int *ldy, size_t yg, bool one);
+/* parts (linear_to_post: G 1, one chunk, the launch one part a block): each block's part to parts [P][n][rows]
+ * without the cluster, y left to the next hc_post */
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
-                     int ldy, size_t yg);
+                     int ldy, size_t yg, float *parts = nullptr);
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy);
 void cuda_wg8_init(void);

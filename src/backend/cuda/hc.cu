@@ -398,11 +398,9 @@ __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, c
         float s = 0;
         for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * dim + d];
         ov = s;
-    } else if (MODE == POST_PARTS) {
-        float s = Y[(size_t)t * dim + d];
-        for (int p = 1; p < k; p++) s += Y[((size_t)p * n + t) * dim + d];
-        ov = s;
-    } else
+    } else if (MODE == POST_PARTS)
+        ov = lin_parts_sum(Y, k, n, dim, t, d);
+    else
         ov = o[(size_t)t * dim + d];
     if (o2) ov += rnd_in(rnd, o2[(size_t)t * dim + d]);
     ov = rnd_in(rnd, ov);

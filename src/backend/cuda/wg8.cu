@@ -491,14 +491,20 @@ static int wg_n(int nc, int64_t tiles, int nsm)
     return nc <= 8 ? 8 : nc <= 16 ? 16 : 32;
 }
 
+/* Blocks a (tile, row group, token tile) takes: one part a block (P, the parts a cluster, or their sums left
+ * to hc_post) when the tiles alone leave the GPU short of blocks, else 1 (a block adds its parts). */
+static int wg_q(int64_t T, int G, int ntt, int nsm, int P)
+{
+    return T * G * ntt < 2 * (int64_t)nsm ? P : 1;
+}
+
 /* One launch of J (T tiles, G row groups, P parts) over ntok tokens (nc real). */
 static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, const float *xs, int ntok, int N, int nkg,
                       int P, int G, int nc, size_t yg, float *parts = nullptr)
 {
     cuda_impl *im = impl_of(be);
     const int T = J.tile0[J.n], ntt = ntok / N;
-    /* one part a block (a cluster of P) when the tiles alone leave the GPU short of blocks */
-    const int Q = (int64_t)T * G * ntt < 2 * (int64_t)im->n_sm ? P : 1;
+    const int Q = wg_q(T, G, ntt, im->n_sm, P);
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
     const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
@@ -538,7 +544,7 @@ static void wg_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, 
 /* y = W x in reference numerics for G row groups of w.rows rows (x and y of
  * group g at g * xg, g * yg), n tokens (cuda_wg8_eligible(w)). */
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
-                     int ldy, size_t yg)
+                     int ldy, size_t yg, float *parts)
 {
     cuda_impl *im = impl_of(be);
     const int CH = wg_chunk();
@@ -552,7 +558,7 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         const int nc = n - t0 < CH ? n - t0 : CH, N = wg_n(nc, wg_tiles(w) * G, im->n_sm), ntok = wg_ntok(nc);
         J.y[0] = y + (size_t)t0 * ldy;
         wg_pack(im->stream, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, xq, xs);
-        wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg);
+        wg_launch(be, J, xq, xs, ntok, N, nkg, P, G, nc, yg, parts);
     }
 }
 
@@ -579,17 +585,12 @@ void cuda_linear_to_post(dsv4_backend *be, const dsv4_w *w, const float *x, int 
     const int64_t T = wg_tiles(d);
     const int P = ref && cuda_wg8_eligible(d) ? wg_parts(im->n_sm, T, nkg) : 1;
     const int ntok = wg_ntok(n), N = wg_n(n, T, im->n_sm);
-    if (!lin_post_on() || P < 2 || n > wg_chunk() || T * (ntok / N) >= 2 * (int64_t)im->n_sm) {
+    if (!lin_post_on() || n > wg_chunk() || wg_q(T, 1, ntok / N, im->n_sm, P) < 2) { /* wg_launch's cluster */
         cuda_linear(be, w, x, ldx, n, y, ldy);
         return;
     }
-    uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ntok * nkg * 128);
-    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ntok * nkg * sizeof(float));
     float *parts = (float *)cuda_scratch(be, CS_LIN_PARTS, (size_t)P * n * d.rows * sizeof(float));
-    wg_jobs J = {};
-    wg_job_add(J, d, 1, y, ldy);
-    wg_pack(im->stream, x, ldx, 0, 1, n, ntok, (int)d.cols, nkg, xq, xs);
-    wg_launch(be, J, xq, xs, ntok, N, nkg, P, 1, n, 0, parts);
+    cuda_linear_wg8(be, d, 1, x, ldx, 0, n, y, ldy, 0, parts); /* one chunk, its launch without the cluster */
     im->lin_pend.y = y, im->lin_pend.parts = parts, im->lin_pend.P = P;
     im->lin_pend.n = n, im->lin_pend.D = (int)d.rows, im->lin_pend.ldy = ldy, im->lin_pend.q = im->q;
 }
@@ -601,9 +602,7 @@ __global__ void k_lin_parts_sum(const float *parts, int P, int n, int D, float *
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= (int64_t)n * D) return;
     const int t = (int)(i / D), r = (int)(i % D);
-    float s = parts[(size_t)t * D + r];
-    for (int p = 1; p < P; p++) s += parts[((size_t)p * n + t) * D + r];
-    y[(size_t)t * ldy + r] = s;
+    y[(size_t)t * ldy + r] = lin_parts_sum(parts, P, n, D, t, r);
 }
 
 /* The pending parts (lin_pend), if any, summed into y now on their queue's stream; then none pending. */
