@@ -32,6 +32,7 @@
  * between columns).
  */
 #include <cuda_bf16.h>
+#include <type_traits>
 
 #include "backend/cuda/rowdot.cuh"
 
@@ -604,14 +605,17 @@ __device__ __forceinline__ moe_src moe_src_of(const wdesc &wa, int64_t ra, const
     for (int i = 0; i < 4; i++) {
         const int c = lane + 32 * i, r = c >> 2;
         const int64_t row = stage_row(r, ra, rb);
-        const wdesc &w = (r >> 4) ? wb : wa;
+        const bool b = r >> 4; /* the fields, not a reference to one of the structs (that put them on the stack) */
         src.wok[i] = row < lim;
-        src.w[i] = (const char *)w.data + (w.row0 + (src.wok[i] ? row : 0)) * w.row_bytes + 16 * (c & 3);
+        src.w[i] = (const char *)(b ? wb.data : wa.data) +
+                   ((b ? wb.row0 : wa.row0) + (src.wok[i] ? row : 0)) * (b ? wb.row_bytes : wa.row_bytes) +
+                   16 * (c & 3);
     }
     const int64_t row = stage_row(lane, ra, rb);
-    const wdesc &w = (lane >> 4) ? wb : wa;
+    const bool b = lane >> 4;
     src.sok = row < lim;
-    src.s = (const uint8_t *)w.scale + (w.row0 + (src.sok ? row : 0)) * w.scale_cols;
+    src.s = (const uint8_t *)(b ? wb.scale : wa.scale) +
+            ((b ? wb.row0 : wa.row0) + (src.sok ? row : 0)) * (b ? wb.scale_cols : wa.scale_cols);
     return src;
 }
 
@@ -678,29 +682,40 @@ __device__ __forceinline__ void group_add(float *acc, const float *sa, const flo
     acc[6] = __fmaf_rn(sb[2], x0, acc[6]), acc[7] = __fmaf_rn(sb[3], x1, acc[7]);
 }
 
-/* A warp's part of K (groups kg0, kg0 + MOE_KST, ... below kg1) for two m tiles (wa rows ra.., wb
- * rows rb..: tile bases, rows limited by lim) and NTT n tiles: acc[j][0..3]
- * tile a, acc[j][4..7] tile b of n tile j, column pairs 2t, 2t + 1 (packed
- * rows pc0[j], pc1[j]; scales xs); B rows brow[j] (the lane's pair g). SP:
- * the ring's stage type (NP, or MOE_NOB: B from global memory). */
-template <int K, int NP, int NTT, int SP>
+/* A warp's part of K (groups kg0, kg0 + MOE_KST, ... below kg1) for RB row blocks of two m tiles (row block
+ * r: wa rows ra + r RS.., wb rows rb + r RS..: tile bases, RS = 32 for the down projection, whose m tiles are
+ * rows rb.. and rb + 16.., else 16; rows from lim(r) on are zeros: lim = R, or for gate / up the row block's
+ * end if R is past it) and NTT n tiles: acc[r NTT + j][0..3] tile a, [4..7] tile b of row block r and n tile
+ * j, column pairs 2t, 2t + 1 (packed rows pc0[j], pc1[j]; scales xs); B rows brow[j] (the lane's pair g).
+ * The row blocks' groups go through one ring (RB = 2 wants at least MOE_STAGES - 1 groups a warp: the
+ * caller's): row block 1's first loads are in flight while row block 0's last groups are summed; each row's
+ * sums are those of RB = 1. SP: the ring's stage type (NP, or MOE_NOB: B from global memory). */
+template <int K, int NP, int NTT, int SP, int RB, bool DOWN>
 __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
-                                           int64_t rb, int64_t lim, const uint32_t *xp, size_t plane, const float *xs,
+                                           int64_t rb, int64_t R, const uint32_t *xp, size_t plane, const float *xs,
                                            int nkg, const int *brow, const int *pc0, const int *pc1, int kg0, int kg1,
                                            float4 *stab, float (*acc)[8])
 {
+    static_assert(RB == 1 || RB == 2, "moe16_part: one or two row blocks");
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) {
         pdl_start();
         return;
     }
     constexpr int SB = K == RK_MXFP4 ? 4 : 8; /* scale bytes per row and group */
-    moe_src src = moe_src_of(wa, ra, wb, rb, lim, lane);
+    constexpr int64_t RS = DOWN ? 32 : 16;
     const uint4 *bsrc[NTT]; /* n tile j's B fragments of this lane (null: zeros) */
 #pragma unroll
     for (int j = 0; j < NTT; j++) bsrc[j] = brow[j] >= 0 ? (const uint4 *)xp + (size_t)brow[j] * nkg * 16 + t : nullptr;
-    src.bok = bsrc[0] != nullptr; /* the ring's copies: zeros from a valid address */
-    src.b = src.bok ? bsrc[0] : (const uint4 *)xp + t;
+    auto src_of = [&](int r) { /* row block r's copies (the ring's B copies: zeros from a valid address) */
+                               const int64_t a = ra + r * RS;
+                               moe_src o = moe_src_of(wa, a, wb, rb + r * RS, DOWN || a + 16 > R ? R : a + 16, lane);
+                               o.bok = bsrc[0] != nullptr;
+                               o.b = o.bok ? bsrc[0] : (const uint4 *)xp + t;
+                               return o;
+    };
+    moe_src src = src_of(0);
+    const int span = MOE_KST * ((kg1 - kg0 + MOE_KST - 1) / MOE_KST); /* a row block's groups, times MOE_KST */
     /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
      * (the kernel launched before this one packs the activations; the one
      * before that, the plan, has completed), then their B fragments; the
@@ -730,58 +745,70 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
     if (XPF) load_xs(kg0, xq);
     const moe_lofs lo = moe_lofs_of<moe_stage<SP>::SW>(g, t);
     int cur = 0;
-    for (int kg = kg0; kg < kg1; kg += MOE_KST) {
-        cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
-        __syncwarp();                    /* every lane's, and the stage read last is free */
-        const int nx = kg + (MOE_STAGES - 1) * MOE_KST, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
-        if (nx < kg1) {
-            moe_issue_w<SP>(ring[ns], src, nx, SB, lane);
-            moe_issue_b<SP>(ring[ns], src, plane, nx, lane);
+    /* row block r's groups (r a constant: its sums into acc[r NTT + j] stay in registers) */
+    auto rows = [&](auto rc) {
+        constexpr int r = decltype(rc)::value;
+        for (int kg = kg0; kg < kg1; kg += MOE_KST) {
+            cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
+            __syncwarp();                    /* every lane's, and the stage read last is free */
+            const int nx = kg + (MOE_STAGES - 1) * MOE_KST, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
+            if (nx < kg1) {
+                moe_issue_w<SP>(ring[ns], src, nx, SB, lane);
+                moe_issue_b<SP>(ring[ns], src, plane, nx, lane);
+            } else if (r + 1 < RB) { /* row block r + 1's first groups */
+                if (nx - span == kg0) src = src_of(r + 1);
+                moe_issue_w<SP>(ring[ns], src, nx - span, SB, lane);
+                moe_issue_b<SP>(ring[ns], src, plane, nx - span, lane);
+            }
+            cp_async_commit();
+            /* the next group's activation scales: this row block's next, or the next row block's first */
+            const bool more = kg + MOE_KST < kg1, pf = more || r + 1 < RB;
+            if (XPF && pf) load_xs(more ? kg + MOE_KST : kg0, xqn);
+            const moe_stage<SP> &st = ring[cur];
+            /* MXFP4's E8M0 scales, decoded once a row for the warp (the four lanes of a row each decoded its 16, 48
+             * instructions a group): lane (g, t) decodes stage row g + 8t's word into the warp's table stab; then
+             * each reads its rows g, g + 8 (tile a), 16 + g, 24 + g (tile b). The loop's __syncwarp above keeps the
+             * next group's writes after these reads. Same values as e8m0_byte in place. */
+            float4 sc[4];
+            if (K == RK_MXFP4) {
+                const uint32_t w = st.s[g + 8 * t][0];
+                stab[g + 8 * t] = make_float4(e8m0_byte(w, 0), e8m0_byte(w, 1), e8m0_byte(w, 2), e8m0_byte(w, 3));
+                __syncwarp();
+#pragma unroll
+                for (int r = 0; r < 4; r++) sc[r] = stab[8 * r + g];
+            }
+            wq16 wa_, wb_;
+            stage_words<SP>(st, 0, g, lo, wa_);
+            stage_words<SP>(st, 1, g, lo, wb_);
+            uint4 b[NTT][NP][4];
+#pragma unroll
+            for (int j = 0; j < NTT; j++)
+#pragma unroll
+                for (int p = 0; p < NP; p++)
+#pragma unroll
+                    for (int u = 0; u < 4; u++)
+                        b[j][p][u] =
+                            MOE_BR(SP) ? st.b[(p * 4 + u) * 32 + lane]
+                            : bsrc[j]  ? __ldg((const uint4 *)((const uint32_t *)bsrc[j] + p * plane) + kg * 16 + u * 4)
+                                       : make_uint4(0, 0, 0, 0);
+            float sa[NTT][4], sb4[NTT][4];
+#pragma unroll
+            for (int j = 0; j < NTT; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
+            group16<K, NP, NTT>(wa_, sc, b, t, sa);
+            group16<K, NP, NTT>(wb_, sc + 2, b, t, sb4);
+            if (!XPF) load_xs(kg, xq);
+#pragma unroll
+            for (int j = 0; j < NTT; j++) {
+                group_add(acc[r * NTT + j], sa[j], sb4[j], xq[j][0], xq[j][1]);
+                if (XPF && pf) xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
+            }
+            cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
         }
-        cp_async_commit();
-        if (XPF && kg + MOE_KST < kg1) load_xs(kg + MOE_KST, xqn);
-        const moe_stage<SP> &st = ring[cur];
-        /* MXFP4's E8M0 scales, decoded once a row for the warp (the four lanes of a row each decoded its 16, 48
-         * instructions a group): lane (g, t) decodes stage row g + 8t's word into the warp's table stab; then
-         * each reads its rows g, g + 8 (tile a), 16 + g, 24 + g (tile b). The loop's __syncwarp above keeps the
-         * next group's writes after these reads. Same values as e8m0_byte in place. */
-        float4 sc[4];
-        if (K == RK_MXFP4) {
-            const uint32_t w = st.s[g + 8 * t][0];
-            stab[g + 8 * t] = make_float4(e8m0_byte(w, 0), e8m0_byte(w, 1), e8m0_byte(w, 2), e8m0_byte(w, 3));
-            __syncwarp();
-#pragma unroll
-            for (int r = 0; r < 4; r++) sc[r] = stab[8 * r + g];
-        }
-        wq16 wa_, wb_;
-        stage_words<SP>(st, 0, g, lo, wa_);
-        stage_words<SP>(st, 1, g, lo, wb_);
-        uint4 b[NTT][NP][4];
-#pragma unroll
-        for (int j = 0; j < NTT; j++)
-#pragma unroll
-            for (int p = 0; p < NP; p++)
-#pragma unroll
-                for (int u = 0; u < 4; u++)
-                    b[j][p][u] = MOE_BR(SP) ? st.b[(p * 4 + u) * 32 + lane]
-                                 : bsrc[j]
-                                     ? __ldg((const uint4 *)((const uint32_t *)bsrc[j] + p * plane) + kg * 16 + u * 4)
-                                     : make_uint4(0, 0, 0, 0);
-        float sa[NTT][4], sb4[NTT][4];
-#pragma unroll
-        for (int j = 0; j < NTT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
-        group16<K, NP, NTT>(wa_, sc, b, t, sa);
-        group16<K, NP, NTT>(wb_, sc + 2, b, t, sb4);
-        if (!XPF) load_xs(kg, xq);
-#pragma unroll
-        for (int j = 0; j < NTT; j++) {
-            group_add(acc[j], sa[j], sb4[j], xq[j][0], xq[j][1]);
-            if (XPF && kg + MOE_KST < kg1) xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
-        }
-        cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
-    }
+    };
+    rows(std::integral_constant<int, 0>());
+    if constexpr (RB == 2) rows(std::integral_constant<int, 1>());
     cp_async_wait<0>();
 }
 
@@ -811,8 +838,9 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * (block: tile, 32 rows of w2 (wt): two m tiles; the activations are M's
  * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
  * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
- * once for them all); a pair's sums are the same for every NTT. */
-template <int K, int NP, bool DOWN, int NTT>
+ * once for them all); a pair's sums are the same for every NTT. RB: row blocks a block (moe16_rb; the same
+ * sums). */
+template <int K, int NP, bool DOWN, int NTT, int RB = 1>
 __global__ void __launch_bounds__(32 * GM_WARPS)
     k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
             const int *ntiles, int t0, const int *list, int kk, int R, const float *wts, float limit, bool reference,
@@ -826,7 +854,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int4 tl = tiles[bt];
     const wdesc a = wt[tl.x], c = DOWN ? a : wt[E + tl.x];
-    const int64_t rb = (int64_t)brb * (DOWN ? 32 : 16);
+    const int64_t rb = (int64_t)brb * RB * (DOWN ? 32 : 16);
     const int nkg = Kd / 128;
     int brow[NTT], pc0[NTT], pc1[NTT]; /* n tile j: the activation rows of pairs g, 2t, 2t + 1 */
 #pragma unroll
@@ -838,31 +866,36 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     }
     static_assert(MOE_KST == GM_WARPS, "k_moe16: warp w walks K's part w");
     const int wid = threadIdx.x >> 5, kg0 = wid, kg1 = nkg; /* part wid of K (MOE_KST) */
-    float acc[NTT][8];
+    float acc[RB * NTT][8];
 #pragma unroll
-    for (int j = 0; j < NTT; j++)
+    for (int j = 0; j < RB * NTT; j++)
 #pragma unroll
         for (int i = 0; i < 8; i++) acc[j][i] = 0.0f;
     extern __shared__ uint4 moe_dyn[];
     moe_stage<SP> *ring = (moe_stage<SP> *)moe_dyn + wid * MOE_STAGES;
     float4 *stab = (float4 *)(moe_dyn + moe16_rings<SP>() / sizeof(uint4)) + wid * 32;
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
-    moe16_part<K, NP, NTT, SP>(ring, a, rb, c, DOWN ? rb + 16 : rb, DOWN ? R : (rb + 16 <= R ? rb + 16 : R), xp, plane,
-                               xs, nkg, brow, pc0, pc1, kg0, kg1, stab, acc);
+    moe16_part<K, NP, NTT, SP, RB, DOWN>(ring, a, rb, c, DOWN ? rb + 16 : rb, R, xp, plane, xs, nkg, brow, pc0, pc1,
+                                         kg0, kg1, stab, acc);
     /* the sums through the rings' shared memory, once every warp is done with its ring: 4 KB less a block
      * than a static buffer (with one, four blocks would need exactly the SM's 228 KB, the driver's 1 KB a
      * block included) */
+    static_assert(GM_WARPS * RB * NTT * 8 * 32 * sizeof(float) <= moe16_rings<SP>(), "k_moe16: the sums fit the rings");
     __syncthreads();
-    if (!warps_reduce_in<NTT>(acc, (float(*)[NTT * 8][32]) moe_dyn)) return;
+    if (!warps_reduce_in<RB * NTT>(acc, (float(*)[RB * NTT * 8][32]) moe_dyn)) return;
 #pragma unroll
-    for (int j = 0; j < NTT; j++) {
-        if (tl.z <= 8 * j) break;
-        const int4 tj = make_int4(tl.x, tl.y + 8 * j, tl.z - 8 * j < 8 ? tl.z - 8 * j : 8, 0);
-        if (DOWN)
-            down_out(acc[j], total16<K>(a), tj, rb, g, t, list, R, reference, out);
-        else
-            gate_up_out(acc[j], total16<K>(a), total16<K>(c), tj, rb, g, t, list, R, wts, limit, reference, out);
-    }
+    for (int r = 0; r < RB; r++)
+#pragma unroll
+        for (int j = 0; j < NTT; j++) {
+            if (tl.z <= 8 * j) break;
+            const int4 tj = make_int4(tl.x, tl.y + 8 * j, tl.z - 8 * j < 8 ? tl.z - 8 * j : 8, 0);
+            const int64_t rr = rb + r * (DOWN ? 32 : 16);
+            if (DOWN)
+                down_out(acc[r * NTT + j], total16<K>(a), tj, rr, g, t, list, R, reference, out);
+            else
+                gate_up_out(acc[r * NTT + j], total16<K>(a), total16<K>(c), tj, rr, g, t, list, R, wts, limit,
+                            reference, out);
+        }
 }
 
 /* ==== Prefill: the F16 path's sums on wgmma (k_moe_wg) ====================
@@ -1310,10 +1343,67 @@ static int moe_tiles_y(int maxt, int t0)
     return maxt - t0 < moe_tiles_per_launch() ? maxt - t0 : moe_tiles_per_launch();
 }
 
+/* Row blocks a k_moe16 block (its template's RB): 2 for reference numerics' MXFP4 experts where that still
+ * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 64, 37 waves), else 1. Each warp's
+ * ring then runs on into the second row block instead of starting over: the experts alone at batch 64 0.5-3 %
+ * faster, decode there 0.1-1.3 % (five pairs over three calls, bench/results/2026-12-01-s24/); at batch 8 / 16
+ * (6.5 / 13 waves) 0.3 / 0.5 % slower, at batch 1 (1.45 waves with one row block a block) 4 % slower: fewer
+ * warps in flight (moe-rb/). With two activation planes (plain numerics) the second row block's copies cost
+ * registers (170: three blocks an SM) and the experts ran 20-25 % slower; NVFP4 is not measured. One n tile
+ * only, and K of 8 groups or more (every warp's part at least the ring's MOE_STAGES - 1 groups ahead). The
+ * same sums either way. DSV4_MOE_RB=1|2 sets it wherever RB = 2 is allowed (the suite forces 2 everywhere). */
+#define MOE_RB_WAVES 16
+template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, int maxt, int nkg, int nsm)
+{
+    static int env = -1, per_sm = 0;
+    if (env < 0) {
+        const int v = cuda_env_int("DSV4_MOE_RB", 0);
+        env = v == 1 || v == 2 ? v : 0;
+    }
+    if (NTT != 1 || nkg < 8) return 1;
+    if (env) return env;
+    if (NP != 1 || K != RK_MXFP4) return 1;
+    if (!per_sm)
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_moe16<K, NP, DOWN, NTT, 1>, 32 * GM_WARPS,
+                                                         moe16_smem<K, MOE_SP(NP, NTT)>()));
+    const int64_t slots = (int64_t)(per_sm > 0 ? per_sm : 1) * nsm;
+    return (int64_t)(rowblocks + 1) / 2 * maxt >= MOE_RB_WAVES * slots ? 2 : 1;
+}
+
+/* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
+ * along the grid's y, at most the grid's 65,535 a launch */
+template <int K, int NP, bool DOWN, int NTT, int RB>
+static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
+                       int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
+                       int rowblocks, const float *wts, float limit, bool reference, float *out)
+{
+    for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
+        launch_pdl(k_moe16<K, NP, DOWN, NTT, RB>,
+                   dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)), dim3(32 * GM_WARPS),
+                   moe16_smem<K, MOE_SP(NP, NTT)>(), st, tab, E, xp, plane, xs, Kd, tiles, ntiles, t0, list, kk, R, wts,
+                   limit, reference, out);
+        CK_LAUNCH();
+    }
+}
+template <int K, int NP, bool DOWN, int NTT>
+static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
+                          int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
+                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm)
+{
+    if constexpr (NTT == 1)
+        if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) {
+            moe16_pass<K, NP, DOWN, NTT, 2>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks,
+                                            wts, limit, reference, out);
+            return;
+        }
+    moe16_pass<K, NP, DOWN, NTT, 1>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks, wts,
+                                    limit, reference, out);
+}
+
 template <int K, int NP, int NTT = 1>
 static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, int n, uint32_t *xp, uint32_t *mp,
                       const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D, int I, int nk,
-                      const float *wts, float limit, bool reference, float *M, float *Y)
+                      const float *wts, float limit, bool reference, float *M, float *Y, int nsm)
 {
     /* a plane: an F16x2 word per 2 columns (A8: a word of E4M3 bytes per 4) */
     constexpr int PL = NP == MOE_A8 ? 1 : NP, CW = NP == MOE_A8 ? 4 : 2;
@@ -1328,12 +1418,8 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(D), st, tab, E, (const uint8_t *)xp, (const float *)xs, D, tiles, ntiles, list, kk,
                    I, wts, limit, reference, M);
     else
-        for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) { /* the grid's y: tiles, 65,535 at most */
-            launch_pdl(k_moe16<K, NP, false, NTT>, dim3((unsigned)(I / 16), (unsigned)moe_tiles_y(maxt, t0)),
-                       dim3(32 * GM_WARPS), moe16_smem<K, MOE_SP(NP, NTT)>(), st, tab, E, (const uint32_t *)xp, xpl,
-                       (const float *)xs, D, tiles, ntiles, t0, list, kk, I, wts, limit, reference, M);
-            CK_LAUNCH();
-        }
+        moe16_pass_rb<K, NP, false, NTT>(st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles,
+                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm);
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
                I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
@@ -1342,13 +1428,9 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    moe8w_smem<W8_KS>(I), st, (const wdesc *)(tab + 2 * E), E, (const uint8_t *)mp, (const float *)ms, I,
                    tiles, ntiles, list, 1, D, wts, limit, reference, Y);
     else
-        for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
-            launch_pdl(k_moe16<K, NP, true, NTT>, dim3((unsigned)(D / 32), (unsigned)moe_tiles_y(maxt, t0)),
-                       dim3(32 * GM_WARPS), moe16_smem<K, MOE_SP(NP, NTT)>(), st, (const wdesc *)(tab + 2 * E), E,
-                       (const uint32_t *)mp, mpl, (const float *)ms, I, tiles, ntiles, t0, list, 1, D, wts, limit,
-                       reference, Y);
-            CK_LAUNCH();
-        }
+        moe16_pass_rb<K, NP, true, NTT>(st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
+                                        (const float *)ms, I, tiles, ntiles, maxt, list, 1, D, D / 32, wts, limit,
+                                        reference, Y, nsm);
 }
 
 /* The wgmma path (k_moe_wg, tiles of N pairs): x packed in the k16 steps' order, gate/up, M packed, down. */
@@ -1412,6 +1494,10 @@ template <int K, int NP, int NTT> static void moe16_attr1(void)
     const int sm = (int)moe16_smem<K, MOE_SP(NP, NTT)>();
     CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
     CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    if constexpr (NTT == 1) {
+        CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+        CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    }
 }
 template <int K, int NP> static void moe16_attr(void)
 {
@@ -1500,7 +1586,7 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
         }
 #define MOE16(KK, NPP, NT)                                                                                             \
     moe16_run<KK, NPP, NT>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference,   \
-                           M, Y)
+                           M, Y, impl_of(be)->n_sm)
 #define MOE16_NTT(KK, NPP)                                                                                             \
     do {                                                                                                               \
         if (ntt == 2)                                                                                                  \
