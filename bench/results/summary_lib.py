@@ -50,6 +50,17 @@ def ab(path, cases, ctx=True):
     return out
 
 
+def ab_rounds(path):
+    """scripts/gpu_ab.sh's ab.txt ("case[-variant] (round): X ms/step"): case -> variant ("new" for the bare
+    case) -> ms per step by round."""
+    out = {}
+    for line in open(path):
+        m = re.match(r"(b\d+)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
+        if m:
+            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
+    return out
+
+
 def experts(path, kinds=r"ref\.|MXFP4|ref\. w4a8"):
     """bench_kernels' routed-experts rows: kind -> batch_B -> us, % of copy."""
     res = {}

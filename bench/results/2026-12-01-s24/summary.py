@@ -11,17 +11,12 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import experts, head, pick, values  # noqa: E402
+from summary_lib import ab_rounds, experts, head, pick, values  # noqa: E402
 
 
 def ab(call):
     """case -> variant -> [ms per step by round] from a call's ab.txt."""
-    out = {}
-    for line in open(os.path.join(D, call, "ab.txt")):
-        m = re.match(r"(b\d+)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
-        if m:
-            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
-    return out
+    return ab_rounds(os.path.join(D, call, "ab.txt"))
 
 
 def attn_probe():
