@@ -1355,12 +1355,13 @@ static int moe_tiles_y(int maxt, int t0)
 #define MOE_RB_WAVES 16
 template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, int maxt, int nkg, int nsm)
 {
+    static_assert(NTT == 1, "moe16_rb: one n tile (moe16_pass_rb asks for no other)");
     static int env = -1, per_sm = 0;
     if (env < 0) {
         const int v = cuda_env_int("DSV4_MOE_RB", 0);
         env = v == 1 || v == 2 ? v : 0;
     }
-    if (NTT != 1 || nkg < 8) return 1;
+    if (nkg < 8) return 1;
     if (env) return env;
     if (NP != 1 || K != RK_MXFP4) return 1;
     if (!per_sm)
