@@ -383,26 +383,51 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
  * units - one contiguous run of (tile, group) steps - and streams it through
  * its own cp.async ring that does not drain between parts or tiles: a stage
  * is two consecutive steps (a row's 128 bytes when they are one tile's
- * groups) with their rows' scale words, MS_STAGES - 1 stages ahead; the warps
- * (DSV4_MMA_GPW groups each, 8 by default) never outnumber what stays resident,
- * so there are no waves. The quarters of a part add in
- * registers in the order above. A tile whose parts are all the warp's is
+ * groups) with their rows' scale words and the steps' activations, a few
+ * stages ahead; the warps (DSV4_MMA_GPW groups each, 8 by default) never
+ * outnumber what stays resident, so there are no waves. The quarters of a
+ * part add in registers in the order above. A tile whose parts are all the warp's is
  * summed and stored; a tile shared with other warps gets its part sums
  * written to scratch, and the warp that completes its count (one counter per
  * tile, left at zero) adds them in part order. Every sum is k_mma_fp8's, so
  * the bits are its bits: which kernel runs may depend on the batch (batch
  * invariance holds). */
-#define MS_STAGES 4 /* pairs of groups: three pairs ahead (seven, with fewer warps resident, was slower) */
-struct ms_half {
-    uint4 w[32 * 4]; /* row r, 16-byte unit u at r * 4 + u */
-    uint32_t sc[32]; /* row r's scale word: the aligned 4 bytes holding its E8M0 scale of the group */
-};
-struct ms_stage {
-    ms_half h[2]; /* steps 2i and 2i + 1 of the warp's run */
-};
-constexpr size_t ms_smem = (size_t)MS_STAGES * sizeof(ms_stage);
-static_assert(ms_smem <= 48 * 1024, "k_mma_fp8s: within the default dynamic shared memory (no attribute set)");
-#define MS_BLOCKS(LO) ((LO) ? 8 : 12) /* one-warp blocks per SM (registers: LO's step-ahead operands) */
+/* Stages (pairs of groups) in a warp's ring: three pairs ahead (seven, with
+ * fewer warps resident, was slower); two where three would leave fewer than
+ * eight warps an SM (more than five tokens' activations) */
+#define MS_STAGES 4
+/* A half (one step) of a stage: the 32 rows' 16-byte units (row r, unit u at
+ * r * 4 + u), their scale words (the aligned 4 bytes holding each row's E8M0
+ * scale of the group), the step's activation scales of tokens 0..n-1, and
+ * the activation fragments of those tokens: 16-byte chunks in the packed x's
+ * order, row j (of 4) holding lanes 0..4n-1 (LO: 16 bytes a lane, else 8).
+ * The activations come through the ring with the weights. Loaded into
+ * registers a step ahead instead, each use waited for every load issued
+ * before it (ptxas gives the loads one scoreboard, and waited at the loop's
+ * head): an L2 round trip a step (b1: wo_a 21.8 us against 19.3 this way). */
+#define MS_W  0
+#define MS_SC 2048
+#define MS_XS 2176
+#define MS_XB 2208
+__host__ __device__ constexpr int ms_xb_bytes(bool LO, int n)
+{
+    return 16 * n * (LO ? 16 : 8);
+}
+__host__ __device__ constexpr int ms_half_bytes(bool LO, int n)
+{
+    return MS_XB + ms_xb_bytes(LO, n);
+}
+__host__ __device__ constexpr int ms_smem_of(bool LO, int n, int S)
+{
+    return S * 2 * ms_half_bytes(LO, n);
+}
+static_assert(ms_smem_of(true, 8, MS_STAGES) <= 48 * 1024,
+              "k_mma_fp8s: within the default dynamic shared memory (no attribute set)");
+constexpr int ms_stages_of(bool LO, int n)
+{
+    return ms_smem_of(LO, n, MS_STAGES) <= 28 * 1024 ? MS_STAGES : MS_STAGES - 1;
+}
+#define MS_BLOCKS(LO) ((LO) ? 8 : 12) /* one-warp blocks per SM (registers) */
 
 /* Where tile tf (group-major over the jobs' tiles) lies. */
 struct ms_tile {
@@ -423,10 +448,10 @@ __device__ __forceinline__ void ms_tile_of(const mma_jobs &J, int T, int tf, ms_
     o.rb = (int64_t)(ty - J.tile0[job]) * MMA_ROWS;
 }
 
-template <bool LO>
-__global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, const uint32_t *xp, const float *xs,
-                                                               int nkg, int P, int n, size_t yg, int U, int W,
-                                                               float *part, unsigned *cnt)
+template <bool LO, int S>
+__global__ void __launch_bounds__(32, MS_BLOCKS(LO))
+    k_mma_fp8s(mma_jobs J, const uint32_t *xp, const float *xs, int nkg, int P, int n, size_t yg, int U, int W,
+               float *part, unsigned *cnt)
 {
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int wi = blockIdx.x; /* a block is one warp */
@@ -434,8 +459,9 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     const int u0 = (int)((int64_t)wi * U / W), u1 = (int)((int64_t)(wi + 1) * U / W);
     if (u0 >= u1) return;
     const int T = J.tile0[J.n], ntok = 8;
+    const int hb = ms_half_bytes(LO, n); /* a half's bytes */
     extern __shared__ uint4 mma_dyn[];
-    ms_stage *ring = (ms_stage *)mma_dyn;
+    char *ring = (char *)mma_dyn; /* stage s, half h at (2 s + h) * hb */
     /* the warp's steps: tile u0 / P from group nkg p0 / P to tile (u1 - 1) / P up to group nkg p1 / P */
     const int tl = (u1 - 1) / P, kl = (int)((int64_t)nkg * ((u1 - 1) % P + 1) / P);
     const int tf0 = u0 / P, kf0 = (int)((int64_t)nkg * (u0 % P) / P);
@@ -443,8 +469,12 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     /* Issue side. A stage is two consecutive steps; lane (r4 = lane / 8, h = lane / 4 % 2, u = lane % 4)
      * copies unit u of step 2i + h for rows r4 + 4k (k < 8): each instruction moves four whole 128-byte
      * lines when the two steps are one row's consecutive groups. A lane walks its own steps h, h + 2, ...
-     * with pointers that move by 128 bytes (and a scale column) per pair. */
+     * with pointers that move by 128 bytes (and a scale column) per pair. The half's 16 lanes (hl) copy
+     * its activation chunks and token hl's scale. */
     const int ih = (lane >> 2) & 1, un = lane & 3, r4 = lane >> 3, sr = r4 * 4 + un; /* sr, sr + 16: scale rows */
+    const int hl = sr;                                                               /* the lane's index in its half */
+    const size_t xstep = LO ? 4 * 32 * 4 : 4 * 32 * 2; /* 32-bit words per (group, step) of the packed x */
+    const int cpj = n * (LO ? 4 : 2);                  /* 16-byte activation chunks per fragment row */
     int istep = ih, itf = tf0, ikg = kf0 + ih;
     const char *ip = nullptr;                    /* row r4, unit un, group ikg */
     const char *isafe = (const char *)J.w[0].data; /* a valid address for the zero-fill copies */
@@ -453,6 +483,8 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
     int ikend = 0, ikpb = 1, irem = 0;
     const char *isc[2] = {isafe, isafe}; /* rows sr, sr + 16: their scale byte of group ikg */
     bool isv[2] = {false, false};
+    const char *ixb = nullptr;  /* group ikg's activation fragments */
+    const float *ixs = nullptr; /* group ikg's scale of token hl */
     auto isetup = [&]() {
         ms_tile it;
         ms_tile_of(J, T, itf, it);
@@ -473,53 +505,65 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             isc[k] = (const char *)it.w.scale +
                      (uint32_t)(it.w.row0 + it.rb + (isv[k] ? r : 0)) / (uint32_t)it.w.br * it.w.scale_cols + ikg / ikpb;
         }
+        ixb = (const char *)(xp + ((size_t)it.grp * nkg + ikg) * xstep);
+        ixs = xs + ((size_t)it.grp * ntok + (hl < n ? hl : 0)) * nkg + ikg;
     };
     if (ikg >= nkg) itf += ikg / nkg, ikg %= nkg;
     if (istep < nsteps) isetup();
-    auto issue = [&](int slot) {
+    /* the activations of a half (x: the pack's output, after griddepcontrol.wait) */
+    auto issue_x = [&](char *d, const char *xb, const float *xsp) {
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int k = 0; k < 2; k++) {
+                const int c = hl + 16 * k;
+                if (c < cpj) cp_async<16>(d + MS_XB + (j * cpj + c) * 16, xb + j * 32 * (LO ? 16 : 8) + c * 16, true);
+            }
+        if (hl < n) cp_async<4>(d + MS_XS + 4 * hl, xsp, true);
+    };
+    const char *pxb[S - 1];
+    const float *pxs[S - 1];
+    auto issue = [&](int slot, bool withx) {
         if (istep < nsteps) {
-            ms_half &d = ring[slot].h[ih];
+            char *d = ring + (2 * slot + ih) * hb;
             const unsigned v = ikg < ikend ? ivalid : 0u;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 const bool ok = (v >> k) & 1u;
-                cp_async<16>(&d.w[(r4 + 4 * k) * 4 + un], ok ? ip + k * istride : isafe, ok);
+                cp_async<16>(d + MS_W + ((r4 + 4 * k) * 4 + un) * 16, ok ? ip + k * istride : isafe, ok);
             }
 #pragma unroll
             for (int k = 0; k < 2; k++)
-                cp_async<4>(&d.sc[sr + 16 * k], (const void *)((uintptr_t)isc[k] & ~(uintptr_t)3), isv[k]);
+                cp_async<4>(d + MS_SC + 4 * (sr + 16 * k), (const void *)((uintptr_t)isc[k] & ~(uintptr_t)3), isv[k]);
+            if (withx)
+                issue_x(d, ixb, ixs);
+            else
+                pxb[slot] = ixb, pxs[slot] = ixs;
             istep += 2, ikg += 2, ip += 128, irem += 2;
+            ixb += 2 * xstep * 4, ixs += 2;
             while (irem >= ikpb) irem -= ikpb, isc[0]++, isc[1]++;
             if (ikg >= nkg && istep < nsteps) {
                 itf += ikg / nkg, ikg %= nkg;
                 isetup();
             }
-        }
+        } else if (!withx)
+            pxb[slot] = nullptr;
         cp_async_commit();
     };
 #pragma unroll
-    for (int i = 0; i < MS_STAGES - 1; i++) issue(i);
-    /* the weights do not depend on the kernel before (the pack); x does */
+    for (int i = 0; i < S - 1; i++) issue(i, false);
+    /* the weights do not depend on the kernel before (the pack); x does: the
+     * first stages' activations, a group each after the weights' groups (the
+     * loop's waits, for all but the S - 2 newest groups, see a pair's weights
+     * and activations landed) */
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    /* Consume side: the activation fragments of a step (one group ahead, in registers) and scales. */
-    const size_t xstep = LO ? 4 * 32 * 4 : 4 * 32 * 2; /* 32-bit words per (group, step) of the packed x */
-    auto xfrag = [&](int grp, int kg) { return xp + ((size_t)grp * nkg + kg) * xstep + (LO ? 4 : 2) * lane; };
-    auto load_bq = [&](const uint32_t *f, uint4 *d) {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            if (LO) d[j] = __ldg((const uint4 *)f + j * 32);
-            else {
-                const uint2 v = __ldg((const uint2 *)f + j * 32);
-                d[j] = make_uint4(v.x, v.y, 0, 0);
-            }
-        }
-    };
-    uint4 bq[4], bqn[4];
+    for (int i = 0; i < S - 1; i++) {
+        if (pxb[i]) issue_x(ring + (2 * i + ih) * hb, pxb[i], pxs[i]);
+        cp_async_commit();
+    }
     int cur = 0, rel = 0; /* the pair's slot, the step's index in the run */
     ms_tile ct;
-    const uint32_t *xf = nullptr; /* this step's fragments */
-    const float *xsr = nullptr;   /* token 2t's scales (token 2t + 1: nkg further) */
-    float xc0 = 0.0f, xc1 = 0.0f; /* this step's two scales (loaded a step ahead, with bq) */
     int cb[2][2] = {{0, 0}, {0, 0}}; /* this lane's four rows' scale byte offsets at column 0 */
     bool cuni = true;                /* the tile's 32 rows share one scale row */
     float acc[2][4], ps[2][4], tot[2][4];
@@ -544,12 +588,6 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             cuni = rb0 / (uint32_t)ct.w.br == (rb0 + MMA_ROWS - 1) / (uint32_t)ct.w.br;
             whole = u - p >= u0 && u - p + P <= u1;
             mine = 0;
-            xsr = xs + ((size_t)ct.grp * ntok + 2 * t) * nkg;
-            if (u == u0) {
-                xf = xfrag(ct.grp, kf0);
-                load_bq(xf, bq);
-                xc0 = __ldg(xsr + kf0), xc1 = __ldg(xsr + nkg + kf0);
-            }
         }
         const int pk0 = (int)((int64_t)nkg * p / P), pk1 = (int)((int64_t)nkg * (p + 1) / P);
         for (int qq = 0; qq < MMA_WARPS; qq++) {
@@ -561,37 +599,46 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
             int scol = kg0 / ckpb, srem = kg0 - scol * ckpb;
             for (int kg = kg0; kg < kg1; kg++) {
                 if (!(rel & 1)) {
-                    cp_async_wait<MS_STAGES - 2>(); /* this pair has landed (this lane's copies) */
+                    cp_async_wait<S - 2>();  /* this pair has landed (this lane's copies) */
                     __syncwarp();            /* every lane's, and the pair read last is free */
-                    issue(cur == 0 ? MS_STAGES - 1 : cur - 1);
+                    issue(cur == 0 ? S - 1 : cur - 1, true);
                 }
-                /* the next step's activations: this tile's next group, or the next tile's first */
-                const uint32_t *xfn = kg + 1 < nkg ? xf + xstep : xfrag((tf + 1) / T, 0);
-                const float *xsn = kg + 1 < nkg ? xsr + kg + 1 : xs + ((size_t)((tf + 1) / T) * ntok + 2 * t) * nkg;
-                float x0n = 0.0f, x1n = 0.0f;
-                if (rel + 1 < nsteps) {
-                    load_bq(xfn, bqn);
-                    x0n = __ldg(xsn), x1n = __ldg(xsn + nkg);
-                }
-                const ms_half &stg = ring[cur].h[rel & 1];
+                const char *stg = ring + (2 * cur + (rel & 1)) * hb;
+                const uint32_t *ssc = (const uint32_t *)(stg + MS_SC);
                 float ws[2][2];
                 if (cuni) {
-                    const float v = dsv4_e8m0_to_f32((stg.sc[g] >> (8 * ((cb[0][0] + scol) & 3))) & 0xffu);
+                    const float v = dsv4_e8m0_to_f32((ssc[g] >> (8 * ((cb[0][0] + scol) & 3))) & 0xffu);
                     ws[0][0] = ws[0][1] = ws[1][0] = ws[1][1] = v;
                 } else {
 #pragma unroll
                     for (int m = 0; m < 2; m++)
 #pragma unroll
                         for (int h = 0; h < 2; h++)
-                            ws[m][h] = dsv4_e8m0_to_f32((stg.sc[16 * m + 8 * h + g] >> (8 * ((cb[m][h] + scol) & 3))) &
-                                                        0xffu);
+                            ws[m][h] =
+                                dsv4_e8m0_to_f32((ssc[16 * m + 8 * h + g] >> (8 * ((cb[m][h] + scol) & 3))) & 0xffu);
                 }
+                const uint4 *sw = (const uint4 *)(stg + MS_W);
                 uint4 q[2][2];
 #pragma unroll
                 for (int m = 0; m < 2; m++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) q[m][h] = stg.w[(16 * m + 8 * h + g) * 4 + t];
-                const float x0 = xc0, x1 = xc1;
+                    for (int h = 0; h < 2; h++) q[m][h] = sw[(16 * m + 8 * h + g) * 4 + t];
+                /* lane (g, t): token g's fragments, tokens 2t, 2t + 1's scales (a token past n: zeros,
+                 * its products not stored) */
+                uint4 bq[4];
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    if (g >= n)
+                        bq[j] = make_uint4(0, 0, 0, 0);
+                    else if (LO)
+                        bq[j] = ((const uint4 *)(stg + MS_XB))[j * cpj + lane];
+                    else {
+                        const uint2 v = ((const uint2 *)(stg + MS_XB))[j * 2 * cpj + lane];
+                        bq[j] = make_uint4(v.x, v.y, 0, 0);
+                    }
+                }
+                const float *sxs = (const float *)(stg + MS_XS);
+                const float x0 = 2 * t < n ? sxs[2 * t] : 0.0f, x1 = 2 * t + 1 < n ? sxs[2 * t + 1] : 0.0f;
                 float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
@@ -613,11 +660,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO)) k_mma_fp8s(mma_jobs J, cons
                     acc[m][2] = grp_fma(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][2]);
                     acc[m][3] = grp_fma(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][3]);
                 }
-#pragma unroll
-                for (int j = 0; j < 4; j++) bq[j] = bqn[j];
-                xc0 = x0n, xc1 = x1n;
-                xf = xfn;
-                if (rel & 1) cur = cur == MS_STAGES - 1 ? 0 : cur + 1;
+                if (rel & 1) cur = cur == S - 1 ? 0 : cur + 1;
                 rel++;
                 if (++srem == ckpb) srem = 0, scol++;
             }
@@ -893,13 +936,15 @@ static bool ms_ctx_for(dsv4_backend *be, const mma_jobs &J, int G, int P, ms_ctx
     return true;
 }
 
-template <bool LO>
-static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
-                      int nkg, int P, int G, int n, size_t yg)
+template <bool LO, int S>
+static void ms_launch_s(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs,
+                        int nkg, int P, int G, int n, size_t yg)
 {
-    static int per_sm = 0; /* one-warp blocks resident per SM */
+    static int per_sm_of[9]; /* one-warp blocks resident per SM, by n (the ring's size) */
+    const size_t smem = (size_t)ms_smem_of(LO, n, S);
+    int &per_sm = per_sm_of[n];
     if (!per_sm) {
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_mma_fp8s<LO>, 32, ms_smem));
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_mma_fp8s<LO, S>, 32, smem));
         if (per_sm < 1) per_sm = 1;
     }
     const int64_t U = (int64_t)J.tile0[J.n] * G * P, steps = (int64_t)J.tile0[J.n] * G * nkg;
@@ -907,8 +952,18 @@ static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const
     if (W > (int64_t)c.nsm * per_sm) W = (int64_t)c.nsm * per_sm;
     if (W > U) W = U;
     if (W < 1) W = 1;
-    cuda_launch(k_mma_fp8s<LO>, dim3((unsigned)W), dim3(32), ms_smem, st, 0u, true, J, xp, xs, nkg, P, n, yg, (int)U,
+    cuda_launch(k_mma_fp8s<LO, S>, dim3((unsigned)W), dim3(32), smem, st, 0u, true, J, xp, xs, nkg, P, n, yg, (int)U,
                 (int)W, c.part, c.cnt);
+}
+
+template <bool LO>
+static void ms_launch(cudaStream_t st, const ms_ctx &c, const mma_jobs &J, const uint32_t *xp, const float *xs, int nkg,
+                      int P, int G, int n, size_t yg)
+{
+    if (ms_stages_of(LO, n) == MS_STAGES)
+        ms_launch_s<LO, MS_STAGES>(st, c, J, xp, xs, nkg, P, G, n, yg);
+    else
+        ms_launch_s<LO, MS_STAGES - 1>(st, c, J, xp, xs, nkg, P, G, n, yg);
 }
 
 template <bool LO>
@@ -1026,8 +1081,10 @@ void cuda_linear_mma(dsv4_backend *be, const wdesc &w, int G, const float *x, in
         ms_ctx msc;
         const ms_ctx *ms = ntok == 8 && ms_ctx_for(be, J, G, P, msc) ? &msc : nullptr;
         fp8_pack(st, x + (size_t)t0 * ldx, ldx, xg, G, nc, ntok, (int)w.cols, nkg, ref, xp, xs);
-        if (ref) mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
-        else mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
+        if (ref)
+            mma_launch<false>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
+        else
+            mma_launch<true>(st, J, xp, xs, ntok, nkg, P, G, nc, yg, ms);
     }
 }
 
