@@ -1027,6 +1027,9 @@ static void test_linear(void **state)
             {f8[i], 12, 70, 512, 128, 128, .xpad = 4, .aq = true, .nonfinite = true},
             {f8[i], 8, 300, 8192, 128, 128, .ypad = 1, .aq = true},
             {f8[i], 2, 100, 1024, 128, 128, .xpad = 1, .aq = true},
+            /* hi + lo activations at 6 and 8 tokens: the streamed kernel's ring of three stages */
+            {f8[i], 8, 300, 1024, 128, 128, .xpad = 3},
+            {f8[i], 6, 70, 2048, 128, 128, .ypad = 1},
             /* prefill with unquantised activations on wgmma (k_wgf8: >= 64 tokens; FP8 E8M0 only), each token
              * alone (k_mma_fp8) bit for bit: a partial last group and row tile, 4 parts along K as a cluster, a
              * view with 64-column scale blocks, wo_a's no_act_quant, NaN/Inf */
@@ -1052,6 +1055,8 @@ static void test_linear(void **state)
     groups_case(8, 1, 40, 256, false);
     groups_case(8, 13, 40, 256, true);
     groups_case(8, 3, 64, 1024, true); /* decode: parts as a cluster */
+    groups_case(8, 8, 64, 1024, false); /* wo_a's shape, smaller, at 8 tokens with hi + lo */
+    groups_case(8, 5, 40, 512, false);
     groups_case(3, 7, 37, 144, false);
     groups_case(2, 5, 20, 129, false); /* the GEMV path */
     groups_case(8, 150, 64, 512, false); /* prefill: k_wgf8 with 8 row groups */
