@@ -61,6 +61,28 @@ def ab_rounds(path):
     return out
 
 
+def call_ab(d, call):
+    """ab_rounds of a session directory d's call (d/call/ab.txt)."""
+    return ab_rounds(os.path.join(d, call, "ab.txt"))
+
+
+def probe_runs(call_dir, file_re, row_re, key, col):
+    """A probe's table across runs: key(row match) -> "probe" / "cluster" -> float(column col) by run, over the
+    files of call_dir whose names match file_re (its group 1 "1": the probe's run) and their rows matching
+    row_re."""
+    res = {}
+    for name in sorted(os.listdir(call_dir)):
+        m = re.fullmatch(file_re, name)
+        if not m:
+            continue
+        for line in open(os.path.join(call_dir, name)):
+            f = re.match(row_re, line)
+            if f:
+                res.setdefault(key(f), {}).setdefault("probe" if m.group(1) == "1" else "cluster", []).append(
+                    float(f.group(col)))
+    return res
+
+
 def experts(path, kinds=r"ref\.|MXFP4|ref\. w4a8"):
     """bench_kernels' routed-experts rows: kind -> batch_B -> us, % of copy."""
     res = {}

@@ -6,33 +6,23 @@ tables (wob-probe/), the closing call's summary.txt and dsv4 bench's JSON; stand
 as summary_lib's (the per-layer weight-bytes floor)."""
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ab_rounds, head, pick, values  # noqa: E402
+from summary_lib import call_ab, head, pick, probe_runs, values  # noqa: E402
 
 
 def ab(call):
     """case -> variant -> [ms per step by round] from a call's ab.txt."""
-    return ab_rounds(os.path.join(D, call, "ab.txt"))
+    return call_ab(D, call)
 
 
 def wob_linears():
     """bench_kernels --linear-only: wo_b / wq_b's reference column (us) by batch, with and without the probe."""
-    res = {}
-    for name in sorted(os.listdir(os.path.join(D, "wob-probe"))):
-        m = re.fullmatch(r"lin-p(\d)-(\d)\.txt", name)
-        if not m:
-            continue
-        for line in open(os.path.join(D, "wob-probe", name)):
-            f = re.match(r"(wq_b|wo_b) \(FP8\)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)", line)
-            if f:
-                key = f"{f.group(1)} batch {f.group(2)}"
-                res.setdefault(key, {}).setdefault("probe" if m.group(1) == "1" else "cluster", []).append(
-                    float(f.group(3)))
-    return res
+    return probe_runs(os.path.join(D, "wob-probe"), r"lin-p(\d)-(\d)\.txt",
+                      r"(wq_b|wo_b) \(FP8\)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)",
+                      lambda f: f"{f.group(1)} batch {f.group(2)}", 3)
 
 
 AB = "decode_ms_per_step by case (bN: batch N, 8 Flash layers, prompt 16, 32 steps) and variant, three rounds " \

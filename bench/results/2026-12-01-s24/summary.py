@@ -11,28 +11,19 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ab_rounds, experts, head, pick, values  # noqa: E402
+from summary_lib import call_ab, experts, head, pick, probe_runs, values  # noqa: E402
 
 
 def ab(call):
     """case -> variant -> [ms per step by round] from a call's ab.txt."""
-    return ab_rounds(os.path.join(D, call, "ab.txt"))
+    return call_ab(D, call)
 
 
 def attn_probe():
     """bench_kernels --attn-only: us per call by row kind, batch and context, with and without the probe."""
-    res = {}
-    for name in sorted(os.listdir(os.path.join(D, "verify"))):
-        m = re.fullmatch(r"attn-p(\d)-(\d)\.txt", name)
-        if not m:
-            continue
-        for line in open(os.path.join(D, "verify", name)):
-            f = re.match(r"((?:CSA|HCA) \(\d+ rows\))\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line)
-            if f:
-                key = f"{f.group(1)} batch {f.group(2)} context {f.group(3)}"
-                res.setdefault(key, {}).setdefault("probe" if m.group(1) == "1" else "cluster", []).append(
-                    float(f.group(4)))
-    return res
+    return probe_runs(os.path.join(D, "verify"), r"attn-p(\d)-(\d)\.txt",
+                      r"((?:CSA|HCA) \(\d+ rows\))\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)",
+                      lambda f: f"{f.group(1)} batch {f.group(2)} context {f.group(3)}", 4)
 
 
 def experts_runs(call, pat):

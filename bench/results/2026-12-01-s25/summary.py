@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ab_rounds, head  # noqa: E402
+from summary_lib import call_ab, head  # noqa: E402
 
 WO_A_MB = 8 * 1024 * 4096 / 1e6  # wo_a's FP8 weight bytes a layer
 
@@ -35,7 +35,7 @@ def dur(call):
 
 
 def ab(call):
-    return ab_rounds(os.path.join(D, call, "ab.txt"))
+    return call_ab(D, call)
 
 
 AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps) and " \
