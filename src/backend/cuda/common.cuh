@@ -324,6 +324,7 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy);
 void cuda_wg8_init(void);
+void cuda_mma_init(void); /* mma.cu: the FP8 MMA kernels' shared memory, on every device */
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);

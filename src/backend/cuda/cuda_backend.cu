@@ -731,6 +731,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     cuda_indexer_init(im);
     cuda_moe_mma_init();
     cuda_wg8_init();
+    cuda_mma_init();
     be->name = "cuda";
     be->kv_bf16 = true;     /* compress, kv_store, attention and the indexer read and write BF16 cached rows */
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */

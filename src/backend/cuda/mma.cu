@@ -126,24 +126,33 @@ __device__ __forceinline__ mma_place mma_place_of(int nkg, int P, int ntok, int 
  * memory (P independent loads each), and stores them. A sum is
  * part 0 + part 1 + ... in that order whichever part adds it, so the bits
  * are those of part 0 adding every output. */
-template <int NTT>
+template <int NTT, bool DYN = false>
 __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p, int64_t rb, int nt0, int ntiles,
-                                           int64_t rows, int n, float *out, int ldy)
+                                           int64_t rows, int n, float *out, int ldy, float *dred = nullptr,
+                                           int dstride = 0)
 {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     constexpr int F = 2 * NTT * 4 * 32; /* a block's outputs, red[w] flattened as ((m NTT + i) 4 + e) 32 + lane */
-    __shared__ float red[MMA_WARPS][F];
+    /* warp w's sums: a static array, or (DYN) dred + w dstride (the warp's own ring, free after its loop) */
+    float *red0;
+    int rs;
+    if constexpr (DYN) {
+        red0 = dred, rs = dstride;
+    } else {
+        __shared__ float red[MMA_WARPS][F];
+        red0 = &red[0][0], rs = F;
+    }
 #pragma unroll
     for (int m = 0; m < 2; m++)
 #pragma unroll
         for (int i = 0; i < NTT; i++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) red[wid][((m * NTT + i) * 4 + e) * 32 + lane] = acc[m][i][e];
+            for (int e = 0; e < 4; e++) red0[wid * rs + ((m * NTT + i) * 4 + e) * 32 + lane] = acc[m][i][e];
     __syncthreads();
     if (wid == 0) {
         for (int q = 1; q < MMA_WARPS; q++)
 #pragma unroll
-            for (int f = 0; f < F; f += 32) red[0][f + lane] += red[q][f + lane];
+            for (int f = 0; f < F; f += 32) red0[f + lane] += red0[q * rs + f + lane];
     }
     /* output f: row rb + 16m + g (+ 8 for e >= 2), token 8 (nt0 + i) + 2t + (e & 1) */
     auto store = [&](int f, float v) {
@@ -154,10 +163,10 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
     };
     if (P == 1) {
         __syncthreads();
-        for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) store(f, red[0][f]);
+        for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) store(f, red0[f]);
         return;
     }
-    cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red[0], F, p, P, store);
+    cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red0, F, p, P, store);
 }
 
 /* The weights go through shared memory in a ring of MMA_STAGES stages per
@@ -171,7 +180,22 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
 struct mma_stage {
     uint4 w[32 * 4];
 };
-constexpr size_t mma_fp8_smem = (size_t)MMA_WARPS * MMA_STAGES * sizeof(mma_stage);
+/* k_mma_fp8 with hi + lo activations at one or two n tiles takes them through
+ * its ring (XR): a stage is the group's rows, then NTT x 2 KB of fragments and
+ * NTT x 8 scales; three stages a warp (three blocks an SM at two n tiles) */
+#define MMA_XR_STAGES 3
+__host__ __device__ constexpr bool mma_xr(int NTT, bool LO)
+{
+    return LO && NTT <= 2;
+}
+__host__ __device__ constexpr int mma_stage_bytes(int NTT, bool LO)
+{
+    return mma_xr(NTT, LO) ? 2048 + NTT * 2048 + NTT * 32 : 2048;
+}
+__host__ __device__ constexpr size_t mma_fp8_smem_of(int NTT, bool LO)
+{
+    return (size_t)MMA_WARPS * (mma_xr(NTT, LO) ? MMA_XR_STAGES : MMA_STAGES) * mma_stage_bytes(NTT, LO);
+}
 
 /* What a lane copies for every group: 16-byte chunks lane + 32i (stage row
  * (lane + 32i) / 4, unit (lane + 32i) % 4), zeros past the rows or a row's end. */
@@ -232,8 +256,15 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
     const int64_t rb = at.rb;
     w.row0 += (int64_t)grp * w.rows;
     float acc[2][NTT][4] = {};
+    /* XR: hi + lo activations at up to two n tiles come through the ring with
+     * the weights (their fragments and scales a stage each after the group's
+     * rows), three stages a warp; loaded where used they cost an L2 round
+     * trip a group (each use waits for every global load before it) */
+    constexpr bool XR = mma_xr(NTT, LO);
+    constexpr int ST = XR ? MMA_XR_STAGES : MMA_STAGES, SBY = mma_stage_bytes(NTT, LO);
     extern __shared__ uint4 mma_dyn[];
-    mma_stage *ring = (mma_stage *)mma_dyn + wid * MMA_STAGES;
+    char *wring = (char *)mma_dyn + (size_t)wid * ST * SBY;
+    auto stage = [&](int s) -> mma_stage & { return *(mma_stage *)(wring + s * SBY); };
     mma_src src;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -254,9 +285,30 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
                                     : nullptr;
         }
     const int kpb = w.bc / 64; /* 64-column groups per scale block */
+    /* XR: group kg's activation fragments (NTT x 2 KB, lane l copying bytes 16 l + 512 c; the second n tile,
+     * past ntiles, zero-filled) and its NTT x 8 tokens' scales (lane l < 8 NTT: token 8 nt0 + l) into stage s,
+     * uncommitted; the sources from lane bases set once */
+    const size_t xgs = (size_t)ntiles * 2048; /* bytes a group of the packed fragments */
+    const char *xsrc = (const char *)xp + ((size_t)grp * nkg * ntiles + nt0) * 2048 + 16 * lane;
+    const bool xt1 = nt0 + 1 < ntiles; /* the second n tile exists (the first always does) */
+    const bool xsok = lane < 8 || (NTT == 2 && lane < 16 && xt1);
+    const float *xssrc = xs + ((size_t)grp * ntok + (size_t)nt0 * 8 + (xsok ? lane : 0)) * nkg;
+    auto issue_x = [&](int s, int kg) {
+        char *d = wring + s * SBY + 2048 + 16 * lane;
+        const char *f = xsrc + (size_t)kg * xgs;
 #pragma unroll
-    for (int i = 0; i < MMA_STAGES - 1; i++) {
-        if (kg0 + i < kg1) mma_issue(ring[i], src, kg0 + i, lane);
+        for (int c = 0; c < NTT * 4; c++) {
+            if (c < 4)
+                cp_async<16>(d + 512 * c, f + 512 * c, true);
+            else
+                cp_async<16>(d + 512 * c, xt1 ? f + 512 * c : f, xt1);
+        }
+        if (lane < NTT * 8) cp_async<4>(wring + s * SBY + 2048 + NTT * 2048 + 4 * lane, xssrc + kg, xsok);
+    };
+#pragma unroll
+    for (int i = 0; i < ST - 1; i++) {
+        if (kg0 + i < kg1)
+            mma_issue(stage(i), src, kg0 + i, lane);
         else cp_async_commit();
     }
     float ws[2][2], wsn[2][2];
@@ -267,6 +319,16 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
      * pack, launched ahead of this one: programmatic dependent launch); its
      * output does */
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* XR: the first stages' activations, a group each after the weights' (the
+     * loop's waits, for all but the ST - 2 newest groups, see a group's
+     * weights and activations landed) */
+    if constexpr (XR) {
+#pragma unroll
+        for (int i = 0; i < ST - 1; i++) {
+            if (kg0 + i < kg1) issue_x(i, kg0 + i);
+            cp_async_commit();
+        }
+    }
     /* up to two n tiles (decode up to 16 tokens) the activations' fragments
      * and the weight scales are loaded a group ahead, in registers; with hi +
      * lo activations (LO) only the scales: at two n tiles the fragments held
@@ -304,11 +366,14 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
     }
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
-        cp_async_wait<MMA_STAGES - 2>(); /* group kg has landed (this lane's copies) */
-        __syncwarp();                    /* every lane's, and the stage read last is free */
-        const int nx = kg + MMA_STAGES - 1, ns = cur == 0 ? MMA_STAGES - 1 : cur - 1;
-        if (nx < kg1) mma_issue(ring[ns], src, nx, lane);
-        else cp_async_commit();
+        cp_async_wait<ST - 2>(); /* group kg has landed (this lane's copies) */
+        __syncwarp();            /* every lane's, and the stage read last is free */
+        const int nx = kg + ST - 1, ns = cur == 0 ? ST - 1 : cur - 1;
+        if (nx < kg1) {
+            if (XR) issue_x(ns, nx);
+            mma_issue(stage(ns), src, nx, lane);
+        } else
+            cp_async_commit();
         if (kg + 1 < kg1) mma_scales(srow, scol, wsn);
         if (++srem == kpb) srem = 0, scol++;
         if (PF && kg + 1 < kg1) load_bq(kg + 1, bqn);
@@ -317,7 +382,8 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
 #pragma unroll
         for (int m = 0; m < 2; m++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) q[m][h] = ring[cur].w[(16 * m + 8 * h + g) * 4 + t];
+            for (int h = 0; h < 2; h++) q[m][h] = stage(cur).w[(16 * m + 8 * h + g) * 4 + t];
+        const char *sx = wring + cur * SBY + 2048; /* XR: this group's fragments, then its scales */
 #pragma unroll
         for (int i = 0; i < NTT; i++) {
             const int nt = nt0 + i;
@@ -329,6 +395,9 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
                 uint32_t b[4];
                 if (PF) {
                     b[0] = bq[i][j].x, b[1] = bq[i][j].y, b[2] = bq[i][j].z, b[3] = bq[i][j].w;
+                } else if (XR) {
+                    const uint4 v = ((const uint4 *)sx)[(i * 4 + j) * 32 + lane];
+                    b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
                 } else if (LO) {
                     const uint4 v = __ldg((const uint4 *)xp + fb + j * 32);
                     b[0] = v.x, b[1] = v.y, b[2] = v.z, b[3] = v.w;
@@ -348,7 +417,12 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
                 }
             }
             /* epilogue of the group: c0,c1 = row g, tokens 2t, 2t+1; c2,c3 = row g+8 */
-            const float x0 = __ldg(xsr[i] + kg), x1 = __ldg(xsr[i] + nkg + kg);
+            float x0, x1;
+            if (XR) {
+                const float *sxs = (const float *)(sx + NTT * 2048) + i * 8 + 2 * t;
+                x0 = sxs[0], x1 = sxs[1];
+            } else
+                x0 = __ldg(xsr[i] + kg), x1 = __ldg(xsr[i] + nkg + kg);
 #pragma unroll
             for (int m = 0; m < 2; m++) {
                 acc[m][i][0] = grp_fma(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][i][0]);
@@ -364,10 +438,15 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
             for (int i = 0; i < NTT; i++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) bq[i][j] = bqn[i][j];
-        cur = cur == MMA_STAGES - 1 ? 0 : cur + 1;
+        cur = cur == ST - 1 ? 0 : cur + 1;
     }
     cp_async_wait<0>();
-    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
+    __syncwarp(); /* XR: every lane's copies landed before the ring holds the warp's sums */
+    if constexpr (XR)
+        mma_finish<NTT, true>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job], (float *)mma_dyn,
+                              ST * SBY / 4);
+    else
+        mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
 }
 
 /* ---- Decode (n <= 8 tokens): the same sums, streamed by fewer, longer-lived warps.
@@ -884,7 +963,8 @@ template <int NTT, bool LO>
 static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp, const float *xs, int ntok, int nkg,
                          int P, int G, int n, size_t yg)
 {
-    cuda_launch(k_mma_fp8<NTT, LO>, mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), mma_fp8_smem, st,
+    constexpr size_t smem = mma_fp8_smem_of(NTT, LO); /* above 48 KB: cuda_mma_init */
+    cuda_launch(k_mma_fp8<NTT, LO>, mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), smem, st,
                 P > 1 ? (unsigned)P : 0u, true, J, xp, xs, ntok, nkg, P, n, yg);
 }
 
@@ -1204,4 +1284,14 @@ extern "C" double dsv4_cuda_mma_rate(int fp8)
     /* per warp and step 8 MMAs of 16 x 8 x K multiply-adds, K = 16 (BF16) or 32 (E4M3) */
     const double flops = 2.0 * blocks * (threads / 32) * (double)iters * 8 * 16 * 8 * (fp8 ? 32 : 16);
     return flops / (ms * 1e-3) / 1e12;
+}
+
+/* The rings above 48 KB of dynamic shared memory (XR at two n tiles: 74.5 KB),
+ * on every device the backend opens. */
+void cuda_mma_init(void)
+{
+    CK(cudaFuncSetAttribute(k_mma_fp8<1, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)mma_fp8_smem_of(1, true)));
+    CK(cudaFuncSetAttribute(k_mma_fp8<2, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)mma_fp8_smem_of(2, true)));
 }
