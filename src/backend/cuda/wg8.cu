@@ -226,9 +226,24 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
         const int kpb = w.bc / 128; /* 128-column groups per scale block */
         const int64_t r0 = w.row0 + grp * rows;
         const uint8_t *scale = (const uint8_t *)w.scale;
-        for (int e = tid; e < 64 * ng; e += 128) {
-            const int r = e / ng, i = e - r * ng;
-            wsm[e] = rb + r < rows ? scale[(r0 + rb + r) / w.br * w.scale_cols + (kg0 + i) / kpb] : 0;
+        /* eight loads in flight a thread, then their stores; the rows' scale rows from one 64-bit division
+         * (each element's own was a subroutine call, which ptxas does not move loads across, and each load was
+         * stored at once: one DRAM round trip an element, ng / 2 before the first group, PDL's overlap
+         * permitting) */
+        const int64_t base = r0 + rb, q0 = base / w.br;
+        const uint32_t m0 = (uint32_t)(base - q0 * w.br), ubr = (uint32_t)w.br;
+        for (int e0 = 0; e0 < 64 * ng; e0 += 128 * 8) {
+            uint8_t v[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                const int e = e0 + tid + 128 * k, r = e / ng, i = e - r * ng;
+                v[k] = e < 64 * ng && rb + r < rows
+                           ? __ldg(scale + (q0 + (m0 + (uint32_t)r) / ubr) * w.scale_cols + (kg0 + i) / kpb)
+                           : (uint8_t)0;
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                if (e0 + tid + 128 * k < 64 * ng) wsm[e0 + tid + 128 * k] = v[k];
         }
     }
     asm volatile("griddepcontrol.wait;" ::: "memory");
