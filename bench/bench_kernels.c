@@ -21,6 +21,8 @@
  * split kernels beside the naive layout (one block per (token, head)) in the
  * same run; its bytes are the rows each sequence reads. Last, the tensor cores'
  * rate (BF16 and FP8 mma.sync, no memory traffic). Exit 77 without a GPU.
+ * DSV4_TUNE=FILE: the attention's kernel choices from a `dsv4 tune` file (as
+ * dsv4 serve takes them) instead of the built-in ones.
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@
 #include "backend/backend.h"
 #include "engine/sample.h"
 #include "engine/state.h"
+#include "engine/tune.h"
 
 #ifdef DSV4_HAVE_CUDA
 
@@ -351,6 +354,16 @@ int main(int argc, char **argv)
     if (!be) {
         fprintf(stderr, "bench_kernels: %s\n", err);
         return 1;
+    }
+    const char *tune = getenv("DSV4_TUNE");
+    if (tune && *tune) {
+        dsv4_tune t;
+        if (dsv4_tune_load(tune, be->device, &t, err, sizeof err) != DSV4_OK) {
+            fprintf(stderr, "bench_kernels: %s\n", err);
+            return 1;
+        }
+        dsv4_cuda_tune_set(&t);
+        printf("attention's kernel choices from %s\n", tune);
     }
     FILE *jf = json ? fopen(json, "w") : NULL;
     if (jf) fprintf(jf, "{\"device\": \"%s\", \"results\": [\n", be->device);

@@ -10,7 +10,8 @@
 
 #include "core/json_util.h"
 
-static const char *const sum_names[DSV4_SUM_COUNT] = {"parts16", "parts32", "parts64", "walk32", "walk64", "walk128"};
+static const char *const sum_names[DSV4_SUM_COUNT] = {"parts16", "parts32", "parts64", "walk32",
+                                                      "walk64",  "walk128", "one"};
 
 const char *dsv4_tune_sum_name(int sum) { return sum >= 0 && sum < DSV4_SUM_COUNT ? sum_names[sum] : "?"; }
 
@@ -107,7 +108,9 @@ dsv4_status dsv4_tune_load(const char *path, const char *device, dsv4_tune *t, c
         for (int k = 0; k < DSV4_SUM_COUNT; k++)
             if (!strcmp(json_string_value(sm), sum_names[k])) r.row[i].sum = k;
         if (r.row[i].sum < 0) {
-            snprintf(err, errlen, "%s: attention row %d: sum \"%s\" is not one of parts16, parts32, parts64, walk32",
+            snprintf(err, errlen,
+                     "%s: attention row %d: sum \"%s\" is not one of parts16, parts32, parts64, walk32, walk64, "
+                     "walk128, one",
                      path, i, json_string_value(sm));
             goto out;
         }

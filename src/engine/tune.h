@@ -25,7 +25,8 @@
 /* The weighted sum's layout: a cluster of 8 row parts per (token, 16 / 32 /
  * 64 dimensions), or one block per (token, 32 / 64 / 128 dimensions) walking
  * the parts (fewer dimensions per block: more blocks; more: the weights and
- * the row list read by fewer blocks). */
+ * the row list read by fewer blocks), or none: the scores, weights and sums
+ * of a (token, row part) in one block, a cluster of the parts ("one"). */
 enum {
     DSV4_SUM_PARTS16,
     DSV4_SUM_PARTS32,
@@ -33,6 +34,8 @@ enum {
     DSV4_SUM_WALK32,
     DSV4_SUM_WALK64,
     DSV4_SUM_WALK128,
+    DSV4_SUM_ONE, /* no separate weighted sum: one pass over the rows (attn.cu's k_attn_one) where it fits,
+                   * else parts32 */
     DSV4_SUM_COUNT
 };
 
@@ -69,7 +72,7 @@ static inline const dsv4_attn_choice *dsv4_tune_pick(const dsv4_tune *t, int n_t
     return &t->row[t->n - 1];
 }
 
-const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk128" */
+const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk128", "one" */
 
 /* Checks a table (rows as described above): DSV4_OK or DSV4_ERR_INVALID with the reason. */
 dsv4_status dsv4_tune_check(const dsv4_tune *t, char *err, size_t errlen);

@@ -86,6 +86,15 @@ static void test_round_trip(void **state)
     assert_int_equal(dsv4_tune_pick(&r, 32)->sum, DSV4_SUM_PARTS64);
     assert_int_equal(dsv4_tune_pick(&r, 33)->sum, DSV4_SUM_WALK32);
     assert_int_equal(dsv4_tune_pick(&r, 100000)->sum, DSV4_SUM_WALK32);
+    /* every choice by its name (a row each) */
+    dsv4_tune all = {.n = DSV4_SUM_COUNT};
+    for (int k = 0; k < DSV4_SUM_COUNT; k++) all.row[k] = (dsv4_attn_choice){k + 1, 16, k};
+    all.row[DSV4_SUM_COUNT - 1].max_tokens = 0;
+    assert_int_equal(dsv4_tune_save(path, dev, &all, NULL, err, sizeof err), DSV4_OK);
+    assert_int_equal(dsv4_tune_load(path, dev, &r, err, sizeof err), DSV4_OK);
+    assert_int_equal(r.n, DSV4_SUM_COUNT);
+    for (int k = 0; k < DSV4_SUM_COUNT; k++) assert_int_equal(r.row[k].sum, k);
+    assert_string_equal(dsv4_tune_sum_name(DSV4_SUM_ONE), "one");
     /* an invalid table is not written */
     dsv4_tune bad = t;
     bad.row[2].max_tokens = 7;

@@ -772,6 +772,251 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     cl.sync(); /* every part's shared memory stays until all have read it */
 }
 
+/* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
+ * (token, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same bits.
+ * A cluster of the AM_PARTS parts of a token (the parts' rows split as k_attn_pv's: am_part_lo): block p
+ * copies the token's BF16 q and its part's rows to shared memory once (cp.async), takes the part's scores
+ * (k_attn_qk's MMA chain over the dimensions in order, its permutation of K), its heads' maxima, the
+ * token's maxima from the cluster's (a max is exact in any order), then for its own heads (HP of them)
+ * the denominators in k_attn_md16's order (lane l's pairs 2 l + 64 k across the parts, through
+ * distributed shared memory, then the butterfly), the part's weights exp(s - max) as BF16 A fragments,
+ * and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The
+ * parts' sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does.
+ * Rows and q go through shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks
+ * swizzled within each 128 (chunk c of row r at c ^ af_swz(r)): the scores' fragment loads (two rows x
+ * four chunks a quarter warp) and the weighted sum's ldmatrix.trans (eight rows x one chunk) both meet
+ * eight distinct bank groups. */
+#define AF_WARPS 16
+
+__host__ __device__ constexpr int af_stride(int hd)
+{
+    return (hd * 2 + 127) & ~127;
+}
+__device__ __forceinline__ int af_chunk(int r, int c)
+{
+    return (c & ~7) | ((c ^ (((r & 1) << 2) | ((r >> 1) & 3))) & 7);
+}
+
+/* The rows of a part, padded to 16, for a row bound of max_rows (am_part_lo: at most nr / 8 + 16 a part). */
+static int af_part_rows(int max_rows)
+{
+    return ((max_rows + AM_PARTS - 1) / AM_PARTS + 16 + 15) & ~15;
+}
+
+struct af_lay {
+    size_t qs, ks, ob, sc, pf, rp, mx, total;
+};
+
+/* Shared memory of k_attn_one: q and the rows (the parts' sums over them after the weighted sum), the
+ * scores (H16 x (RP + 8) floats), the weights' fragments, the rows' addresses, maxima and denominators. */
+__host__ __device__ inline af_lay af_layout(int H16, int hd, int RP)
+{
+    af_lay L;
+    const size_t st = (size_t)af_stride(hd), qk = (size_t)(H16 + RP) * st, ob = (size_t)H16 * (hd + 8) * 4;
+    L.qs = 0;
+    L.ks = (size_t)H16 * st;
+    L.ob = 0;
+    L.sc = qk > ob ? qk : ob;
+    L.pf = L.sc + (size_t)H16 * (RP + 8) * 4;
+    L.rp = L.pf + (size_t)(H16 / 16) * (RP / 16) * 512;
+    L.mx = L.rp + (size_t)RP * sizeof(float *);
+    L.total = L.mx + 3 * 64 * sizeof(float);
+    return L;
+}
+
+__global__ void __launch_bounds__(32 * AF_WARPS, 1)
+    k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
+               const int32_t *page_table, const uint16_t *qb, const float *kv_new, const int32_t *idx,
+               const int32_t *cnt, int RP, float *out)
+{
+    extern __shared__ __align__(128) unsigned char af_sm[];
+    const int hd = A.hd, st = af_stride(hd), H16 = (A.H + 15) & ~15, SR = RP + 8, KSP = RP >> 4;
+    const af_lay L = af_layout(H16, hd, RP);
+    unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
+    float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
+    uint16_t *pf = (uint16_t *)(af_sm + L.pf);
+    const float **rps = (const float **)(af_sm + L.rp);
+    float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 64, *dn = lmx + 128;
+    const int t = blockIdx.x, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3;
+    const dsv4_seg s = segs[tok_seg[t]];
+    const int64_t pos = posv[t];
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
+    const int r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+    const int HP = (A.H + AM_PARTS - 1) / AM_PARTS; /* heads whose sums and denominators this part owns */
+    for (int r = tid; r < np; r += blockDim.x)
+        rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
+    __syncthreads();
+    /* the rows: the cached ones now (everything before k_attn_qpack is complete), the step's own (packed by
+     * k_attn_qpack) and q after the wait; rows np .. np16 zeros (their weights are 0, their values must be) */
+    const int C16 = hd / 8; /* 16-byte chunks a row */
+    auto issue_rows = [&](bool step) {
+        for (int e = tid; e < np16 * C16; e += blockDim.x) {
+            const int r = e / C16, c = e % C16;
+            const int64_t qp = lo + r0 + r; /* a window row's position */
+            const bool ok = r < np, mine = ok && r0 + r < nwin && qp >= s.pos0;
+            if (mine != step) continue;
+            const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? 8 * c : 0);
+            cp_async16_any(ks + (size_t)r * st + 16 * af_chunk(r, c), ok ? src : (const uint16_t *)qb, ok);
+        }
+        cp_async_commit();
+    };
+    if (np16) issue_rows(false);
+    /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
+     * the block's threads are a multiple of the pairs a head has) */
+    int dc = 2 * (tid % (hd >> 1));
+    float dcs = 0.0f, dsn = 0.0f;
+    if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q and the step's BF16 rows */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (np16) issue_rows(true);
+    for (int e = tid; e < H16 * C16; e += blockDim.x) {
+        const int h = e / C16, c = e % C16;
+        cp_async<16>(qs + (size_t)h * st + 16 * af_chunk(h, c), qb + ((size_t)t * A.H + (h < A.H ? h : 0)) * hd + 8 * c,
+                     h < A.H);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    /* the scores: warp (heads 16 hg .., row tiles rq, rq + 4, ...), four 8-row tiles at a time */
+    const int hg = w & 3, rq = w >> 2;
+    if (16 * hg < A.H)
+        for (int i0 = rq; 8 * i0 < np16; i0 += 16) {
+            float acc[4][4];
+#pragma unroll
+            for (int n = 0; n < 4; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+            for (int d0 = 0; d0 < hd; d0 += 32) {
+                const int c = d0 / 8 + tq;
+                const uint4 a = *(const uint4 *)(qs + (16 * hg + g) * st + 16 * af_chunk(16 * hg + g, c));
+                const uint4 b8 = *(const uint4 *)(qs + (16 * hg + g + 8) * st + 16 * af_chunk(16 * hg + g + 8, c));
+#pragma unroll
+                for (int n = 0; n < 4; n++) {
+                    const int r = 8 * (i0 + 4 * n) + g;
+                    if (8 * (i0 + 4 * n) >= np16) break;
+                    const uint4 k = *(const uint4 *)(ks + r * st + 16 * af_chunk(r, c));
+                    mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
+                    mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
+                }
+            }
+#pragma unroll
+            for (int n = 0; n < 4; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int h = 16 * hg + g + 8 * (e >> 1), j = 8 * (i0 + 4 * n) + 2 * tq + (e & 1);
+                    if (j < np) sc[h * SR + j] = acc[n][e] * A.scale;
+                }
+        }
+    __syncthreads();
+    { /* the part's maxima: eight threads a head */
+        const int h = tid >> 3, sub = tid & 7;
+        float m = -INFINITY;
+        if (h < A.H)
+            for (int j = sub; j < np; j += 8) m = fmaxf(m, sc[h * SR + j]);
+        for (int o = 4; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (sub == 0 && h < 64) lmx[h] = m;
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync(); /* every part's scores and maxima */
+    if (tid < A.H) {
+        float m = -INFINITY;
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, cl.map_shared_rank(lmx, q)[tid]);
+        mxa[tid] = m;
+    }
+    __syncthreads();
+    /* the denominators of this part's heads, in k_attn_md16's order: lane l's pairs 2 l + 64 k (a pair is
+     * in one part: parts start at multiples of 16), then the butterfly, then the sink */
+    if (w < HP && p * HP + w < A.H) {
+        const int h = p * HP + w, n16 = (nr + 15) & ~15;
+        const float mx = mxa[h];
+        int plo[AM_PARTS];
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) plo[q] = am_part_lo(nr, q);
+        float sum = 0;
+#pragma unroll 4
+        for (int j = 2 * lane; j < n16; j += 64) {
+            float e0 = 0, e1 = 0;
+            if (j < nr) {
+                int q = 0, jq = j; /* the part holding row j, j's row there (no indexing: registers) */
+#pragma unroll
+                for (int k = 1; k < AM_PARTS; k++)
+                    if (j >= plo[k]) q = k, jq = j - plo[k];
+                const float2 v = *(const float2 *)(cl.map_shared_rank(sc, q) + h * SR + jq);
+                e0 = expf(v.x - mx);
+                if (j + 1 < nr) e1 = expf(v.y - mx);
+            }
+            sum += e0;
+            sum += e1;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) dn[w] = sum + expf(A.sinks[h] - mx);
+    }
+    /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero) */
+    for (int e = tid; e < H16 * (np16 >> 1); e += blockDim.x) {
+        const int h = e / (np16 >> 1), j = 2 * (e % (np16 >> 1)), jg = r0 + j;
+        float e0 = 0, e1 = 0;
+        if (h < A.H && jg < nr) {
+            const float mx = mxa[h];
+            e0 = expf(sc[h * SR + j] - mx);
+            if (jg + 1 < nr) e1 = expf(sc[h * SR + j + 1] - mx);
+        }
+        *(uint32_t *)(pf + am_frag(0, H16 >> 4, KSP, h, j)) = bf2_rn(e0, e1);
+    }
+    __syncthreads();
+    /* the part's weighted sum: warp (heads 16 hg .., dimensions hd / 4 dq ..), 16-row steps in order */
+    const int dq = w >> 2, NQ = hd / 32; /* 8-dimension tiles a warp */
+    float acc[16][4];
+#pragma unroll
+    for (int n = 0; n < 16; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    if (16 * hg < A.H)
+        for (int k = 0; k < np16 >> 4; k++) {
+            const uint4 a = ((const uint4 *)pf)[(hg * KSP + k) * 32 + lane];
+            const int r = 16 * k + (lane & 15);
+#pragma unroll
+            for (int n = 0; n < 16; n++) {
+                if (n >= NQ) break;
+                uint32_t b0, b1;
+                ldsm_x2_trans(b0, b1, ks + r * st + 16 * af_chunk(r, dq * NQ + n));
+                mma_bf16(acc[n], a.x, a.y, a.z, a.w, b0, b1);
+            }
+        }
+    __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
+    if (16 * hg < A.H)
+#pragma unroll
+        for (int n = 0; n < 16; n++) {
+            if (n >= NQ) break;
+#pragma unroll
+            for (int e = 0; e < 4; e += 2) {
+                const int h = 16 * hg + g + 8 * (e >> 1), d = 8 * (dq * NQ + n) + 2 * tq;
+                *(float2 *)(ob + h * (hd + 8) + d) = make_float2(acc[n][e], acc[n][e + 1]);
+            }
+        }
+    cl.sync(); /* every part's sums */
+    /* this part's heads: the parts' sums in part order, divided, de-rotated (column pairs) */
+    const int hp = p * HP;
+    for (int e = tid; e < HP * (hd >> 1); e += blockDim.x) {
+        const int hi = e / (hd >> 1), h = hp + hi, c = 2 * (e % (hd >> 1));
+        if (h >= A.H) break;
+        float2 v = *(const float2 *)(cl.map_shared_rank(ob, 0) + h * (hd + 8) + c);
+#pragma unroll
+        for (int q = 1; q < AM_PARTS; q++) {
+            const float2 o = *(const float2 *)(cl.map_shared_rank(ob, q) + h * (hd + 8) + c);
+            v.x += o.x;
+            v.y += o.y;
+        }
+        const float d = dn[hi];
+        float v0 = v.x / d, v1 = v.y / d;
+        if (A.ofreq) {
+            if (c != dc) dc = c, attn_derot_cs(A, pos, c, dcs, dsn);
+            attn_derot2(A, c, dcs, dsn, v0, v1);
+        }
+        *(float2 *)(out + ((size_t)t * A.H + h) * hd + c) = make_float2(v0, v1);
+    }
+    cl.sync(); /* every part's shared memory stays until all have read it */
+}
+
 static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */
 extern "C" void dsv4_cuda_attn_layout(int layout) { attn_layout = layout; }
 
@@ -800,9 +1045,34 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
     cuda_launch(kern, grid, dim3((unsigned)threads), smem, st, cluster ? grid.z : 0u, pdl, args...);
 }
 
-/* More than 48 KB of dynamic shared memory for the tensor-core scores (cuda_kernels_init). */
-void cuda_attn_init(void)
+/* k_attn_one's dynamic shared memory at most, and whether its clusters fit on this GPU with that much
+ * (cuda_attn_init) */
+static size_t af_smem_max;
+static bool af_fits;
+
+/* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
+void cuda_attn_init(size_t smem_optin)
 {
+    {
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, k_attn_one));
+        af_smem_max = smem_optin > fa.sharedSizeBytes ? smem_optin - fa.sharedSizeBytes : 0;
+        CK(cudaFuncSetAttribute(k_attn_one, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1, 1, AM_PARTS);
+        cfg.blockDim = dim3(32 * AF_WARPS);
+        cfg.dynamicSmemBytes = af_smem_max;
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = 1;
+        at.val.clusterDim.y = 1;
+        at.val.clusterDim.z = AM_PARTS;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        int nc = 0;
+        af_fits = cudaOccupancyMaxActiveClusters(&nc, k_attn_one, &cfg) == cudaSuccess && nc > 0;
+        (void)cudaGetLastError();
+    }
     CK(cudaFuncSetAttribute(k_attn_qk<1, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)am_qk_smem(1, HS_MAXD, false)));
     CK(cudaFuncSetAttribute(k_attn_qk<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -906,6 +1176,16 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
+            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits) { /* one pass over the rows where they fit */
+                const int RP = af_part_rows(max_rows);
+                const size_t sm = af_layout((H + 15) & ~15, hd, RP).total;
+                if (sm <= af_smem_max) {
+                    launch_attn(k_attn_one, dim3((unsigned)nt, 1, AM_PARTS), 32 * AF_WARPS, sm, im->stream, true, true,
+                                A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
+                                (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP, out);
+                    return A.ofreq != NULL;
+                }
+            }
             launch_attn(small ? (A.bf16 ? k_attn_qk<1, true> : k_attn_qk<1, false>)
                               : (A.bf16 ? k_attn_qk<4, true> : k_attn_qk<4, false>),
                         dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256, smem, im->stream, false, true, A,

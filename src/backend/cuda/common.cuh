@@ -330,7 +330,7 @@ enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);
 /* Kernel attributes set once per backend, at its creation: more than 48 KB
  * of dynamic shared memory for the kernels that take it. */
-void cuda_attn_init(void);
+void cuda_attn_init(size_t smem_optin);
 void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
 /* The largest K (hidden size, expert width) of the W4A8 expert kernels (dsv4_backend.moe_a8_kmax). */

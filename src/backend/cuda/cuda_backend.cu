@@ -727,7 +727,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     im->stream = im->queue[0];
     CK(cudaEventCreateWithFlags(&im->fork_ev, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&im->join_ev, cudaEventDisableTiming));
-    cuda_attn_init();
+    cuda_attn_init(im->smem_optin);
     cuda_indexer_init(im);
     cuda_moe_mma_init();
     cuda_wg8_init();
