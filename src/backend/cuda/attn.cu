@@ -501,11 +501,14 @@ __global__ void __launch_bounds__(256)
         }
     };
     /* 16-byte pieces (4-byte ones from a row not so aligned) */
-    auto issue_chunk = [&](int c, unsigned char *dst) {
+    /* which: 0 every row, 1 the cached rows (complete before k_attn_qpack), 2 the step's own (k_attn_qpack
+     * packs them: after the wait) */
+    auto issue_chunk = [&](int c, unsigned char *dst, int which) {
         constexpr int C8 = CH / 8;
         for (int e = tid; e < RT * C8; e += 256) {
             const int r = e / C8, d = c + 8 * (e % C8);
             const bool ok = r < nt && d < hd; /* hd % 32 == 0: the piece is whole */
+            if (which && (ok && j0 + r < nwin && lo + j0 + r >= s.pos0) != (which == 2)) continue;
             const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? d : 0);
             unsigned char *dp = dst + r * kst + 16 * (e % C8);
             /* cp_async16_any, written out: the call schedules this kernel's loop otherwise (the same work) */
@@ -518,11 +521,12 @@ __global__ void __launch_bounds__(256)
         cp_async_commit();
     };
     if (BF)
-        issue_chunk(0, kt[0]);
+        issue_chunk(0, kt[0], 1);
     else
         load_chunk(0);
-    asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q (launched with PDL) */
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q and BF16 rows (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    if (BF) issue_chunk(0, kt[0], 2);
     /* the token's BF16 q (heads past H zero) without registers */
     const int H16 = (A.H + 15) & ~15, q16 = hd / 8;
     for (int e = tid; e < H16 * q16; e += 256) {
@@ -540,7 +544,7 @@ __global__ void __launch_bounds__(256)
         if (BF) {
             cp_async_wait<0>(); /* this chunk (and q) */
             __syncthreads();    /* ... for every thread; the MMAs of the chunk before are done with the other tile */
-            if (c + CH < hd) issue_chunk(c + CH, kt[(ci + 1) & 1]);
+            if (c + CH < hd) issue_chunk(c + CH, kt[(ci + 1) & 1], 0);
         } else {
             if (c == 0) cp_async_wait<0>();
             __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
