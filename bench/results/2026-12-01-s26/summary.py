@@ -91,6 +91,8 @@ res = {
         "decode_v2": {"layout": AB + "; new = main (e303340 + k_attn_one v2), base = 7dec4dd, one = new with "
                                      "DSV4_TUNE=one.json", "runs": call_ab(D, "one2")},
     },
+    "qk_wait": {"what": "k_attn_qk copying the step's own BF16 rows after griddepcontrol.wait (8796d69) against "
+                        "7dec4dd ('base')", "decode": {"layout": AB, "runs": call_ab(D, "qk-wait")}},
 }
 json.dump(res, sys.stdout, indent=1)
 print()
