@@ -245,6 +245,31 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
     return (((size_t)t * HG + (h >> 4)) * KS + (j >> 4)) * 256 + lane * 8 + reg * 2 + (jr & 1);
 }
 
+/* The denominator of a (token, head) in reference numerics' fixed order: lane l adds exp(s - mx) of its row
+ * pairs 2 l, 2 l + 1 (+ 64 k) in order, then the butterfly, then the sink's mass. pair(j): the scores j, j + 1
+ * (j < nr; j + 1 may be past it); put(j, e0, e1): the pair's terms (zeros past nr) for the weights. k_attn_md16
+ * and k_attn_one both sum through it: the same bits by construction. */
+template <class P, class W>
+__device__ __forceinline__ float am_den(const attn_args &A, int h, int nr, float mx, P pair, W put)
+{
+    const int lane = threadIdx.x & 31, n16 = (nr + 15) & ~15;
+    float sum = 0;
+#pragma unroll 4
+    for (int j = 2 * lane; j < n16; j += 64) {
+        float e0 = 0, e1 = 0;
+        if (j < nr) {
+            const float2 v = pair(j);
+            e0 = expf(v.x - mx);
+            if (j + 1 < nr) e1 = expf(v.y - mx);
+        }
+        sum += e0;
+        sum += e1;
+        put(j, e0, e1);
+    }
+    sum = warp_sum(sum);
+    return sum + expf(A.sinks[h] - mx);
+}
+
 /* The max, sum and weights for the tensor cores: a warp per (token, head),
  * a lane taking row pairs 2 l, 2 l + 1 (+ 64 k); the max and the sum in a
  * fixed order (each lane's pairs in order, then the butterfly); the weights
@@ -260,7 +285,7 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
     int nwin;
-    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), n16 = (nr + 15) & ~15;
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     const float *sc = scores + (size_t)gw * A.max_rows; /* 8-byte aligned: max_rows is a multiple of 16 */
@@ -271,21 +296,10 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
         mx = fmaxf(mx, j + 1 < nr ? fmaxf(v.x, v.y) : v.x);
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0;
-#pragma unroll 4
-    for (int j = 2 * lane; j < n16; j += 64) {
-        float e0 = 0, e1 = 0;
-        if (j < nr) {
-            const float2 v = *(const float2 *)(sc + j);
-            e0 = expf(v.x - mx);
-            if (j + 1 < nr) e1 = expf(v.y - mx);
-        }
-        sum += e0;
-        sum += e1;
-        *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1);
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) den[gw] = sum + expf(A.sinks[h] - mx);
+    const float d = am_den(
+        A, h, nr, mx, [&](int j) { return *(const float2 *)(sc + j); },
+        [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); });
+    if (lane == 0) den[gw] = d;
 }
 
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
@@ -933,29 +947,22 @@ __global__ void __launch_bounds__(32 * AF_WARPS, 1)
     /* the denominators of this part's heads, in k_attn_md16's order: lane l's pairs 2 l + 64 k (a pair is
      * in one part: parts start at multiples of 16), then the butterfly, then the sink */
     if (w < HP && p * HP + w < A.H) {
-        const int h = p * HP + w, n16 = (nr + 15) & ~15;
+        const int h = p * HP + w;
         const float mx = mxa[h];
         int plo[AM_PARTS];
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) plo[q] = am_part_lo(nr, q);
-        float sum = 0;
-#pragma unroll 4
-        for (int j = 2 * lane; j < n16; j += 64) {
-            float e0 = 0, e1 = 0;
-            if (j < nr) {
+        const float d = am_den(
+            A, h, nr, mx,
+            [&](int j) {
                 int q = 0, jq = j; /* the part holding row j, j's row there (no indexing: registers) */
 #pragma unroll
                 for (int k = 1; k < AM_PARTS; k++)
                     if (j >= plo[k]) q = k, jq = j - plo[k];
-                const float2 v = *(const float2 *)(cl.map_shared_rank(sc, q) + h * SR + jq);
-                e0 = expf(v.x - mx);
-                if (j + 1 < nr) e1 = expf(v.y - mx);
-            }
-            sum += e0;
-            sum += e1;
-        }
-        sum = warp_sum(sum);
-        if (lane == 0) dn[w] = sum + expf(A.sinks[h] - mx);
+                return *(const float2 *)(cl.map_shared_rank(sc, q) + h * SR + jq);
+            },
+            [](int, float, float) {});
+        if (lane == 0) dn[w] = d;
     }
     /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero) */
     for (int e = tid; e < H16 * (np16 >> 1); e += blockDim.x) {
