@@ -3,7 +3,8 @@
     python3 bench/results/2026-12-01-s26/summary.py > bench/results/h200-2026-12-01-v46.json
 Reads mma-both's ncu kernel durations (dur-<kernel>-<new|base>-b<B>.txt), the calls' ab.txt
 (scripts/gpu_ab.sh), the attention tables (attn-<one|auto>.txt: bench_kernels --attn-only), dsv4 tune's table
-(one/tune.txt) and the ncu details of k_attn_one (one-ncu/details-b<B>.txt); standard library only."""
+(one/tune.txt), the ncu details of k_attn_one (one-ncu/details-b<B>.txt) and the closing call's summary.txt and
+dsv4 bench's JSON (summary_lib.head); standard library only."""
 import json
 import os
 import re
@@ -11,7 +12,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_ab  # noqa: E402
+from summary_lib import call_ab, head  # noqa: E402
 
 
 def dur(call):
@@ -91,6 +92,7 @@ res = {
         "decode_v2": {"layout": AB + "; new = main (e303340 + k_attn_one v2), base = 7dec4dd, one = new with "
                                      "DSV4_TUNE=one.json", "runs": call_ab(D, "one2")},
     },
+    "head": head(os.path.join(D, "closing"), "the closing call (c0595f9, scripts/gpu_head.sh), two runs each"),
     "qk_wait": {"what": "k_attn_qk copying the step's own BF16 rows after griddepcontrol.wait (8796d69) against "
                         "7dec4dd ('base')", "decode": {"layout": AB, "runs": call_ab(D, "qk-wait")}},
 }

@@ -1,0 +1,36 @@
+#!/bin/sh
+# On the GPU machine (after scripts/gpu_pack.sh): the head figures a session closes with, into $OUT —
+# decode at batch 1 / 8 / 16 / 64 and 16 sequences at a 128k context, HEAD_RUNS runs each (default 2; 8
+# Flash layers, reference numerics, prompt 16, 32 steps: d<B>-c<C>-<i>.txt), a 4,096-token prefill
+# HEAD_RUNS times (pf-<i>.txt), one line each into $OUT/summary.txt (what bench/results/summary_lib.head
+# reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
+# concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json). The machine's clocks into
+# $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh).
+set -u
+cd "$(dirname "$0")/.."
+. scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv > "$OUT/machine.txt" 2>&1
+T=$(mktemp -d)
+$B/dsv4 mkmodel --preset flash --layers 8 --sparse -o "$T/f8" > /dev/null 2>&1 || { echo "gpu_head: mkmodel failed"; exit 1; }
+BC="-m $T/f8 --backend cuda --fill-random --numerics reference"
+for i in $(seq 1 "${HEAD_RUNS:-2}"); do
+  for c in "1 0" "8 0" "16 0" "64 0" "16 131072"; do
+    set -- $c
+    cx=
+    [ "$2" -gt 0 ] && cx="--context $2"
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_cpu $BC --prompt 16 --decode 32 --batch "$1" $cx > "$OUT/d$1-c$2-$i.txt" 2>&1
+    echo "d$1-c$2-$i: $(grep -m1 '^model ' "$OUT/d$1-c$2-$i.txt" | sed 's/.*decode //; s/ (graphs.*//')" | tee -a "$OUT/summary.txt"
+  done
+done
+for i in $(seq 1 "${HEAD_RUNS:-2}"); do
+  # shellcheck disable=SC2086
+  timeout 60 $B/bench_cpu $BC --prompt 4096 --decode 2 > "$OUT/pf-$i.txt" 2>&1
+  echo "pf-$i: $(grep -m1 '^model' "$OUT/pf-$i.txt" | sed 's/.*prefill //; s/ (graphs.*//; s/decode.*//')" | tee -a "$OUT/summary.txt"
+done
+rm -rf "$T"
+if [ "${HEAD_SERVE:-1}" = 1 ]; then
+  TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 timeout 220 sh scripts/gpu_suite.sh > "$OUT/serve.txt" 2>&1
+  echo "serve rc=$?"
+  grep -A1 "conc" "$OUT/serve.txt" | grep -v "^--" | grep -v conc
+fi
