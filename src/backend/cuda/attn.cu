@@ -791,20 +791,20 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 }
 
 /* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
- * (token, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same bits.
- * A cluster of the AM_PARTS parts of a token (the parts' rows split as k_attn_pv's: am_part_lo): block p
- * copies the token's BF16 q and its part's rows to shared memory once (cp.async), takes the part's scores
- * (k_attn_qk's MMA chain over the dimensions in order, its permutation of K), its heads' maxima, the
- * token's maxima from the cluster's (a max is exact in any order), then for its own heads (HP of them)
- * the denominators in k_attn_md16's order (lane l's pairs 2 l + 64 k across the parts, through
- * distributed shared memory, then the butterfly), the part's weights exp(s - max) as BF16 A fragments,
- * and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The
- * parts' sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does.
- * Rows and q go through shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks
- * swizzled within each 128 (chunk c of row r at c ^ af_swz(r)): the scores' fragment loads (two rows x
- * four chunks a quarter warp) and the weighted sum's ldmatrix.trans (eight rows x one chunk) both meet
- * eight distinct bank groups. */
-#define AF_WARPS 16
+ * (token, 16 heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
+ * bits. A cluster of the AM_PARTS parts of a token's 16 heads (the parts' rows split as k_attn_pv's:
+ * am_part_lo): block p copies the 16 heads' BF16 q and its part's rows to shared memory once (cp.async, a
+ * warp a row), takes the part's scores (k_attn_qk's MMA chain over the dimensions in order, its
+ * permutation of K), the heads' maxima, the cluster's (a max is exact in any order), then for its own two
+ * heads (2 p, 2 p + 1) the denominators in k_attn_md16's order (am_den, reading the scores across the parts
+ * through distributed shared memory), the part's weights exp(s - max) as BF16 A fragments, and the part's
+ * weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The parts' sums are added
+ * in part order by the heads' owners, divided and de-rotated as k_attn_pv does. Rows and q go through
+ * shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
+ * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
+ * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
+#define AF_WARPS    8
+#define AF_MAX_ROWS 96 /* a part's rows (padded) k_attn_one takes: CSA's 640 rows, HCA's to a ~66k context */
 
 __host__ __device__ constexpr int af_stride(int hd)
 {
@@ -842,46 +842,44 @@ __host__ __device__ inline af_lay af_layout(int H16, int hd, int RP)
     return L;
 }
 
-__global__ void __launch_bounds__(32 * AF_WARPS, 1)
+__global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const uint16_t *qb, const float *kv_new, const int32_t *idx,
                const int32_t *cnt, int RP, float *out)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
-    const int hd = A.hd, st = af_stride(hd), H16 = (A.H + 15) & ~15, SR = RP + 8, KSP = RP >> 4;
-    const af_lay L = af_layout(H16, hd, RP);
+    const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
+    const af_lay L = af_layout(16, hd, RP);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
     const float **rps = (const float **)(af_sm + L.rp);
-    float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 64, *dn = lmx + 128;
-    const int t = blockIdx.x, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const int g = lane >> 2, tq = lane & 3;
+    float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 16, *dn = lmx + 32;
+    const int t = blockIdx.x, h0 = 16 * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < 16 ? A.H - h0 : 16; /* this block's heads */
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
     const int r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
-    const int HP = (A.H + AM_PARTS - 1) / AM_PARTS; /* heads whose sums and denominators this part owns */
     for (int r = tid; r < np; r += blockDim.x)
         rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
     __syncthreads();
-    /* the rows: the cached ones now (everything before k_attn_qpack is complete), the step's own (packed by
-     * k_attn_qpack) and q after the wait; rows np .. np16 zeros (their weights are 0, their values must be) */
-    const int C16 = hd / 8; /* 16-byte chunks a row */
+    /* the rows, a warp a row: the cached ones now (everything before k_attn_qpack is complete), the step's
+     * own (packed by k_attn_qpack) and q after the wait; rows np .. np16 zeros (their weights are 0, their
+     * values must be too) */
     auto issue_rows = [&](bool step) {
-        for (int e = tid; e < np16 * C16; e += blockDim.x) {
-            const int r = e / C16, c = e % C16;
-            const int64_t qp = lo + r0 + r; /* a window row's position */
-            const bool ok = r < np, mine = ok && r0 + r < nwin && qp >= s.pos0;
+        for (int r = w; r < np16; r += AF_WARPS) {
+            const bool ok = r < np, mine = ok && r0 + r < nwin && lo + r0 + r >= s.pos0;
             if (mine != step) continue;
-            const uint16_t *src = (const uint16_t *)rps[ok ? r : 0] + (ok ? 8 * c : 0);
-            cp_async16_any(ks + (size_t)r * st + 16 * af_chunk(r, c), ok ? src : (const uint16_t *)qb, ok);
+            const uint16_t *src = ok ? (const uint16_t *)rps[r] : qb;
+            for (int c = lane; c < C16; c += 32)
+                cp_async16_any(ks + (size_t)r * st + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
         }
         cp_async_commit();
     };
-    if (np16) issue_rows(false);
+    issue_rows(false);
     /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
      * the block's threads are a multiple of the pairs a head has) */
     int dc = 2 * (tid % (hd >> 1));
@@ -889,141 +887,150 @@ __global__ void __launch_bounds__(32 * AF_WARPS, 1)
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q and the step's BF16 rows */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    if (np16) issue_rows(true);
-    for (int e = tid; e < H16 * C16; e += blockDim.x) {
-        const int h = e / C16, c = e % C16;
-        cp_async<16>(qs + (size_t)h * st + 16 * af_chunk(h, c), qb + ((size_t)t * A.H + (h < A.H ? h : 0)) * hd + 8 * c,
-                     h < A.H);
+    issue_rows(true);
+    for (int h = w; h < 16; h += AF_WARPS) { /* this block's 16 heads of q (past H: zeros) */
+        const uint16_t *src = qb + ((size_t)t * A.H + (h < nh ? h0 + h : 0)) * hd;
+        for (int c = lane; c < C16; c += 32)
+            cp_async<16>(qs + (size_t)h * st + 16 * af_chunk(h, c), src + 8 * c, h < nh);
     }
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
-    /* the scores: warp (heads 16 hg .., row tiles rq, rq + 4, ...), four 8-row tiles at a time */
-    const int hg = w & 3, rq = w >> 2;
-    if (16 * hg < A.H)
-        for (int i0 = rq; 8 * i0 < np16; i0 += 16) {
-            float acc[4][4];
+    /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
+     * a time (a tile past the part's: zeros, never stored) */
+    for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
+        float acc[2][4];
 #pragma unroll
-            for (int n = 0; n < 4; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-            for (int d0 = 0; d0 < hd; d0 += 32) {
-                const int c = d0 / 8 + tq;
-                const uint4 a = *(const uint4 *)(qs + (16 * hg + g) * st + 16 * af_chunk(16 * hg + g, c));
-                const uint4 b8 = *(const uint4 *)(qs + (16 * hg + g + 8) * st + 16 * af_chunk(16 * hg + g + 8, c));
-#pragma unroll
-                for (int n = 0; n < 4; n++) {
-                    const int r = 8 * (i0 + 4 * n) + g;
-                    if (8 * (i0 + 4 * n) >= np16) break;
-                    const uint4 k = *(const uint4 *)(ks + r * st + 16 * af_chunk(r, c));
-                    mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
-                    mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
-                }
-            }
-#pragma unroll
-            for (int n = 0; n < 4; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int h = 16 * hg + g + 8 * (e >> 1), j = 8 * (i0 + 4 * n) + 2 * tq + (e & 1);
-                    if (j < np) sc[h * SR + j] = acc[n][e] * A.scale;
-                }
+        for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        const bool v1 = 8 * (i0 + AF_WARPS) < np16;
+        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            const int c = d0 / 8 + tq;
+            const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
+            const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
+            const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
+            const uint4 k1 = *(const uint4 *)(ks + rb * st + 16 * af_chunk(rb, c));
+            mma_bf16(acc[0], a.x, b8.x, a.y, b8.y, k0.x, k0.y);
+            mma_bf16(acc[0], a.z, b8.z, a.w, b8.w, k0.z, k0.w);
+            mma_bf16(acc[1], a.x, b8.x, a.y, b8.y, k1.x, k1.y);
+            mma_bf16(acc[1], a.z, b8.z, a.w, b8.w, k1.z, k1.w);
         }
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
+                if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
+            }
+    }
     __syncthreads();
-    { /* the part's maxima: eight threads a head */
-        const int h = tid >> 3, sub = tid & 7;
+    { /* the part's maxima: sixteen threads a head */
+        const int h = tid >> 4, sub = tid & 15;
         float m = -INFINITY;
-        if (h < A.H)
-            for (int j = sub; j < np; j += 8) m = fmaxf(m, sc[h * SR + j]);
-        for (int o = 4; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (sub == 0 && h < 64) lmx[h] = m;
+        if (h < nh)
+            for (int j = sub; j < np; j += 16) m = fmaxf(m, sc[h * SR + j]);
+        for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (sub == 0) lmx[h] = m;
     }
     cg::cluster_group cl = cg::this_cluster();
     cl.sync(); /* every part's scores and maxima */
-    if (tid < A.H) {
+    if (tid < nh) {
         float m = -INFINITY;
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, cl.map_shared_rank(lmx, q)[tid]);
         mxa[tid] = m;
     }
     __syncthreads();
-    /* the denominators of this part's heads, in k_attn_md16's order: lane l's pairs 2 l + 64 k (a pair is
-     * in one part: parts start at multiples of 16), then the butterfly, then the sink */
-    if (w < HP && p * HP + w < A.H) {
-        const int h = p * HP + w;
-        const float mx = mxa[h];
+    /* the denominators of this part's two heads (2 p, 2 p + 1 of the block's), through am_den (k_attn_md16's
+     * order) reading the scores across the parts (a pair is in one part: parts start at multiples of 16) */
+    if (w < 2 && 2 * p + w < nh) {
+        const int hl = 2 * p + w;
         int plo[AM_PARTS];
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) plo[q] = am_part_lo(nr, q);
         const float d = am_den(
-            A, h, nr, mx,
+            A, h0 + hl, nr, mxa[hl],
             [&](int j) {
                 int q = 0, jq = j; /* the part holding row j, j's row there (no indexing: registers) */
 #pragma unroll
                 for (int k = 1; k < AM_PARTS; k++)
                     if (j >= plo[k]) q = k, jq = j - plo[k];
-                return *(const float2 *)(cl.map_shared_rank(sc, q) + h * SR + jq);
+                return *(const float2 *)(cl.map_shared_rank(sc, q) + hl * SR + jq);
             },
             [](int, float, float) {});
         if (lane == 0) dn[w] = d;
     }
     /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero) */
-    for (int e = tid; e < H16 * (np16 >> 1); e += blockDim.x) {
+    for (int e = tid; e < 16 * (np16 >> 1); e += blockDim.x) {
         const int h = e / (np16 >> 1), j = 2 * (e % (np16 >> 1)), jg = r0 + j;
         float e0 = 0, e1 = 0;
-        if (h < A.H && jg < nr) {
+        if (h < nh && jg < nr) {
             const float mx = mxa[h];
             e0 = expf(sc[h * SR + j] - mx);
             if (jg + 1 < nr) e1 = expf(sc[h * SR + j + 1] - mx);
         }
-        *(uint32_t *)(pf + am_frag(0, H16 >> 4, KSP, h, j)) = bf2_rn(e0, e1);
+        *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = bf2_rn(e0, e1);
     }
     __syncthreads();
-    /* the part's weighted sum: warp (heads 16 hg .., dimensions hd / 4 dq ..), 16-row steps in order */
-    const int dq = w >> 2, NQ = hd / 32; /* 8-dimension tiles a warp */
-    float acc[16][4];
+    /* the part's weighted sum (k_attn_pv's chain: 16-row steps in order): warp w the 8-dimension tiles
+     * w, w + 8, ... (a tile past the head's reads tile 0 and is never stored) */
+    float acc[8][4];
 #pragma unroll
-    for (int n = 0; n < 16; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-    if (16 * hg < A.H)
-        for (int k = 0; k < np16 >> 4; k++) {
-            const uint4 a = ((const uint4 *)pf)[(hg * KSP + k) * 32 + lane];
-            const int r = 16 * k + (lane & 15);
+    for (int u = 0; u < 8; u++) acc[u][0] = acc[u][1] = acc[u][2] = acc[u][3] = 0.0f;
+    for (int k = 0; k < np16 >> 4; k++) {
+        const uint4 a = ((const uint4 *)pf)[k * 32 + lane];
+        const int r = 16 * k + (lane & 15);
+        uint32_t b[8][2];
 #pragma unroll
-            for (int n = 0; n < 16; n++) {
-                if (n >= NQ) break;
-                uint32_t b0, b1;
-                ldsm_x2_trans(b0, b1, ks + r * st + 16 * af_chunk(r, dq * NQ + n));
-                mma_bf16(acc[n], a.x, a.y, a.z, a.w, b0, b1);
-            }
+        for (int u = 0; u < 8; u++) {
+            const int n = w + AF_WARPS * u;
+            ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
         }
+#pragma unroll
+        for (int u = 0; u < 8; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
+    }
     __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
-    if (16 * hg < A.H)
 #pragma unroll
-        for (int n = 0; n < 16; n++) {
-            if (n >= NQ) break;
+    for (int u = 0; u < 8; u++) {
+        const int n = w + AF_WARPS * u;
+        if (n < NT8)
 #pragma unroll
-            for (int e = 0; e < 4; e += 2) {
-                const int h = 16 * hg + g + 8 * (e >> 1), d = 8 * (dq * NQ + n) + 2 * tq;
-                *(float2 *)(ob + h * (hd + 8) + d) = make_float2(acc[n][e], acc[n][e + 1]);
-            }
-        }
+            for (int e = 0; e < 4; e += 2)
+                *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
+                    make_float2(acc[u][e], acc[u][e + 1]);
+    }
     cl.sync(); /* every part's sums */
-    /* this part's heads: the parts' sums in part order, divided, de-rotated (column pairs) */
-    const int hp = p * HP;
-    for (int e = tid; e < HP * (hd >> 1); e += blockDim.x) {
-        const int hi = e / (hd >> 1), h = hp + hi, c = 2 * (e % (hd >> 1));
-        if (h >= A.H) break;
-        float2 v = *(const float2 *)(cl.map_shared_rank(ob, 0) + h * (hd + 8) + c);
+    /* this part's two heads: the parts' sums in part order, divided, de-rotated (column pairs); both
+     * heads' loads in flight together */
+    const int npair = 2 * (hd >> 1);
+    for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
+        float2 r[2][AM_PARTS];
 #pragma unroll
-        for (int q = 1; q < AM_PARTS; q++) {
-            const float2 o = *(const float2 *)(cl.map_shared_rank(ob, q) + h * (hd + 8) + c);
-            v.x += o.x;
-            v.y += o.y;
+        for (int u = 0; u < 2; u++) {
+            const int e = e0 + u * blockDim.x, hl = 2 * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
+            if (e < npair && hl < nh)
+#pragma unroll
+                for (int q = 0; q < AM_PARTS; q++)
+                    r[u][q] = *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
         }
-        const float d = dn[hi];
-        float v0 = v.x / d, v1 = v.y / d;
-        if (A.ofreq) {
-            if (c != dc) dc = c, attn_derot_cs(A, pos, c, dcs, dsn);
-            attn_derot2(A, c, dcs, dsn, v0, v1);
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = 2 * p + hi, c = 2 * (e % (hd >> 1));
+            if (e >= npair || hl >= nh) continue;
+            float2 v = r[u][0];
+#pragma unroll
+            for (int q = 1; q < AM_PARTS; q++) {
+                v.x += r[u][q].x;
+                v.y += r[u][q].y;
+            }
+            const float d = dn[hi];
+            float v0 = v.x / d, v1 = v.y / d;
+            if (A.ofreq) {
+                if (c != dc) dc = c, attn_derot_cs(A, pos, c, dcs, dsn);
+                attn_derot2(A, c, dcs, dsn, v0, v1);
+            }
+            *(float2 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float2(v0, v1);
         }
-        *(float2 *)(out + ((size_t)t * A.H + h) * hd + c) = make_float2(v0, v1);
     }
     cl.sync(); /* every part's shared memory stays until all have read it */
 }
@@ -1187,13 +1194,16 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
-            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits) { /* one pass over the rows where they fit */
+            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
+             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160) */
+            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && af_part_rows(max_rows) <= AF_MAX_ROWS) {
                 const int RP = af_part_rows(max_rows);
-                const size_t sm = af_layout((H + 15) & ~15, hd, RP).total;
+                const size_t sm = af_layout(16, hd, RP).total;
                 if (sm <= af_smem_max) {
-                    launch_attn(k_attn_one, dim3((unsigned)nt, 1, AM_PARTS), 32 * AF_WARPS, sm, im->stream, true, true,
-                                A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
-                                (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP, out);
+                    launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, sm,
+                                im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                                dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP,
+                                out);
                     return A.ofreq != NULL;
                 }
             }
