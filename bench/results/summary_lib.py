@@ -55,7 +55,7 @@ def ab_rounds(path):
     case) -> ms per step by round."""
     out = {}
     for line in open(path):
-        m = re.match(r"(b\d+)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
+        m = re.match(r"(b\d+[a-z0-9]*)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
         if m:
             out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
     return out

@@ -34,8 +34,8 @@ enum {
     DSV4_SUM_WALK32,
     DSV4_SUM_WALK64,
     DSV4_SUM_WALK128,
-    DSV4_SUM_ONE, /* no separate weighted sum: one pass over the rows (attn.cu's k_attn_one) where it fits,
-                   * else parts32 */
+    DSV4_SUM_ONE, /* no separate weighted sum: one pass over the rows (attn.cu's k_attn_one) where a part
+                   * has at most 96 rows, else parts32 */
     DSV4_SUM_COUNT
 };
 

@@ -84,6 +84,10 @@ res = {
                            "auto": attn(os.path.join(D, "one", "attn-auto.txt"))},
         "v2 (one2/one-v2.diff, not kept)": {"one": attn(os.path.join(D, "one2", "attn-one.txt")),
                                             "auto": attn(os.path.join(D, "one2", "attn-auto.txt"))},
+        "v3 (c01d669)": {"one": attn(os.path.join(D, "one3", "attn-one.txt")),
+                         "auto": attn(os.path.join(D, "one3", "attn-auto.txt"))},
+        "decode_v3_one_token": {"layout": AB + "; one1 = DSV4_TUNE=one1.json (the built-in table with 'one' at "
+                                               "1 token), auto = built in", "runs": call_ab(D, "one1")},
         "tune": {"layout": "dsv4 tune --reps 20: us a call, CSA 4k + HCA 128k, choice/score_rows",
                  "by_tokens": tune(os.path.join(D, "one", "tune.txt"))},
         "ncu_v1": {"b1": ncu(os.path.join(D, "one-ncu", "details-b1.txt")),
