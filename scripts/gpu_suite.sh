@@ -29,7 +29,7 @@ fi
 export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
 {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  git log --oneline -1 2>/dev/null || true
+  cat $B/commit.txt 2>/dev/null || echo "(a bundle without commit.txt: built before it was recorded)"
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 # a base build carried along (gpu_pack.sh BASE=...): its logits against these, bit for bit
