@@ -825,18 +825,19 @@ struct af_lay {
     size_t qs, ks, ob, sc, pf, rp, mx, total;
 };
 
-/* Shared memory of k_attn_one: q and the rows (the parts' sums over them after the weighted sum), the
- * scores (H16 x (RP + 8) floats), the weights' fragments, the rows' addresses, maxima and denominators. */
-__host__ __device__ inline af_lay af_layout(int H16, int hd, int RP)
+/* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
+ * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, maxima and
+ * denominators. */
+__host__ __device__ inline af_lay af_layout(int hd, int RP)
 {
     af_lay L;
-    const size_t st = (size_t)af_stride(hd), qk = (size_t)(H16 + RP) * st, ob = (size_t)H16 * (hd + 8) * 4;
+    const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
     L.qs = 0;
-    L.ks = (size_t)H16 * st;
+    L.ks = (size_t)16 * st;
     L.ob = 0;
     L.sc = qk > ob ? qk : ob;
-    L.pf = L.sc + (size_t)H16 * (RP + 8) * 4;
-    L.rp = L.pf + (size_t)(H16 / 16) * (RP / 16) * 512;
+    L.pf = L.sc + (size_t)16 * (RP + 8) * 4;
+    L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.total = L.mx + 3 * 64 * sizeof(float);
     return L;
@@ -849,7 +850,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(16, hd, RP);
+    const af_lay L = af_layout(hd, RP);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
@@ -1191,22 +1192,19 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const size_t n8 = nt * H * hd / 8, nk = A.bf16 ? nt * hd : 0;
             launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + nk + 255) / 256)), dim3(256), 0, im->stream,
                        (const float4 *)q, n8, (uint4 *)qb, kv_new, nk, hd, A.rf, kvb);
+            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
+             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160) */
+            const int RP = af_part_rows(max_rows);
+            const size_t osm = af_layout(hd, RP).total;
+            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && RP <= AF_MAX_ROWS && osm <= af_smem_max) {
+                launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm,
+                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                            dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP, out);
+                return A.ofreq != NULL;
+            }
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
-            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
-             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160) */
-            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && af_part_rows(max_rows) <= AF_MAX_ROWS) {
-                const int RP = af_part_rows(max_rows);
-                const size_t sm = af_layout(16, hd, RP).total;
-                if (sm <= af_smem_max) {
-                    launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, sm,
-                                im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
-                                dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP,
-                                out);
-                    return A.ofreq != NULL;
-                }
-            }
             launch_attn(small ? (A.bf16 ? k_attn_qk<1, true> : k_attn_qk<1, false>)
                               : (A.bf16 ? k_attn_qk<4, true> : k_attn_qk<4, false>),
                         dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256, smem, im->stream, false, true, A,
