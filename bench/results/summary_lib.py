@@ -61,6 +61,15 @@ def ab_rounds(path):
     return out
 
 
+def ncu_us(text):
+    """The kernel durations (us) in an `ncu --metrics gpu__time_duration.sum` log, in launch order."""
+    return [float(x) for x in re.findall(r"gpu__time_duration\.sum\s+us\s+([\d.]+)", text)]
+
+
+# a bench_kernels --attn-only row: kind (CSA / HCA), rows, batch, context, us a call (the default layout's)
+ATTN_ROW = r"(CSA|HCA) \((\d+) rows\)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)"
+
+
 def call_ab(d, call):
     """ab_rounds of a session directory d's call (d/call/ab.txt)."""
     return ab_rounds(os.path.join(d, call, "ab.txt"))

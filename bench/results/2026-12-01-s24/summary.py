@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_ab, experts, head, pick, probe_runs, values  # noqa: E402
+from summary_lib import ATTN_ROW, call_ab, experts, head, pick, probe_runs, values  # noqa: E402
 
 
 def ab(call):
@@ -22,8 +22,7 @@ def ab(call):
 def attn_probe():
     """bench_kernels --attn-only: us per call by row kind, batch and context, with and without the probe."""
     return probe_runs(os.path.join(D, "verify"), r"attn-p(\d)-(\d)\.txt",
-                      r"((?:CSA|HCA) \(\d+ rows\))\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)",
-                      lambda f: f"{f.group(1)} batch {f.group(2)} context {f.group(3)}", 4)
+                      ATTN_ROW, lambda f: f"{f.group(1)} ({f.group(2)} rows) batch {f.group(3)} context {f.group(4)}", 5)
 
 
 def experts_runs(call, pat):

@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_ab, head  # noqa: E402
+from summary_lib import call_ab, head, ncu_us  # noqa: E402
 
 WO_A_MB = 8 * 1024 * 4096 / 1e6  # wo_a's FP8 weight bytes a layer
 
@@ -24,7 +24,7 @@ def dur(call):
         if not m:
             continue
         text = open(os.path.join(D, call, name)).read()
-        us = [float(x) for x in re.findall(r"gpu__time_duration\.sum\s+us\s+([\d.]+)", text)]
+        us = ncu_us(text)
         grid = re.search(r"launch__grid_size\s+\S*\s+([\d,]+)", text)
         if us:
             mean = sum(us) / len(us)
