@@ -795,9 +795,10 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
  * bits. A cluster of the AM_PARTS parts of a token's 16 heads (the parts' rows split as k_attn_pv's:
  * am_part_lo): block p copies the 16 heads' BF16 q and its part's rows to shared memory once (cp.async, a
  * warp a row), takes the part's scores (k_attn_qk's MMA chain over the dimensions in order, its
- * permutation of K), the heads' maxima, the cluster's (a max is exact in any order), then for its own two
- * heads (2 p, 2 p + 1) the denominators in k_attn_md16's order (am_den, reading the scores across the parts
- * through distributed shared memory), the part's weights exp(s - max) as BF16 A fragments, and the part's
+ * permutation of K; each score stored at its head's owner too, through distributed shared memory), the
+ * heads' maxima, the cluster's (a max is exact in any order), then for its own two heads (2 p, 2 p + 1) the
+ * denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16
+ * A fragments, and the part's
  * weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The parts' sums are added
  * in part order by the heads' owners, divided and de-rotated as k_attn_pv does. Rows and q go through
  * shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
@@ -822,7 +823,7 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, dr, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
@@ -839,7 +840,8 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.pf = L.sc + (size_t)16 * (RP + 8) * 4;
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
-    L.total = L.mx + 3 * 64 * sizeof(float);
+    L.dr = L.mx + 3 * 64 * sizeof(float);
+    L.total = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its two heads' scores, every part's */
     return L;
 }
 
@@ -856,6 +858,8 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
     const float **rps = (const float **)(af_sm + L.rp);
     float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 16, *dn = lmx + 32;
+    float *drow = (float *)(af_sm + L.dr); /* the scores of this part's two heads over all the rows */
+    const int NRM = AM_PARTS * RP;         /* at least nr, even */
     const int t = blockIdx.x, h0 = 16 * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < 16 ? A.H - h0 : 16; /* this block's heads */
     const dsv4_seg s = segs[tok_seg[t]];
@@ -897,6 +901,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+    cg::cluster_group cl = cg::this_cluster();
     /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
      * a time (a tile past the part's: zeros, never stored) */
     for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
@@ -921,7 +926,12 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
-                if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
+                if (j < np && (n == 0 || v1)) {
+                    const float v = acc[n][e] * A.scale;
+                    sc[h * SR + j] = v;
+                    /* and to the head's owner (part h / 2), which sums its denominator from its own memory */
+                    cl.map_shared_rank(drow, h >> 1)[(h & 1) * NRM + r0 + j] = v;
+                }
             }
     }
     __syncthreads();
@@ -933,8 +943,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         if (sub == 0) lmx[h] = m;
     }
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync(); /* every part's scores and maxima */
+    cl.sync(); /* every part's scores (here and at their heads' owners) and maxima */
     if (tid < nh) {
         float m = -INFINITY;
 #pragma unroll
@@ -942,22 +951,12 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         mxa[tid] = m;
     }
     __syncthreads();
-    /* the denominators of this part's two heads (2 p, 2 p + 1 of the block's), through am_den (k_attn_md16's
-     * order) reading the scores across the parts (a pair is in one part: parts start at multiples of 16) */
+    /* the denominators of this part's two heads (2 p, 2 p + 1 of the block's) through am_den (k_attn_md16's
+     * order), from the scores every part stored here */
     if (w < 2 && 2 * p + w < nh) {
         const int hl = 2 * p + w;
-        int plo[AM_PARTS];
-#pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) plo[q] = am_part_lo(nr, q);
         const float d = am_den(
-            A, h0 + hl, nr, mxa[hl],
-            [&](int j) {
-                int q = 0, jq = j; /* the part holding row j, j's row there (no indexing: registers) */
-#pragma unroll
-                for (int k = 1; k < AM_PARTS; k++)
-                    if (j >= plo[k]) q = k, jq = j - plo[k];
-                return *(const float2 *)(cl.map_shared_rank(sc, q) + hl * SR + jq);
-            },
+            A, h0 + hl, nr, mxa[hl], [&](int j) { return *(const float2 *)(drow + w * NRM + j); },
             [](int, float, float) {});
         if (lane == 0) dn[w] = d;
     }
