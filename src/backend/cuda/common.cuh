@@ -105,6 +105,7 @@ struct cuda_impl {
     cudaStream_t queue[2];
     int q;                         /* stream == queue[q] */
     cudaEvent_t fork_ev, join_ev; /* queue 1 starts after fork_ev (queue 0); queue 0 waits for join_ev */
+    cudaEvent_t lin_ev;           /* cuda_lin_flush on another queue than the current: the current waits for it */
     bool side_open;               /* queue 1 has had work since queue 0 last waited for it */
     bool hc_comb_open;            /* an hc_pre's post and comb run on queue 1, queue 0 has not waited for them */
     /* the current step's plan and page table, on the device */

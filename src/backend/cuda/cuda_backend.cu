@@ -687,6 +687,7 @@ static void c_destroy(dsv4_backend *be)
         for (int q = 0; q < 2; q++) cudaStreamDestroy(im->queue[q]);
         cudaEventDestroy(im->fork_ev);
         cudaEventDestroy(im->join_ev);
+        cudaEventDestroy(im->lin_ev);
         free(im);
     }
     free(be);
@@ -727,6 +728,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     im->stream = im->queue[0];
     CK(cudaEventCreateWithFlags(&im->fork_ev, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&im->join_ev, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&im->lin_ev, cudaEventDisableTiming));
     cuda_attn_init(im->smem_optin);
     cuda_indexer_init(im);
     cuda_moe_mma_init();

@@ -620,7 +620,8 @@ __global__ void k_lin_parts_sum(const float *parts, int P, int n, int D, float *
     y[(size_t)t * ldy + r] = lin_parts_sum(parts, P, n, D, t, r);
 }
 
-/* The pending parts (lin_pend), if any, summed into y now on their queue's stream; then none pending. */
+/* The pending parts (lin_pend), if any, summed into y now on their queue's stream (the current stream waits
+ * for that: what comes after the flush, a download included, sees y whole); then none pending. */
 void cuda_lin_flush(dsv4_backend *be)
 {
     cuda_impl *im = impl_of(be);
@@ -630,6 +631,10 @@ void cuda_lin_flush(dsv4_backend *be)
     launch_pdl(k_lin_parts_sum, dim3((unsigned)((tot + 255) / 256)), dim3(256), 0, im->queue[lp.q], lp.parts, lp.P,
                lp.n, lp.D, lp.y, lp.ldy);
     CK_LAUNCH();
+    if (im->queue[lp.q] != im->stream) {
+        CK(cudaEventRecord(im->lin_ev, im->queue[lp.q]));
+        CK(cudaStreamWaitEvent(im->stream, im->lin_ev, 0));
+    }
     lp.y = nullptr;
 }
 
