@@ -12,13 +12,33 @@ import gzip
 import sys
 
 
-def main(path, top=25):
+def sections(path):
+    """(kernel name, header, rows) per kernel of the page (a profile of several launches has one each; a
+    section the same as the one before it is left out)"""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        r = csv.reader(f)
-        next(r)  # the kernel's name
-        hdr = next(r)
-        rows = list(r)
+        out = []
+        for x in csv.reader(f):
+            if x and x[0] == "Kernel Name":
+                out.append([x[1] if len(x) > 1 else "?", None, []])
+            elif out and out[-1][1] is None:
+                out[-1][1] = x
+            elif out:
+                out[-1][2].append(x)
+    kept = []
+    for s in out:
+        if not kept or (kept[-1][0], kept[-1][2]) != (s[0], s[2]):
+            kept.append(s)
+    return kept
+
+
+def main(path, top=25):
+    for name, hdr, rows in sections(path):
+        print("==", name[:120])
+        summary(hdr, rows, top)
+
+
+def summary(hdr, rows, top):
     ia, isrc, isamp = hdr.index("Address"), hdr.index("Source"), hdr.index("Warp Stall Sampling (All Samples)")
     stall = [i for i, h in enumerate(hdr) if h.startswith("stall_") and "Not Issued" not in h]
     base = int(rows[0][ia], 16)
