@@ -793,8 +793,9 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
 /* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
  * (token, 16 heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
  * bits. A cluster of the AM_PARTS parts of a token's 16 heads (the parts' rows split as k_attn_pv's:
- * am_part_lo): block p copies the 16 heads' BF16 q and its part's rows to shared memory once (cp.async, a
- * warp a row), takes the part's scores (k_attn_qk's MMA chain over the dimensions in order, its
+ * am_part_lo): block p puts the 16 heads' q and its part's rows in shared memory once (the cached rows by
+ * cp.async, a warp a row; q and the step's own rows from FP32, rounded to BF16 as k_attn_qpack does: no
+ * launch before it), takes the part's scores (k_attn_qk's MMA chain over the dimensions in order, its
  * permutation of K; each score stored at its head's owner too, through distributed shared memory), the
  * heads' maxima, the cluster's (a max is exact in any order), then for its own two heads (2 p, 2 p + 1) the
  * denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16
@@ -847,8 +848,8 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
 
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
-               const int32_t *page_table, const uint16_t *qb, const float *kv_new, const int32_t *idx,
-               const int32_t *cnt, int RP, float *out)
+               const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
+               int RP, float *out)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
@@ -864,39 +865,72 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < 16 ? A.H - h0 : 16; /* this block's heads */
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
-    int64_t lo;
-    int nwin;
-    const int nr = attn_rows(A, pos, t, cnt, lo, nwin);
-    const int r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
-    for (int r = tid; r < np; r += blockDim.x)
-        rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
-    __syncthreads();
-    /* the rows, a warp a row: the cached ones now (everything before k_attn_qpack is complete), the step's
-     * own (packed by k_attn_qpack) and q after the wait; rows np .. np16 zeros (their weights are 0, their
-     * values must be too) */
-    auto issue_rows = [&](bool step) {
+    /* launched right after the kernel that makes q (no k_attn_qpack): before griddepcontrol.wait only what
+     * earlier steps wrote - the window's cached rows, where the row count does not need this step's cnt
+     * (CSA's comes from its indexer) - then, after it, the step's own rows and q (FP32, rounded to BF16 here
+     * as k_attn_qpack does) and the compressed rows (the step's compressors and indexer wrote them) */
+    const bool early = A.kind != DSV4_ATTN_CSA;
+    int64_t lo = 0;
+    int nwin = 0, nr = 0, r0 = 0, np = 0, np16 = 0;
+    auto rows_of = [&]() { /* the part's rows and their addresses (the block's threads in parallel) */
+                           nr = attn_rows(A, pos, t, cnt, lo, nwin);
+                           r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+                           for (int r = tid; r < np; r += blockDim.x)
+                               rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
+                           __syncthreads();
+    };
+    /* the rows, a warp a row (which 0: the cached window rows, 1: every other row; rows np .. np16 zeros:
+     * their weights are 0, their values must be too); the step's own rows rounded from kv_new as k_kv_store
+     * caches them */
+    auto issue_rows = [&](int which) {
         for (int r = w; r < np16; r += AF_WARPS) {
-            const bool ok = r < np, mine = ok && r0 + r < nwin && lo + r0 + r >= s.pos0;
-            if (mine != step) continue;
-            const uint16_t *src = ok ? (const uint16_t *)rps[r] : qb;
-            for (int c = lane; c < C16; c += 32)
-                cp_async16_any(ks + (size_t)r * st + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
+            const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
+            if ((which == 0) != (win && !mine)) continue;
+            unsigned char *dst = ks + (size_t)r * st;
+            if (mine) {
+                const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
+                for (int c = lane; c < C16; c += 32) {
+                    const float4 a = *(const float4 *)(src + 8 * c), b = *(const float4 *)(src + 8 * c + 4);
+                    uint4 v;
+                    v.x = dsv4_f32_to_bf16(a.x) | (uint32_t)dsv4_f32_to_bf16(a.y) << 16;
+                    v.y = dsv4_f32_to_bf16(a.z) | (uint32_t)dsv4_f32_to_bf16(a.w) << 16;
+                    v.z = dsv4_f32_to_bf16(b.x) | (uint32_t)dsv4_f32_to_bf16(b.y) << 16;
+                    v.w = dsv4_f32_to_bf16(b.z) | (uint32_t)dsv4_f32_to_bf16(b.w) << 16;
+                    *(uint4 *)(dst + 16 * af_chunk(r, c)) = v;
+                }
+                continue;
+            }
+            const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
+            for (int c = lane; c < C16; c += 32) cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
         }
         cp_async_commit();
     };
-    issue_rows(false);
+    if (early) {
+        rows_of();
+        issue_rows(0);
+    }
     /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
      * the block's threads are a multiple of the pairs a head has) */
     int dc = 2 * (tid % (hd >> 1));
     float dcs = 0.0f, dsn = 0.0f;
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
-    asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q and the step's BF16 rows */
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* q, the step's rows, the indexer's choice */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    issue_rows(true);
-    for (int h = w; h < 16; h += AF_WARPS) { /* this block's 16 heads of q (past H: zeros) */
-        const uint16_t *src = qb + ((size_t)t * A.H + (h < nh ? h0 + h : 0)) * hd;
-        for (int c = lane; c < C16; c += 32)
-            cp_async<16>(qs + (size_t)h * st + 16 * af_chunk(h, c), src + 8 * c, h < nh);
+    if (!early) {
+        rows_of();
+        issue_rows(0);
+    }
+    issue_rows(1);
+    for (int h = w; h < 16; h += AF_WARPS) { /* this block's 16 heads of q as BF16 (past H: zeros) */
+        const float *src = q + ((size_t)t * A.H + (h < nh ? h0 + h : 0)) * hd;
+        for (int c = lane; c < C16; c += 32) {
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (h < nh) {
+                const uint2 x = bf4_rn(*(const float4 *)(src + 8 * c)), y = bf4_rn(*(const float4 *)(src + 8 * c + 4));
+                v = make_uint4(x.x, x.y, y.x, y.y);
+            }
+            *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
+        }
     }
     cp_async_commit();
     cp_async_wait<0>();
@@ -1187,20 +1221,22 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const bool small = ch->score_rows == 16;
             const size_t smem = am_qk_smem(small ? 1 : 4, hd, A.bf16);
             const int rt = small ? 16 : 64;
+            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
+             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160); it rounds q and the step's
+             * rows to BF16 itself (no k_attn_qpack) */
+            const int RP = af_part_rows(max_rows);
+            const size_t osm = af_layout(hd, RP).total;
+            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
+                ((uintptr_t)kv_new & 15) == 0) {
+                launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm,
+                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                            dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
+                return A.ofreq != NULL;
+            }
             uint16_t *qb = (uint16_t *)(sp + qb_off);
             const size_t n8 = nt * H * hd / 8, nk = A.bf16 ? nt * hd : 0;
             launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + nk + 255) / 256)), dim3(256), 0, im->stream,
                        (const float4 *)q, n8, (uint4 *)qb, kv_new, nk, hd, A.rf, kvb);
-            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
-             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160) */
-            const int RP = af_part_rows(max_rows);
-            const size_t osm = af_layout(hd, RP).total;
-            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && RP <= AF_MAX_ROWS && osm <= af_smem_max) {
-                launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm,
-                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
-                            dpos, (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, RP, out);
-                return A.ofreq != NULL;
-            }
             /* the chain qpack -> qk -> md -> pv with programmatic dependent launch:
              * each kernel's prologue (row counts, row addresses, the first rows)
              * overlaps its predecessor; qpack waits for everything before */
