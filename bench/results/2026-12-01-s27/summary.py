@@ -59,6 +59,16 @@ def trace():
                 for p, rs in sorted(v.items())} for k, v in g.items()}
 
 
+def experts(call, name):
+    """bench_kernels' expert rows: variant -> bB -> us a call."""
+    res = {}
+    for line in open(os.path.join(D, call, name)):
+        m = re.match(r"experts \(([^)]+)\)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line)
+        if m:
+            res.setdefault(m.group(1), {})["b" + m.group(2)] = float(m.group(3))
+    return res
+
+
 AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps; c32k: a " \
      "32,768-token context) and variant, alternating (scripts/gpu_ab.sh)"
 res = {
@@ -94,6 +104,12 @@ res = {
         "what": "a bulk copy (cp.async.bulk) a cached row (bulk/bulk.diff) against e9d0c45",
         "attention": {v: attn("bulk", f"attn-{v}.txt") for v in ("new", "base")},
         "decode": {"layout": AB + "; base = e9d0c45", "runs": call_ab(D, "bulk")},
+    },
+    "moe_nob_not_kept": {
+        "what": "k_moe16 with one activation plane taking B from L2 at five blocks an SM (moe-nob/nob.diff, "
+                "DSV4_MOE_NOB=1: 'nob') against the ring ('ring'): bench_kernels --experts-only, us a call",
+        "experts": {v: experts("moe-nob", f"experts-{v}.txt") for v in ("nob", "ring")},
+        "decode": {"layout": AB, "runs": call_ab(D, "moe-nob")},
     },
     "head": head(os.path.join(D, "closing"), "the closing call (e104155: e9d0c45's code, scripts/gpu_head.sh), "
                                               "two runs each"),
