@@ -839,14 +839,14 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
  * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
  * once for them all); a pair's sums are the same for every NTT. RB: row blocks a block (moe16_rb; the same
- * sums). */
-template <int K, int NP, bool DOWN, int NTT, int RB = 1>
-__global__ void __launch_bounds__(32 * GM_WARPS)
+ * sums). SPO: the ring's stage type (MOE_NOB with one plane: moe16_nob, five blocks an SM). */
+template <int K, int NP, bool DOWN, int NTT, int RB = 1, int SPO = MOE_SP(NP, NTT)>
+__global__ void __launch_bounds__(32 * GM_WARPS, SPO == MOE_NOB && NP == 1 && NTT == 1 ? 5 : 1)
     k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
             const int *ntiles, int t0, const int *list, int kk, int R, const float *wts, float limit, bool reference,
             float *out)
 {
-    constexpr int SP = MOE_SP(NP, NTT);
+    constexpr int SP = SPO;
     /* the grid: row blocks along x, tiles along y (from t0): blocks launched together read neighbouring
      * rows of one expert (2-4 % faster than one row block of many experts) */
     const int bt = t0 + (int)blockIdx.y, brb = (int)blockIdx.x;
@@ -1371,13 +1371,43 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
     return (int64_t)(rowblocks + 1) / 2 * maxt >= MOE_RB_WAVES * slots ? 2 : 1;
 }
 
+/* k_moe16 with one activation plane's B from L2 where it is used instead of through the ring (the stage type
+ * MOE_NOB: 36 KB of rings a block, not 51) at five blocks an SM (its launch bounds: 92 registers, no spill)
+ * instead of four - for reference numerics' MXFP4 experts at MOE_NOB_TOKENS tokens or more, one row block a
+ * block: the experts alone at 4 / 8 / 12 tokens 3 / 5.5 / 5.5 % faster, 16-32 even, decode at batch 4 / 8 / 12
+ * 1.5 / 2.5 / 4.4 % faster (every round but one of twelve); at 1-2 tokens slower (batch 1: 51.0 against 46.3
+ * µs alone; the loads where used cost more than the fifth block gains: bench/results/2026-12-01-s27/moe-nob*).
+ * The same sums either way. DSV4_MOE_NOB=0|1 sets it wherever it is allowed (the suite forces 1 once). */
+#define MOE_NOB_TOKENS 4
+template <int K, int NP, int NTT, int RB> static bool moe16_nob(int ntok)
+{
+    static int env = -1;
+    if (env < 0) {
+        const int v = cuda_env_int("DSV4_MOE_NOB", -1);
+        env = v == 0 || v == 1 ? v : 2;
+    }
+    if (NP != 1 || NTT != 1 || RB != 1 || env == 0) return false;
+    return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_TOKENS);
+}
+
 /* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
- * along the grid's y, at most the grid's 65,535 a launch */
+ * along the grid's y, at most the grid's 65,535 a launch; nob: moe16_nob's stage type */
 template <int K, int NP, bool DOWN, int NTT, int RB>
 static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                        int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                       int rowblocks, const float *wts, float limit, bool reference, float *out)
+                       int rowblocks, const float *wts, float limit, bool reference, float *out, bool nob)
 {
+    if constexpr (NP == 1 && NTT == 1 && RB == 1)
+        if (nob) {
+            for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
+                launch_pdl(k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>,
+                           dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)),
+                           dim3(32 * GM_WARPS), moe16_smem<K, MOE_NOB>(), st, tab, E, xp, plane, xs, Kd, tiles, ntiles,
+                           t0, list, kk, R, wts, limit, reference, out);
+                CK_LAUNCH();
+            }
+            return;
+        }
     for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
         launch_pdl(k_moe16<K, NP, DOWN, NTT, RB>,
                    dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)), dim3(32 * GM_WARPS),
@@ -1389,16 +1419,16 @@ static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t 
 template <int K, int NP, bool DOWN, int NTT>
 static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                           int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm)
+                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, int ntok)
 {
     if constexpr (NTT == 1)
         if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) {
             moe16_pass<K, NP, DOWN, NTT, 2>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks,
-                                            wts, limit, reference, out);
+                                            wts, limit, reference, out, false);
             return;
         }
     moe16_pass<K, NP, DOWN, NTT, 1>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks, wts,
-                                    limit, reference, out);
+                                    limit, reference, out, moe16_nob<K, NP, NTT, 1>(ntok));
 }
 
 template <int K, int NP, int NTT = 1>
@@ -1420,7 +1450,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    I, wts, limit, reference, M);
     else
         moe16_pass_rb<K, NP, false, NTT>(st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles,
-                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm);
+                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm, n);
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
                I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
@@ -1431,7 +1461,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     else
         moe16_pass_rb<K, NP, true, NTT>(st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
                                         (const float *)ms, I, tiles, ntiles, maxt, list, 1, D, D / 32, wts, limit,
-                                        reference, Y, nsm);
+                                        reference, Y, nsm, n);
 }
 
 /* The wgmma path (k_moe_wg, tiles of N pairs): x packed in the k16 steps' order, gate/up, M packed, down. */
