@@ -111,6 +111,15 @@ res = {
         "experts": {v: experts("moe-nob", f"experts-{v}.txt") for v in ("nob", "ring")},
         "decode": {"layout": AB, "runs": call_ab(D, "moe-nob")},
     },
+    "moe_nob_batches": {
+        "what": "the same experiment at 2-32 tokens (moe-nob2): the experts alone twice each, decode at batch "
+                "4 / 8 / 12; then 9ff512d (five blocks by default from 4 tokens) against 153e5fd (nob-suite) and "
+                "its default against DSV4_MOE_NOB=0 at batch 8 (nob-ab)",
+        "experts": {v: experts("moe-nob2", f"experts-{v}.txt") for v in ("nob", "ring", "nob2", "ring2")},
+        "decode": {"layout": AB, "runs": call_ab(D, "moe-nob2")},
+        "decode_default_vs_main": {"layout": AB + "; base = 153e5fd", "runs": call_ab(D, "nob-suite")},
+        "decode_default_vs_off": {"layout": AB + "; ring = DSV4_MOE_NOB=0", "runs": call_ab(D, "nob-ab")},
+    },
     "head": head(os.path.join(D, "closing"), "the closing call (e104155: e9d0c45's code, scripts/gpu_head.sh), "
                                               "two runs each"),
 }

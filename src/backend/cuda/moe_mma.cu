@@ -1373,12 +1373,15 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
 
 /* k_moe16 with one activation plane's B from L2 where it is used instead of through the ring (the stage type
  * MOE_NOB: 36 KB of rings a block, not 51) at five blocks an SM (its launch bounds: 92 registers, no spill)
- * instead of four - for reference numerics' MXFP4 experts at MOE_NOB_TOKENS tokens or more, one row block a
- * block: the experts alone at 4 / 8 / 12 tokens 3 / 5.5 / 5.5 % faster, 16-32 even, decode at batch 4 / 8 / 12
- * 1.5 / 2.5 / 4.4 % faster (every round but one of twelve); at 1-2 tokens slower (batch 1: 51.0 against 46.3
- * µs alone; the loads where used cost more than the fifth block gains: bench/results/2026-12-01-s27/moe-nob*).
- * The same sums either way. DSV4_MOE_NOB=0|1 sets it wherever it is allowed (the suite forces 1 once). */
-#define MOE_NOB_TOKENS 4
+ * instead of four - for reference numerics' MXFP4 experts at 4-12 tokens a step, one row block a block. Alone
+ * the experts are 3 / 5.5 / 5.5 % faster at 4 / 8 / 12 tokens (two runs each), even at 16-32, slower at 1-2
+ * (batch 1: 51.0 against 46.3 µs: the loads where used cost more than the fifth block gains). Decode: one call
+ * measured batch 4 / 8 / 12 1.5 / 2.5 / 4.4 % faster (11 of 12 rounds), two later calls batch 8 even (+1 %, 0 %)
+ * and batch 16 0.8 % slower with it (bench/results/2026-12-01-s27/moe-nob*, nob-suite, nob-ab): so only where
+ * it wins alone. The same sums either way. DSV4_MOE_NOB=0|1 sets it wherever it is allowed (the suite forces 1
+ * once). */
+#define MOE_NOB_MIN 4
+#define MOE_NOB_MAX 12
 template <int K, int NP, int NTT, int RB> static bool moe16_nob(int ntok)
 {
     static int env = -1;
@@ -1387,7 +1390,7 @@ template <int K, int NP, int NTT, int RB> static bool moe16_nob(int ntok)
         env = v == 0 || v == 1 ? v : 2;
     }
     if (NP != 1 || NTT != 1 || RB != 1 || env == 0) return false;
-    return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_TOKENS);
+    return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_MIN && ntok <= MOE_NOB_MAX);
 }
 
 /* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
