@@ -1,0 +1,18 @@
+#!/bin/sh
+# On the GPU machine (after scripts/gpu_pack.sh, with BASE=<a build-gpu of an earlier commit> for the logits
+# check): the check a kernel change runs before it lands - gpu_suite.sh without timings, with the quick
+# memchecks and the Flash-shaped ones (and, with a base build, the logits against its byte for byte) - into
+# $OUT (suite.txt and the suite's logs, gzipped), printing the lines that say whether it passed. Exits with
+# the suite's status. Every s24-s27 call that landed a kernel wrote these lines into its run.sh.
+set -u
+cd "$(dirname "$0")/.."
+. scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
+TIMINGS=0 SANITIZE=quick SANITIZE_FLASH=1 timeout "${VERIFY_TIMEOUT:-300}" sh scripts/gpu_suite.sh > "$OUT/suite.txt" 2>&1
+rc=$?
+echo "suite rc=$rc" | tee -a "$OUT/suite.txt"
+grep -E "^==|^logits|exit|PASSED|FAILED|FAIL|ERROR SUMMARY|suite rc|differ" "$OUT/suite.txt" | head -50
+for f in ops_cuda ops_cuda_stream ops_cuda_chunk ops_cuda_prefill gpu_vs_cpu gpu_vs_cpu_prefill golden_cuda sample_cuda ep_cuda sanitizer; do
+  if [ -f "$OUT/$f.txt" ]; then gzip -9 -n -f "$OUT/$f.txt"; fi
+done
+gzip -9 -n -f "$OUT/suite.txt"
+exit $rc
