@@ -1400,22 +1400,14 @@ static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t 
                        int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
                        int rowblocks, const float *wts, float limit, bool reference, float *out, bool nob)
 {
+    auto kern = k_moe16<K, NP, DOWN, NTT, RB>;
+    size_t smem = moe16_smem<K, MOE_SP(NP, NTT)>();
     if constexpr (NP == 1 && NTT == 1 && RB == 1)
-        if (nob) {
-            for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
-                launch_pdl(k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>,
-                           dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)),
-                           dim3(32 * GM_WARPS), moe16_smem<K, MOE_NOB>(), st, tab, E, xp, plane, xs, Kd, tiles, ntiles,
-                           t0, list, kk, R, wts, limit, reference, out);
-                CK_LAUNCH();
-            }
-            return;
-        }
+        if (nob) kern = k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>, smem = moe16_smem<K, MOE_NOB>();
     for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
-        launch_pdl(k_moe16<K, NP, DOWN, NTT, RB>,
-                   dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)), dim3(32 * GM_WARPS),
-                   moe16_smem<K, MOE_SP(NP, NTT)>(), st, tab, E, xp, plane, xs, Kd, tiles, ntiles, t0, list, kk, R, wts,
-                   limit, reference, out);
+        launch_pdl(kern, dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)),
+                   dim3(32 * GM_WARPS), smem, st, tab, E, xp, plane, xs, Kd, tiles, ntiles, t0, list, kk, R, wts, limit,
+                   reference, out);
         CK_LAUNCH();
     }
 }
