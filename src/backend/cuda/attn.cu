@@ -799,9 +799,9 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
  * permutation of K; each score stored at its head's owner too, through distributed shared memory), the
  * heads' maxima, the cluster's (a max is exact in any order), then for its own two heads (2 p, 2 p + 1) the
  * denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16
- * A fragments, and the part's
- * weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The parts' sums are added
- * in part order by the heads' owners, divided and de-rotated as k_attn_pv does. Rows and q go through
+ * A fragments, and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order).
+ * The parts' sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does.
+ * Rows and q go through
  * shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
@@ -872,12 +872,13 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     const bool early = A.kind != DSV4_ATTN_CSA;
     int64_t lo = 0;
     int nwin = 0, nr = 0, r0 = 0, np = 0, np16 = 0;
-    auto rows_of = [&]() { /* the part's rows and their addresses (the block's threads in parallel) */
-                           nr = attn_rows(A, pos, t, cnt, lo, nwin);
-                           r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
-                           for (int r = tid; r < np; r += blockDim.x)
-                               rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
-                           __syncthreads();
+    /* the part's rows and their addresses (the block's threads in parallel) */
+    auto rows_of = [&]() {
+        nr = attn_rows(A, pos, t, cnt, lo, nwin);
+        r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+        for (int r = tid; r < np; r += blockDim.x)
+            rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
+        __syncthreads();
     };
     /* the rows, a warp a row (which 0: the cached window rows, 1: every other row; rows np .. np16 zeros:
      * their weights are 0, their values must be too); the step's own rows rounded from kv_new as k_kv_store
