@@ -448,6 +448,15 @@ __device__ __forceinline__ void kv_pack(const float *kv_new, int hd, int rf, siz
     const size_t t = i / hd, d = i % hd;
     kvb[t * 2 * rf + d] = dsv4_f32_to_bf16(kv_new[i]); /* as k_kv_store caches it */
 }
+/* Values 0 .. 7 of src (16-byte aligned) as kv_pack rounds them, as one 16-byte piece of a BF16 row. */
+__device__ __forceinline__ uint4 kv_pack8(const float *src)
+{
+    const float4 a = *(const float4 *)src, b = *(const float4 *)(src + 4);
+    return make_uint4(dsv4_f32_to_bf16(a.x) | (uint32_t)dsv4_f32_to_bf16(a.y) << 16,
+                      dsv4_f32_to_bf16(a.z) | (uint32_t)dsv4_f32_to_bf16(a.w) << 16,
+                      dsv4_f32_to_bf16(b.x) | (uint32_t)dsv4_f32_to_bf16(b.y) << 16,
+                      dsv4_f32_to_bf16(b.z) | (uint32_t)dsv4_f32_to_bf16(b.w) << 16);
+}
 
 __global__ void k_attn_kvpack(const float *kv_new, size_t n, int hd, int rf, uint16_t *kvb)
 {
@@ -890,15 +899,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             unsigned char *dst = ks + (size_t)r * st;
             if (mine) {
                 const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                for (int c = lane; c < C16; c += 32) {
-                    const float4 a = *(const float4 *)(src + 8 * c), b = *(const float4 *)(src + 8 * c + 4);
-                    uint4 v;
-                    v.x = dsv4_f32_to_bf16(a.x) | (uint32_t)dsv4_f32_to_bf16(a.y) << 16;
-                    v.y = dsv4_f32_to_bf16(a.z) | (uint32_t)dsv4_f32_to_bf16(a.w) << 16;
-                    v.z = dsv4_f32_to_bf16(b.x) | (uint32_t)dsv4_f32_to_bf16(b.y) << 16;
-                    v.w = dsv4_f32_to_bf16(b.z) | (uint32_t)dsv4_f32_to_bf16(b.w) << 16;
-                    *(uint4 *)(dst + 16 * af_chunk(r, c)) = v;
-                }
+                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
                 continue;
             }
             const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
