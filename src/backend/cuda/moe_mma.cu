@@ -1382,14 +1382,14 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
  * once). */
 #define MOE_NOB_MIN 4
 #define MOE_NOB_MAX 12
-template <int K, int NP, int NTT, int RB> static bool moe16_nob(int ntok)
+template <int K, int NP, int NTT> static bool moe16_nob(int ntok)
 {
     static int env = -1;
     if (env < 0) {
         const int v = cuda_env_int("DSV4_MOE_NOB", -1);
         env = v == 0 || v == 1 ? v : 2;
     }
-    if (NP != 1 || NTT != 1 || RB != 1 || env == 0) return false;
+    if (NP != 1 || NTT != 1 || env == 0) return false;
     return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_MIN && ntok <= MOE_NOB_MAX);
 }
 
@@ -1423,7 +1423,7 @@ static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32
             return;
         }
     moe16_pass<K, NP, DOWN, NTT, 1>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks, wts,
-                                    limit, reference, out, moe16_nob<K, NP, NTT, 1>(ntok));
+                                    limit, reference, out, moe16_nob<K, NP, NTT>(ntok));
 }
 
 template <int K, int NP, int NTT = 1>
