@@ -1739,6 +1739,28 @@ static void moe_wg_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
     bfree(be, d2);
 }
 
+/* out (n x D, backend memory) against the experts on the same input with the tensor-core path's tiles of at
+ * most 2 pairs and of 8 (DSV4_MOE_BP 1, 0: by default 2 in reference numerics at 4-12 tokens), bit for bit. */
+static void moe_bp_bits(dsv4_backend *be, const dsv4_moe_params *p, const float *dx, int n, const int32_t *di,
+                        const float *dw, const float *got)
+{
+    const size_t nd = (size_t)n * p->dim;
+    float *d2 = bpoison(be, nd * 4);
+    for (int v = 0; v < 2; v++) {
+        const int kn = knob_set("DSV4_MOE_BP", v);
+        be->moe_experts(be, p, dx, n, di, dw, d2);
+        knob_set("DSV4_MOE_BP", kn);
+        float *r = bhost(be, d2, nd * 4);
+        if (memcmp(r, got, nd * 4)) {
+            size_t i = 0;
+            while (i < nd && !memcmp(r + i, got + i, 4)) i++;
+            fail_line("moe bp", "DSV4_MOE_BP=%d differs at %zu: %a vs %a", v, i, (double)got[i], (double)r[i]);
+        }
+        free(r);
+    }
+    bfree(be, d2);
+}
+
 static void moe_experts_case(const moe_spec *c)
 {
     const int n = c->n, D = c->D, I = c->I, E = c->E, K = c->K;
@@ -1793,6 +1815,7 @@ static void moe_experts_case(const moe_spec *c)
         if (force) knob_set("DSV4_MOE_WG", kn);
         res[s] = bhost(be, dout, (size_t)n * D * 4);
         if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
+        if (s == 1 && !c->wg) moe_bp_bits(be, &p, dx, n, di, dw, res[s]);
         be->act_quant = false;
         be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
@@ -1875,6 +1898,11 @@ static void test_moe(void **state)
         {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = false},
         {WK_MXFP4, 1, 128, 384, 9, 6, 7.0f, .ref = false},
         {WK_NVFP4, 13, 256, 128, 7, 4, 7.0f, .ref = false},
+        /* one token in reference numerics, both formats; 40 tokens over 3 experts (once moe_bp_bits forces
+         * tiles of 2 pairs, many tiles an expert) */
+        {WK_MXFP4, 1, 256, 384, 9, 6, 7.0f, .ref = true, .aq = true},
+        {WK_NVFP4, 1, 384, 256, 7, 3, 7.0f, .ref = true, .aq = true},
+        {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = true, .aq = true},
         {WK_MXFP4, 13, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true},
         {WK_NVFP4, 17, 128, 256, 5, 3, 7.0f, .ref = true, .aq = true},
         {WK_MXFP4, 7, 128, 128, 7, 3, 0.0f, .aq = true},

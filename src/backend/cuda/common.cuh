@@ -233,8 +233,9 @@ static inline int multi_next(const int *P, int m, int i, int max, bool *done, in
 }
 
 /* The prefill kernels' switches (dsv4_cuda_prefill_knob): -1 auto, 0 never, 1 every call they can take; read
- * from the environment once. DSV4_WG8_N64: wg8.cu's 64-token tiles (auto: where a launch keeps its blocks). */
-enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOB_WG8_N64, CUDA_KNOBS };
+ * from the environment once. DSV4_WG8_N64: wg8.cu's 64-token tiles (auto: where a launch keeps its blocks);
+ * DSV4_MOE_BP: the routed experts' tiles of 2 pairs (moe16_bp2). */
+enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOB_WG8_N64, CUDA_KNOB_MOE_BP, CUDA_KNOBS };
 int cuda_knob(int k);
 
 /* A positive integer from the environment (a tuning knob), else dflt. */

@@ -84,8 +84,9 @@ static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *
     CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
-static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8", "DSV4_WG8_N64"};
-static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2}; /* -2: not read yet */
+static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8", "DSV4_WG8_N64",
+                                                 "DSV4_MOE_BP"};
+static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2}; /* -2: not read yet */
 
 int cuda_knob(int k)
 {

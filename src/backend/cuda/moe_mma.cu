@@ -569,12 +569,20 @@ template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
  * the activations are one plane of E4M3 bytes. */
 #define MOE_A8 0
 
-template <int NP> struct moe_stage {
+/* BP: the pairs whose B fragments a stage holds (8: a whole n tile; 2: tiles of at most 2 pairs, lanes 0-7's
+ * fragments - moe16_bp2). */
+template <int NP, int BP = 8> struct moe_stage {
     static constexpr bool SW = MOE_BR(NP);
     uint8_t w[32 * (SW ? 64 : W_ROW)];
     uint32_t s[32][2];
-    uint4 b[MOE_BR(NP) ? NP * 4 * 32 : 1];
+    uint4 b[MOE_BR(NP) ? NP * 4 * 4 * BP : 1];
 };
+/* A ring's stages: MOE_STAGES, or 4 with stages of 2 pairs' B (2.8 KB instead of 4.25: four blocks an SM
+ * still fit, each warp three groups ahead instead of two). */
+template <int BP> constexpr int moe_ns(void)
+{
+    return BP < 8 ? 4 : MOE_STAGES;
+}
 
 
 /* What a lane copies, fixed for the whole K loop: weight chunks L + 32i (row
@@ -621,8 +629,8 @@ __device__ __forceinline__ moe_src moe_src_of(const wdesc &wa, int64_t ra, const
 
 /* A stage's weights and scale words (constants: issued before
  * griddepcontrol.wait too), then its B fragments (the pack's output). */
-template <int NP>
-__device__ __forceinline__ void moe_issue_w(moe_stage<NP> &st, const moe_src &src, int kg, int sbytes, int lane)
+template <int NP, int BP = 8>
+__device__ __forceinline__ void moe_issue_w(moe_stage<NP, BP> &st, const moe_src &src, int kg, int sbytes, int lane)
 {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -633,15 +641,15 @@ __device__ __forceinline__ void moe_issue_w(moe_stage<NP> &st, const moe_src &sr
     else cp_async<8>(&st.s[lane][0], src.s + kg * 8, src.sok);
 }
 
-template <int NP>
-__device__ __forceinline__ void moe_issue_b(moe_stage<NP> &st, const moe_src &src, size_t plane, int kg, int lane)
+template <int NP, int BP = 8>
+__device__ __forceinline__ void moe_issue_b(moe_stage<NP, BP> &st, const moe_src &src, size_t plane, int kg, int lane)
 {
-    if (MOE_BR(NP))
+    if (MOE_BR(NP) && (BP == 8 || lane < 4 * BP))
 #pragma unroll
         for (int p = 0; p < NP; p++)
 #pragma unroll
             for (int u = 0; u < 4; u++)
-                cp_async<16>(&st.b[(p * 4 + u) * 32 + lane],
+                cp_async<16>(&st.b[(p * 4 + u) * 4 * BP + lane],
                              (const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4, src.bok);
 }
 
@@ -659,8 +667,8 @@ template <bool SW> __device__ __forceinline__ moe_lofs moe_lofs_of(int g, int t)
 }
 
 /* The lane's words of tile T from a stage (rows g, g + 8). */
-template <int NP>
-__device__ __forceinline__ void stage_words(const moe_stage<NP> &st, int T, int g, const moe_lofs &lo, wq16 &o)
+template <int NP, int BP = 8>
+__device__ __forceinline__ void stage_words(const moe_stage<NP, BP> &st, int T, int g, const moe_lofs &lo, wq16 &o)
 {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -689,14 +697,18 @@ __device__ __forceinline__ void group_add(float *acc, const float *sa, const flo
  * j, column pairs 2t, 2t + 1 (packed rows pc0[j], pc1[j]; scales xs); B rows brow[j] (the lane's pair g).
  * The row blocks' groups go through one ring (RB = 2 wants at least MOE_STAGES - 1 groups a warp: the
  * caller's): row block 1's first loads are in flight while row block 0's last groups are summed; each row's
- * sums are those of RB = 1. SP: the ring's stage type (NP, or MOE_NOB: B from global memory). */
-template <int K, int NP, int NTT, int SP, int RB, bool DOWN>
-__device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
+ * sums are those of RB = 1. SP: the ring's stage type (NP, or MOE_NOB: B from global memory); BP: its pairs
+ * (moe_stage; BP < 8: tiles of at most BP pairs, lanes of pairs g >= BP read lane g % BP's fragments - columns
+ * no pair owns, whose sums nobody stores). */
+template <int K, int NP, int NTT, int SP, int RB, bool DOWN, int BP = 8>
+__device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
                                            int64_t rb, int64_t R, const uint32_t *xp, size_t plane, const float *xs,
                                            int nkg, const int *brow, const int *pc0, const int *pc1, int kg0, int kg1,
                                            float4 *stab, float (*acc)[8])
 {
     static_assert(RB == 1 || RB == 2, "moe16_part: one or two row blocks");
+    static_assert(BP == 8 || (BP == 2 && RB == 1 && NTT == 1 && MOE_BR(SP)), "moe16_part: BP 2 on one tile's ring");
+    constexpr int NS = moe_ns<BP>();
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) {
         pdl_start();
@@ -716,18 +728,18 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
     };
     moe_src src = src_of(0);
     const int span = MOE_KST * ((kg1 - kg0 + MOE_KST - 1) / MOE_KST); /* a row block's groups, times MOE_KST */
-    /* the first MOE_STAGES - 1 groups: their weights before griddepcontrol.wait
+    /* the first NS - 1 groups: their weights before griddepcontrol.wait
      * (the kernel launched before this one packs the activations; the one
      * before that, the plan, has completed), then their B fragments; the
      * first commit group holds every early weight (empty groups keep the
      * count uniform) */
 #pragma unroll
-    for (int i = 0; i < MOE_STAGES - 1; i++)
-        if (kg0 + i * MOE_KST < kg1) moe_issue_w<SP>(ring[i], src, kg0 + i * MOE_KST, SB, lane);
+    for (int i = 0; i < NS - 1; i++)
+        if (kg0 + i * MOE_KST < kg1) moe_issue_w<SP, BP>(ring[i], src, kg0 + i * MOE_KST, SB, lane);
     pdl_start();
 #pragma unroll
-    for (int i = 0; i < MOE_STAGES - 1; i++) {
-        if (kg0 + i * MOE_KST < kg1) moe_issue_b<SP>(ring[i], src, plane, kg0 + i * MOE_KST, lane);
+    for (int i = 0; i < NS - 1; i++) {
+        if (kg0 + i * MOE_KST < kg1) moe_issue_b<SP, BP>(ring[i], src, plane, kg0 + i * MOE_KST, lane);
         cp_async_commit();
     }
     /* B in the ring (reference numerics' decode): the activations' group scales a group ahead, in registers
@@ -749,22 +761,22 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
     auto rows = [&](auto rc) {
         constexpr int r = decltype(rc)::value;
         for (int kg = kg0; kg < kg1; kg += MOE_KST) {
-            cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
+            cp_async_wait<NS - 2>(); /* group kg has landed (this lane's copies) */
             __syncwarp();                    /* every lane's, and the stage read last is free */
-            const int nx = kg + (MOE_STAGES - 1) * MOE_KST, ns = cur == 0 ? MOE_STAGES - 1 : cur - 1;
+            const int nx = kg + (NS - 1) * MOE_KST, ns = cur == 0 ? NS - 1 : cur - 1;
             if (nx < kg1) {
-                moe_issue_w<SP>(ring[ns], src, nx, SB, lane);
-                moe_issue_b<SP>(ring[ns], src, plane, nx, lane);
+                moe_issue_w<SP, BP>(ring[ns], src, nx, SB, lane);
+                moe_issue_b<SP, BP>(ring[ns], src, plane, nx, lane);
             } else if (r + 1 < RB) { /* row block r + 1's first groups */
                 if (nx - span == kg0) src = src_of(r + 1);
-                moe_issue_w<SP>(ring[ns], src, nx - span, SB, lane);
-                moe_issue_b<SP>(ring[ns], src, plane, nx - span, lane);
+                moe_issue_w<SP, BP>(ring[ns], src, nx - span, SB, lane);
+                moe_issue_b<SP, BP>(ring[ns], src, plane, nx - span, lane);
             }
             cp_async_commit();
             /* the next group's activation scales: this row block's next, or the next row block's first */
             const bool more = kg + MOE_KST < kg1, pf = more || r + 1 < RB;
             if (XPF && pf) load_xs(more ? kg + MOE_KST : kg0, xqn);
-            const moe_stage<SP> &st = ring[cur];
+            const moe_stage<SP, BP> &st = ring[cur];
             /* MXFP4's E8M0 scales, decoded once a row for the warp (the four lanes of a row each decoded its 16, 48
              * instructions a group): lane (g, t) decodes stage row g + 8t's word into the warp's table stab; then
              * each reads its rows g, g + 8 (tile a), 16 + g, 24 + g (tile b). The loop's __syncwarp above keeps the
@@ -778,8 +790,8 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
                 for (int r = 0; r < 4; r++) sc[r] = stab[8 * r + g];
             }
             wq16 wa_, wb_;
-            stage_words<SP>(st, 0, g, lo, wa_);
-            stage_words<SP>(st, 1, g, lo, wb_);
+            stage_words<SP, BP>(st, 0, g, lo, wa_);
+            stage_words<SP, BP>(st, 1, g, lo, wb_);
             uint4 b[NTT][NP][4];
 #pragma unroll
             for (int j = 0; j < NTT; j++)
@@ -788,7 +800,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
 #pragma unroll
                     for (int u = 0; u < 4; u++)
                         b[j][p][u] =
-                            MOE_BR(SP) ? st.b[(p * 4 + u) * 32 + lane]
+                            MOE_BR(SP) ? st.b[(p * 4 + u) * 4 * BP + (lane & (4 * BP - 1))]
                             : bsrc[j]  ? __ldg((const uint4 *)((const uint32_t *)bsrc[j] + p * plane) + kg * 16 + u * 4)
                                        : make_uint4(0, 0, 0, 0);
             float sa[NTT][4], sb4[NTT][4];
@@ -804,7 +816,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
                 group_add(acc[r * NTT + j], sa[j], sb4[j], xq[j][0], xq[j][1]);
                 if (XPF && pf) xq[j][0] = xqn[j][0], xq[j][1] = xqn[j][1];
             }
-            cur = cur == MOE_STAGES - 1 ? 0 : cur + 1;
+            cur = cur == NS - 1 ? 0 : cur + 1;
         }
     };
     rows(std::integral_constant<int, 0>());
@@ -814,13 +826,13 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP> *ring, const wdesc &wa,
 
 /* Dynamic shared memory of the F16 kernels: a ring per warp (stage type SP), then (MXFP4) a warp's table of
  * a group's decoded scales (32 rows x 4 units). */
-template <int SP> constexpr size_t moe16_rings(void)
+template <int SP, int BP = 8> constexpr size_t moe16_rings(void)
 {
-    return (size_t)GM_WARPS * MOE_STAGES * sizeof(moe_stage<SP>);
+    return (size_t)GM_WARPS * moe_ns<BP>() * sizeof(moe_stage<SP, BP>);
 }
-template <int K, int SP> constexpr size_t moe16_smem(void)
+template <int K, int SP, int BP = 8> constexpr size_t moe16_smem(void)
 {
-    return moe16_rings<SP>() + (K == RK_MXFP4 ? (size_t)GM_WARPS * 32 * sizeof(float4) : 0);
+    return moe16_rings<SP, BP>() + (K == RK_MXFP4 ? (size_t)GM_WARPS * 32 * sizeof(float4) : 0);
 }
 
 /* The stage type of k_moe16<K, NP, DOWN, NTT>: B in the ring for one n tile and one plane. */
@@ -839,10 +851,11 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
  * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
  * once for them all); a pair's sums are the same for every NTT. RB: row blocks a block (moe16_rb; the same
- * sums). SPO: the ring's stage type (MOE_NOB with one plane: moe16_nob, five blocks an SM). The launch bounds'
- * minimum blocks an SM: 5 for moe16_nob, else 0 - unspecified, as before moe16_nob: an explicit 1 let ptxas
- * give the reference decode kernel 130 registers instead of 120 (three blocks an SM instead of four). */
-template <int K, int NP, bool DOWN, int NTT, int RB = 1, int SPO = MOE_SP(NP, NTT)>
+ * sums). SPO: the ring's stage type (MOE_NOB with one plane: moe16_nob, five blocks an SM); BP: its pairs
+ * (moe16_bp2: 2, tiles of at most 2 pairs). The launch bounds' minimum blocks an SM: 5 for moe16_nob, else 0 -
+ * unspecified, as before moe16_nob: an explicit 1 let ptxas give the reference decode kernel 130 registers
+ * instead of 120 (three blocks an SM instead of four). */
+template <int K, int NP, bool DOWN, int NTT, int RB = 1, int SPO = MOE_SP(NP, NTT), int BP = 8>
 __global__ void __launch_bounds__(32 * GM_WARPS, SPO == MOE_NOB && NP == 1 && NTT == 1 ? 5 : 0)
     k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
             const int *ntiles, int t0, const int *list, int kk, int R, const float *wts, float limit, bool reference,
@@ -874,15 +887,16 @@ __global__ void __launch_bounds__(32 * GM_WARPS, SPO == MOE_NOB && NP == 1 && NT
 #pragma unroll
         for (int i = 0; i < 8; i++) acc[j][i] = 0.0f;
     extern __shared__ uint4 moe_dyn[];
-    moe_stage<SP> *ring = (moe_stage<SP> *)moe_dyn + wid * MOE_STAGES;
-    float4 *stab = (float4 *)(moe_dyn + moe16_rings<SP>() / sizeof(uint4)) + wid * 32;
+    moe_stage<SP, BP> *ring = (moe_stage<SP, BP> *)moe_dyn + wid * moe_ns<BP>();
+    float4 *stab = (float4 *)(moe_dyn + moe16_rings<SP, BP>() / sizeof(uint4)) + wid * 32;
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
-    moe16_part<K, NP, NTT, SP, RB, DOWN>(ring, a, rb, c, DOWN ? rb + 16 : rb, R, xp, plane, xs, nkg, brow, pc0, pc1,
+    moe16_part<K, NP, NTT, SP, RB, DOWN, BP>(ring, a, rb, c, DOWN ? rb + 16 : rb, R, xp, plane, xs, nkg, brow, pc0, pc1,
                                          kg0, kg1, stab, acc);
     /* the sums through the rings' shared memory, once every warp is done with its ring: 4 KB less a block
      * than a static buffer (with one, four blocks would need exactly the SM's 228 KB, the driver's 1 KB a
      * block included) */
-    static_assert(GM_WARPS * RB * NTT * 8 * 32 * sizeof(float) <= moe16_rings<SP>(), "k_moe16: the sums fit the rings");
+    static_assert(GM_WARPS * RB * NTT * 8 * 32 * sizeof(float) <= moe16_rings<SP, BP>(),
+                  "k_moe16: the sums fit the rings");
     __syncthreads();
     if (!warps_reduce_in<RB * NTT>(acc, (float(*)[RB * NTT * 8][32]) moe_dyn)) return;
 #pragma unroll
@@ -1395,17 +1409,35 @@ template <int K, int NP, int NTT> static bool moe16_nob(int ntok)
     return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_MIN && ntok <= MOE_NOB_MAX);
 }
 
+/* Tiles of at most 2 pairs with their B in 2.8 KB ring stages, four a warp (moe_ns: three groups ahead, 50 %
+ * more bytes in flight than three stages of a whole n tile's B at the same four blocks an SM) for one
+ * activation plane (reference numerics) at MOE_BP2_MIN to MOE_BP2_MAX tokens a step, where an expert rarely
+ * gets more than 2 pairs (one with more takes several tiles, each reading its weights). Measured alone
+ * (bench/results/2026-12-01-s28/bp/): 6.6 / 4.8 % faster than moe16_nob at 4 / 8 tokens, even with the
+ * three-stage ring at 2, 2.5 % slower at 1 and 1.4 % at 16; MXFP4 only by default (NVFP4's experts not
+ * measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed (one plane and one n
+ * tile). The same sums either way. */
+#define MOE_BP2_MIN 4
+#define MOE_BP2_MAX 12
+static bool moe16_bp2(int ntok, bool nvfp4)
+{
+    const int v = cuda_knob(CUDA_KNOB_MOE_BP);
+    return v == 1 || (v < 0 && !nvfp4 && ntok >= MOE_BP2_MIN && ntok <= MOE_BP2_MAX);
+}
+
 /* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
- * along the grid's y, at most the grid's 65,535 a launch; nob: moe16_nob's stage type */
+ * along the grid's y, at most the grid's 65,535 a launch; nob: moe16_nob's stage type; bp2: moe16_bp2's */
 template <int K, int NP, bool DOWN, int NTT, int RB>
 static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                        int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                       int rowblocks, const float *wts, float limit, bool reference, float *out, bool nob)
+                       int rowblocks, const float *wts, float limit, bool reference, float *out, bool nob, bool bp2)
 {
     auto kern = k_moe16<K, NP, DOWN, NTT, RB>;
     size_t smem = moe16_smem<K, MOE_SP(NP, NTT)>();
-    if constexpr (NP == 1 && NTT == 1 && RB == 1)
-        if (nob) kern = k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>, smem = moe16_smem<K, MOE_NOB>();
+    if constexpr (NP == 1 && NTT == 1 && RB == 1) {
+        if (bp2) kern = k_moe16<K, NP, DOWN, NTT, RB, NP, 2>, smem = moe16_smem<K, NP, 2>();
+        else if (nob) kern = k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>, smem = moe16_smem<K, MOE_NOB>();
+    }
     for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
         launch_pdl(kern, dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)),
                    dim3(32 * GM_WARPS), smem, st, tab, E, xp, plane, xs, Kd, tiles, ntiles, t0, list, kk, R, wts, limit,
@@ -1416,22 +1448,23 @@ static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t 
 template <int K, int NP, bool DOWN, int NTT>
 static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                           int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, int ntok)
+                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, int ntok,
+                          bool bp2)
 {
     if constexpr (NTT == 1)
-        if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) {
+        if (!bp2 && moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) {
             moe16_pass<K, NP, DOWN, NTT, 2>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks,
-                                            wts, limit, reference, out, false);
+                                            wts, limit, reference, out, false, false);
             return;
         }
     moe16_pass<K, NP, DOWN, NTT, 1>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks, wts,
-                                    limit, reference, out, moe16_nob<K, NP, NTT>(ntok));
+                                    limit, reference, out, !bp2 && moe16_nob<K, NP, NTT>(ntok), bp2);
 }
 
 template <int K, int NP, int NTT = 1>
 static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, int n, uint32_t *xp, uint32_t *mp,
                       const int4 *tiles, const int *ntiles, const int *list, int maxt, int kk, int D, int I, int nk,
-                      const float *wts, float limit, bool reference, float *M, float *Y, int nsm)
+                      const float *wts, float limit, bool reference, float *M, float *Y, int nsm, bool bp2)
 {
     /* a plane: an F16x2 word per 2 columns (A8: a word of E4M3 bytes per 4) */
     constexpr int PL = NP == MOE_A8 ? 1 : NP, CW = NP == MOE_A8 ? 4 : 2;
@@ -1447,7 +1480,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    I, wts, limit, reference, M);
     else
         moe16_pass_rb<K, NP, false, NTT>(st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles,
-                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm, n);
+                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm, n, bp2);
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
                I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
@@ -1458,7 +1491,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     else
         moe16_pass_rb<K, NP, true, NTT>(st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
                                         (const float *)ms, I, tiles, ntiles, maxt, list, 1, D, D / 32, wts, limit,
-                                        reference, Y, nsm, n);
+                                        reference, Y, nsm, n, bp2);
 }
 
 /* The wgmma path (k_moe_wg, tiles of N pairs): x packed in the k16 steps' order, gate/up, M packed, down. */
@@ -1525,6 +1558,13 @@ template <int K, int NP, int NTT> static void moe16_attr1(void)
     if constexpr (NTT == 1) {
         CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
         CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+        if constexpr (NP == 1) {
+            const int s2 = (int)moe16_smem<K, NP, 2>();
+            CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT, 1, NP, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    s2));
+            CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 1, NP, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    s2));
+        }
     }
 }
 template <int K, int NP> static void moe16_attr(void)
@@ -1575,7 +1615,10 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
     const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
     const bool a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
     const int wgn = mode == MOE_F16 && !a8 ? moe_wg_n(nk, E) : 0;                          /* the wgmma path's tile */
-    const int ntt = mode == MOE_F16 && !a8 ? moe_ntt(nk, E) : 1, ts = wgn ? wgn : 8 * ntt; /* pairs a tile */
+    const int ntt = mode == MOE_F16 && !a8 ? moe_ntt(nk, E) : 1;
+    const bool bp2 =
+        mode == MOE_F16 && !a8 && !wgn && ntt == 1 && NP == 1 && moe16_bp2(n, p->w1[0].fmt == DSV4_WF_NVFP4);
+    const int ts = wgn ? wgn : bp2 ? 2 : 8 * ntt; /* pairs a tile */
     const int maxt = nk / ts + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / ts) */
     char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
     int4 *tiles = (int4 *)pl;
@@ -1614,7 +1657,7 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
         }
 #define MOE16(KK, NPP, NT)                                                                                             \
     moe16_run<KK, NPP, NT>(st, tab, E, x, n, xp, mp, tiles, ntiles, list, maxt, k, D, I, nk, wts, lim, p->reference,   \
-                           M, Y, impl_of(be)->n_sm)
+                           M, Y, impl_of(be)->n_sm, bp2)
 #define MOE16_NTT(KK, NPP)                                                                                             \
     do {                                                                                                               \
         if (ntt == 2)                                                                                                  \
