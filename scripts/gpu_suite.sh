@@ -75,9 +75,9 @@ echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$O
 echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
 # wg8.cu's launches of 64 tokens: its chunk loops (several packs, several launches) on every case; the
 # routed experts' k_moe16 in launches of two tiles (DSV4_MOE_TILES_Y: by default 65,535, the grid's limit), with
-# two row blocks a block wherever allowed (DSV4_MOE_RB=2: by default only where many blocks are launched), and
-# one activation plane's B from L2 wherever allowed (DSV4_MOE_NOB=1: by default MXFP4 at 4-12 tokens)
-echo "== every CUDA op, wg8 in 64-token launches, expert tiles two a launch, two row blocks a block, B from L2"; DSV4_WG8_CHUNK=64 DSV4_MOE_TILES_Y=2 DSV4_MOE_RB=2 DSV4_MOE_NOB=1 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_chunk.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_chunk.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_chunk.txt"
+# two row blocks a block wherever allowed (DSV4_MOE_RB=2: by default only where many blocks are launched; it
+# takes the place of DSV4_MOE_BP's ring, whose two tile sizes test_ops_cuda checks on every expert case)
+echo "== every CUDA op, wg8 in 64-token launches, expert tiles two a launch, two row blocks a block"; DSV4_WG8_CHUNK=64 DSV4_MOE_TILES_Y=2 DSV4_MOE_RB=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_chunk.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_chunk.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_chunk.txt"
 # the prefill kernels (wgmma: k_moe_wg, k_wgbf, k_wgf8; the same bits as decode's) for every call they can
 # take, on every case and end to end against the CPU
 echo "== every CUDA op, and GPU vs CPU, with the prefill kernels for every call"; DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_prefill.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_prefill.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_prefill.txt"

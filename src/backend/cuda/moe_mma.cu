@@ -851,17 +851,16 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
  * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
  * once for them all); a pair's sums are the same for every NTT. RB: row blocks a block (moe16_rb; the same
- * sums). SPO: the ring's stage type (MOE_NOB with one plane: moe16_nob, five blocks an SM); BP: its pairs
- * (moe16_bp2: 2, tiles of at most 2 pairs). The launch bounds' minimum blocks an SM: 5 for moe16_nob, else 0 -
- * unspecified, as before moe16_nob: an explicit 1 let ptxas give the reference decode kernel 130 registers
- * instead of 120 (three blocks an SM instead of four). */
-template <int K, int NP, bool DOWN, int NTT, int RB = 1, int SPO = MOE_SP(NP, NTT), int BP = 8>
-__global__ void __launch_bounds__(32 * GM_WARPS, SPO == MOE_NOB && NP == 1 && NTT == 1 ? 5 : 0)
+ * sums). BP: the ring's pairs (moe16_bp2: 2, tiles of at most 2 pairs). The launch bounds give no minimum
+ * of blocks an SM: with one (s27's five-block variant set 1 for the others) ptxas gave the reference decode
+ * kernel 130 registers instead of 120 - three blocks an SM instead of four. */
+template <int K, int NP, bool DOWN, int NTT, int RB = 1, int BP = 8>
+__global__ void __launch_bounds__(32 * GM_WARPS)
     k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
             const int *ntiles, int t0, const int *list, int kk, int R, const float *wts, float limit, bool reference,
             float *out)
 {
-    constexpr int SP = SPO;
+    constexpr int SP = MOE_SP(NP, NTT);
     /* the grid: row blocks along x, tiles along y (from t0): blocks launched together read neighbouring
      * rows of one expert (2-4 % faster than one row block of many experts) */
     const int bt = t0 + (int)blockIdx.y, brb = (int)blockIdx.x;
@@ -1387,36 +1386,14 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
     return (int64_t)(rowblocks + 1) / 2 * maxt >= MOE_RB_WAVES * slots ? 2 : 1;
 }
 
-/* k_moe16 with one activation plane's B from L2 where it is used instead of through the ring (the stage type
- * MOE_NOB: 36 KB of rings a block, not 51) at five blocks an SM (its launch bounds: 92 registers, no spill)
- * instead of four - for reference numerics' MXFP4 experts at 4-12 tokens a step, one row block a block. Alone
- * the experts are 3 / 5.5 / 5.5 % faster at 4 / 8 / 12 tokens (two runs each), even at 16-32, slower at 1-2
- * (batch 1: 51.0 against 46.3 µs: the loads where used cost more than the fifth block gains). Decode: one call
- * measured batch 4 / 8 / 12 1.5 / 2.5 / 4.4 % faster (11 of 12 rounds), two later calls batch 8 even (+1 %, 0 %)
- * and batch 16 0.8 % slower with it (bench/results/2026-12-01-s27/moe-nob*, nob-suite, nob-ab): so only where
- * it wins alone. The same sums either way. DSV4_MOE_NOB=0|1 sets it wherever it is allowed (the suite forces 1
- * once). */
-#define MOE_NOB_MIN 4
-#define MOE_NOB_MAX 12
-template <int K, int NP, int NTT> static bool moe16_nob(int ntok)
-{
-    static int env = -1;
-    if (env < 0) {
-        const int v = cuda_env_int("DSV4_MOE_NOB", -1);
-        env = v == 0 || v == 1 ? v : 2;
-    }
-    if (NP != 1 || NTT != 1 || env == 0) return false;
-    return env == 1 || (K == RK_MXFP4 && ntok >= MOE_NOB_MIN && ntok <= MOE_NOB_MAX);
-}
-
 /* Tiles of at most 2 pairs with their B in 2.8 KB ring stages, four a warp (moe_ns: three groups ahead, 50 %
  * more bytes in flight than three stages of a whole n tile's B at the same four blocks an SM) for one
  * activation plane (reference numerics) at MOE_BP2_MIN to MOE_BP2_MAX tokens a step, where an expert rarely
  * gets more than 2 pairs (one with more takes several tiles, each reading its weights). Measured alone
- * (bench/results/2026-12-01-s28/bp/): 6.6 / 4.8 % faster than moe16_nob at 4 / 8 tokens, even with the
- * three-stage ring at 2, 2.5 % slower at 1 and 1.4 % at 16; MXFP4 only by default (NVFP4's experts not
- * measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed (one plane and one n
- * tile). The same sums either way. */
+ * (bench/results/2026-12-01-s28/bp2/): 5.5 / 4.2 / 2.7 / 4.6 % faster than the three-stage ring at 4 / 6 / 8
+ * / 12 tokens, 1.4 % slower at 16 and 2.5 % at 1 (bp/); decode at batch 4 / 12 1.6 / 0.7 % (bp2/). MXFP4 only
+ * by default (NVFP4's experts not measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed
+ * (one plane and one n tile). The same sums either way. */
 #define MOE_BP2_MIN 4
 #define MOE_BP2_MAX 12
 static bool moe16_bp2(int ntok, bool nvfp4)
@@ -1426,18 +1403,16 @@ static bool moe16_bp2(int ntok, bool nvfp4)
 }
 
 /* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
- * along the grid's y, at most the grid's 65,535 a launch; nob: moe16_nob's stage type; bp2: moe16_bp2's */
+ * along the grid's y, at most the grid's 65,535 a launch; bp2: moe16_bp2's tiles */
 template <int K, int NP, bool DOWN, int NTT, int RB>
 static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                        int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                       int rowblocks, const float *wts, float limit, bool reference, float *out, bool nob, bool bp2)
+                       int rowblocks, const float *wts, float limit, bool reference, float *out, bool bp2)
 {
     auto kern = k_moe16<K, NP, DOWN, NTT, RB>;
     size_t smem = moe16_smem<K, MOE_SP(NP, NTT)>();
-    if constexpr (NP == 1 && NTT == 1 && RB == 1) {
-        if (bp2) kern = k_moe16<K, NP, DOWN, NTT, RB, NP, 2>, smem = moe16_smem<K, NP, 2>();
-        else if (nob) kern = k_moe16<K, NP, DOWN, NTT, RB, MOE_NOB>, smem = moe16_smem<K, MOE_NOB>();
-    }
+    if constexpr (NP == 1 && NTT == 1 && RB == 1)
+        if (bp2) kern = k_moe16<K, NP, DOWN, NTT, RB, 2>, smem = moe16_smem<K, NP, 2>();
     for (int t0 = 0; t0 < maxt; t0 += moe_tiles_per_launch()) {
         launch_pdl(kern, dim3((unsigned)((rowblocks + RB - 1) / RB), (unsigned)moe_tiles_y(maxt, t0)),
                    dim3(32 * GM_WARPS), smem, st, tab, E, xp, plane, xs, Kd, tiles, ntiles, t0, list, kk, R, wts, limit,
@@ -1448,17 +1423,16 @@ static void moe16_pass(cudaStream_t st, const wdesc *tab, int E, const uint32_t 
 template <int K, int NP, bool DOWN, int NTT>
 static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32_t *xp, size_t plane, const float *xs,
                           int Kd, const int4 *tiles, const int *ntiles, int maxt, const int *list, int kk, int R,
-                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, int ntok,
-                          bool bp2)
+                          int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, bool bp2)
 {
     if constexpr (NTT == 1)
-        if (!bp2 && moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) {
+        if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) { /* bp2's tiles, a full n tile's ring */
             moe16_pass<K, NP, DOWN, NTT, 2>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks,
-                                            wts, limit, reference, out, false, false);
+                                            wts, limit, reference, out, false);
             return;
         }
     moe16_pass<K, NP, DOWN, NTT, 1>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks, wts,
-                                    limit, reference, out, !bp2 && moe16_nob<K, NP, NTT>(ntok), bp2);
+                                    limit, reference, out, bp2);
 }
 
 template <int K, int NP, int NTT = 1>
@@ -1480,7 +1454,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
                    I, wts, limit, reference, M);
     else
         moe16_pass_rb<K, NP, false, NTT>(st, tab, E, (const uint32_t *)xp, xpl, (const float *)xs, D, tiles, ntiles,
-                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm, n, bp2);
+                                         maxt, list, kk, I, I / 16, wts, limit, reference, M, nsm, bp2);
     launch_pdl(k_moe_pack16<NP != 2, NP == MOE_A8>, dim3((unsigned)((w2 + 7) / 8)), dim3(256), 0, st, (const float *)M,
                I, nk, I, mp, mpl, ms);
     CK_LAUNCH();
@@ -1491,7 +1465,7 @@ static void moe16_run(cudaStream_t st, const wdesc *tab, int E, const float *x, 
     else
         moe16_pass_rb<K, NP, true, NTT>(st, (const wdesc *)(tab + 2 * E), E, (const uint32_t *)mp, mpl,
                                         (const float *)ms, I, tiles, ntiles, maxt, list, 1, D, D / 32, wts, limit,
-                                        reference, Y, nsm, n, bp2);
+                                        reference, Y, nsm, bp2);
 }
 
 /* The wgmma path (k_moe_wg, tiles of N pairs): x packed in the k16 steps' order, gate/up, M packed, down. */
@@ -1560,10 +1534,8 @@ template <int K, int NP, int NTT> static void moe16_attr1(void)
         CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
         if constexpr (NP == 1) {
             const int s2 = (int)moe16_smem<K, NP, 2>();
-            CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT, 1, NP, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    s2));
-            CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 1, NP, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    s2));
+            CK(cudaFuncSetAttribute(k_moe16<K, NP, false, NTT, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, s2));
+            CK(cudaFuncSetAttribute(k_moe16<K, NP, true, NTT, 1, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, s2));
         }
     }
 }
