@@ -348,6 +348,10 @@ int dsv4_cuda_device_count(void);
 /* The tensor-core kernels' weight decoders against quant.h's, every code, on
  * GPU 0: the number of mismatches (-1: a CUDA error). For the tests. */
 int dsv4_cuda_decode_check(void);
+/* The fewest blocks an SM of reference numerics' decode kernels of the routed experts (k_moe16, MXFP4, gate /
+ * up and down, tiles of 8 and of 2 pairs) on the current GPU, 4 by design; -1 where an SM has less than
+ * sm_90's 228 KB of shared memory (their rings are sized for it). After a CUDA backend exists. For the tests. */
+int dsv4_cuda_moe16_blocks_per_sm(void);
 /* The sparse attention layout (DSV4_ATTN_LAYOUT_*), for benchmarks and tests. */
 void dsv4_cuda_attn_layout(int layout);
 /* The tuned kernel choices (engine/tune.h) every CUDA backend of the process

@@ -1870,6 +1870,17 @@ static void moe_experts_case(const moe_spec *c)
 
 static void test_moe(void **state)
 {
+#ifdef DSV4_HAVE_CUDA
+    if (!selftest) { /* registers or rings grown past four blocks an SM (s27's launch bounds took one, unseen) */
+        const int occ = dsv4_cuda_moe16_blocks_per_sm();
+        printf("  the experts' reference decode kernels: %d blocks an SM\n", occ);
+        if (occ >= 0 && occ < 4)
+            fail_line("moe occupancy",
+                      "k_moe16's reference decode kernels fit %d blocks an SM, not 4 (registers: "
+                      "cuobjdump --dump-resource-usage; rings: moe16_smem)",
+                      occ);
+    }
+#endif
     moe_route_case(13, 37, 3, true, 0, true, 2.5f);
     moe_route_case(7, 37, 6, false, 0, false, 1.0f);
     moe_route_case(13, 16, 6, true, 0, true, 1.5f);

@@ -1727,6 +1727,23 @@ __global__ void k_decode_check(int *bad)
     }
 }
 
+extern "C" int dsv4_cuda_moe16_blocks_per_sm(void)
+{
+    int dev = 0, smem = 0, lo = 1 << 30, v = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+    if (smem < 228 * 1024) return -1;
+    auto occ = [&](auto kern, size_t sm) {
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kern, 32 * GM_WARPS, sm));
+        lo = v < lo ? v : lo;
+    };
+    occ(k_moe16<RK_MXFP4, 1, false, 1, 1, 8>, moe16_smem<RK_MXFP4, 1, 8>());
+    occ(k_moe16<RK_MXFP4, 1, true, 1, 1, 8>, moe16_smem<RK_MXFP4, 1, 8>());
+    occ(k_moe16<RK_MXFP4, 1, false, 1, 1, 2>, moe16_smem<RK_MXFP4, 1, 2>());
+    occ(k_moe16<RK_MXFP4, 1, true, 1, 1, 2>, moe16_smem<RK_MXFP4, 1, 2>());
+    return lo;
+}
+
 extern "C" int dsv4_cuda_decode_check(void)
 {
     int *d = nullptr, h = -1;
