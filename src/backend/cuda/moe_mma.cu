@@ -570,7 +570,7 @@ template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
 #define MOE_A8 0
 
 /* BP: the pairs whose B fragments a stage holds (8: a whole n tile; 2: tiles of at most 2 pairs, lanes 0-7's
- * fragments - moe16_bp2). */
+ * fragments: moe16_bp2). */
 template <int NP, int BP = 8> struct moe_stage {
     static constexpr bool SW = MOE_BR(NP);
     uint8_t w[32 * (SW ? 64 : W_ROW)];
@@ -698,8 +698,8 @@ __device__ __forceinline__ void group_add(float *acc, const float *sa, const flo
  * The row blocks' groups go through one ring (RB = 2 wants at least MOE_STAGES - 1 groups a warp: the
  * caller's): row block 1's first loads are in flight while row block 0's last groups are summed; each row's
  * sums are those of RB = 1. SP: the ring's stage type (NP, or MOE_NOB: B from global memory); BP: its pairs
- * (moe_stage; BP < 8: tiles of at most BP pairs, lanes of pairs g >= BP read lane g % BP's fragments - columns
- * no pair owns, whose sums nobody stores). */
+ * (moe_stage; BP < 8: tiles of at most BP pairs; the lanes of pairs g >= BP read pair g % BP's fragments into
+ * columns no pair owns, whose sums nobody stores). */
 template <int K, int NP, int NTT, int SP, int RB, bool DOWN, int BP = 8>
 __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
                                            int64_t rb, int64_t R, const uint32_t *xp, size_t plane, const float *xs,
@@ -1392,8 +1392,8 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
  * gets more than 2 pairs (one with more takes several tiles, each reading its weights). Measured alone
  * (bench/results/2026-12-01-s28/bp2/): 5.5 / 4.2 / 2.7 / 4.6 % faster than the three-stage ring at 4 / 6 / 8
  * / 12 tokens, 1.4 % slower at 16 and 2.5 % at 1 (bp/); decode at batch 4 / 12 1.6 / 0.7 % (bp2/). MXFP4 only
- * by default (NVFP4's experts not measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed
- * (one plane and one n tile). The same sums either way. */
+ * by default (NVFP4's experts not measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it
+ * is allowed (one plane and one n tile). The same sums either way. */
 #define MOE_BP2_MIN 4
 #define MOE_BP2_MAX 12
 static bool moe16_bp2(int ntok, bool nvfp4)
@@ -1426,7 +1426,7 @@ static void moe16_pass_rb(cudaStream_t st, const wdesc *tab, int E, const uint32
                           int rowblocks, const float *wts, float limit, bool reference, float *out, int nsm, bool bp2)
 {
     if constexpr (NTT == 1)
-        if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) { /* bp2's tiles, a full n tile's ring */
+        if (moe16_rb<K, NP, DOWN, NTT>(rowblocks, maxt, Kd / 128, nsm) == 2) { /* bp2's tiles too, on its ring */
             moe16_pass<K, NP, DOWN, NTT, 2>(st, tab, E, xp, plane, xs, Kd, tiles, ntiles, maxt, list, kk, R, rowblocks,
                                             wts, limit, reference, out, false);
             return;
