@@ -70,6 +70,17 @@ def ncu_us(text):
 ATTN_ROW = r"(CSA|HCA) \((\d+) rows\)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)"
 
 
+def attn(path):
+    """bench_kernels' attention rows: 'CSA 640 rows, context 4096' -> bB -> us a call (the default layout)."""
+    res = {}
+    for line in open(path):
+        m = re.match(ATTN_ROW, line)
+        if m:
+            res.setdefault(f"{m.group(1)} {m.group(2)} rows, context {m.group(4)}", {})["b" + m.group(3)] = \
+                float(m.group(5))
+    return res
+
+
 def call_ab(d, call):
     """ab_rounds of a session directory d's call (d/call/ab.txt)."""
     return ab_rounds(os.path.join(d, call, "ab.txt"))

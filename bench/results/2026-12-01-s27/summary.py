@@ -13,18 +13,12 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ATTN_ROW, call_ab, head  # noqa: E402
+from summary_lib import attn as attn_rows, call_ab, head  # noqa: E402
 
 
 def attn(call, name):
-    """bench_kernels' attention rows: 'CSA 640 rows, context 4096' -> bB -> us a call (the default layout)."""
-    res = {}
-    for line in open(os.path.join(D, call, name)):
-        m = re.match(ATTN_ROW, line)
-        if m:
-            res.setdefault(f"{m.group(1)} {m.group(2)} rows, context {m.group(4)}", {})["b" + m.group(3)] = \
-                float(m.group(5))
-    return res
+    """A call's attention table (summary_lib.attn_rows)."""
+    return attn_rows(os.path.join(D, call, name))
 
 
 def ncu(call, name):
