@@ -12,7 +12,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ATTN_ROW, call_ab, head, ncu_us  # noqa: E402
+from summary_lib import attn, call_ab, head, ncu_us  # noqa: E402
 
 
 def dur(call):
@@ -25,17 +25,6 @@ def dur(call):
         us = ncu_us(open(os.path.join(D, call, name)).read())
         if us:
             res.setdefault(m.group(1), {}).setdefault(m.group(2), {})["b" + m.group(3)] = round(sum(us) / len(us), 2)
-    return res
-
-
-def attn(path):
-    """bench_kernels' attention rows: 'CSA 640 rows, 4096' -> bB -> us a call (the default layout's column)."""
-    res = {}
-    for line in open(path):
-        m = re.match(ATTN_ROW, line)
-        if m:
-            res.setdefault(f"{m.group(1)} {m.group(2)} rows, context {m.group(4)}", {})["b" + m.group(3)] = \
-                float(m.group(5))
     return res
 
 
