@@ -1,0 +1,33 @@
+#!/bin/sh
+# The registers ptxas gives the kernels whose occupancy is part of their design, checked on the CPU at build
+# time (no GPU needed): nvcc --resource-usage over their source with the build's flags. The routed experts'
+# reference decode kernels (k_moe16 with one activation plane, one n tile, one row block a block: MXFP4 and
+# NVFP4, gate / up and down, every ring) run four 128-thread blocks an SM, so at most 128 registers and no
+# spills; s27's launch bounds once took them to 130 (three blocks an SM) and only a device run could see it.
+# Skipped (77) in a build without the CUDA backend.
+set -eu
+: "${DSV4_SRC:?the source tree}" "${DSV4_BUILD:?the build tree}"
+nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$DSV4_BUILD/CMakeCache.txt" 2>/dev/null | head -1)
+if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
+  echo "skip: this build has no CUDA compiler"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$nvcc" -gencode arch=compute_90a,code=sm_90a -O3 --expt-relaxed-constexpr -I"$DSV4_SRC/include" -I"$DSV4_SRC/src" \
+  --resource-usage -c "$DSV4_SRC/src/backend/cuda/moe_mma.cu" -o "$tmp/moe_mma.o" > "$tmp/ru.txt" 2>&1 ||
+  fail "nvcc: $(tail -5 "$tmp/ru.txt")"
+# per kernel: name, registers, spill stores (ptxas's "Function properties" line, then its "Used N registers")
+awk '/Function properties for/ { name = $NF; next }
+     name != "" && /bytes spill stores/ { spill = $5; next }
+     name != "" && /Used [0-9]+ registers/ { for (i = 1; i <= NF; i++) if ($i == "Used") print name, $(i + 1), spill; name = "" }' \
+  "$tmp/ru.txt" > "$tmp/regs.txt"
+# k_moe16<K, NP = 1, DOWN, NTT = 1, RB = 1, BP>: _Z7k_moe16ILi<K>ELi1ELb<DOWN>ELi1ELi1ELi<BP>E...
+grep -E '^_Z7k_moe16ILi[0-9]+ELi1ELb[01]ELi1ELi1ELi[0-9]+E' "$tmp/regs.txt" > "$tmp/moe.txt" || true
+n=$(wc -l < "$tmp/moe.txt")
+[ "$n" -ge 4 ] || fail "found $n of k_moe16's reference decode kernels in ptxas's report (names changed?)"
+bad=$(awk '$2 > 128 || $3 > 0' "$tmp/moe.txt")
+[ -z "$bad" ] || fail "k_moe16's reference decode kernels over 128 registers or spilling (name, registers, spill bytes):
+$bad"
+echo "ok   $n k_moe16 reference decode kernels at 128 registers or fewer, no spills: $(awk '{print $2}' "$tmp/moe.txt" | sort -n | uniq | tr '\n' ' ')"
