@@ -4,19 +4,20 @@
 # reference decode kernels (k_moe16 with one activation plane, one n tile, one row block a block: MXFP4 and
 # NVFP4, gate / up and down, every ring) run four 128-thread blocks an SM, so at most 128 registers and no
 # spills; s27's launch bounds once took them to 130 (three blocks an SM) and only a device run could see it.
-# Skipped (77) in a build without the CUDA backend.
+# DSV4_NVCC and DSV4_NVCC_FLAGS (the build's device flags and include paths) come from tests/CMakeLists.txt;
+# skipped (77) in a build without the CUDA backend.
 set -eu
-: "${DSV4_SRC:?the source tree}" "${DSV4_BUILD:?the build tree}"
-nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$DSV4_BUILD/CMakeCache.txt" 2>/dev/null | head -1)
-if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
-  echo "skip: this build has no CUDA compiler"
+: "${DSV4_SRC:?the source tree}"
+if [ -z "${DSV4_NVCC:-}" ] || [ ! -x "$DSV4_NVCC" ]; then
+  echo "skip: this build has no CUDA backend"
   exit 77
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-"$nvcc" -gencode arch=compute_90a,code=sm_90a -O3 --expt-relaxed-constexpr -I"$DSV4_SRC/include" -I"$DSV4_SRC/src" \
-  --resource-usage -c "$DSV4_SRC/src/backend/cuda/moe_mma.cu" -o "$tmp/moe_mma.o" > "$tmp/ru.txt" 2>&1 ||
+# shellcheck disable=SC2086 # the flags are words
+"$DSV4_NVCC" ${DSV4_NVCC_FLAGS:-} --resource-usage -c "$DSV4_SRC/src/backend/cuda/moe_mma.cu" -o "$tmp/moe_mma.o" \
+  > "$tmp/ru.txt" 2>&1 ||
   fail "nvcc: $(tail -5 "$tmp/ru.txt")"
 # per kernel: name, registers, spill stores (ptxas's "Function properties" line, then its "Used N registers")
 awk '/Function properties for/ { name = $NF; next }
