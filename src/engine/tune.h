@@ -53,16 +53,14 @@ typedef struct {
     dsv4_attn_choice row[DSV4_TUNE_ROWS];
 } dsv4_tune;
 
-/* The built-in choices: what `dsv4 tune` measured on an H200 (share/tune/h200.json,
- * bench/results/2026-11-30-hc-walk/walk/), and one pass over the rows at 1 token: `dsv4 tune`'s figure (CSA 4k
- * + HCA 128k, where a part has more than 96 rows and one pass gives way to parts32) does not separate it from
- * parts16, decode does (batch 1 1.1 % faster in 6 of 7 alternating rounds, 1.8 % at a 32k context:
- * bench/results/2026-12-01-s27/combo/, prof/). */
+/* The built-in choices: what `dsv4 tune` measured on an H200 over the shapes a decode step meets
+ * (share/tune/h200.json, bench/results/2026-12-01-s29/r2/; decode agrees on `one` up to 2 tokens: batch 2
+ * faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
     static const dsv4_attn_choice rows[] = {
-        {1, 16, DSV4_SUM_ONE},     {2, 16, DSV4_SUM_PARTS16}, {4, 16, DSV4_SUM_PARTS64}, {8, 64, DSV4_SUM_PARTS32},
-        {16, 64, DSV4_SUM_WALK32}, {32, 64, DSV4_SUM_WALK64}, {0, 64, DSV4_SUM_WALK128}};
+        {2, 16, DSV4_SUM_ONE},     {4, 16, DSV4_SUM_PARTS64},  {8, 64, DSV4_SUM_PARTS32}, {16, 64, DSV4_SUM_WALK32},
+        {32, 64, DSV4_SUM_WALK64}, {64, 64, DSV4_SUM_WALK128}, {0, 64, DSV4_SUM_WALK64}};
     t->n = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < t->n; i++) t->row[i] = rows[i];
 }
