@@ -45,11 +45,47 @@ __device__ __forceinline__ uint32_t bf2(float a, float b)
     return (__float_as_uint(a) >> 16) | (__float_as_uint(b) & 0xffff0000u);
 }
 
+#ifdef MOE_TRACE
+/* A block timeline of the routed experts' launches (a measurement: build with -DCMAKE_CUDA_FLAGS=-DMOE_TRACE, run
+ * with DSV4_MOE_TRACE=N): the N-th call of cuda_moe_mma starts on an idle GPU and prints, per block, its kernel
+ * (0 the plan, 1 gate / up, 2 down, 100000 + K a pack of K columns), its SM, and %globaltimer at its entry and
+ * at its last store, in microseconds from the call's first entry: "moetrace KIND SM T0 T1" on stderr. */
+struct moe_trace_rec {
+    unsigned kind, sm;
+    unsigned long long t0, t1;
+};
+#define MOE_TRACE_N 65536
+__device__ moe_trace_rec moe_trace_buf[MOE_TRACE_N];
+__device__ unsigned moe_trace_cnt;
+__device__ __forceinline__ unsigned long long moe_gt(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void moe_trace_add(unsigned kind, unsigned long long t0)
+{
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    const unsigned i = atomicAdd(&moe_trace_cnt, 1u);
+    if (i < MOE_TRACE_N) moe_trace_buf[i] = {kind, sm, t0, moe_gt()};
+}
+#define MOE_TRACE_T0 const unsigned long long moe_tr0 = moe_gt()
+#define MOE_TRACE_REC(kind)                                                                                            \
+    do {                                                                                                               \
+        if (threadIdx.x == 0) moe_trace_add((kind), moe_tr0);                                                          \
+    } while (0)
+#else
+#define MOE_TRACE_T0        (void)0
+#define MOE_TRACE_REC(kind) (void)0
+#endif
+
 /* Plan: pairs of experts in [lo, hi) (all when hi <= lo) listed by expert,
  * tiles (expert, first list entry, count <= ts) and their number. One block. */
 __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, int *list, int4 *tiles, int *ntiles,
                            int ts)
 {
+    MOE_TRACE_T0;
     pdl_start();
     __shared__ int cnt[MAX_EP], off[MAX_EP], toff[MAX_EP + 1];
     for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
@@ -78,6 +114,7 @@ __global__ void k_moe_plan(const int32_t *idx, int nk, int E, int lo, int hi, in
         const int e = idx[i];
         if (e >= 0 && e < E && (hi <= lo || (e >= lo && e < hi))) list[off[e] + atomicAdd(&cnt[e], 1)] = i;
     }
+    MOE_TRACE_REC(0);
 }
 
 /* Pack rows of src (nrows x K, ld) for the kernels below: one warp per (row,
@@ -416,6 +453,7 @@ __device__ __forceinline__ float e8m0_byte(uint32_t s, int u)
 template <bool REF, bool A8, bool WGL = false>
 __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_t *xp, size_t plane, float *xs)
 {
+    MOE_TRACE_T0;
     pdl_start(); /* waits first: the MMA kernel after it reads the plan before its own wait */
     const int lane = threadIdx.x & 31, nkg = K / 128;
     const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -447,6 +485,7 @@ __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_
         xp[plane + f + fo] = h2_bits(lo[1], lo[3]);
     }
     if (lane == 0) xs[(size_t)row * nkg + kg] = sc;
+    MOE_TRACE_REC(100000u + (unsigned)K);
 }
 
 /* One row pair's weights of a 128-column group: rows g and g + 8 of an m tile,
@@ -863,6 +902,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     constexpr int SP = MOE_SP(NP, NTT);
     /* the grid: row blocks along x, tiles along y (from t0): blocks launched together read neighbouring
      * rows of one expert (2-4 % faster than one row block of many experts) */
+    MOE_TRACE_T0;
     const int bt = t0 + (int)blockIdx.y, brb = (int)blockIdx.x;
     if (bt >= *ntiles) return;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -911,6 +951,7 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
                 gate_up_out(acc[r * NTT + j], total16<K>(a), total16<K>(c), tj, rr, g, t, list, R, wts, limit,
                             reference, out);
         }
+    MOE_TRACE_REC(DOWN ? 2u : 1u);
 }
 
 /* ==== Prefill: the F16 path's sums on wgmma (k_moe_wg) ====================
@@ -1579,10 +1620,48 @@ void cuda_moe_mma_init(void)
 
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
  * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. */
+#ifdef MOE_TRACE
+/* The N-th call (DSV4_MOE_TRACE=N) from an idle GPU, its blocks' records printed at its end (moe_trace_rec). */
+struct moe_trace_call {
+    cudaStream_t st;
+    bool on;
+    explicit moe_trace_call(cudaStream_t s) : st(s)
+    {
+        static int calls = 0;
+        static const int at = cuda_env_int("DSV4_MOE_TRACE", 0);
+        on = at > 0 && ++calls == at;
+        if (!on) return;
+        CK(cudaDeviceSynchronize());
+        const unsigned z = 0;
+        CK(cudaMemcpyToSymbol(moe_trace_cnt, &z, sizeof z));
+    }
+    ~moe_trace_call()
+    {
+        if (!on) return;
+        CK(cudaDeviceSynchronize());
+        unsigned n = 0;
+        CK(cudaMemcpyFromSymbol(&n, moe_trace_cnt, sizeof n));
+        n = n < MOE_TRACE_N ? n : MOE_TRACE_N;
+        moe_trace_rec *h = (moe_trace_rec *)malloc((size_t)n * sizeof *h);
+        if (!h) return;
+        CK(cudaMemcpyFromSymbol(h, moe_trace_buf, (size_t)n * sizeof *h));
+        unsigned long long t = ~0ull;
+        for (unsigned i = 0; i < n; i++) t = h[i].t0 < t ? h[i].t0 : t;
+        for (unsigned i = 0; i < n; i++)
+            fprintf(stderr, "moetrace %u %u %.3f %.3f\n", h[i].kind, h[i].sm, (double)(h[i].t0 - t) / 1e3,
+                    (double)(h[i].t1 - t) / 1e3);
+        free(h);
+    }
+};
+#endif
+
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
 {
     cudaStream_t st = impl_of(be)->stream;
+#ifdef MOE_TRACE
+    moe_trace_call trace_call(st);
+#endif
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
     const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
     const bool a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
