@@ -648,6 +648,8 @@ static void test_embed(void **state)
     embed_case(DSV4_DT_BF16, 41, 129, 7, true);
     embed_case(DSV4_DT_F16, 41, 37, 7, true);
     embed_case(DSV4_DT_F32, 41, 300, 7, true);
+    embed_case(DSV4_DT_BF16, 41, 4500, 5, false); /* more columns than one pass of k_embed's threads takes */
+    embed_case(DSV4_DT_F16, 41, 4500, 3, true);
     assert_int_equal(n_fail, 0);
 }
 
