@@ -1618,8 +1618,6 @@ void cuda_moe_mma_init(void)
     moe_wg_attr<RK_NVFP4, 2, 64>();
 }
 
-/* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
- * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. */
 #ifdef MOE_TRACE
 /* The N-th call (DSV4_MOE_TRACE=N) from an idle GPU, its blocks' records printed at its end (moe_trace_rec). */
 struct moe_trace_call {
@@ -1655,6 +1653,8 @@ struct moe_trace_call {
 };
 #endif
 
+/* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
+ * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. */
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
 {
