@@ -3,9 +3,10 @@
 "moetrace KIND SM T0 T1" of one call, microseconds from its first block's entry) as a summary per kernel -
 blocks, first entry, last exit, block durations (median, 10th / 90th percentile) - and the blocks resident
 per microsecond bucket, so a kernel's ramp, tail and the gaps between launches show:
-    python3 bench/moe_trace.py TRACE_FILE [--bucket US]
+    python3 bench/moe_trace.py TRACE_FILE[.gz] [--bucket US]
 Standard library only."""
 import argparse
+import gzip
 import statistics
 import sys
 
@@ -16,16 +17,23 @@ def name(kind):
     return NAMES.get(kind, f"pack K={kind - 100000}" if kind >= 100000 else str(kind))
 
 
+def records(path):
+    """The trace's blocks (kind, SM, entry us, exit us); path may be gzipped."""
+    recs = []
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt") as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 5 and p[0] == "moetrace":
+                recs.append((int(p[1]), int(p[2]), float(p[3]), float(p[4])))
+    return recs
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("trace")
+    ap.add_argument("trace", help="stderr of the traced call (.gz too)")
     ap.add_argument("--bucket", type=float, default=1.0, help="microseconds a bucket of the residency table")
     a = ap.parse_args()
-    recs = []
-    for line in open(a.trace):
-        f = line.split()
-        if len(f) == 5 and f[0] == "moetrace":
-            recs.append((int(f[1]), int(f[2]), float(f[3]), float(f[4])))
+    recs = records(a.trace)
     if not recs:
         sys.exit("no moetrace lines")
     kinds = sorted({r[0] for r in recs}, key=lambda k: min(r[2] for r in recs if r[0] == k))

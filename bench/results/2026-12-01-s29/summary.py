@@ -6,15 +6,15 @@ Reads the calls' ab.txt (scripts/gpu_ab.sh), the routed experts' tables (experts
 input), one decode step's kernels alone (r3/ncu-b*.csv.gz, bench/ncu_step.py's input) and the closing call's
 summary.txt (summary_lib.head); standard library only."""
 import collections
-import csv
-import gzip
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
+sys.path.insert(0, os.path.dirname(os.path.dirname(D)))  # bench/: the readers of the trace and of ncu's CSV
+import moe_trace  # noqa: E402
+import ncu_step  # noqa: E402
 from summary_lib import call_ab, experts, head  # noqa: E402
 
 
@@ -24,44 +24,29 @@ def ex(call, name):
 
 
 def trace(name):
-    """A block timeline (moetrace KIND SM T0 T1, us from the call's first block): per kernel its blocks, first
-    entry, last exit and median block time."""
+    """A block timeline (bench/moe_trace.py's records): per kernel its blocks, first entry, last exit and median
+    block time."""
     recs = collections.defaultdict(list)
-    with gzip.open(os.path.join(D, "r2", name), "rt") as f:
-        for line in f:
-            p = line.split()
-            if len(p) == 5 and p[0] == "moetrace":
-                recs[int(p[1])].append((float(p[3]), float(p[4])))
-    names = {0: "plan", 1: "gate/up", 2: "down"}
+    for kind, _, t0, t1 in moe_trace.records(os.path.join(D, "r2", name)):
+        recs[kind].append((t0, t1))
     out = {}
     for k, rs in sorted(recs.items(), key=lambda kv: min(r[0] for r in kv[1])):
         d = sorted(b - a for a, b in rs)
-        out[names.get(k, f"pack K={k - 100000}")] = {"blocks": len(rs), "first_in_us": round(min(r[0] for r in rs), 2),
-                                                    "last_out_us": round(max(r[1] for r in rs), 2),
-                                                    "median_block_us": round(d[len(d) // 2], 2)}
+        out[moe_trace.name(k)] = {"blocks": len(rs), "first_in_us": round(min(r[0] for r in rs), 2),
+                                  "last_out_us": round(max(r[1] for r in rs), 2),
+                                  "median_block_us": round(d[len(d) // 2], 2)}
     return out
 
 
 def step_kernels(name):
-    """One decode step's kernels alone (ncu): kernel -> calls, us (sum), MB read."""
-    with gzip.open(os.path.join(D, "r3", name), "rt") as f:
-        rows = [line for line in f if line.startswith('"')]
-    ks = collections.OrderedDict()
-    for r in csv.DictReader(rows):
-        k = ks.setdefault(int(r["ID"]), {"name": r["Kernel Name"]})
-        try:
-            k[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
-        except ValueError:
-            pass
-    ks = [k for k in ks.values() if not k["name"].startswith("synth_fill")]
-    s = [i for i, k in enumerate(ks) if k["name"].startswith("k_sample")]
+    """One decode step's kernels alone (bench/ncu_step.py): kernel -> calls, us (sum), MB read."""
+    step = ncu_step.step_kernels(os.path.join(D, "r3", name))
     out = collections.OrderedDict()
-    for k in ks[s[-2] + 1:s[-1] + 1]:
-        n = re.sub(r"^void ", "", k["name"].split("(")[0])
-        o = out.setdefault(n, {"calls": 0, "us": 0.0, "MB": 0.0})
+    for k in step:  # launch order, as the table has always listed them
+        o = out.setdefault(ncu_step.short(k), {"calls": 0, "us": 0.0, "MB": 0.0})
         o["calls"] += 1
-        o["us"] = round(o["us"] + k.get("gpu__time_duration.sum", 0) / 1e3, 2)
-        o["MB"] = round(o["MB"] + k.get("dram__bytes_read.sum", 0) / 1e6, 2)
+        o["us"] = round(o["us"] + ncu_step.us(k), 2)
+        o["MB"] = round(o["MB"] + ncu_step.mb(k), 2)
     return {"total_us": round(sum(o["us"] for o in out.values()), 1), "kernels": out}
 
 
