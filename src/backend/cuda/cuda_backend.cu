@@ -339,7 +339,7 @@ template <typename F> __device__ __forceinline__ void embed_row(int64_t n_col, f
     }
 }
 
-__global__ void k_embed(wdesc w, const int32_t *tok, int n, float *out)
+__global__ void k_embed(wdesc w, const int32_t *tok, float *out)
 {
     const int64_t r = tok[blockIdx.x];
     embed_row(w.cols, out + (size_t)blockIdx.x * w.cols, [&](int64_t i) { return w_at(w, r, i); });
@@ -361,7 +361,7 @@ void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, 
     if (w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16)
         k_embed_bf16<<<n, 256, 0, im->stream>>>((const uint16_t *)w.data, w.cols, im->d_tokens, out);
     else
-        k_embed<<<n, 256, 0, im->stream>>>(w, im->d_tokens, n, out);
+        k_embed<<<n, 256, 0, im->stream>>>(w, im->d_tokens, out);
     CK_LAUNCH();
 }
 
