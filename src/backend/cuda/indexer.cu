@@ -217,21 +217,43 @@ __global__ void __launch_bounds__(128, 3)
     const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
     const int64_t N = (pos[t] + 1) / A.ratio, cb = (int64_t)blockIdx.y * tiles * IXT_KEYS;
     if (cb >= N) return;
+    /* the rows' addresses (segment, page table: the step's constants) before griddepcontrol.wait, under the
+     * kernel before's tail (launched with PDL); the query, its weights and this step's keys after it */
     const dsv4_seg s = segs[tok_seg[t]];
     const bool al = ((uintptr_t)A.pages & 15) == 0 && ((A.page_floats | A.pg_off) & 3) == 0;
     const auto nk_at = [&](int64_t c0) { return (int)(N - c0 < IXT_KEYS ? N - c0 : IXT_KEYS); };
     ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0], kps[0]);
     if (tiles > 1 && cb + IXT_KEYS < N)
         ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
-    __syncthreads();
-    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, A.bf16, ixt_kf);
+    pdl_start();
     const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
-    for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
-        const int h = e / q4;
-        const float4 v = h < A.nh ? *(const float4 *)(qt + (size_t)h * hd + 4 * (e % q4)) : make_float4(0, 0, 0, 0);
-        *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(v);
-    }
+    /* with the width fixed and at most 64 heads (Flash's 64 x 128: 16 a thread), the query's loads all at once,
+     * in flight with the keys' copies; the loop below takes them 4 at a time, a round trip each (v49's ncu:
+     * 8.5 us a call alone at a short context) */
+    constexpr int QE = HDT ? 64 * (HDT / 4) / 128 : 1; /* float4s a thread */
+    const bool q_early = HDT && H16 <= 64;
+    float4 qv[QE];
+    if (q_early)
+#pragma unroll
+        for (int i = 0; i < QE; i++) {
+            const int e = tid + 128 * i, h = e / q4, hc = h < A.nh ? h : A.nh - 1; /* clamped: every load issued */
+            qv[i] = *(const float4 *)(qt + (size_t)hc * hd + 4 * (e % q4));
+        }
+    __syncthreads(); /* kp */
+    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, A.bf16, ixt_kf);
+    if (q_early) {
+#pragma unroll
+        for (int i = 0; i < QE; i++) { /* heads past nh: zero */
+            const int e = tid + 128 * i, h = e / q4;
+            if (h < H16) *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(h < A.nh ? qv[i] : make_float4(0, 0, 0, 0));
+        }
+    } else
+        for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
+            const int h = e / q4;
+            const float4 v = h < A.nh ? *(const float4 *)(qt + (size_t)h * hd + 4 * (e % q4)) : make_float4(0, 0, 0, 0);
+            *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(v);
+        }
     const int h0 = 16 * w4 + g, h1 = h0 + 8;
     const float wh0 = h0 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h0]) * A.scale) : 0.0f,
                 wh1 = h1 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h1]) * A.scale) : 0.0f;
@@ -606,10 +628,11 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, want = 3 * (int64_t)im->n_sm;
         int64_t tiles = (int64_t)plan->n_tok * nt / (want > 0 ? want : 1);
         tiles = tiles < 1 ? 1 : tiles > 4 ? 4 : tiles;
-        (p->head_dim == 128 ? k_idx_score_tc<128>
-                            : k_idx_score_tc<0>)<<<dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)),
-                                                   128, (size_t)IXT_KEYS * p->head_dim * sizeof(float), im->stream>>>(
-            A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores, (int)tiles);
+        launch_pdl(p->head_dim == 128 ? k_idx_score_tc<128> : k_idx_score_tc<0>,
+                   dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), dim3(128),
+                   (size_t)IXT_KEYS * p->head_dim * sizeof(float), im->stream, A, (const dsv4_seg *)im->d_segs,
+                   (const int32_t *)im->d_tok_seg, (const int64_t *)im->d_pos, (const int32_t *)im->d_page_table, q, w,
+                   scores, (int)tiles);
     } else {
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
