@@ -1763,6 +1763,36 @@ static void moe_bp_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
     bfree(be, d2);
 }
 
+/* The routed experts' sum left to the next hc_post (sum_in_hc_post: the CUDA backend's moe_pend, the slots
+ * added in k_hc_post in ascending expert order, ties in slot order) against the experts' own sum then the same
+ * hc_post, bit for bit. */
+static void moe_post_bits(dsv4_backend *be, const dsv4_moe_params *p, const float *dx, int n, const int32_t *di,
+                          const float *dw)
+{
+    const int hc = 4, D = p->dim;
+    float *X = rnd_vec((size_t)n * hc * D, 1.0f), *post = malloc((size_t)n * hc * 4);
+    float *comb = malloc((size_t)n * hc * hc * 4);
+    for (int i = 0; i < n * hc; i++) post[i] = rnd_uni() + 1.0f;
+    for (int i = 0; i < n * hc * hc; i++) comb[i] = (rnd_uni() + 1.0f) / (float)hc;
+    float *dp = bdup(be, post, (size_t)n * hc * 4), *dc = bdup(be, comb, (size_t)n * hc * hc * 4);
+    float *res[2];
+    for (int v = 0; v < 2; v++) {
+        dsv4_moe_params q = *p;
+        q.sum_in_hc_post = v == 0;
+        float *dX = bdup(be, X, (size_t)n * hc * D * 4), *dy = bpoison(be, (size_t)n * D * 4);
+        be->moe_experts(be, &q, dx, n, di, dw, dy);
+        be->hc_post(be, hc, D, dy, NULL, dp, dc, n, dX, DSV4_RND_IN | DSV4_RND_OUT);
+        res[v] = bhost(be, dX, (size_t)n * hc * D * 4);
+        bfree(be, dX), bfree(be, dy);
+    }
+    case_checks++;
+    if (memcmp(res[0], res[1], (size_t)n * hc * D * 4))
+        fail_line("moe sum in hc_post", "hc_post's streams differ from those after the experts' own sum");
+    free(res[0]), free(res[1]);
+    bfree(be, dp), bfree(be, dc);
+    free(X), free(post), free(comb);
+}
+
 static void moe_experts_case(const moe_spec *c)
 {
     const int n = c->n, D = c->D, I = c->I, E = c->E, K = c->K;
@@ -1818,6 +1848,7 @@ static void moe_experts_case(const moe_spec *c)
         res[s] = bhost(be, dout, (size_t)n * D * 4);
         if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
         if (s == 1 && !c->wg) moe_bp_bits(be, &p, dx, n, di, dw, res[s]);
+        if (s == 1) moe_post_bits(be, &p, dx, n, di, dw);
         be->act_quant = false;
         be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);

@@ -375,6 +375,7 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
  * (moe_pend; the same additions in the same order), instead of read from o; PARTS: o is a linear's output left
  * as k parts Y [k][n][dim] (lin_pend), added here in part order as k_wg8's cluster adds them. */
 enum { POST_O, POST_SUM, POST_PARTS };
+#define HC_POST_AT_ONCE 8 /* parts or slots whose loads k_hc_post issues at once (Flash: 8 parts, 6 slots) */
 /* HCT: the stream count fixed (Flash's 4: old[] in registers, not a 64-byte stack), or 0 (hc at run time).
  * The new streams' products fused in a pinned order (s = post_k o, then s += comb_jk old_j as FMAs, j
  * ascending): left to the compiler, which product of the first sum it fuses changes with the unrolling. */
@@ -391,23 +392,78 @@ __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, c
     const float *pt = post + (size_t)t * hc, *ct = comb + (size_t)t * hc * hc;
     float old[HCT ? HCT : HC_MAX];
     for (int j = 0; j < hc; j++) old[j] = x[(size_t)j * dim + d];
+    /* HCT: every load of the thread issued before the first use (a load consumed next to it waited out its round
+     * trip: the parts' and the slots' sums were 6-8 dependent round trips, ~5 us a call alone at batch 1,
+     * bench/results/2026-12-01-s29/r3/): the mixing weights and o2 here, the parts or slots below, all with
+     * their indices clamped; the sums in the same order */
+    float pv[HCT ? HCT : 1], cv[HCT ? HCT * HCT : 1];
+    float o2v = 0.0f;
+    if constexpr (HCT > 0) {
+#pragma unroll
+        for (int j = 0; j < HCT; j++) pv[j] = pt[j];
+#pragma unroll
+        for (int j = 0; j < HCT * HCT; j++) cv[j] = ct[j];
+        if (o2) o2v = o2[(size_t)t * dim + d];
+    }
     float ov;
     if (MODE == POST_SUM) {
-        int order[MAX_K];
-        expert_slot_order(idx + t * k, k, order);
-        float s = 0;
-        for (int i = 0; i < k; i++) s += Y[((size_t)t * k + order[i]) * dim + d];
-        ov = s;
-    } else if (MODE == POST_PARTS)
-        ov = lin_parts_sum(Y, k, n, dim, t, d);
-    else
+        if (HCT > 0 && k <= HC_POST_AT_ONCE) {
+            /* the slots' values and experts at once, then added in ascending expert order, ties in slot order
+             * (expert_slot_order's stable sort): slot i's rank is the count of slots before it in that order */
+            float v[HC_POST_AT_ONCE];
+            int e[HC_POST_AT_ONCE];
+#pragma unroll
+            for (int i = 0; i < HC_POST_AT_ONCE; i++) {
+                const int ic = i < k ? i : k - 1;
+                e[i] = idx[(size_t)t * k + ic];
+                v[i] = Y[((size_t)t * k + ic) * dim + d];
+            }
+            int rank[HC_POST_AT_ONCE];
+#pragma unroll
+            for (int i = 0; i < HC_POST_AT_ONCE; i++) {
+                rank[i] = 0;
+#pragma unroll
+                for (int j = 0; j < HC_POST_AT_ONCE; j++) rank[i] += j < k && (e[j] < e[i] || (e[j] == e[i] && j < i));
+            }
+            float sum = 0;
+#pragma unroll
+            for (int r = 0; r < HC_POST_AT_ONCE; r++) {
+                if (r >= k) break;
+                float vr = 0.0f;
+#pragma unroll
+                for (int i = 0; i < HC_POST_AT_ONCE; i++)
+                    if (i < k && rank[i] == r) vr = v[i];
+                sum += vr;
+            }
+            ov = sum;
+        } else {
+            int order[MAX_K];
+            expert_slot_order(idx + t * k, k, order);
+            float sum = 0;
+            for (int i = 0; i < k; i++) sum += Y[((size_t)t * k + order[i]) * dim + d];
+            ov = sum;
+        }
+    } else if (MODE == POST_PARTS) {
+        if (HCT > 0 && k <= HC_POST_AT_ONCE) {
+            float v[HC_POST_AT_ONCE];
+#pragma unroll
+            for (int p = 0; p < HC_POST_AT_ONCE; p++) v[p] = Y[((size_t)(p < k ? p : k - 1) * n + t) * dim + d];
+            float sum = v[0];
+#pragma unroll
+            for (int p = 1; p < HC_POST_AT_ONCE; p++)
+                if (p < k) sum += v[p];
+            ov = sum;
+        } else
+            ov = lin_parts_sum(Y, k, n, dim, t, d);
+    } else
         ov = o[(size_t)t * dim + d];
-    if (o2) ov += rnd_in(rnd, o2[(size_t)t * dim + d]);
+    if (o2) ov += rnd_in(rnd, HCT > 0 ? o2v : o2[(size_t)t * dim + d]);
     ov = rnd_in(rnd, ov);
-    for (int k = 0; k < hc; k++) {
-        float s = __fmul_rn(pt[k], ov);
-        for (int j = 0; j < hc; j++) s = __fmaf_rn(ct[j * hc + k], old[j], s);
-        x[(size_t)k * dim + d] = rnd_out(rnd, s);
+    for (int q = 0; q < hc; q++) {
+        float sq = __fmul_rn(HCT > 0 ? pv[HCT > 0 ? q : 0] : pt[q], ov);
+        for (int j = 0; j < hc; j++)
+            sq = __fmaf_rn(HCT > 0 ? cv[HCT > 0 ? j * HCT + q : 0] : ct[j * hc + q], old[j], sq);
+        x[(size_t)q * dim + d] = rnd_out(rnd, sq);
     }
 }
 
