@@ -1,5 +1,5 @@
 #!/bin/sh
-# (prepared in s29, NOT run) The three prepared branches in one call: on a temporary merge
+# (prepared in s29, run in s30: see README.md) The three prepared branches in one call: on a temporary merge
 #   git checkout -b tmp/m3 main && git merge --no-edit wip/moe-flow wip/idx-q-early wip/hc-post-loads
 # (they touch different kernels; s29 checked that the merge builds), after building main's build-gpu (dsv4
 # bench_cpu bench_kernels) into /tmp/base and BASE=/tmp/base sh scripts/gpu_pack.sh. test_ops_cuda first under
