@@ -1,6 +1,7 @@
 #!/bin/sh
 # (prepared in s30, NOT run: the device time ran out) Where k_moe16's decode warps wait at 1 token (main, e42312a's code): ncu's warp-state and scheduler sections of
-# gate / up and down (the 3rd call of each: after warm-up), bench_kernels --experts-only --batch 1. Same .gpu as
+# k_moe16's 5th and 6th launches of bench_kernels --experts-only --batch 1 (a gate / up and a down after warm-up;
+# which numerics' kernel they are shows in the names' template arguments: NP 1 = reference, the row to read). Same .gpu as
 # closing/ (BASE is not used); carry .gpu.
 set -u
 cd "$(dirname "$0")/../../../.."
