@@ -2,11 +2,12 @@
 """The inner loops of CUDA kernels from their SASS: size, MMAs, and the global loads whose result a nearby
 instruction waits for. Standard library only.
 
-    cuobjdump -sass build-gpu/CMakeFiles/dsv4cuda.dir/src/backend/cuda/mma.cu.o | python3 bench/sass_loops.py [REGEX]
+    cuobjdump -sass build-gpu/CMakeFiles/dsv4cuda.dir/src/backend/cuda/mma.cu.o | python3 bench/sass_loops.py [REGEX] [--kinds]
 
 (cuobjdump comes with the device machine's CUDA toolkit; here, the one in the triton wheel from PyPI:
 `pip download triton==3.1.0 --no-deps` and unzip, triton/backends/nvidia/bin/cuobjdump.) REGEX keeps the
-functions whose mangled name it matches.
+functions whose mangled name it matches; --kinds adds each loop's instructions by opcode, most first (the
+routed experts' decode loop: 180 of its 352 instructions decode FP4, KERNEL_NOTES "State after v50").
 
 Per function, per inner loop (a backward branch's span with MMAs, or else global loads, holding no smaller such
 span): its SASS instructions, its
@@ -17,6 +18,7 @@ a load issued "a step ahead" whose scoreboard the next use of an older load wait
 step (k_mma_fp8s before 58fff2b: bench/results/2026-12-01-s25/). A short distance flags such a load. The wait
 mask and write barrier are decoded from each instruction's control bits (the high word's bits 41-62:
 stall 4, yield 1, write barrier 3, read barrier 3, wait mask 6)."""
+import collections
 import re
 import sys
 
@@ -87,8 +89,15 @@ def load_waits(body):
     return out
 
 
+def kinds(body):
+    """The body's instructions by opcode (predicate dropped, modifiers kept), most first."""
+    return collections.Counter(PRED.sub("", t).split()[0] for _, t, _, _ in body).most_common()
+
+
 def main():
-    pat = re.compile(sys.argv[1]) if len(sys.argv) > 1 else None
+    args = [a for a in sys.argv[1:] if a != "--kinds"]
+    show_kinds = len(args) < len(sys.argv) - 1
+    pat = re.compile(args[0]) if args else None
     for name, ins in functions(sys.stdin.read()):
         if pat and not pat.search(name):
             continue
@@ -98,12 +107,14 @@ def main():
             mma = sum(1 for x in body if is_mma(x[1]))
             waits = load_waits(body)
             if mma or waits:
-                rows.append((lo, hi, len(body), mma, waits))
+                rows.append((lo, hi, len(body), mma, waits, kinds(body)))
         if not rows:
             continue
         print(name)
-        for lo, hi, n, mma, waits in rows:
+        for lo, hi, n, mma, waits, ks in rows:
             print(f"  loop {lo:05x}..{hi:05x}: {n} instructions, {mma} MMA, {len(waits)} global loads into registers")
+            if show_kinds:
+                print("    " + ", ".join(f"{c} {op}" for op, c in ks))
             for a, op, d in waits:
                 flag = "  <- waited within a third of the loop" if d < n // 3 else ""
                 print(f"    {a:05x} {op}: first wait on its scoreboard {d} instructions on{flag}")

@@ -1,15 +1,23 @@
 #!/bin/sh
-# (prepared in s30, NOT run: the device time ran out) Where k_moe16's decode warps wait at 1 token (main, e42312a's code): ncu's warp-state and scheduler sections of
-# k_moe16's 5th and 6th launches of bench_kernels --experts-only --batch 1 (a gate / up and a down after warm-up;
-# which numerics' kernel they are shows in the names' template arguments: NP 1 = reference, the row to read). Same .gpu as
-# closing/ (BASE is not used); carry .gpu.
+# (prepared in s30, NOT run: the device time ran out) Where k_moe16's decode warps wait at 1 token (main, 43f5dfc's
+# code): ncu's warp-state samples by SASS instruction (DEVELOPING's method, bench/ncu_stalls.py) of the reference
+# gate / up and down kernels (k_moe16<4, 1, false|true, 1, 1, 8>: NP 1 = reference numerics' one plane) in
+# bench_kernels --experts-only --batch 1, the 4th launch of each (after warm-up), and the scheduler / warp-state
+# sections. BASE is not used: gpu_pack.sh; carry .gpu. Then, here:
+#   python3 bench/ncu_stalls.py bench/results/2026-12-01-s30/stalls/src-gu.csv.gz 40
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin stalls
-timeout 150 ncu --clock-control none -k regex:k_moe16 --launch-skip 4 --launch-count 2 \
-  --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats --section SpeedOfLight \
-  $B/bench_kernels --experts-only --batch 1 > $R/ncu-moe16-b1.txt 2>&1
-echo "ncu rc=$?"
-grep -E "k_moe16|Duration|Issue Slots Busy|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Achieved Occupancy|Memory Throughput|DRAM Throughput|Stall" $R/ncu-moe16-b1.txt | head -60
+for k in gu:false dn:true; do
+  tag=${k%%:*} down=${k#*:}
+  timeout 150 ncu --set full --import-source no -k "regex:^k_moe16<4, 1, $down, 1, 1, 8>" --launch-skip 3 \
+    --launch-count 1 -o $R/rep-$tag $B/bench_kernels --experts-only --batch 1 > $R/ncu-$tag.txt 2>&1
+  echo "ncu $tag rc=$?"
+  ncu -i $R/rep-$tag.ncu-rep --page source --csv --print-source sass | gzip > $R/src-$tag.csv.gz
+  ncu -i $R/rep-$tag.ncu-rep --page details > $R/details-$tag.txt 2>&1
+  grep -E "Duration|Issue Slots Busy|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Achieved Occupancy|DRAM Throughput" $R/details-$tag.txt | head -12
+  python3 bench/ncu_stalls.py $R/src-$tag.csv.gz 25 | head -40
+  rm -f $R/rep-$tag.ncu-rep
+done
 call_end
