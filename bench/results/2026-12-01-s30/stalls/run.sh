@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../../../.."
 call_begin stalls
 for k in gu:false dn:true; do
   tag=${k%%:*} down=${k#*:}
-  timeout 150 ncu --set full --import-source no -k "regex:^k_moe16<4, 1, $down, 1, 1, 8>" --launch-skip 3 \
+  timeout 150 ncu --set full --import-source no --kernel-name-base demangled -k "regex:k_moe16<4, 1, $down, 1, 1, 8>" \
+    --launch-skip 3 \
     --launch-count 1 -o $R/rep-$tag $B/bench_kernels --experts-only --batch 1 > $R/ncu-$tag.txt 2>&1
   echo "ncu $tag rc=$?"
   ncu -i $R/rep-$tag.ncu-rep --page source --csv --print-source sass | gzip > $R/src-$tag.csv.gz
