@@ -7,7 +7,9 @@ instruction waits for. Standard library only.
 (cuobjdump comes with the device machine's CUDA toolkit; here, the one in the triton wheel from PyPI:
 `pip download triton==3.1.0 --no-deps` and unzip, triton/backends/nvidia/bin/cuobjdump.) REGEX keeps the
 functions whose mangled name it matches; --kinds adds each loop's instructions by opcode, most first (the
-routed experts' decode loop: 180 of its 352 instructions decode FP4, KERNEL_NOTES "State after v50").
+routed experts' decode loop: 180 of its 352 instructions decode FP4, KERNEL_NOTES "State after v50"). The
+counts are static: a branch taken once a tile (k_mma_fp8s's next-tile setup, with its integer divisions) counts
+as much as the MMAs it sits beside.
 
 Per function, per inner loop (a backward branch's span with MMAs, or else global loads, holding no smaller such
 span): its SASS instructions, its
