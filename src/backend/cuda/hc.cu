@@ -460,9 +460,8 @@ __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, c
     if (o2) ov += rnd_in(rnd, HCT > 0 ? o2v : o2[(size_t)t * dim + d]);
     ov = rnd_in(rnd, ov);
     for (int q = 0; q < hc; q++) {
-        float sq = __fmul_rn(HCT > 0 ? pv[HCT > 0 ? q : 0] : pt[q], ov);
-        for (int j = 0; j < hc; j++)
-            sq = __fmaf_rn(HCT > 0 ? cv[HCT > 0 ? j * HCT + q : 0] : ct[j * hc + q], old[j], sq);
+        float sq = __fmul_rn(HCT > 0 ? pv[q] : pt[q], ov);
+        for (int j = 0; j < hc; j++) sq = __fmaf_rn(HCT > 0 ? cv[j * HCT + q] : ct[j * hc + q], old[j], sq);
         x[(size_t)q * dim + d] = rnd_out(rnd, sq);
     }
 }
