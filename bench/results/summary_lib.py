@@ -81,6 +81,21 @@ def attn(path):
     return res
 
 
+def indexer(path):
+    """bench_kernels' 'indexer, FP4 keys' rows: 'top-512 of N, context C' -> bB -> us a call."""
+    res, on = {}, False
+    for line in open(path):
+        if line.startswith("indexer, FP4 keys"):
+            on = True
+            continue
+        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line) if on else None
+        if m:
+            res.setdefault(f"{m.group(1)}, context {m.group(3)}", {})["b" + m.group(2)] = float(m.group(4))
+        elif on and not line.strip():
+            break
+    return res
+
+
 def call_ab(d, call):
     """ab_rounds of a session directory d's call (d/call/ab.txt)."""
     return ab_rounds(os.path.join(d, call, "ab.txt"))

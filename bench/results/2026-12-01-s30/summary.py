@@ -6,32 +6,16 @@ Reads the calls' ab.txt (scripts/gpu_ab.sh), the routed experts' tables (experts
 (m3/ncu-post-*.txt) and the closing call's summary.txt (summary_lib.head); standard library only."""
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn, call_ab, experts, head, ncu_us  # noqa: E402
+from summary_lib import attn, call_ab, experts, head, indexer, ncu_us  # noqa: E402
 
 
 def ex(call, name):
     """The reference-numerics row of an experts table: batch_B -> us, % of copy."""
     return experts(os.path.join(D, call, name), kinds=r"ref\.")["ref."]
-
-
-def indexer(path):
-    """bench_kernels' 'indexer, FP4 keys' rows: 'top-512 of N, context C' -> bB -> us a call."""
-    res, on = {}, False
-    for line in open(path):
-        if line.startswith("indexer, FP4 keys"):
-            on = True
-            continue
-        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line) if on else None
-        if m:
-            res.setdefault(f"{m.group(1)}, context {m.group(3)}", {})["b" + m.group(2)] = float(m.group(4))
-        elif on and not line.strip():
-            break
-    return res
 
 
 AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps) and " \
