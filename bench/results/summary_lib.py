@@ -81,6 +81,18 @@ def attn(path):
     return res
 
 
+# the layouts the sessions' JSON describe their figures with
+AB_WHAT = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps) and " \
+          "variant, alternating (scripts/gpu_ab.sh)"
+EXPERTS_WHAT = "the routed experts alone (bench_kernels --experts-only, reference numerics' row: 256 MXFP4 experts, " \
+               "top-6 random routing, us a call and % of the copy bandwidth measured in the same run)"
+
+
+def experts_ref(path):
+    """The reference-numerics row of bench_kernels' experts table: batch_B -> us, % of copy."""
+    return experts(path, kinds=r"ref\.")["ref."]
+
+
 def indexer(path):
     """bench_kernels' 'indexer, FP4 keys' rows: 'top-512 of N, context C' -> bB -> us a call."""
     res, on = {}, False

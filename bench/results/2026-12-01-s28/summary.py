@@ -10,7 +10,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn as attn_rows, call_ab, experts, head  # noqa: E402
+from summary_lib import EXPERTS_WHAT, attn as attn_rows, call_ab, experts_ref, head  # noqa: E402
 
 
 def attn(call, name):
@@ -19,14 +19,13 @@ def attn(call, name):
 
 
 def ex(call, name):
-    """The reference-numerics row of an experts table: batch_B -> us, % of copy."""
-    return experts(os.path.join(D, call, name), kinds=r"ref\.")["ref."]
+    """The reference-numerics row of a call's experts table (summary_lib.experts_ref)."""
+    return experts_ref(os.path.join(D, call, name))
 
 
 AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps; c32k: a " \
      "32,768-token context) and variant, alternating (scripts/gpu_ab.sh)"
-EXP = "the routed experts alone (bench_kernels --experts-only, reference numerics' row: 256 MXFP4 experts, top-6 " \
-      "random routing, us a call and % of the copy bandwidth measured in the same run)"
+EXP = EXPERTS_WHAT
 res = {
     "source": "bench/results/2026-12-01-s28",
     "device": "NVIDIA H200 (sm_90)",

@@ -15,12 +15,12 @@ sys.path.insert(0, os.path.dirname(D))
 sys.path.insert(0, os.path.dirname(os.path.dirname(D)))  # bench/: the readers of the trace and of ncu's CSV
 import moe_trace  # noqa: E402
 import ncu_step  # noqa: E402
-from summary_lib import call_ab, experts, head  # noqa: E402
+from summary_lib import AB_WHAT, EXPERTS_WHAT, call_ab, experts_ref, head  # noqa: E402
 
 
 def ex(call, name):
-    """The reference-numerics row of an experts table: batch_B -> us, % of copy."""
-    return experts(os.path.join(D, call, name), kinds=r"ref\.")["ref."]
+    """The reference-numerics row of a call's experts table (summary_lib.experts_ref)."""
+    return experts_ref(os.path.join(D, call, name))
 
 
 def trace(name):
@@ -50,10 +50,8 @@ def step_kernels(name):
     return {"total_us": round(sum(o["us"] for o in out.values()), 1), "kernels": out}
 
 
-AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps) and " \
-     "variant, alternating (scripts/gpu_ab.sh)"
-EXP = "the routed experts alone (bench_kernels --experts-only, reference numerics' row: 256 MXFP4 experts, top-6 " \
-      "random routing, us a call and % of the copy bandwidth measured in the same run)"
+AB = AB_WHAT
+EXP = EXPERTS_WHAT
 res = {
     "source": "bench/results/2026-12-01-s29",
     "device": "NVIDIA H200 (sm_90)",

@@ -10,18 +10,16 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn, call_ab, experts, head, indexer, ncu_us  # noqa: E402
+from summary_lib import AB_WHAT, EXPERTS_WHAT, attn, call_ab, experts_ref, head, indexer, ncu_us  # noqa: E402
 
 
 def ex(call, name):
-    """The reference-numerics row of an experts table: batch_B -> us, % of copy."""
-    return experts(os.path.join(D, call, name), kinds=r"ref\.")["ref."]
+    """The reference-numerics row of a call's experts table (summary_lib.experts_ref)."""
+    return experts_ref(os.path.join(D, call, name))
 
 
-AB = "decode ms per step by case (bN: batch N, 8 Flash layers, reference numerics, prompt 16, 32 steps) and " \
-     "variant, alternating (scripts/gpu_ab.sh)"
-EXP = "the routed experts alone (bench_kernels --experts-only, reference numerics' row: 256 MXFP4 experts, top-6 " \
-      "random routing, us a call and % of the copy bandwidth measured in the same run)"
+AB = AB_WHAT
+EXP = EXPERTS_WHAT
 res = {
     "source": "bench/results/2026-12-01-s30",
     "device": "NVIDIA H200 (sm_90)",
