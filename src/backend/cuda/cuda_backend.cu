@@ -507,29 +507,50 @@ void cuda_kv_sim(dsv4_backend *be, float *x, int rows, int ld, int nope)
 /* norm_rope: a block per head row (token t = row / n_heads): the norm (rmsnorm_row, or the reference's BF16
  * one), then RoPE on the last rope_dim values, then FP8SIM of the first sim_nope: the code of k_rmsnorm /
  * k_rmsnorm_bf16, k_rope and k_kv_sim on the same elements in the same order, so the same bits; the block's
- * barriers order the three (a rotated pair, a 64-wide block: other threads' values). */
+ * barriers order the three (a rotated pair, a 64-wide block: other threads' values). The row stays in shared
+ * memory between them (head_dim floats of dynamic shared memory) and goes out once: read back from global
+ * memory, another thread's values were an L2 round trip at each of the two steps. */
 __global__ void __launch_bounds__(256) k_norm_rope(float *x, int n_heads, int head_dim, const float *w, float eps,
                                                    unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos,
                                                    const float *freqs, unsigned rrnd, int sim_nope)
 {
+    extern __shared__ float nr_row[];
     const int row = blockIdx.x, t = row / n_heads, half = rope_dim / 2;
-    float *v = x + (size_t)row * head_dim;
+    float *out = x + (size_t)row * head_dim, *v = nr_row;
     float cs = 0.0f, sn = 0.0f; /* the thread's pair's angle (at most one: half <= blockDim.x), before the wait */
     if ((int)threadIdx.x < half) rope_cs(pos[t], freqs[threadIdx.x], false, cs, sn);
     if (bf16) {
         pdl_start();
+        /* each thread's elements of rmsnorm_bf16_row's strided loops, loaded at once (it reads and writes only
+         * its own before its block sum's barrier) */
+        constexpr int U = 16;
+        if (head_dim <= U * (int)blockDim.x) {
+            float xv[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int i = threadIdx.x + u * blockDim.x;
+                xv[u] = out[i < head_dim ? i : head_dim - 1];
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                if (threadIdx.x + u * blockDim.x < head_dim) v[threadIdx.x + u * blockDim.x] = xv[u];
+        } else
+            for (int i = threadIdx.x; i < head_dim; i += blockDim.x) v[i] = out[i];
         rmsnorm_bf16_row(v, head_dim);
     } else
-        rmsnorm_row<true>(v, w, head_dim, eps, v, nrnd);
+        rmsnorm_row<true>(out, w, head_dim, eps, v, nrnd);
     __syncthreads();
     if (rrnd & DSV4_RND_IN)
         for (int j = threadIdx.x; j < head_dim - rope_dim; j += blockDim.x) v[j] = dsv4_round_bf16(v[j]);
     if ((int)threadIdx.x < half) rope_pair(v + (head_dim - rope_dim), threadIdx.x, cs, sn, rrnd);
-    if (sim_nope <= 0) return;
+    if (sim_nope > 0) {
+        __syncthreads();
+        const int lane = threadIdx.x & 31;
+        for (int b0 = 64 * (threadIdx.x >> 5); b0 < sim_nope; b0 += 64 * (blockDim.x >> 5))
+            kv_sim_block(v + b0, sim_nope - b0 < 64 ? sim_nope - b0 : 64, lane);
+    }
     __syncthreads();
-    const int lane = threadIdx.x & 31;
-    for (int b0 = 64 * (threadIdx.x >> 5); b0 < sim_nope; b0 += 64 * (blockDim.x >> 5))
-        kv_sim_block(v + b0, sim_nope - b0 < 64 ? sim_nope - b0 : 64, lane);
+    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) out[i] = v[i];
 }
 
 void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
@@ -548,8 +569,9 @@ void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head
         return;
     }
     (void)pos; /* the plan's host array: the device copy holds the same positions */
-    launch_pdl(k_norm_rope, dim3((unsigned)rows), dim3(256), 0, impl_of(be)->stream, x, n_heads, head_dim, w, eps, nrnd,
-               bf16, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, rrnd, sim_nope);
+    launch_pdl(k_norm_rope, dim3((unsigned)rows), dim3(256), (size_t)head_dim * sizeof(float), impl_of(be)->stream, x,
+               n_heads, head_dim, w, eps, nrnd, bf16, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, rrnd,
+               sim_nope);
     CK_LAUNCH();
 }
 
