@@ -2979,14 +2979,18 @@ static int reset_failures(void **state)
 
 /* The tensor-core kernels' weight decoders (E2M1 -> BF16 through byte
  * tables, E2M1 -> E4M3 -> F16 and the E8M0 scales by byte placement of the
- * experts' F16 path, E4M3 -> F16) against quant.h's, on the GPU, for every code. */
+ * experts' F16 path, E4M3 -> F16) against quant.h's, on the GPU, for every code;
+ * and the F16 path's FP4 layout (fp4_pack_word) decoded back to the same E4M3
+ * words, for every 16-bit half and scattered whole words. */
 static void test_decoders(void **state)
 {
     (void)state;
 #ifdef DSV4_HAVE_CUDA
     if (!selftest) {
         const int bad = dsv4_cuda_decode_check();
-        printf("decoders: %d mismatches over every E2M1 code (BF16 at 4 scales, F16), E8M0 byte and E4M3 pair\n", bad);
+        printf("decoders: %d mismatches over every E2M1 code (BF16 at 4 scales, F16, the F16 path's layout), E8M0 byte "
+               "and E4M3 pair\n",
+               bad);
         assert_int_equal(bad, 0);
     }
 #endif

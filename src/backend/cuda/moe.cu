@@ -248,6 +248,8 @@ static int expert_table(dsv4_backend *be, const dsv4_moe_params *p)
     im->moe_key[im->n_moe] = p->w1;
     im->moe_tab[im->n_moe] = d;
     im->moe_mma[im->n_moe] = cuda_moe_mma_eligible(p);
+    /* the F16 path reads its FP4 words in its own layout: made here, once per layer's weights */
+    if (im->moe_mma[im->n_moe] == MOE_F16) cuda_moe_fp4_layout(be, p);
     return im->n_moe++;
 }
 

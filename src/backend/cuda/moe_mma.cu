@@ -404,8 +404,9 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
  *
  * An E2M1 code is an E4M3 code times 2^6 exactly: s e1 e0 m -> s 0 0 e1 e0 m 0 0
  * (e = 0: the E4M3 subnormal m / 2 * 2^-6). So a word of 8 codes becomes two
- * words of E4M3 bytes in a few logic operations (e2m1_e4m3), then four F16x2
- * in four conversions: about 1.4 instructions per weight against 3.5 for the
+ * words of E4M3 bytes in a few logic operations (e2m1_e4m3; four with the
+ * words repacked in GPU memory once, fp4_pack_word / fp4_eo), then four F16x2
+ * in four conversions: about 1 instruction per weight against 3.5 for the
  * BF16 path's table decode, whose instruction count (not the bytes) set its
  * speed.
  *
@@ -428,9 +429,70 @@ __global__ void __launch_bounds__(32 * GM_WARPS) k_moe_down(const wdesc *w2t, co
 
 /* The odd codes (1, 3, 5, 7) of an E2M1 word as E4M3 bytes (value * 2^-6);
  * the even codes are those of q << 4. */
-__device__ __forceinline__ uint32_t e2m1_e4m3(uint32_t q)
+__host__ __device__ __forceinline__ uint32_t e2m1_e4m3(uint32_t q)
 {
     return ((q >> 2) & 0x1c1c1c1cu) | (q & 0x80808080u);
+}
+
+/* The F16 path's layout of an E2M1 word in GPU memory (made once, in place, when a layer's expert table is
+ * built: cuda_moe_fp4_layout). Decoding a checkpoint word q is 7-8 logic operations (two shifts and four
+ * masks for the odd and even words of E4M3 bytes); a word w laid out so that
+ *
+ *     O = w & M,  E = ((w << 2) ^ (w >> 2)) & M,  M = 0x9c9c9c9c (bits 2, 3, 4, 7 of each byte: an E4M3 byte's
+ *                                                   sign and its two low exponent bits and top mantissa bit)
+ *
+ * are e2m1_e4m3(q) and e2m1_e4m3(q << 4) takes four (an AND; two shifts and one LOP3). w holds O's 16 bits in
+ * place; bits 0, 1, 5, 6 of each byte hold E's, each XORed with the bit the other shift brings to its place
+ * (bit 0 with bit 4, 1 with 5, 6 with 2; bit 5 with bit 1 of the byte above, zero above the top byte), so the
+ * packing walks the bytes from the top. No single shift and mask can place both words (M and a shift of M
+ * do not tile a byte); the XOR of two shifts under one mask can. A bijection on words (tested over every
+ * 16-bit half and random words: k_decode_check). */
+#define FP4_M 0x9c9c9c9cu
+__host__ __device__ __forceinline__ uint32_t fp4_pack_word(uint32_t q)
+{
+    const uint32_t o = e2m1_e4m3(q), e = e2m1_e4m3(q << 4);
+    uint32_t w = o, up1 = 0; /* bit 1 of the byte above */
+#pragma unroll
+    for (int b = 3; b >= 0; b--) {
+        const int s = 8 * b;
+        const uint32_t b5 = ((e >> (s + 7)) & 1u) ^ up1, b1 = ((e >> (s + 3)) & 1u) ^ b5;
+        const uint32_t b0 = ((e >> (s + 2)) ^ (o >> (s + 4))) & 1u, b6 = ((e >> (s + 4)) ^ (o >> (s + 2))) & 1u;
+        w |= b0 << s | b1 << (s + 1) | b5 << (s + 5) | b6 << (s + 6);
+        up1 = b1;
+    }
+    return w;
+}
+
+/* A packed word's E4M3 words: even codes (e2m1_e4m3(q << 4)) and odd (e2m1_e4m3(q)). */
+__device__ __forceinline__ void fp4_eo(uint32_t w, uint32_t &e, uint32_t &o)
+{
+    o = w & FP4_M;
+    e = ((w << 2) ^ (w >> 2)) & FP4_M;
+}
+
+__global__ void k_fp4_pack(uint32_t *w, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        w[i] = fp4_pack_word(w[i]);
+}
+
+/* The layer's FP4 experts (this rank's) into the F16 path's layout (fp4_pack_word), in place on the current
+ * queue: once, when their table is built (the F16 path's kernels are then the only readers of these bytes). */
+void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    const bool part = p->expert_hi > p->expert_lo;
+    for (int e = part ? p->expert_lo : 0; e < (part ? p->expert_hi : p->n_experts); e++) {
+        const dsv4_w *ws[3] = {&p->w1[e], &p->w3[e], &p->w2[e]};
+        for (int i = 0; i < 3; i++) {
+            const wdesc d = wdesc_of(ws[i]);
+            const size_t n = (size_t)d.rows * (size_t)d.row_bytes / 4;
+            if (!n) continue;
+            uint32_t *w = (uint32_t *)((char *)ws[i]->dev + d.row0 * d.row_bytes);
+            const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+            k_fp4_pack<<<blocks, 256, 0, impl_of(be)->stream>>>(w, n);
+            CK_LAUNCH();
+        }
+    }
 }
 
 /* Element u (a constant) of a float4. */
@@ -501,10 +563,13 @@ struct wq16 {
  * -> F16, NVFP4 times the lane's 16-column block scale (E4M3). */
 template <int K> __device__ __forceinline__ void unit16(const wq16 &w, int u, int t, uint32_t *ae, uint32_t *ao)
 {
-    fp8x4_f16(e2m1_e4m3(w.q[0][u] << 4), ae[0], ae[2]);
-    fp8x4_f16(e2m1_e4m3(w.q[1][u] << 4), ae[1], ae[3]);
-    fp8x4_f16(e2m1_e4m3(w.q[0][u]), ao[0], ao[2]);
-    fp8x4_f16(e2m1_e4m3(w.q[1][u]), ao[1], ao[3]);
+    uint32_t e0, o0, e1, o1;
+    fp4_eo(w.q[0][u], e0, o0);
+    fp4_eo(w.q[1][u], e1, o1);
+    fp8x4_f16(e0, ae[0], ae[2]);
+    fp8x4_f16(e1, ae[1], ae[3]);
+    fp8x4_f16(o0, ao[0], ao[2]);
+    fp8x4_f16(o1, ao[1], ao[3]);
     if (K == RK_NVFP4) { /* the lane's 16-column block: byte 2u + t / 2 */
         const uint32_t sel = (uint32_t)(2 * (u & 1) + (t >> 1)) * 0x1111u;
         uint32_t s0, s1, x0, x1;
@@ -1276,10 +1341,8 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
         uint32_t fa[4][4], fb[4][4]; /* the A fragments, all before the fence */
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            fa[u][0] = e2m1_e4m3(wa_.q[0][u] << 4), fa[u][1] = e2m1_e4m3(wa_.q[1][u] << 4);
-            fa[u][2] = e2m1_e4m3(wa_.q[0][u]), fa[u][3] = e2m1_e4m3(wa_.q[1][u]);
-            fb[u][0] = e2m1_e4m3(wb_.q[0][u] << 4), fb[u][1] = e2m1_e4m3(wb_.q[1][u] << 4);
-            fb[u][2] = e2m1_e4m3(wb_.q[0][u]), fb[u][3] = e2m1_e4m3(wb_.q[1][u]);
+            fp4_eo(wa_.q[0][u], fa[u][0], fa[u][2]), fp4_eo(wa_.q[1][u], fa[u][1], fa[u][3]);
+            fp4_eo(wb_.q[0][u], fb[u][0], fb[u][2]), fp4_eo(wb_.q[1][u], fb[u][1], fb[u][3]);
         }
         const uint64_t bd0 = w8_desc(bs + (size_t)kg * 1024);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -1785,6 +1848,16 @@ __global__ void k_decode_check(int *bad)
                 printf("fp4 -> e4m3 decode: code %04x element %d: %g, want %g\n", c, i, (double)got, (double)want);
         }
         (void)e1, (void)o1;
+        /* the F16 path's layout (fp4_pack_word): its decode gives those words, for this 16-bit pattern in each
+         * half of a word and for scattered 32-bit words (the packing's bit chain crosses the bytes) */
+        const uint32_t ws[3] = {c, c << 16, c * 0x9e3779b1u ^ (c << 13 | c >> 3)};
+        for (int i = 0; i < 3; i++) {
+            uint32_t pe, po;
+            fp4_eo(fp4_pack_word(ws[i]), pe, po);
+            if ((pe != e2m1_e4m3(ws[i] << 4) || po != e2m1_e4m3(ws[i])) && atomicAdd(bad, 1) < 4)
+                printf("fp4 layout: word %08x: %08x %08x, want %08x %08x\n", ws[i], pe, po, e2m1_e4m3(ws[i] << 4),
+                       e2m1_e4m3(ws[i]));
+        }
         if (c < 256) /* E8M0 scales by byte placement, each byte position */
             for (int u = 0; u < 4; u++) {
                 const float got = e8m0_byte(c << (8 * u) | (0xa5c3e1f0u & ~(0xffu << (8 * u))), u), want = dsv4_e8m0_to_f32((uint8_t)c);
