@@ -287,6 +287,10 @@ struct dsv4_backend {
      * w2_e . (wts * swiglu(w1_e x, w3_e x)) */
     void (*moe_experts)(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                         const float *wts, float *out);
+    /* Optional (NULL: nothing to make): what moe_experts on p's experts needs made once, made now, at load
+     * (the CUDA backend: the layer's expert table and its tensor-core layout of the FP4 weights) rather than
+     * in the first step. p's shape and weights as moe_experts will get them; no tokens. */
+    void (*moe_prepare)(dsv4_backend *be, const dsv4_moe_params *p);
     /* out[t] = sum of Y[t, slot] over the token's slots in ascending expert id (NULL: no expert parallelism) */
     void (*moe_sum)(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int dim, float *out);
     /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim); rnd: g and u read as BF16 values, m rounded */

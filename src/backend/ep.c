@@ -618,6 +618,22 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
     EACH RB->moe_sum(RB, m->slots[r], T(idx), n, p->k, p->dim, T(out));
 }
 
+/* Each rank's table for its experts, as ep_moe_experts will pass them. */
+static void ep_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    ep_impl *m = ep_of(be);
+    EACH
+    {
+        dsv4_moe_params q = *p;
+        q.expert_lo = (int)((int64_t)r * p->n_experts / m->R);
+        q.expert_hi = (int)((int64_t)(r + 1) * p->n_experts / m->R);
+        q.w1 = experts_tr(m, p->w1, r);
+        q.w3 = experts_tr(m, p->w3, r);
+        q.w2 = experts_tr(m, p->w2, r);
+        if (q.expert_hi > q.expert_lo && RB->moe_prepare) RB->moe_prepare(RB, &q);
+    }
+}
+
 /* ---- sampling ----------------------------------------------------------- */
 
 /* The logits are rank 0's (every rank holds the same). */
@@ -794,6 +810,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->kv_store = ep_kv_store;
     be->moe_route = ep_moe_route;
     be->moe_experts = ep_moe_experts;
+    be->moe_prepare = ep_moe_prepare;
     be->swiglu = ep_swiglu;
     /* No decode graphs: each rank capturing its own, the NCCL call inside, hung on two H200s (one host
      * thread, two concurrent captures; docs/PARALLEL.md). Steps run op by op. */

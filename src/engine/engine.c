@@ -451,6 +451,29 @@ typedef struct {
     int shown;            /* percent last drawn */
 } load_ctx;
 
+/* The backend's one-time work for each layer's routed experts (be->moe_prepare), with the parameters the
+ * forward pass will pass (forward.c's routed experts: the same shape and weight arrays). */
+static void moe_prepare_all(dsv4_engine *e)
+{
+    if (!e->be->moe_prepare) return;
+    const dsv4_config *c = &e->cfg;
+    const int nl = e->w.n_layers + (e->w.mtp.present ? 1 : 0);
+    for (int l = 0; l < nl; l++) {
+        const dsv4_layer_w *L = l < e->w.n_layers ? &e->w.layers[l] : &e->w.mtp.block;
+        if (!L->exp_w1) continue;
+        const dsv4_moe_params mp = {.n_experts = c->n_routed_experts,
+                                    .k = c->n_experts_per_tok,
+                                    .dim = c->dim,
+                                    .inter = c->moe_inter_dim,
+                                    .swiglu_limit = (float)c->swiglu_limit,
+                                    .w1 = L->exp_w1,
+                                    .w3 = L->exp_w3,
+                                    .w2 = L->exp_w2,
+                                    .reference = e->numerics == DSV4_NUMERICS_REFERENCE};
+        e->be->moe_prepare(e->be, &mp);
+    }
+}
+
 static dsv4_status weight_load_one(void *vctx, dsv4_w *w)
 {
     load_ctx *c = vctx;
@@ -513,6 +536,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     load_ctx lc = {.be = e->be, .err = err, .errlen = errlen, .total = e->w.bytes, .shown = -1,
                    .bar = o->verbose && isatty(2) && e->be->sm > 0};
     if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
+    moe_prepare_all(e);
     if (o->verbose && e->be->sm > 0) {
         double dt = now_s() - tl;
         fprintf(stderr, "dsv4: %.2f GiB of weights to %s in %.2f s (%.1f GB/s)\n", lc.done / 1073741824.0,

@@ -330,7 +330,8 @@ void cuda_mma_init(void); /* mma.cu: the FP8 MMA kernels' shared memory, on ever
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);
-void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p);
+void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab);
+void cuda_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p);
 /* Kernel attributes set once per backend, at its creation: more than 48 KB
  * of dynamic shared memory for the kernels that take it. */
 void cuda_attn_init(size_t smem_optin);

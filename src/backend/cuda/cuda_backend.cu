@@ -835,6 +835,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->kv_store = cuda_kv_store;
     be->moe_route = cuda_moe_route;
     be->moe_experts = cuda_moe_experts;
+    be->moe_prepare = cuda_moe_prepare;
     be->moe_sum = cuda_moe_sum;
     be->swiglu = cuda_swiglu;
     be->graph_begin = cuda_graph_begin;

@@ -249,8 +249,14 @@ static int expert_table(dsv4_backend *be, const dsv4_moe_params *p)
     im->moe_tab[im->n_moe] = d;
     im->moe_mma[im->n_moe] = cuda_moe_mma_eligible(p);
     /* the F16 path reads its FP4 words in its own layout: made here, once per layer's weights */
-    if (im->moe_mma[im->n_moe] == MOE_F16) cuda_moe_fp4_layout(be, p);
+    if (im->moe_mma[im->n_moe] == MOE_F16) cuda_moe_fp4_layout(be, p, d);
     return im->n_moe++;
+}
+
+/* be->moe_prepare: the table (and the F16 path's layout) at load, not in the first step. */
+void cuda_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    if (p->n_experts > 0) (void)expert_table(be, p);
 }
 
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,

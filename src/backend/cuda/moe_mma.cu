@@ -470,29 +470,29 @@ __device__ __forceinline__ void fp4_eo(uint32_t w, uint32_t &e, uint32_t &o)
     e = ((w << 2) ^ (w >> 2)) & FP4_M;
 }
 
-__global__ void k_fp4_pack(uint32_t *w, size_t n)
+/* Tensor blockIdx.y of a layer's expert table (w1 | w3 | w2, E each) into the layout, its experts in
+ * [lo, hi) only (expert parallelism: the others are not this rank's). */
+__global__ void k_fp4_pack(const wdesc *tab, int E, int lo, int hi)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        w[i] = fp4_pack_word(w[i]);
+    const int i = blockIdx.y, e = i % E;
+    if (e < lo || e >= hi) return;
+    const wdesc d = tab[i];
+    uint32_t *w = (uint32_t *)((char *)d.data + d.row0 * d.row_bytes);
+    const size_t n = (size_t)d.rows * (size_t)d.row_bytes / 4;
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x)
+        w[j] = fp4_pack_word(w[j]);
 }
 
 /* The layer's FP4 experts (this rank's) into the F16 path's layout (fp4_pack_word), in place on the current
- * queue: once, when their table is built (the F16 path's kernels are then the only readers of these bytes). */
-void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p)
+ * queue, one launch over tab (the layer's device table): once, when the table is built (the F16 path's
+ * kernels are then the only readers of these bytes). */
+void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab)
 {
     const bool part = p->expert_hi > p->expert_lo;
-    for (int e = part ? p->expert_lo : 0; e < (part ? p->expert_hi : p->n_experts); e++) {
-        const dsv4_w *ws[3] = {&p->w1[e], &p->w3[e], &p->w2[e]};
-        for (int i = 0; i < 3; i++) {
-            const wdesc d = wdesc_of(ws[i]);
-            const size_t n = (size_t)d.rows * (size_t)d.row_bytes / 4;
-            if (!n) continue;
-            uint32_t *w = (uint32_t *)((char *)ws[i]->dev + d.row0 * d.row_bytes);
-            const unsigned blocks = (unsigned)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-            k_fp4_pack<<<blocks, 256, 0, impl_of(be)->stream>>>(w, n);
-            CK_LAUNCH();
-        }
-    }
+    const int E = p->n_experts;
+    k_fp4_pack<<<dim3(64, (unsigned)(3 * E)), 256, 0, impl_of(be)->stream>>>(tab, E, part ? p->expert_lo : 0,
+                                                                             part ? p->expert_hi : E);
+    CK_LAUNCH();
 }
 
 /* Element u (a constant) of a float4. */
