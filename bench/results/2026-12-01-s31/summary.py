@@ -11,7 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import AB_WHAT, EXPERTS_WHAT, call_ab, experts_ref, head, ncu_us  # noqa: E402
+from summary_lib import AB_WHAT, EXPERTS_WHAT, call_ab, experts_ref, head, ncu_us, serve  # noqa: E402
 
 
 def ex(call, name):
@@ -61,6 +61,9 @@ res = {
     "head": head(os.path.join(D, "closing"), "the closing call (fd7f8a5, scripts/gpu_head.sh HEAD_RUNS=1 "
                                               "HEAD_SERVE=0: one run each, no server; its prefill the first "
                                               "heavy run of the machine: pf/ has three of each)"),
+    "served": {"what": "serve/: dsv4 serve on 8 Flash layers (7fe15f4's code: fd7f8a5's) driven by dsv4 bench, "
+                       "64-token prompts, 32 out (gpu_suite.sh SERVE_FLASH=1 SERVE_LAYERS=8)",
+               "by_concurrency": serve(os.path.join(D, "serve"))},
 }
 json.dump(res, sys.stdout, indent=1)
 print()
