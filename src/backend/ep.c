@@ -579,6 +579,18 @@ static void loopback_allreduce(ep_impl *m, float **buf, size_t n)
     EACH RB->upload(RB, buf[r], m->host_sum, n * sizeof(float));
 }
 
+/* p as rank r runs it: its share of the experts, its copies of their weights. */
+static dsv4_moe_params rank_moe(ep_impl *m, const dsv4_moe_params *p, int r)
+{
+    dsv4_moe_params q = *p;
+    q.expert_lo = (int)((int64_t)r * p->n_experts / m->R);
+    q.expert_hi = (int)((int64_t)(r + 1) * p->n_experts / m->R);
+    q.w1 = experts_tr(m, p->w1, r);
+    q.w3 = experts_tr(m, p->w3, r);
+    q.w2 = experts_tr(m, p->w2, r);
+    return q;
+}
+
 static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                            const float *wts, float *out)
 {
@@ -596,13 +608,8 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
         m->slots_cap = need;
     }
     EACH {
-        dsv4_moe_params q = *p;
-        q.expert_lo = (int)((int64_t)r * p->n_experts / m->R);
-        q.expert_hi = (int)((int64_t)(r + 1) * p->n_experts / m->R);
+        dsv4_moe_params q = rank_moe(m, p, r);
         q.slot_out = m->slots[r];
-        q.w1 = experts_tr(m, p->w1, r);
-        q.w3 = experts_tr(m, p->w3, r);
-        q.w2 = experts_tr(m, p->w2, r);
         if (q.expert_hi > q.expert_lo) RB->moe_experts(RB, &q, T(x), n, T(idx), T(wts), T(out));
         else { /* more ranks than experts: this one contributes zeros */
             host_bufs(m, need);
@@ -622,14 +629,8 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
 static void ep_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p)
 {
     ep_impl *m = ep_of(be);
-    EACH
-    {
-        dsv4_moe_params q = *p;
-        q.expert_lo = (int)((int64_t)r * p->n_experts / m->R);
-        q.expert_hi = (int)((int64_t)(r + 1) * p->n_experts / m->R);
-        q.w1 = experts_tr(m, p->w1, r);
-        q.w3 = experts_tr(m, p->w3, r);
-        q.w2 = experts_tr(m, p->w2, r);
+    EACH {
+        const dsv4_moe_params q = rank_moe(m, p, r);
         if (q.expert_hi > q.expert_lo && RB->moe_prepare) RB->moe_prepare(RB, &q);
     }
 }
