@@ -536,12 +536,12 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     load_ctx lc = {.be = e->be, .err = err, .errlen = errlen, .total = e->w.bytes, .shown = -1,
                    .bar = o->verbose && isatty(2) && e->be->sm > 0};
     if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
-    moe_prepare_all(e);
     if (o->verbose && e->be->sm > 0) {
         double dt = now_s() - tl;
         fprintf(stderr, "dsv4: %.2f GiB of weights to %s in %.2f s (%.1f GB/s)\n", lc.done / 1073741824.0,
                 e->be->device, dt, dt > 0 ? lc.done / dt / 1e9 : 0.0);
     }
+    moe_prepare_all(e); /* after the figure above: the copies alone */
 
     const dsv4_config *c = &e->cfg;
     int half = c->rope_dim / 2;
