@@ -452,24 +452,15 @@ typedef struct {
 } load_ctx;
 
 /* The backend's one-time work for each layer's routed experts (be->moe_prepare), with the parameters the
- * forward pass will pass (forward.c's routed experts: the same shape and weight arrays). */
+ * forward pass will pass (dsv4_layer_moe). */
 static void moe_prepare_all(dsv4_engine *e)
 {
     if (!e->be->moe_prepare) return;
-    const dsv4_config *c = &e->cfg;
     const int nl = e->w.n_layers + (e->w.mtp.present ? 1 : 0);
     for (int l = 0; l < nl; l++) {
         const dsv4_layer_w *L = l < e->w.n_layers ? &e->w.layers[l] : &e->w.mtp.block;
         if (!L->exp_w1) continue;
-        const dsv4_moe_params mp = {.n_experts = c->n_routed_experts,
-                                    .k = c->n_experts_per_tok,
-                                    .dim = c->dim,
-                                    .inter = c->moe_inter_dim,
-                                    .swiglu_limit = (float)c->swiglu_limit,
-                                    .w1 = L->exp_w1,
-                                    .w3 = L->exp_w3,
-                                    .w2 = L->exp_w2,
-                                    .reference = e->numerics == DSV4_NUMERICS_REFERENCE};
+        const dsv4_moe_params mp = dsv4_layer_moe(&e->cfg, L, e->numerics == DSV4_NUMERICS_REFERENCE);
         e->be->moe_prepare(e->be, &mp);
     }
 }

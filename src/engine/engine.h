@@ -68,6 +68,21 @@ struct dsv4_engine {
     int64_t prof_steps[2], prof_tokens[2];
 };
 
+/* A layer's routed experts as the backend's moe ops take them: the forward pass's and, at load, moe_prepare's
+ * (the same weight arrays: the backend finds what it prepared by them). */
+static inline dsv4_moe_params dsv4_layer_moe(const dsv4_config *c, const dsv4_layer_w *L, bool reference)
+{
+    return (dsv4_moe_params){.n_experts = c->n_routed_experts,
+                             .k = c->n_experts_per_tok,
+                             .dim = c->dim,
+                             .inter = c->moe_inter_dim,
+                             .swiglu_limit = (float)c->swiglu_limit,
+                             .w1 = L->exp_w1,
+                             .w3 = L->exp_w3,
+                             .w2 = L->exp_w2,
+                             .reference = reference};
+}
+
 /* Run the forward pass over `plan`; the logits of token t are written to the
  * host buffer out[t] ([V] floats) when out[t] is not NULL, and when req[t] is
  * not NULL the device samples token t's logits with it into pick[t]. */

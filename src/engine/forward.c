@@ -305,16 +305,8 @@ static void ffn(fwd *f, int l)
     be->linear(be, &L->gate, s->h, D, T, s->rl, E);
     be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.vec, L->hash ? &L->tid2eid : NULL,
                   f->plan->tokens, c->norm_topk_prob, (float)c->routed_scaling_factor, s->eidx, s->ewts);
-    dsv4_moe_params mp = {.n_experts = E,
-                          .k = K,
-                          .dim = D,
-                          .inter = I,
-                          .swiglu_limit = (float)c->swiglu_limit,
-                          .w1 = L->exp_w1,
-                          .w3 = L->exp_w3,
-                          .w2 = L->exp_w2,
-                          .reference = f->ref,
-                          .sum_in_hc_post = true}; /* y: the hc_post below reads it, nothing else */
+    dsv4_moe_params mp = dsv4_layer_moe(c, L, f->ref);
+    mp.sum_in_hc_post = true; /* y: the hc_post below reads it, nothing else */
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
     join(f);
 
