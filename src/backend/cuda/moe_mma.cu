@@ -1684,9 +1684,8 @@ void cuda_moe_mma_init(void)
 #ifdef MOE_TRACE
 /* The N-th call (DSV4_MOE_TRACE=N) from an idle GPU, its blocks' records printed at its end (moe_trace_rec). */
 struct moe_trace_call {
-    cudaStream_t st;
     bool on;
-    explicit moe_trace_call(cudaStream_t s) : st(s)
+    moe_trace_call()
     {
         static int calls = 0;
         static const int at = cuda_env_int("DSV4_MOE_TRACE", 0);
@@ -1723,7 +1722,7 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
 {
     cudaStream_t st = impl_of(be)->stream;
 #ifdef MOE_TRACE
-    moe_trace_call trace_call(st);
+    moe_trace_call trace_call;
 #endif
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
     const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
