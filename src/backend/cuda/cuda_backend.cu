@@ -322,19 +322,19 @@ static void c_prof_collect(dsv4_backend *be, double *ms)
 
 /* ==== elementwise and per-row ops ======================================== */
 
-/* A token's row, EMBED_U elements a thread in flight: loaded together, then stored (a load then a store per
- * element waited out a DRAM round trip each: 10 us for a 4,096-wide BF16 row, alone under ncu). at(i): the
- * row's element i. */
-#define EMBED_U 16
-template <typename F> __device__ __forceinline__ void embed_row(int64_t n_col, float *o, F at)
+/* o[i] = at(i) for a row of n_col elements, the block's threads strided, ROW_U elements a thread in flight:
+ * loaded together, then stored (a load then a store per element waited out a round trip each: 10 us for
+ * k_embed's 4,096-wide BF16 row, alone under ncu). */
+#define ROW_U 16
+template <typename F> __device__ __forceinline__ void row_in_flight(int64_t n_col, float *o, F at)
 {
     const int64_t step = blockDim.x;
-    for (int64_t i0 = threadIdx.x; i0 < n_col; i0 += EMBED_U * step) {
-        float v[EMBED_U];
+    for (int64_t i0 = threadIdx.x; i0 < n_col; i0 += ROW_U * step) {
+        float v[ROW_U];
 #pragma unroll
-        for (int u = 0; u < EMBED_U; u++) v[u] = i0 + u * step < n_col ? at(i0 + u * step) : 0.0f;
+        for (int u = 0; u < ROW_U; u++) v[u] = i0 + u * step < n_col ? at(i0 + u * step) : 0.0f;
 #pragma unroll
-        for (int u = 0; u < EMBED_U; u++)
+        for (int u = 0; u < ROW_U; u++)
             if (i0 + u * step < n_col) o[i0 + u * step] = v[u];
     }
 }
@@ -342,7 +342,7 @@ template <typename F> __device__ __forceinline__ void embed_row(int64_t n_col, f
 __global__ void k_embed(wdesc w, const int32_t *tok, float *out)
 {
     const int64_t r = tok[blockIdx.x];
-    embed_row(w.cols, out + (size_t)blockIdx.x * w.cols, [&](int64_t i) { return w_at(w, r, i); });
+    row_in_flight(w.cols, out + (size_t)blockIdx.x * w.cols, [&](int64_t i) { return w_at(w, r, i); });
 }
 
 /* k_embed for the checkpoints' BF16 table */
@@ -350,7 +350,7 @@ __global__ void k_embed_bf16(const uint16_t *__restrict__ tab, int64_t n_col, co
                              float *__restrict__ out)
 {
     const uint16_t *row = tab + (int64_t)tok[blockIdx.x] * n_col;
-    embed_row(n_col, out + (size_t)blockIdx.x * n_col, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); });
+    row_in_flight(n_col, out + (size_t)blockIdx.x * n_col, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); });
 }
 
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
@@ -523,19 +523,7 @@ __global__ void __launch_bounds__(256) k_norm_rope(float *x, int n_heads, int he
         pdl_start();
         /* each thread's elements of rmsnorm_bf16_row's strided loops, loaded at once (it reads and writes only
          * its own before its block sum's barrier) */
-        constexpr int U = 16;
-        if (head_dim <= U * (int)blockDim.x) {
-            float xv[U];
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int i = threadIdx.x + u * blockDim.x;
-                xv[u] = out[i < head_dim ? i : head_dim - 1];
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-                if (threadIdx.x + u * blockDim.x < head_dim) v[threadIdx.x + u * blockDim.x] = xv[u];
-        } else
-            for (int i = threadIdx.x; i < head_dim; i += blockDim.x) v[i] = out[i];
+        row_in_flight(head_dim, v, [&](int64_t i) { return out[i]; });
         rmsnorm_bf16_row(v, head_dim);
     } else
         rmsnorm_row<true>(out, w, head_dim, eps, v, nrnd);
