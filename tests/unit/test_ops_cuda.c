@@ -2434,6 +2434,24 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
                 free(rp);
             }
             dsv4_cuda_tune_set(&keep);
+            if (layer == L_CSA) { /* a count other than the indexer's min((pos + 1) / ratio, top-k) (the op takes
+                                   * cnt as given): k_attn_one's predicted split falls back, and gives the four
+                                   * kernels' bits */
+                int32_t *c2 = malloc((size_t)T * 4);
+                for (int t = 0; t < T; t++) c2[t] = cnt[t] > 0 ? cnt[t] - 1 : 0;
+                int32_t *dc2 = bdup(be, c2, (size_t)T * 4);
+                be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc2, dout);
+                float *ra = bhost(be, dout, (size_t)T * H * hd * 4);
+                dsv4_cuda_tune_set(&alt[0]);
+                be->attn(be, &p, plan, &S->kv[s], dq, dkv, di, dc2, dout);
+                dsv4_cuda_tune_set(&keep);
+                float *rb = bhost(be, dout, (size_t)T * H * hd * 4);
+                if (memcmp(ra, rb, (size_t)T * H * hd * 4))
+                    fail_line(names[layer],
+                              "a count under the indexer's: the built-in choice and the four kernels differ");
+                free(ra), free(rb), free(c2);
+                bfree(be, dc2);
+            }
         }
 #endif
         be->kv_store(be, layer, c->window, hd, plan, &S->kv[s], dkv);

@@ -816,6 +816,9 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
 #define AF_WARPS    8
 #define AF_MAX_ROWS 96 /* a part's rows (padded) k_attn_one takes: CSA's 640 rows, HCA's to a ~66k context */
+#define AF_PT_MAX                                                                                                      \
+    512 /* a slot's page-table entries k_attn_one keeps in shared memory (CSA: to 128k tokens at                       \
+           256-token pages; past that it reads them from global memory) */
 
 __host__ __device__ constexpr int af_stride(int hd)
 {
@@ -833,7 +836,7 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, dr, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, dr, pt, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
@@ -851,7 +854,8 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.dr = L.mx + 3 * 64 * sizeof(float);
-    L.total = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its two heads' scores, every part's */
+    L.pt = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its two heads' scores, every part's */
+    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);    /* CSA: the slot's page table */
     return L;
 }
 
@@ -879,6 +883,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * (CSA's comes from its indexer) - then, after it, the step's own rows and q (FP32, rounded to BF16 here
      * as k_attn_qpack does) and the compressed rows (the step's compressors and indexer wrote them) */
     const bool early = A.kind != DSV4_ATTN_CSA;
+    int32_t *spt = (int32_t *)(af_sm + L.pt); /* CSA: the slot's page table, before the wait */
     int64_t lo = 0;
     int nwin = 0, nr = 0, r0 = 0, np = 0, np16 = 0;
     /* the part's rows and their addresses (the block's threads in parallel) */
@@ -907,8 +912,29 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         }
         cp_async_commit();
     };
+    /* CSA: the indexer writes cnt[t] = min((pos + 1) / ratio, top-k) (k_idx_topk); with that count predicted,
+     * the part's split and its window rows' addresses are known before the wait, and its cached window rows
+     * go out then, with the slot's page table into shared memory. After the wait the compressed rows need only
+     * idx (their page from shared memory): cnt and idx loaded together, and a count that differs from the
+     * prediction (the op's contract takes cnt as given) redoes the part as the generic path does. */
+    int pred = -1;
+    bool spt_ok = false;
     if (early) {
         rows_of();
+        issue_rows(0);
+    } else {
+        const int64_t ncmp = (pos + 1) / A.ratio, npg = pos / A.page_tokens + 1;
+        pred = (int)(ncmp < A.topk ? ncmp : A.topk);
+        spt_ok = npg <= AF_PT_MAX;
+        if (spt_ok)
+            for (int i = tid; i < (int)npg; i += blockDim.x) spt[i] = page_table[(size_t)s.slot * A.max_pages + i];
+        lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
+        nwin = (int)(pos - lo + 1);
+        nr = nwin + pred;
+        r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+        for (int r = tid; r < np; r += blockDim.x)
+            if (r0 + r < nwin) rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
+        __syncthreads();
         issue_rows(0);
     }
     /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
@@ -919,8 +945,30 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* q, the step's rows, the indexer's choice */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     if (!early) {
-        rows_of();
-        issue_rows(0);
+        const int c = cnt[t];
+        int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
+#pragma unroll
+        for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) { /* every idx load with cnt's */
+            const int r = tid + 32 * AF_WARPS * k, j = r0 + r - nwin;
+            ci[k] = r < np && j >= 0 ? idx[(size_t)t * A.topk + j] : 0;
+        }
+        if (c == pred) {
+#pragma unroll
+            for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) {
+                const int r = tid + 32 * AF_WARPS * k;
+                if (r < np && r0 + r >= nwin)
+                    rps[r] = spt_ok ? cmp_row((float *)A.pages, spt, 0, A.page_tokens, A.page_floats, A.pg_off, 0,
+                                              ci[k], A.ratio, A.rf)
+                                    : cmp_row((float *)A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats,
+                                              A.pg_off, s.slot, ci[k], A.ratio, A.rf);
+            }
+            __syncthreads();
+        } else { /* the split with the real count: the rows issued under the prediction land first */
+            cp_async_wait<0>();
+            __syncthreads();
+            rows_of();
+            issue_rows(0);
+        }
     }
     issue_rows(1);
     for (int h = w; h < 16; h += AF_WARPS) { /* this block's 16 heads of q as BF16 (past H: zeros) */
