@@ -45,6 +45,13 @@ res = {
         "attention_alone_us": {v: attn(os.path.join(D, "csa-early", f"attn-{v}.txt")) for v in ("new", "base")},
         "decode": {"layout": AB, "runs": call_ab(D, "csa-early")},
     },
+    "relaxed_exit": {
+        "what": "the clusters' last barrier with a relaxed arrive (kept: no MEMBAR.ALL.GPU before it); base = 8eb7a27",
+        "attention_alone_us": {v: attn(os.path.join(D, "relaxed-exit", f"attn-{v}.txt")) for v in ("new", "base")},
+        "linears_alone": {v: linears(os.path.join(D, "relaxed-exit", f"lin-{v}.txt"),
+                                     ("wq_a", "wkv", "wo_a group", "shared w1", "shared w2")) for v in ("new", "base")},
+        "decode": {"layout": AB, "runs": call_ab(D, "relaxed-exit")},
+    },
     "nopack": {
         "what": "a bound, not a change: the activation packs' launches skipped at decode (wrong outputs, the same "
                 "work; exp/nopack): wg8 = k_wg8_pack (reading a zero buffer), moe = k_moe_pack16, all = every pack",

@@ -373,7 +373,7 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
         for (int k = 0; k < DPT; k++)
             if (d0 + k < A.hd) ot[d0 + k] = acc[k] / dn;
     }
-    cl.sync(); /* the other parts' shared memory stays until part 0 has read it */
+    cluster_reads_done(); /* the other parts' shared memory stays until part 0 has read it */
 }
 
 /* ---- tensor cores (reference numerics): the 64 heads of a token are the
@@ -796,7 +796,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
         }
         if (h < A.H) out[((size_t)t * A.H + h) * A.hd + dbase + d] = v;
     }
-    cl.sync(); /* every part's shared memory stays until all have read it */
+    cluster_reads_done(); /* every part's shared memory stays until all have read it */
 }
 
 /* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
@@ -1116,7 +1116,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             *(float2 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float2(v0, v1);
         }
     }
-    cl.sync(); /* every part's shared memory stays until all have read it */
+    cluster_reads_done(); /* every part's shared memory stays until all have read it */
 }
 
 static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */

@@ -24,6 +24,15 @@
 
 #include "backend/cuda/common.cuh"
 
+/* A cluster's last barrier: no block exits (its shared memory going away) before every block has done its
+ * reads of the others' shared memory. Each such read's value is used before this point (the loads are
+ * complete), and nothing is published through it, so the arrive is relaxed: cooperative groups'
+ * cluster.sync() releases, which ptxas makes a MEMBAR.ALL.GPU that waits for the block's global stores. */
+__device__ __forceinline__ void cluster_reads_done(void)
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+
 /* The K parts of a tile, one a block of a cluster, added in part order (the bits of part 0 adding them all):
  * every block's F partial sums are in its shared memory at red[0 .. F); block part of P adds the outputs
  * [F part / P, F (part + 1) / P) over the P blocks (MAXP at most), NT threads a block, and stores each with
@@ -45,7 +54,7 @@ __device__ __forceinline__ void cluster_sum_parts(float *red, int F, int part, i
             if (q < P) sum += v[q];
         store(f, sum);
     }
-    cl.sync(); /* every block's shared memory stays until the others have read it */
+    cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 }
 
 /* E4M3 by bit placement: exponent and mantissa at FP32's top mantissa bits

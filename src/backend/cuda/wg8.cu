@@ -823,7 +823,7 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
         for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
         store(f & 127, f >> 7, sum);
     }
-    cl.sync(); /* every block's shared memory stays until the others have read it */
+    cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 }
 
 /* Block: 64 rows (tile blockIdx.y) of row group blockIdx.z / Q, 64 tokens (tile blockIdx.x), the chains of
