@@ -7,7 +7,8 @@
  *                       [--attn-only | --linear-only | --sample-only | --experts-only]
  *
  * Batches above 64 (prefill: --linear-only --batch 1024,4096) time the linears
- * only (not the LM head) and report their TFLOP/s as well.
+ * only (not the LM head) and report their TFLOP/s as well; the decode tables
+ * (attention, indexer, hyper-connections, sampling, routed experts) leave them out.
  *
  * For every weight shape of a Flash layer (FP8 projections, the BF16 LM head,
  * the F32 hyper-connection mixer) and every batch: the linear op on B token
@@ -131,6 +132,8 @@ static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int n
     return (now_s() - t) / reps * 1e6;
 }
 
+#define DECODE_MAXB 64 /* the decode tables' largest batch (larger ones: the linears only) */
+
 /* Sparse attention decode at contexts 4k / 32k / 128k: the default layout in
  * reference numerics (tensor cores) on BF16 cached rows (what the engine
  * caches there) and on FP32 ones (the baseline), the FP32 heads-together
@@ -148,7 +151,8 @@ static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, d
         const int ratio = kind == 0 ? 4 : 128;
         for (int ci = 0; ci < 3; ci++)
             for (int bi = 0; bi < nb; bi++) {
-                const int B = batches[bi] > 64 ? 64 : batches[bi];
+                if (batches[bi] > DECODE_MAXB) continue;
+                const int B = batches[bi];
                 const int64_t C = ctxs[ci];
                 /* the default layout in reference numerics (the server's: tensor cores), the
                  * FP32 heads-together kernels (plain numerics' layout) and the first layout */
@@ -206,7 +210,8 @@ static void bench_hc(dsv4_backend *be, const int *batches, int nb, int reps, dou
                               .fn = fn, .base = base, .scale = scale};
     printf("\n%-20s %6s %10s %10s %8s %8s\n", "hyper-connections", "batch", "MB", "us/call", "GB/s", "of copy");
     for (int bi = 0; bi < nb; bi++) {
-        const int B = batches[bi] > maxn ? maxn : batches[bi];
+        if (batches[bi] > maxn) continue;
+        const int B = batches[bi];
         be->hc_pre(be, &p, x, B, u, post, comb);
         sync(be, u);
         const double t0 = now_s();
@@ -251,7 +256,8 @@ static void bench_sample(dsv4_backend *be, const int *batches, int nb, int reps,
     printf("\n%-20s %6s %10s %10s %8s %8s\n", "sampling", "rows", "MB", "us/call", "GB/s", "of copy");
     for (int ki = 0; ki < 4; ki++)
         for (int bi = 0; bi < nb; bi++) {
-            const int n = batches[bi] > maxn ? maxn : batches[bi];
+            if (batches[bi] > maxn) continue;
+            const int n = batches[bi];
             for (int i = 0; i < n; i++)
                 req[i] = (dsv4_sample_req){.temperature = kinds[ki].t, .top_p = kinds[ki].p, .min_p = 0,
                                            .top_k = kinds[ki].k, .vocab = V, .u = (double)(i + 1) / (n + 2)};
@@ -284,7 +290,8 @@ static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps
         const size_t key_bytes = fp4 ? 68 : 128 * sizeof(float);
         for (int ci = 0; ci < 3; ci++)
             for (int bi = 0; bi < nb; bi++) {
-                const int B = batches[bi] > 64 ? 64 : batches[bi];
+                if (batches[bi] > DECODE_MAXB) continue;
+                const int B = batches[bi];
                 const int64_t C = ctxs[ci], N = C / 4;
                 double us[2] = {0, 0};
                 for (int naive = 0; naive < (fp4 ? 1 : 2); naive++) {
@@ -345,6 +352,17 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    bool big = false;
+    for (int bi = 0; bi < nb; bi++) {
+        if (batches[bi] < 1) {
+            fprintf(stderr, "bench_kernels: --batch takes positive token counts\n");
+            return 2;
+        }
+        big = big || batches[bi] > DECODE_MAXB;
+    }
+    if (big && !linear_only)
+        fprintf(stderr, "bench_kernels: batches above %d time the linears only (the decode tables leave them out)\n",
+                DECODE_MAXB);
     if (dsv4_cuda_device_count() <= 0) {
         printf("no CUDA device: skipped\n");
         return 77;
@@ -509,7 +527,8 @@ int main(int argc, char **argv)
     float *dw = be->alloc(be, (size_t)64 * K * sizeof(float)), *out = be->alloc(be, (size_t)64 * D * sizeof(float));
     printf("\n%-20s %6s %10s %10s %8s %8s\n", "routed experts", "batch", "MB", "us/call", "GB/s", "of copy");
     for (int bi = 0; bi < nb; bi++) {
-        const int B = batches[bi] > 64 ? 64 : batches[bi];
+        if (batches[bi] > DECODE_MAXB) continue;
+        const int B = batches[bi];
         char used[256] = {0};
         int n_used = 0;
         for (int t = 0; t < B; t++)
