@@ -57,6 +57,11 @@ res = {
                 "work; exp/nopack): wg8 = k_wg8_pack (reading a zero buffer), moe = k_moe_pack16, all = every pack",
         "decode": {"layout": AB, "runs": call_ab(D, "nopack")},
     },
+    "skip": {
+        "what": "bounds, not changes: kernels left out of the decode graphs (DSV4_SKIP; wrong outputs, the same "
+                "work): plan = k_moe_plan, route = k_route, rp = both, mix = k_hc_mix",
+        "decode": {"layout": AB, "runs": call_ab(D, "skip")},
+    },
     "l2pf": {
         "what": "measured, not kept: the next big linears' weights prefetched into L2 on a stream of their own "
                 "(DSV4_L2PF bits: 1 wq_b at the layer's start, 2 wo_a and 4 wo_b after wq_b, 8 the shared "
