@@ -238,7 +238,8 @@ static inline int multi_next(const int *P, int m, int i, int max, bool *done, in
 enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOB_WG8_N64, CUDA_KNOB_MOE_BP, CUDA_KNOBS };
 int cuda_knob(int k);
 
-/* A positive integer from the environment (a tuning knob), else dflt. */
+/* A positive integer from the environment (a tuning knob), else dflt: 0 reads as unset, so a switch whose 0
+ * means "off" reads getenv itself. */
 static inline int cuda_env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);

@@ -315,7 +315,10 @@ void cuda_hc_join(cuda_impl *im)
 static bool hc_side_comb(void)
 {
     static int v = -1;
-    if (v < 0) v = cuda_env_int("DSV4_HC_SIDE", 1) != 0;
+    if (v < 0) { /* (not cuda_env_int: it reads 0 as unset - s20's "noside" runs took the side queue too) */
+        const char *e = getenv("DSV4_HC_SIDE");
+        v = !(e && e[0] == '0');
+    }
     return v;
 }
 
