@@ -521,10 +521,11 @@ int main(int argc, char **argv)
     const size_t expert_bytes = 2 * weight_bytes(&s13) + weight_bytes(&s2);
     dsv4_moe_params mp = {.n_experts = E, .k = K, .dim = D, .inter = I, .swiglu_limit = 10, .w1 = w1, .w3 = w3,
                           .w2 = w2, .reference = false};
-    int32_t *hidx = malloc((size_t)64 * K * sizeof(int32_t));
-    float *hw = malloc((size_t)64 * K * sizeof(float));
-    int32_t *didx = be->alloc(be, (size_t)64 * K * sizeof(int32_t));
-    float *dw = be->alloc(be, (size_t)64 * K * sizeof(float)), *out = be->alloc(be, (size_t)64 * D * sizeof(float));
+    int32_t *hidx = malloc((size_t)DECODE_MAXB * K * sizeof(int32_t));
+    float *hw = malloc((size_t)DECODE_MAXB * K * sizeof(float));
+    int32_t *didx = be->alloc(be, (size_t)DECODE_MAXB * K * sizeof(int32_t));
+    float *dw = be->alloc(be, (size_t)DECODE_MAXB * K * sizeof(float)),
+          *out = be->alloc(be, (size_t)DECODE_MAXB * D * sizeof(float));
     printf("\n%-20s %6s %10s %10s %8s %8s\n", "routed experts", "batch", "MB", "us/call", "GB/s", "of copy");
     for (int bi = 0; bi < nb; bi++) {
         if (batches[bi] > DECODE_MAXB) continue;

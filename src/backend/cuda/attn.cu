@@ -1249,7 +1249,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         /* the de-rotation in k_attn_pv's stores: a rotated pair is two adjacent columns there
          * (DSV4_ATTN_DEROT=0: the rope kernel after it, the same bits) */
         static int derot = -1;
-        if (derot < 0) derot = !(getenv("DSV4_ATTN_DEROT") && !strcmp(getenv("DSV4_ATTN_DEROT"), "0"));
+        if (derot < 0) derot = cuda_env_on("DSV4_ATTN_DEROT");
         if (mma && derot && p->out_freqs && p->out_rope > 0 && p->out_rope <= hd && (hd - p->out_rope) % 2 == 0)
             A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;

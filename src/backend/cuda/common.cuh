@@ -238,12 +238,18 @@ static inline int multi_next(const int *P, int m, int i, int max, bool *done, in
 enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOB_WG8_N64, CUDA_KNOB_MOE_BP, CUDA_KNOBS };
 int cuda_knob(int k);
 
-/* A positive integer from the environment (a tuning knob), else dflt: 0 reads as unset, so a switch whose 0
- * means "off" reads getenv itself. */
+/* A positive integer from the environment (a tuning knob), else dflt (0 reads as unset: a switch is cuda_env_on). */
 static inline int cuda_env_int(const char *name, int dflt)
 {
     const char *e = getenv(name);
     return e && atoi(e) > 0 ? atoi(e) : dflt;
+}
+
+/* A switch that is on unless the environment sets it to 0 (a baseline: DSV4_WG8=0, DSV4_HC_SIDE=0, ...). */
+static inline bool cuda_env_on(const char *name)
+{
+    const char *e = getenv(name);
+    return !(e && e[0] == '0');
 }
 
 /* BF16 rounding folded into an op's load (DSV4_RND_IN) or store (DSV4_RND_OUT). */

@@ -315,10 +315,7 @@ void cuda_hc_join(cuda_impl *im)
 static bool hc_side_comb(void)
 {
     static int v = -1;
-    if (v < 0) { /* (not cuda_env_int: it reads 0 as unset - s20's "noside" runs took the side queue too) */
-        const char *e = getenv("DSV4_HC_SIDE");
-        v = !(e && e[0] == '0');
-    }
+    if (v < 0) v = cuda_env_on("DSV4_HC_SIDE"); /* (s20 read it with cuda_env_int, which ignored its 0) */
     return v;
 }
 

@@ -920,10 +920,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2)
 bool cuda_mma_on(void)
 {
     static int on = -1;
-    if (on < 0) {
-        const char *e = getenv("DSV4_CUDA_MMA");
-        on = !(e && e[0] == '0');
-    }
+    if (on < 0) on = cuda_env_on("DSV4_CUDA_MMA");
     return on;
 }
 

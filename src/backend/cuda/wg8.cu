@@ -348,10 +348,7 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
 static int wg_on = -1;
 static bool wg8_on(void)
 {
-    if (wg_on < 0) {
-        const char *e = getenv("DSV4_WG8");
-        wg_on = !(e && e[0] == '0');
-    }
+    if (wg_on < 0) wg_on = cuda_env_on("DSV4_WG8");
     return wg_on;
 }
 extern "C" void dsv4_cuda_wg8_set(int on)
@@ -581,7 +578,7 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 static bool lin_post_on(void)
 {
     static int v = -1;
-    if (v < 0) v = !(getenv("DSV4_LIN_POST") && getenv("DSV4_LIN_POST")[0] == '0');
+    if (v < 0) v = cuda_env_on("DSV4_LIN_POST");
     return v;
 }
 
