@@ -370,8 +370,10 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
         const float dn = den[t * A.H + h];
         float *ot = out + ((size_t)t * A.H + h) * A.hd;
 #pragma unroll
-        for (int k = 0; k < DPT; k++)
+        for (int k = 0; k < DPT; k++) {
             if (d0 + k < A.hd) ot[d0 + k] = acc[k] / dn;
+            red[k][threadIdx.x] = acc[k]; /* (cluster_reads_done: part 0's red is read by no other block) */
+        }
     }
     cluster_reads_done(); /* the other parts' shared memory stays until part 0 has read it */
 }
@@ -795,6 +797,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
             v = odd ? v1 : v0;
         }
         if (h < A.H) out[((size_t)t * A.H + h) * A.hd + dbase + d] = v;
+        red[e] = v; /* (cluster_reads_done: red[e] of this block is read by this thread alone, above) */
     }
     cluster_reads_done(); /* every part's shared memory stays until all have read it */
 }
@@ -1116,7 +1119,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             *(float2 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float2(v0, v1);
         }
     }
-    cluster_reads_done(); /* every part's shared memory stays until all have read it */
+    cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
 }
 
 static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */

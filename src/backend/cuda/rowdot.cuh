@@ -25,9 +25,14 @@
 #include "backend/cuda/common.cuh"
 
 /* A cluster's last barrier: no block exits (its shared memory going away) before every block has done its
- * reads of the others' shared memory. Each such read's value is used before this point (the loads are
- * complete), and nothing is published through it, so the arrive is relaxed: cooperative groups'
- * cluster.sync() releases, which ptxas makes a MEMBAR.ALL.GPU that waits for the block's global stores. */
+ * reads of the others' shared memory. Nothing is published through it, so the arrive is relaxed (cooperative
+ * groups' cluster.sync() releases, which ptxas makes a MEMBAR.ALL.GPU that waits for the block's global
+ * stores) - but a relaxed arrive does not wait for the thread's loads: a read of another block's memory still
+ * in flight at the arrive can land after that block has exited (an intermittent "unspecified launch failure",
+ * s33: a thread whose sum was not stored - a padding token's, a row past the end). So before it every value a
+ * thread read from the others must be the operand of a store (a store waits for its operand, and no memory
+ * operation moves past this asm): the callers store each sum to the output, or to an element of their own
+ * shared memory that only they read. */
 __device__ __forceinline__ void cluster_reads_done(void)
 {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
@@ -53,6 +58,7 @@ __device__ __forceinline__ void cluster_sum_parts(float *red, int F, int part, i
         for (int q = 1; q < MAXP; q++)
             if (q < P) sum += v[q];
         store(f, sum);
+        red[f] = sum; /* (cluster_reads_done: red[f] of this block is read by this thread alone, above) */
     }
     cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 }

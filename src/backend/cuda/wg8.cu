@@ -819,6 +819,7 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
         float sum = *cl.map_shared_rank(red + f, 0);
         for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
         store(f & 127, f >> 7, sum);
+        red[f] = sum; /* (cluster_reads_done: red[f] of this block is read by this thread alone, above) */
     }
     cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 }
