@@ -10,8 +10,8 @@
 
 #include "core/json_util.h"
 
-static const char *const sum_names[DSV4_SUM_COUNT] = {"parts16", "parts32", "parts64", "walk32",
-                                                      "walk64",  "walk128", "one"};
+static const char *const sum_names[DSV4_SUM_COUNT] = {"parts16", "parts32", "parts64", "walk32", "walk64",
+                                                      "walk128", "one",     "wg64",    "wg128"};
 
 const char *dsv4_tune_sum_name(int sum) { return sum >= 0 && sum < DSV4_SUM_COUNT ? sum_names[sum] : "?"; }
 
@@ -110,7 +110,7 @@ dsv4_status dsv4_tune_load(const char *path, const char *device, dsv4_tune *t, c
         if (r.row[i].sum < 0) {
             snprintf(err, errlen,
                      "%s: attention row %d: sum \"%s\" is not one of parts16, parts32, parts64, walk32, walk64, "
-                     "walk128, one",
+                     "walk128, one, wg64, wg128",
                      path, i, json_string_value(sm));
             goto out;
         }

@@ -26,7 +26,8 @@
  * 64 dimensions), or one block per (token, 32 / 64 / 128 dimensions) walking
  * the parts (fewer dimensions per block: more blocks; more: the weights and
  * the row list read by fewer blocks), or none: the scores, weights and sums
- * of a (token, row part) in one block, a cluster of the parts ("one"). */
+ * of a (token, row part) in one block, a cluster of the parts ("one"), or the
+ * walking block per 64 / 128 dimensions on wgmma ("wg64", "wg128"). */
 enum {
     DSV4_SUM_PARTS16,
     DSV4_SUM_PARTS32,
@@ -34,13 +35,15 @@ enum {
     DSV4_SUM_WALK32,
     DSV4_SUM_WALK64,
     DSV4_SUM_WALK128,
-    DSV4_SUM_ONE, /* no separate weighted sum: one pass over the rows (attn.cu's k_attn_one) where a part
-                   * has at most 96 rows, else parts32 */
+    DSV4_SUM_ONE,  /* no separate weighted sum: one pass over the rows (attn.cu's k_attn_one) where a part
+                    * has at most 96 rows, else parts32 */
+    DSV4_SUM_WG64, /* walk64 / walk128 on wgmma (BF16 rows, up to 64 heads; else the walk of that width) */
+    DSV4_SUM_WG128,
     DSV4_SUM_COUNT
 };
 
 #define DSV4_TUNE_VERSION 1
-#define DSV4_TUNE_ROWS 8
+#define DSV4_TUNE_ROWS    12
 
 typedef struct {
     int max_tokens; /* attention calls of up to this many tokens; 0: any number (the last row) */
@@ -54,13 +57,13 @@ typedef struct {
 } dsv4_tune;
 
 /* The built-in choices: what `dsv4 tune` measured on an H200 over the shapes a decode step meets
- * (share/tune/h200.json, bench/results/2026-12-01-s29/r2/; decode agrees on `one` up to 2 tokens: batch 2
- * faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47). */
+ * (share/tune/h200.json, bench/results/2026-12-01-s33/pvw/c4-tune/; `one` up to 2 tokens as since s29, where
+ * decode agreed: batch 2 faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47; decode with
+ * the wg rows even against the walk ones, s33's c5-decode). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
     static const dsv4_attn_choice rows[] = {
-        {2, 16, DSV4_SUM_ONE},     {4, 16, DSV4_SUM_PARTS64},  {8, 64, DSV4_SUM_PARTS32}, {16, 64, DSV4_SUM_WALK32},
-        {32, 64, DSV4_SUM_WALK64}, {64, 64, DSV4_SUM_WALK128}, {0, 64, DSV4_SUM_WALK64}};
+        {2, 16, DSV4_SUM_ONE}, {8, 16, DSV4_SUM_PARTS32}, {32, 64, DSV4_SUM_WG64}, {0, 64, DSV4_SUM_WG128}};
     t->n = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < t->n; i++) t->row[i] = rows[i];
 }
@@ -73,7 +76,7 @@ static inline const dsv4_attn_choice *dsv4_tune_pick(const dsv4_tune *t, int n_t
     return &t->row[t->n - 1];
 }
 
-const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk128", "one" */
+const char *dsv4_tune_sum_name(int sum); /* "parts16", ..., "walk128", "one", "wg64", "wg128" */
 
 /* Checks a table (rows as described above): DSV4_OK or DSV4_ERR_INVALID with the reason. */
 dsv4_status dsv4_tune_check(const dsv4_tune *t, char *err, size_t errlen);

@@ -2422,7 +2422,8 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
                 {1, {{0, 16, DSV4_SUM_PARTS16}}}, {1, {{0, 64, DSV4_SUM_PARTS64}}},
                 {1, {{0, 16, DSV4_SUM_WALK32}}},  {1, {{0, 64, DSV4_SUM_WALK64}}},
                 {1, {{0, 16, DSV4_SUM_WALK128}}}, {2, {{2, 64, DSV4_SUM_WALK32}, {0, 16, DSV4_SUM_PARTS32}}},
-                {1, {{0, 16, DSV4_SUM_ONE}}},     {2, {{2, 16, DSV4_SUM_ONE}, {0, 64, DSV4_SUM_WALK64}}}};
+                {1, {{0, 16, DSV4_SUM_ONE}}},     {2, {{2, 16, DSV4_SUM_ONE}, {0, 64, DSV4_SUM_WALK64}}},
+                {1, {{0, 64, DSV4_SUM_WG64}}},    {1, {{0, 16, DSV4_SUM_WG128}}}};
             dsv4_tune keep;
             dsv4_cuda_tune_get(&keep);
             for (int a = 0; a < (int)(sizeof alt / sizeof alt[0]); a++) {
@@ -2553,6 +2554,10 @@ static const scen_cfg cfg_heads = {"heads", .hd = 96, .H = 20,   .rope = 32, .wi
                                    .rc = 4, .rh = 8,  .topk = 6, .nI = 3,    .dI = 64,    .max_ctx = 96};
 static const scen_cfg cfg_flash = {"flash", .hd = 512, .H = 64,   .rope = 64, .window = 16, .P = 32,
                                    .rc = 4, .rh = 16,  .topk = 8, .nI = 4,    .dI = 128,   .max_ctx = 96};
+/* Heads in partial groups of 16 with a head_dim of whole 128s and up to ~90 rows a query: the weighted sum on
+ * wgmma (wg64 / wg128) with heads past H in its M (zero weights), over several stages of its ring */
+static const scen_cfg cfg_heads128 = {"heads128", .hd = 128, .H = 20,    .rope = 32, .window = 70, .P = 32,
+                                      .rc = 4,    .rh = 8,   .topk = 24, .nI = 3,    .dI = 64,     .max_ctx = 96};
 
 /* The GPU side's attention layout (backend.h): the first layout (one block
  * per (token, head): the benchmark baseline and the path for shapes beyond 64
@@ -2601,6 +2606,7 @@ static void test_state_bf16_rows(void **state)
     scenario_rows(&cfg_wide, true, false, true);
     scenario_rows(&cfg_heads, true, false, true);
     scenario_rows(&cfg_flash, true, false, true);
+    scenario_rows(&cfg_heads128, true, false, true);
     scenario_rows(&cfg_heads, true, true, true);
     attn_layout(DSV4_ATTN_LAYOUT_FP32);
     scenario_rows(&cfg_heads, true, false, true);

@@ -143,7 +143,8 @@ static void test_refused(void **state)
     snprintf(buf, sizeof buf, "{\"dsv4_tune\": 1, \"device\": \"NVIDIA B200 (sm_100)\", \"attention\": %s}", ok_rows);
     refused(buf, DSV4_ERR_UNSUPPORTED, "made on NVIDIA B200");
     refused("{\"dsv4_tune\": 1, \"device\": 5, \"attention\": []}", DSV4_ERR_FORMAT, "device");
-    refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": []}", DSV4_ERR_FORMAT, "1 to 8 rows");
+    refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": []}", DSV4_ERR_FORMAT,
+            "1 to 12 rows");
     refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": {}}", DSV4_ERR_FORMAT, "array");
     refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": [{\"max_tokens\": \"4\", "
             "\"score_rows\": 16, \"sum\": \"parts16\"}, {\"max_tokens\": 0, \"score_rows\": 64, \"sum\": \"walk32\"}]}",

@@ -802,6 +802,213 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     cluster_reads_done(); /* every part's shared memory stays until all have read it */
 }
 
+/* ---- the weighted sum on wgmma (reference numerics, BF16 cached rows): k_attn_pv's walking layout - a
+ * block per (token, SL = 64 NA dimensions) adding the parts itself in part order, each part a chain of 16-row
+ * steps in row order from zero - with the 64 heads as wgmma's M (warp w: heads 16 w .. 16 w + 15, the weights'
+ * A fragments from registers in mma.sync's layout: wg_k16's bits are mma.sync's for the same chain) and the
+ * value rows as its B, MN-major (each row's SL values stay contiguous: 128-byte swizzled rows, an 8-row atom
+ * per 1,024 bytes, a 64-dimension column after another). The rows and the weights' fragments go through a
+ * ring of S stages of KT rows by cp.async (the rows' addresses are k_attn_qk's list), S - 1 stages ahead,
+ * a stage's wgmma in flight across the next one's wait; a 16-row step is NA wgmma m64n64k16 where k_attn_pv's
+ * warps issue NT ldmatrix + MMA pairs each.
+ * The same sums in the same order as k_attn_pv<NT, true, true> (test_ops_cuda compares every choice). */
+/* cp.async.wait_group with a count known at run time (0 .. 7) */
+__device__ __forceinline__ void cp_async_wait_n(int n)
+{
+    switch (n) {
+    case 0:
+        cp_async_wait<0>();
+        break;
+    case 1:
+        cp_async_wait<1>();
+        break;
+    case 2:
+        cp_async_wait<2>();
+        break;
+    case 3:
+        cp_async_wait<3>();
+        break;
+    case 4:
+        cp_async_wait<4>();
+        break;
+    case 5:
+        cp_async_wait<5>();
+        break;
+    case 6:
+        cp_async_wait<6>();
+        break;
+    default:
+        cp_async_wait<7>();
+        break;
+    }
+}
+
+/* A ring stage of KT rows: NA 64-dimension columns of the values (KT x 128 bytes each), then the weights'
+ * fragments of its KT / 16 steps (a warpgroup's 2 KB each) */
+__host__ __device__ constexpr int pw_stage(int NA, int KT)
+{
+    return NA * KT * 128 + 2048 * (KT / 16);
+}
+static size_t pw_smem(int NA, int KT, int S, int max_rows)
+{
+    return 1024 + (size_t)S * pw_stage(NA, KT) + (size_t)max_rows * sizeof(float *);
+}
+#define PW_SMEM_MAX (200 * 1024) /* k_attn_pvw's opt-in (cuda_attn_init) */
+
+template <int NA, int KT, int S>
+__global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                  const uint16_t *pb, const float **rows, const float *den, float *out)
+{
+    static_assert(S >= 2 && S <= 8 && KT % 16 == 0, "k_attn_pvw: 2 to 8 stages of whole k16 steps");
+    constexpr int SL = 64 * NA, SB = pw_stage(NA, KT), VB = NA * KT * 128, KS = KT / 16;
+    extern __shared__ __align__(16) unsigned char pw_sm[];
+    const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(pw_sm), sb = (s0 + 1023u) & ~1023u; /* swizzle atoms */
+    unsigned char *ring = pw_sm + (sb - s0);
+    const float **prs = (const float **)(ring + S * SB); /* the token's row addresses */
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5, g = lane >> 2, tq = lane & 3;
+    const int dbase = blockIdx.y * SL;
+    const int64_t pos = posv[t];
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, pos, t, cnt, lo, nwin), ns = (nr + 15) >> 4, nst = (nr + KT - 1) / KT;
+    const float **rp = rows + (size_t)t * A.max_rows;
+    for (int j = tid; j < nr; j += 128) prs[j] = rp[j]; /* k_attn_qk's list is complete: k_attn_md16 passed its wait */
+    __syncthreads();
+    const bool active = 16 * w < A.H, m0 = 16 * w + g < A.H, m1 = 16 * w + g + 8 < A.H;
+    const uint4 *pw =
+        (const uint4 *)pb + ((size_t)t * ((A.H + 15) >> 4) + (active ? w : 0)) * (A.max_rows >> 4) * 32 + lane;
+    /* stage i: rows KT i .. (zeros past nr), chunk c of a row's 64-dimension column a at c ^ (row & 7) */
+    auto issue_v = [&](int i) {
+        unsigned char *st = ring + (i % S) * SB;
+#pragma unroll
+        for (int e0 = 0; e0 < KT * NA * 8; e0 += 128) {
+            const int e = e0 + tid, r = e / (NA * 8), c16 = e % (NA * 8), a = c16 >> 3, c = c16 & 7, j = KT * i + r;
+            const bool ok = j < nr;
+            cp_async16_any(st + a * (KT * 128) + r * 128 + ((c ^ (r & 7)) << 4),
+                           (const uint16_t *)prs[ok ? j : 0] + dbase + 8 * c16, ok);
+        }
+    };
+    /* the weights' fragments of stage i: each thread its own */
+    auto issue_a = [&](int i) {
+        unsigned char *st = ring + (i % S) * SB + VB;
+#pragma unroll
+        for (int k = 0; k < KS; k++) {
+            const int s = KS * i + k;
+            cp_async<16>(st + (k * 128 + tid) * 16, pw + (size_t)(s < ns ? s : 0) * 32, active && s < ns);
+        }
+    };
+    for (int i = 0; i < S - 1; i++) {
+        if (i < nst) issue_v(i);
+        cp_async_commit();
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights and denominators (k_attn_md16's) */
+    for (int i = 0; i < S - 1 && i < nst; i++) issue_a(i);
+    cp_async_commit();
+    float acc[NA][32], tot[NA][32];
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+#pragma unroll
+        for (int j = 0; j < 32; j++) acc[a][j] = tot[a][j] = 0.0f;
+    /* the parts: p the current step's (am_part_lo's split; empty parts add zeros, as k_attn_pv's do), pf the
+     * parts added to tot so far */
+    auto hi = [&](int q) { return am_part_lo(nr, q + 1); };
+    int p = 0, pf = 0;
+    while (p < AM_PARTS - 1 && hi(p) <= 0) p++;
+    auto fold_empty = [&](int pe) {
+        for (; pf < pe; pf++)
+#pragma unroll
+            for (int a = 0; a < NA; a++)
+#pragma unroll
+                for (int j = 0; j < 32; j++) tot[a][j] = pf == 0 ? 0.0f : tot[a][j] + 0.0f;
+    };
+    /* the wgmma in flight done, their accumulators read from here on */
+    auto acc_ready = [&]() {
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int a = 0; a < NA; a++)
+#pragma unroll
+            for (int j = 0; j < 32; j++) asm volatile("" : "+f"(acc[a][j])::"memory");
+    };
+    for (int i = 0; i < nst; i++) {
+        /* stage i landed (the first stages' weights are one group, after their values); stage i - 1's wgmma
+         * done (its buffer is refilled below) */
+        cp_async_wait_n(i < S - 2 ? i : S - 2);
+        acc_ready();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* cp.async's writes, for wgmma's reads */
+        __syncthreads(); /* every thread's copies of stage i; every warp done with stage i - 1 */
+        if (i + S - 1 < nst) {
+            issue_v(i + S - 1);
+            issue_a(i + S - 1);
+        }
+        cp_async_commit();
+        const unsigned char *st = ring + (i % S) * SB;
+        const uint32_t sst = sb + (uint32_t)((i % S) * SB);
+        uint32_t af[KS][4]; /* the stage's weight fragments, all before its first wgmma */
+#pragma unroll
+        for (int k = 0; k < KS; k++) {
+            const uint4 f = *(const uint4 *)(st + VB + (k * 128 + tid) * 16);
+            af[k][0] = m0 ? f.x : 0u, af[k][1] = m1 ? f.y : 0u, af[k][2] = m0 ? f.z : 0u, af[k][3] = m1 ? f.w : 0u;
+        }
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int k = 0; k < KS; k++) {
+            const int s = KS * i + k;
+            if (s >= ns) break;
+#pragma unroll
+            for (int a = 0; a < NA; a++)
+                wg_k16_bf_tb(acc[a], af[k], wg_desc(sst + (uint32_t)(a * (KT * 128) + k * 2048)));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            if (16 * (s + 1) >= hi(p)) { /* part p's last step: into the total, in part order */
+                acc_ready();
+                fold_empty(p);
+#pragma unroll
+                for (int a = 0; a < NA; a++)
+#pragma unroll
+                    for (int j = 0; j < 32; j++) {
+                        tot[a][j] = pf == 0 ? acc[a][j] : tot[a][j] + acc[a][j];
+                        acc[a][j] = 0.0f;
+                    }
+                pf = p + 1;
+                p++;
+                while (p < AM_PARTS - 1 && hi(p) <= 16 * (s + 1)) p++;
+                asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); /* acc written since */
+            }
+        }
+    }
+    acc_ready();
+    fold_empty(AM_PARTS);
+    if (!active) return;
+    const float d0 = m0 ? den[t * A.H + 16 * w + g] : 1.0f, d1 = m1 ? den[t * A.H + 16 * w + g + 8] : 1.0f;
+#pragma unroll
+    for (int a = 0; a < NA; a++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) { /* tot[a][4 i + e]: head 16 w + g (+ 8 for e >= 2), columns c, c + 1 */
+            const int c = dbase + 64 * a + 8 * i + 2 * tq;
+            float cs = 0.0f, sn = 0.0f;
+            if (A.ofreq) attn_derot_cs(A, pos, c, cs, sn);
+#pragma unroll
+            for (int e = 0; e < 4; e += 2) {
+                const int h = 16 * w + g + 8 * (e >> 1);
+                float v0 = tot[a][4 * i + e] / (e >> 1 ? d1 : d0), v1 = tot[a][4 * i + e + 1] / (e >> 1 ? d1 : d0);
+                if (A.ofreq) attn_derot2(A, c, cs, sn, v0, v1);
+                if (h < A.H) {
+                    out[((size_t)t * A.H + h) * A.hd + c] = v0;
+                    out[((size_t)t * A.H + h) * A.hd + c + 1] = v1;
+                }
+            }
+        }
+}
+
+/* k_attn_pvw's ring a width (rows a stage, stages), from four of each measured alone at 16 / 64 tokens
+ * (bench/results/2026-12-01-s33/pvw/ call 3): 64 dimensions (32, 4) / (32, 8) / (64, 4) / (64, 6), 128
+ * dimensions (32, 4) / (32, 6) / (64, 3) / (64, 4) - 128 blocks at 16 tokens take the deepest ring, 256 at
+ * 64 the one with the fewest registers (the (64, x) ones spill). (32, 4) at 64 dimensions in decode steps
+ * (call 5): even within the rounds' spread. */
+#define PW1_KT 64
+#define PW1_S  6
+#define PW2_KT 32
+#define PW2_S  4
+
 /* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
  * (token, 16 heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
  * bits. A cluster of the AM_PARTS parts of a token's 16 heads (the parts' rows split as k_attn_pv's:
@@ -1178,6 +1385,8 @@ void cuda_attn_init(size_t smem_optin)
         af_fits = cudaOccupancyMaxActiveClusters(&nc, k_attn_one, &cfg) == cudaSuccess && nc > 0;
         (void)cudaGetLastError();
     }
+    CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
+    CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_qk<1, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)am_qk_smem(1, HS_MAXD, false)));
     CK(cudaFuncSetAttribute(k_attn_qk<4, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1307,10 +1516,20 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
              * its row list in dynamic shared memory beside its static ~11 KB (BF16 rows: ~21, two
              * value tiles) within the 48 KB a block gets without opting in (longer lists, HCA past
              * ~600k tokens of context, ~400k on BF16 rows: the cluster) */
-            const int wsl = ch->sum == DSV4_SUM_WALK32    ? 32
-                            : ch->sum == DSV4_SUM_WALK64  ? 64
-                            : ch->sum == DSV4_SUM_WALK128 ? 128
-                                                          : 0;
+            /* on wgmma (BF16 rows, up to 64 heads: wgmma's M), else the walking block of the same width */
+            const int wgs = ch->sum == DSV4_SUM_WG64 ? 64 : ch->sum == DSV4_SUM_WG128 ? 128 : 0;
+            const size_t pws = wgs == 64 ? pw_smem(1, PW1_KT, PW1_S, max_rows) : pw_smem(2, PW2_KT, PW2_S, max_rows);
+            if (wgs && A.bf16 && H <= 64 && hd % wgs == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO &&
+                pws <= PW_SMEM_MAX) {
+                launch_attn(wgs == 64 ? k_attn_pvw<1, PW1_KT, PW1_S> : k_attn_pvw<2, PW2_KT, PW2_S>,
+                            dim3((unsigned)nt, (unsigned)(hd / wgs), 1), 128, pws, im->stream, false, true, A, dpos,
+                            cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
+                return A.ofreq != NULL;
+            }
+            const int wsl = ch->sum == DSV4_SUM_WALK32                                 ? 32
+                            : ch->sum == DSV4_SUM_WALK64 || ch->sum == DSV4_SUM_WG64   ? 64
+                            : ch->sum == DSV4_SUM_WALK128 || ch->sum == DSV4_SUM_WG128 ? 128
+                                                                                       : 0;
             const bool walk =
                 wsl && hd % wsl == 0 && attn_layout == DSV4_ATTN_LAYOUT_AUTO &&
                 max_rows * sizeof(float *) <= (A.bf16 ? 26 : 36) * 1024; /* BF16 rows: two value tiles, ~21 KB */

@@ -503,4 +503,19 @@ template <> __device__ __forceinline__ void wg_k16<64, true>(float *d, const uin
 {
     WG_K16_64("bf16");
 }
+/* The same with B (16 x 64: K rows of 64 N-contiguous BF16 values, 128 bytes each, as wg_desc's 8-row atoms
+ * with the 128-byte swizzle) MN-major: wgmma's transposed B (attn.cu's weighted sum, B = the value rows). */
+__device__ __forceinline__ void wg_k16_bf_tb(float *d, const uint32_t *a, uint64_t bd)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%"
+                 "26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd));
+}
 #undef WG_K16_64
