@@ -192,3 +192,15 @@ def head(call_dir, what, extra=None):
                             "scripts/gpu_suite.sh (dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)")
     out["serve"] = serve(call_dir)
     return out
+
+
+def linears(path, names=("wq_b", "wo_a group", "wo_b")):
+    """bench_kernels' FP8 linear rows: name -> bB -> {plain us (the unquantised activations' kernels: mma.cu's F16
+    path or k_wgf8), reference us}."""
+    res = {}
+    for line in open(path):
+        m = re.match(r"(.+?) \(FP8\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+\d+%\s+([\d.]+)", line)
+        if m and m.group(1) in names:
+            res.setdefault(m.group(1), {})["b" + m.group(2)] = {"plain_us": float(m.group(3)),
+                                                                "reference_us": float(m.group(4))}
+    return res

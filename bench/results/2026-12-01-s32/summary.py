@@ -11,18 +11,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import AB_WHAT, attn, call_ab  # noqa: E402
-
-
-def linears(path, names=("wq_b", "wo_a group", "wo_b")):
-    """bench_kernels' linear rows: name -> bB -> {plain us (the F16 path's kernels or k_wgf8), reference us}."""
-    res = {}
-    for line in open(path):
-        m = re.match(r"(.+?) \(FP8\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+\d+%\s+([\d.]+)", line)
-        if m and m.group(1) in names:
-            res.setdefault(m.group(1), {})["b" + m.group(2)] = {"plain_us": float(m.group(3)),
-                                                                "reference_us": float(m.group(4))}
-    return res
+from summary_lib import AB_WHAT, attn, call_ab, linears  # noqa: E402
 
 
 def ncu_details(path, keys=("Duration", "Issue Slots Busy", "Achieved Occupancy", "Grid Size", "Cluster Size")):

@@ -5,25 +5,13 @@ Reads the calls' ab.txt (scripts/gpu_ab.sh), the attention tables (bench_kernels
 table (pvw/c4-tune/tune.txt) and the linear tables of wgf8-scales; standard library only."""
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import AB_WHAT, attn, call_ab  # noqa: E402
+from summary_lib import AB_WHAT, attn, call_ab, linears  # noqa: E402
 
 P = os.path.join(D, "pvw")
-
-
-def linears(path, names=("wq_a", "wq_b", "wo_a group", "wo_b")):
-    """bench_kernels' linear rows: name -> bB -> {plain us, reference us}."""
-    res = {}
-    for line in open(path):
-        m = re.match(r"(.+?) \(FP8\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+\d+%\s+([\d.]+)", line)
-        if m and m.group(1) in names:
-            res.setdefault(m.group(1), {})["b" + m.group(2)] = {"plain_us": float(m.group(3)),
-                                                                "reference_us": float(m.group(4))}
-    return res
 
 
 def tune_table(path):
@@ -45,7 +33,7 @@ res = {
     "wgf8_scales": {
         "what": "s32's wip/wgf8-scales (not kept): wo_a's kind of linear on k_wgf8 with 8/16/32-token tiles and the "
                 "block's E8M0 scales in shared memory; DSV4_WGF8_DECODE=0 is mma.cu in the same binary",
-        "linears_alone": {f"wgf8_decode_{v}": linears(os.path.join(D, "wgf8-scales", f"lin-dec-{v}.txt"))
+        "linears_alone": {f"wgf8_decode_{v}": linears(os.path.join(D, "wgf8-scales", f"lin-dec-{v}.txt"), ("wq_a", "wq_b", "wo_a group", "wo_b"))
                           for v in (0, 1)},
         "decode": {"layout": AB_WHAT, "runs": call_ab(D, "wgf8-scales")},
     },
