@@ -32,8 +32,10 @@ export NCCL_NVLS_ENABLE=0 # NVLink multicast stays off on shared machines
   cat $B/commit.txt 2>/dev/null || echo "(a bundle without commit.txt: built before it was recorded)"
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-# a base build carried along (gpu_pack.sh BASE=...): its logits against these, bit for bit
-if [ -x $B/dsv4.base ]; then echo "== logits against the base build"; sh scripts/gpu_bits.sh; fi
+# a base build carried along (gpu_pack.sh BASE=...): its logits against these, bit for bit; and (with or
+# without one) the same prefill run again and again, every run's logits the first's (a race's trace)
+if [ -x $B/dsv4.base ]; then echo "== logits against the base build, and repeated"; else echo "== logits repeated"; fi
+sh scripts/gpu_bits.sh
 . scripts/serve_wait.sh
 # serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
 # then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}
