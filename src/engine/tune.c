@@ -108,10 +108,11 @@ dsv4_status dsv4_tune_load(const char *path, const char *device, dsv4_tune *t, c
         for (int k = 0; k < DSV4_SUM_COUNT; k++)
             if (!strcmp(json_string_value(sm), sum_names[k])) r.row[i].sum = k;
         if (r.row[i].sum < 0) {
-            snprintf(err, errlen,
-                     "%s: attention row %d: sum \"%s\" is not one of parts16, parts32, parts64, walk32, walk64, "
-                     "walk128, one, wg64, wg128",
-                     path, i, json_string_value(sm));
+            char names[128] = "";
+            for (int k = 0; k < DSV4_SUM_COUNT; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", sum_names[k]);
+            snprintf(err, errlen, "%s: attention row %d: sum \"%s\" is not one of %s", path, i, json_string_value(sm),
+                     names);
             goto out;
         }
     }

@@ -155,6 +155,9 @@ static void test_refused(void **state)
     refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": [{\"max_tokens\": 0, "
             "\"score_rows\": 64, \"sum\": \"parts128\"}]}",
             DSV4_ERR_FORMAT, "parts128");
+    refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": [{\"max_tokens\": 0, "
+            "\"score_rows\": 64, \"sum\": \"parts128\"}]}",
+            DSV4_ERR_FORMAT, "is not one of parts16, parts32, parts64, walk32, walk64, walk128, one, wg64, wg128");
     /* rows out of order; the last must serve any number (0) */
     refused("{\"dsv4_tune\": 1, \"device\": \"NVIDIA H200 (sm_90)\", \"attention\": [{\"max_tokens\": 8, \"score_rows\": "
             "16, \"sum\": \"parts16\"}, {\"max_tokens\": 4, \"score_rows\": 16, \"sum\": \"parts32\"}, {\"max_tokens\": 0, "

@@ -607,6 +607,24 @@ __global__ void __launch_bounds__(256)
         }
 }
 
+/* A walking block's quad of outputs (an MMA accumulator's: q[0], q[1] head hb, q[2], q[3] head hb + 8, columns c,
+ * c + 1) divided by the heads' denominators, de-rotated (cs, sn: attn_derot_cs's at c) and stored; heads past
+ * H are not. k_attn_pv's walk and k_attn_pvw end in it: the same operations. */
+__device__ __forceinline__ void attn_store_quad(const attn_args &A, int t, int hb, int c, const float *q, float d0,
+                                                float d1, float cs, float sn, float *out)
+{
+#pragma unroll
+    for (int e = 0; e < 4; e += 2) {
+        const int h = hb + 8 * (e >> 1);
+        float v0 = q[e] / (e >> 1 ? d1 : d0), v1 = q[e + 1] / (e >> 1 ? d1 : d0);
+        if (A.ofreq) attn_derot2(A, c, cs, sn, v0, v1);
+        if (h < A.H) {
+            out[((size_t)t * A.H + h) * A.hd + c] = v0;
+            out[((size_t)t * A.H + h) * A.hd + c + 1] = v1;
+        }
+    }
+}
+
 __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const void *p)
 {
     const unsigned a = (unsigned)__cvta_generic_to_shared(p);
@@ -757,16 +775,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
         const float d0 = m0 ? den[t * A.H + 16 * w + g] : 1.0f, d1 = m1 ? den[t * A.H + 16 * w + g + 8] : 1.0f;
 #pragma unroll
         for (int nn = 0; nn < NT; nn++)
-#pragma unroll
-            for (int e = 0; e < 4; e += 2) { /* columns c, c + 1 of head h */
-                const int h = 16 * w + g + 8 * (e >> 1), c = dbase + 8 * nn + 2 * tq;
-                float v0 = tot[nn][e] / (e >> 1 ? d1 : d0), v1 = tot[nn][e + 1] / (e >> 1 ? d1 : d0);
-                if (A.ofreq) attn_derot2(A, c, dcs[nn], dsn[nn], v0, v1);
-                if (h < A.H) {
-                    out[((size_t)t * A.H + h) * A.hd + c] = v0;
-                    out[((size_t)t * A.H + h) * A.hd + c + 1] = v1;
-                }
-            }
+            attn_store_quad(A, t, 16 * w + g, dbase + 8 * nn + 2 * tq, tot[nn], d0, d1, dcs[nn], dsn[nn], out);
         return;
     }
     if (active)
@@ -812,37 +821,6 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
  * a stage's wgmma in flight across the next one's wait; a 16-row step is NA wgmma m64n64k16 where k_attn_pv's
  * warps issue NT ldmatrix + MMA pairs each.
  * The same sums in the same order as k_attn_pv<NT, true, true> (test_ops_cuda compares every choice). */
-/* cp.async.wait_group with a count known at run time (0 .. 7) */
-__device__ __forceinline__ void cp_async_wait_n(int n)
-{
-    switch (n) {
-    case 0:
-        cp_async_wait<0>();
-        break;
-    case 1:
-        cp_async_wait<1>();
-        break;
-    case 2:
-        cp_async_wait<2>();
-        break;
-    case 3:
-        cp_async_wait<3>();
-        break;
-    case 4:
-        cp_async_wait<4>();
-        break;
-    case 5:
-        cp_async_wait<5>();
-        break;
-    case 6:
-        cp_async_wait<6>();
-        break;
-    default:
-        cp_async_wait<7>();
-        break;
-    }
-}
-
 /* A ring stage of KT rows: NA 64-dimension columns of the values (KT x 128 bytes each), then the weights'
  * fragments of its KT / 16 steps (a warpgroup's 2 KB each) */
 __host__ __device__ constexpr int pw_stage(int NA, int KT)
@@ -932,7 +910,7 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
     for (int i = 0; i < nst; i++) {
         /* stage i landed (the first stages' weights are one group, after their values); stage i - 1's wgmma
          * done (its buffer is refilled below) */
-        cp_async_wait_n(i < S - 2 ? i : S - 2);
+        cp_async_wait_min<S - 2>(i);
         acc_ready();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); /* cp.async's writes, for wgmma's reads */
         __syncthreads(); /* every thread's copies of stage i; every warp done with stage i - 1 */
@@ -982,20 +960,11 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
 #pragma unroll
     for (int a = 0; a < NA; a++)
 #pragma unroll
-        for (int i = 0; i < 8; i++) { /* tot[a][4 i + e]: head 16 w + g (+ 8 for e >= 2), columns c, c + 1 */
+        for (int i = 0; i < 8; i++) { /* tot[a][4 i ..]: wgmma's D quad, mma.sync's accumulator layout */
             const int c = dbase + 64 * a + 8 * i + 2 * tq;
             float cs = 0.0f, sn = 0.0f;
             if (A.ofreq) attn_derot_cs(A, pos, c, cs, sn);
-#pragma unroll
-            for (int e = 0; e < 4; e += 2) {
-                const int h = 16 * w + g + 8 * (e >> 1);
-                float v0 = tot[a][4 * i + e] / (e >> 1 ? d1 : d0), v1 = tot[a][4 * i + e + 1] / (e >> 1 ? d1 : d0);
-                if (A.ofreq) attn_derot2(A, c, cs, sn, v0, v1);
-                if (h < A.H) {
-                    out[((size_t)t * A.H + h) * A.hd + c] = v0;
-                    out[((size_t)t * A.H + h) * A.hd + c + 1] = v1;
-                }
-            }
+            attn_store_quad(A, t, 16 * w + g, c, &tot[a][4 * i], d0, d1, cs, sn, out);
         }
 }
 

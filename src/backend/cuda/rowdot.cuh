@@ -224,6 +224,16 @@ template <int N> __device__ __forceinline__ void cp_async_wait(void)
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+/* cp_async_wait of min(n, N) groups, n known at run time only */
+template <int N> __device__ __forceinline__ void cp_async_wait_min(int n)
+{
+    if constexpr (N <= 0)
+        cp_async_wait<0>();
+    else if (n >= N)
+        cp_async_wait<N>();
+    else
+        cp_async_wait_min<N - 1>(n);
+}
 
 /* Two floats rounded to BF16 (nearest even), as a BF16x2 word (a low). */
 __device__ __forceinline__ uint32_t bf2_rn(float a, float b)
