@@ -246,28 +246,31 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
 }
 
 /* The denominator of a (token, head) in reference numerics' fixed order: lane l adds exp(s - mx) of its row
- * pairs 2 l, 2 l + 1 (+ 64 k) in order, then the butterfly, then the sink's mass. pair(j): the scores j, j + 1
- * (j < nr; j + 1 may be past it); put(j, e0, e1): the pair's terms (zeros past nr) for the weights. k_attn_md16
- * and k_attn_one both sum through it: the same bits by construction. */
-template <class P, class W>
-__device__ __forceinline__ float am_den(const attn_args &A, int h, int nr, float mx, P pair, W put)
+ * pairs 2 l, 2 l + 1 (+ 64 k) in order, then the butterfly, then the sink's mass (sink: the head's, loaded by
+ * the caller ahead). pair(j): the scores j, j + 1 for an even j below nr rounded up to 16 (n16; whatever they
+ * hold past nr); put(j, e0, e1): the pair's terms (zeros past nr) for the weights, j < n16. Four pairs a lane
+ * are loaded at once (indices past n16 read pair 2 l again and add zeros, which leave the sum as it is), so a
+ * round trip and an exp serve four pairs rather than one. k_attn_md16 and k_attn_one both sum through it: the
+ * same bits by construction. */
+template <class P, class W> __device__ __forceinline__ float am_den(float sink, int nr, float mx, P pair, W put)
 {
     const int lane = threadIdx.x & 31, n16 = (nr + 15) & ~15;
     float sum = 0;
-#pragma unroll 4
-    for (int j = 2 * lane; j < n16; j += 64) {
-        float e0 = 0, e1 = 0;
-        if (j < nr) {
-            const float2 v = pair(j);
-            e0 = expf(v.x - mx);
-            if (j + 1 < nr) e1 = expf(v.y - mx);
+    for (int j0 = 2 * lane; j0 < n16; j0 += 256) {
+        float2 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) v[k] = pair(j0 + 64 * k < n16 ? j0 + 64 * k : j0);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const int j = j0 + 64 * k; /* past nr: exp(-inf) = +0, with no branch around the exp */
+            const float e0 = expf(j < nr ? v[k].x - mx : -INFINITY), e1 = expf(j + 1 < nr ? v[k].y - mx : -INFINITY);
+            sum += e0;
+            sum += e1;
+            if (j < n16) put(j, e0, e1);
         }
-        sum += e0;
-        sum += e1;
-        put(j, e0, e1);
     }
     sum = warp_sum(sum);
-    return sum + expf(A.sinks[h] - mx);
+    return sum + expf(sink - mx);
 }
 
 /* The max, sum and weights for the tensor cores: a warp per (token, head),
@@ -286,9 +289,11 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    const float sink = A.sinks[h];
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    const float *sc = scores + (size_t)gw * A.max_rows; /* 8-byte aligned: max_rows is a multiple of 16 */
+    /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair am_den reads) */
+    const float *sc = scores + (size_t)gw * A.max_rows;
     float mx = -INFINITY;
 #pragma unroll 4
     for (int j = 2 * lane; j < nr; j += 64) {
@@ -297,7 +302,7 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float d = am_den(
-        A, h, nr, mx, [&](int j) { return *(const float2 *)(sc + j); },
+        sink, nr, mx, [&](int j) { return *(const float2 *)(sc + j); },
         [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); });
     if (lane == 0) den[gw] = d;
 }
@@ -994,6 +999,13 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
 #define AF_WARPS    8
+/* -DAF_TRACE: k_attn_one's thread 0 stamps clock64 at each phase's end and token 0's first head group prints
+ * the cycles between them (the printing makes the calls slow: only the differences mean anything) */
+#ifdef AF_TRACE
+#define AF_T() (tid == 0 && af_n < 24 ? (void)(af_tr[af_n++] = clock64()) : (void)0)
+#else
+#define AF_T() ((void)0)
+#endif
 #define AF_MAX_ROWS 96 /* a part's rows (padded) k_attn_one takes: CSA's 640 rows, HCA's to a ~66k context */
 #define AF_PT_MAX                                                                                                      \
     512 /* a slot's page-table entries k_attn_one keeps in shared memory (CSA: to 128k tokens at                       \
@@ -1053,8 +1065,14 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 16, *dn = lmx + 32;
     float *drow = (float *)(af_sm + L.dr); /* the scores of this part's two heads over all the rows */
     const int NRM = AM_PARTS * RP;         /* at least nr, even */
+    static_assert(32 * AF_WARPS == 256, "k_attn_one: sixteen threads a head for its maxima and weights");
     const int t = blockIdx.x, h0 = 16 * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < 16 ? A.H - h0 : 16; /* this block's heads */
+#ifdef AF_TRACE
+    long long af_tr[24] = {0};
+    int af_n = 0;
+#endif
+    AF_T();
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     /* launched right after the kernel that makes q (no k_attn_qpack): before griddepcontrol.wait only what
@@ -1121,8 +1139,27 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     int dc = 2 * (tid % (hd >> 1));
     float dcs = 0.0f, dsn = 0.0f;
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
+    /* the sink of the head whose denominator this warp sums (a weight) */
+    const float sink = w < 2 && 2 * p + w < nh ? A.sinks[h0 + 2 * p + w] : 0.0f;
+    AF_T();
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* q, the step's rows, the indexer's choice */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    AF_T();
+    /* this block's 16 heads of q (FP32; heads past H read head h0's, stored as zeros) into registers now,
+     * beside the indexer's loads below, so that their round trips overlap (each a warp's heads w, w + 8,
+     * chunks of 8 dimensions lane, lane + 32; hd <= 512, the launch's condition) */
+    constexpr int QH = 16 / AF_WARPS, QC = 512 / 8 / 32;
+    float4 qv[QH][QC][2];
+#pragma unroll
+    for (int a = 0; a < QH; a++)
+#pragma unroll
+        for (int b = 0; b < QC; b++) {
+            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            const bool ok = h < nh && c < C16;
+            const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
+            qv[a][b][0] = src[0];
+            qv[a][b][1] = src[1];
+        }
     if (!early) {
         const int c = cnt[t];
         int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
@@ -1149,21 +1186,27 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             issue_rows(0);
         }
     }
+    AF_T();
     issue_rows(1);
-    for (int h = w; h < 16; h += AF_WARPS) { /* this block's 16 heads of q as BF16 (past H: zeros) */
-        const float *src = q + ((size_t)t * A.H + (h < nh ? h0 + h : 0)) * hd;
-        for (int c = lane; c < C16; c += 32) {
+    AF_T();
+#pragma unroll
+    for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
+#pragma unroll
+        for (int b = 0; b < QC; b++) {
+            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            if (c >= C16) continue;
             uint4 v = make_uint4(0, 0, 0, 0);
             if (h < nh) {
-                const uint2 x = bf4_rn(*(const float4 *)(src + 8 * c)), y = bf4_rn(*(const float4 *)(src + 8 * c + 4));
+                const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
                 v = make_uint4(x.x, x.y, y.x, y.y);
             }
             *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
         }
-    }
+    AF_T();
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+    AF_T();
     cg::cluster_group cl = cg::this_cluster();
     /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
      * a time (a tile past the part's: zeros, never stored) */
@@ -1173,6 +1216,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
         const bool v1 = 8 * (i0 + AF_WARPS) < np16;
         const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
+#pragma unroll 4
         for (int d0 = 0; d0 < hd; d0 += 32) {
             const int c = d0 / 8 + tq;
             const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
@@ -1198,6 +1242,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             }
     }
     __syncthreads();
+    AF_T();
     { /* the part's maxima: sixteen threads a head */
         const int h = tid >> 4, sub = tid & 15;
         float m = -INFINITY;
@@ -1207,34 +1252,40 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         if (sub == 0) lmx[h] = m;
     }
     cl.sync(); /* every part's scores (here and at their heads' owners) and maxima */
+    AF_T();
     if (tid < nh) {
         float m = -INFINITY;
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, cl.map_shared_rank(lmx, q)[tid]);
         mxa[tid] = m;
     }
+    AF_T();
     __syncthreads();
+    AF_T();
     /* the denominators of this part's two heads (2 p, 2 p + 1 of the block's) through am_den (k_attn_md16's
      * order), from the scores every part stored here */
     if (w < 2 && 2 * p + w < nh) {
         const int hl = 2 * p + w;
         const float d = am_den(
-            A, h0 + hl, nr, mxa[hl], [&](int j) { return *(const float2 *)(drow + w * NRM + j); },
-            [](int, float, float) {});
+            sink, nr, mxa[hl], [&](int j) { return *(const float2 *)(drow + w * NRM + j); }, [](int, float, float) {});
         if (lane == 0) dn[w] = d;
     }
-    /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero) */
-    for (int e = tid; e < 16 * (np16 >> 1); e += blockDim.x) {
-        const int h = e / (np16 >> 1), j = 2 * (e % (np16 >> 1)), jg = r0 + j;
-        float e0 = 0, e1 = 0;
-        if (h < nh && jg < nr) {
-            const float mx = mxa[h];
-            e0 = expf(sc[h * SR + j] - mx);
-            if (jg + 1 < nr) e1 = expf(sc[h * SR + j + 1] - mx);
+    AF_T();
+    /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero): sixteen
+     * threads a head, the scores read unconditionally (SR > np16) */
+    {
+        const int h = tid >> 4;
+        const float mx = mxa[h];
+        for (int j = 2 * (tid & 15); j < np16; j += 32) {
+            const int jg = r0 + j;
+            const float2 v = *(const float2 *)(sc + h * SR + j);
+            const float e0 = expf(h < nh && jg < nr ? v.x - mx : -INFINITY); /* +0 past them, branch-free */
+            const float e1 = expf(h < nh && jg + 1 < nr ? v.y - mx : -INFINITY);
+            *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = bf2_rn(e0, e1);
         }
-        *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = bf2_rn(e0, e1);
     }
     __syncthreads();
+    AF_T();
     /* the part's weighted sum (k_attn_pv's chain: 16-row steps in order): warp w the 8-dimension tiles
      * w, w + 8, ... (a tile past the head's reads tile 0 and is never stored) */
     float acc[8][4];
@@ -1253,6 +1304,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int u = 0; u < 8; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
     }
     __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
+    AF_T();
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         const int n = w + AF_WARPS * u;
@@ -1263,6 +1315,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
                     make_float2(acc[u][e], acc[u][e + 1]);
     }
     cl.sync(); /* every part's sums */
+    AF_T();
     /* this part's two heads: the parts' sums in part order, divided, de-rotated (column pairs); both
      * heads' loads in flight together */
     const int npair = 2 * (hd >> 1);
@@ -1295,7 +1348,19 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             *(float2 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float2(v0, v1);
         }
     }
+    AF_T();
     cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
+#ifdef AF_TRACE
+    AF_T();
+    if (tid == 0 && t == 0 && blockIdx.y == 0) {
+        long long d[16];
+        for (int i = 0; i < 16; i++) d[i] = i + 1 < af_n ? af_tr[i + 1] - af_tr[i] : 0ll;
+        printf("aftrace kind %d nr %d p %d np %d cyc %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
+               "%lld %lld %lld\n",
+               A.kind, nr, p, np, d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10], d[11], d[12],
+               d[13], d[14], d[15]);
+    }
+#endif
 }
 
 static int attn_layout = -1; /* DSV4_ATTN_*; -1: from the environment at the first call */
@@ -1454,10 +1519,10 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const int rt = small ? 16 : 64;
             /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
              * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160); it rounds q and the step's
-             * rows to BF16 itself (no k_attn_qpack) */
+             * rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
             const int RP = af_part_rows(max_rows);
             const size_t osm = af_layout(hd, RP).total;
-            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
+            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
                 launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm,
                             im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,

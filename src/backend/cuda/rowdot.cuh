@@ -481,8 +481,6 @@ __device__ __forceinline__ void row_dot(const wdesc &w, int64_t ra, const float 
     }
 }
 
-#endif
-
 /* wgmma (sm_90a), shared by wg8.cu and moe_mma.cu. A shared-memory matrix descriptor, K-major with the
  * 128-byte swizzle: start >> 4, 8-row atoms 1,024 bytes apart (the leading offset is unused in this mode). */
 __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr)
@@ -529,3 +527,5 @@ __device__ __forceinline__ void wg_k16_bf_tb(float *d, const uint32_t *a, uint64
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(bd));
 }
 #undef WG_K16_64
+
+#endif

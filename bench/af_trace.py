@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""k_attn_one's phases, from the output of a build with -DAF_TRACE (attn.cu: thread 0 of each block of token
+0's first head group stamps clock64 at each phase's end and prints one line of 16 cycle counts):
+
+    cmake -S . -B build-trace -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DAF_TRACE
+    cmake --build build-trace --target bench_kernels
+    build-trace/bench_kernels --attn-only --batch 1 --reps 8 > trace.txt      # on the GPU
+    python3 bench/af_trace.py trace.txt[.gz]
+
+Per (kind, row count): the median over calls of each phase's cycles, a column per part, and the sum of the
+phases after griddepcontrol.wait (what is before it overlaps the kernel before under programmatic dependent
+launch; the printing makes the calls slow and the wait before each call long, so the wait is not shown: only
+the cycles between stamps mean anything). Standard library only."""
+import gzip
+import re
+import statistics
+import sys
+
+PHASES = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+barrier",
+          "remote max", "max sync", "den", "weights", "pv", "sums+barrier", "combine", "exit"]
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    path = sys.argv[1]
+    calls = {}
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", errors="replace") as f:
+        for line in f:
+            m = re.search(r"aftrace kind (\d+) nr (\d+) p (\d+) np (\d+) cyc((?: -?\d+){16})", line)
+            if m:
+                d = [int(x) for x in m.group(5).split()]
+                calls.setdefault((int(m.group(1)), int(m.group(2))), {}).setdefault(int(m.group(3)), []).append(d)
+    if not calls:
+        sys.exit("no aftrace lines (a build with -DAF_TRACE prints them)")
+    for (kind, nr), parts in sorted(calls.items()):
+        ps = sorted(parts)
+        print("%s, %d rows: %d calls; cycles, the median over calls, parts %s" %
+              ({1: "CSA", 2: "HCA"}.get(kind, "kind %d" % kind), nr, len(parts[ps[0]]), " ".join(map(str, ps))))
+        for i, name in enumerate(PHASES):
+            if i == 1:
+                continue
+            print("  %-13s" % name + "".join("%7d" % statistics.median(d[i] for d in parts[p]) for p in ps))
+        tot = [statistics.median(sum(d[2:]) for d in parts[p]) for p in ps]
+        print("  %-13s" % "after wait" + "".join("%7d" % x for x in tot) + "   (%.2f us at 1.98 GHz, the largest)" %
+              (max(tot) / 1980.0))
+
+
+if __name__ == "__main__":
+    main()
