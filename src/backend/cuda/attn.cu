@@ -994,7 +994,10 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
  * denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16
  * A fragments, and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order).
  * The parts' sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does.
- * Rows and q go through
+ * EX1 (one token): the scores to their owners and every part's maxima to every part go by st.async onto an
+ * mbarrier a block (initialised before the PDL wait, a cluster barrier publishing it), and each block waits on
+ * its own mbarrier for the bytes it expects instead of a cluster barrier (whose release is a GPU-wide fence)
+ * and remote loads of the maxima. Rows and q go through
  * shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
@@ -1027,7 +1030,7 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, dr, pt, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, dr, pt, rm, mb, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
@@ -1046,10 +1049,13 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.dr = L.mx + 3 * 64 * sizeof(float);
     L.pt = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its two heads' scores, every part's */
-    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);    /* CSA: the slot's page table */
+    L.rm = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);       /* CSA: the slot's page table */
+    L.mb = L.rm + (size_t)AM_PARTS * 16 * sizeof(float);     /* EX1: every part's 16 maxima */
+    L.total = L.mb + 8;                                      /* EX1: the mbarrier they and the scores arrive on */
     return L;
 }
 
+template <bool EX1>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1141,6 +1147,17 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
     /* the sink of the head whose denominator this warp sums (a weight) */
     const float sink = w < 2 && 2 * p + w < nh ? A.sinks[h0 + 2 * p + w] : 0.0f;
+    /* EX1: the scores for this part's heads and every part's maxima arrive here by st.async on mb (no release
+     * barrier between the scores and the denominators); its init published to the cluster before the wait */
+    float *rmx = (float *)(af_sm + L.rm);
+    const uint32_t mb = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
+    if (EX1) {
+        if (tid == 0) {
+            mbar_init(mb, 1);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        cg::this_cluster().sync();
+    }
     AF_T();
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* q, the step's rows, the indexer's choice */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -1186,6 +1203,8 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             issue_rows(0);
         }
     }
+    /* EX1: the bytes this part's mbarrier waits for: its two heads' scores over all nr rows, 16 maxima a part */
+    if (EX1 && tid == 0) mbar_expect(mb, (unsigned)((2 * nr + AM_PARTS * 16) * sizeof(float)));
     AF_T();
     issue_rows(1);
     AF_T();
@@ -1237,7 +1256,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
                     const float v = acc[n][e] * A.scale;
                     sc[h * SR + j] = v;
                     /* and to the head's owner (part h / 2), which sums its denominator from its own memory */
-                    cl.map_shared_rank(drow, h >> 1)[(h & 1) * NRM + r0 + j] = v;
+                    if (EX1)
+                        st_async1((uint32_t)__cvta_generic_to_shared(drow + (h & 1) * NRM + r0 + j), mb, h >> 1, v);
+                    else
+                        cl.map_shared_rank(drow, h >> 1)[(h & 1) * NRM + r0 + j] = v;
                 }
             }
     }
@@ -1249,14 +1271,22 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         if (h < nh)
             for (int j = sub; j < np; j += 16) m = fmaxf(m, sc[h * SR + j]);
         for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (sub == 0) lmx[h] = m;
+        if (sub == 0) {
+            lmx[h] = m;
+            if (EX1) /* to every part (rmx[this part][h] there) */
+                for (int q = 0; q < AM_PARTS; q++)
+                    st_async1((uint32_t)__cvta_generic_to_shared(rmx + p * 16 + h), mb, q, m);
+        }
     }
-    cl.sync(); /* every part's scores (here and at their heads' owners) and maxima */
+    if (EX1)
+        mbar_wait(mb, 0); /* every part's scores of this part's heads and every part's maxima */
+    else
+        cl.sync(); /* every part's scores (here and at their heads' owners) and maxima */
     AF_T();
     if (tid < nh) {
         float m = -INFINITY;
 #pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, cl.map_shared_rank(lmx, q)[tid]);
+        for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, EX1 ? rmx[q * 16 + tid] : cl.map_shared_rank(lmx, q)[tid]);
         mxa[tid] = m;
     }
     AF_T();
@@ -1400,10 +1430,13 @@ static bool af_fits;
 void cuda_attn_init(size_t smem_optin)
 {
     {
-        cudaFuncAttributes fa;
-        CK(cudaFuncGetAttributes(&fa, k_attn_one));
-        af_smem_max = smem_optin > fa.sharedSizeBytes ? smem_optin - fa.sharedSizeBytes : 0;
-        CK(cudaFuncSetAttribute(k_attn_one, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
+        cudaFuncAttributes fa, fb;
+        CK(cudaFuncGetAttributes(&fa, k_attn_one<false>));
+        CK(cudaFuncGetAttributes(&fb, k_attn_one<true>));
+        const size_t st = fa.sharedSizeBytes > fb.sharedSizeBytes ? fa.sharedSizeBytes : fb.sharedSizeBytes;
+        af_smem_max = smem_optin > st ? smem_optin - st : 0;
+        CK(cudaFuncSetAttribute(k_attn_one<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
+        CK(cudaFuncSetAttribute(k_attn_one<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(1, 1, AM_PARTS);
         cfg.blockDim = dim3(32 * AF_WARPS);
@@ -1416,7 +1449,7 @@ void cuda_attn_init(size_t smem_optin)
         cfg.attrs = &at;
         cfg.numAttrs = 1;
         int nc = 0;
-        af_fits = cudaOccupancyMaxActiveClusters(&nc, k_attn_one, &cfg) == cudaSuccess && nc > 0;
+        af_fits = cudaOccupancyMaxActiveClusters(&nc, k_attn_one<false>, &cfg) == cudaSuccess && nc > 0;
         (void)cudaGetLastError();
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1524,9 +1557,15 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const size_t osm = af_layout(hd, RP).total;
             if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
-                launch_attn(k_attn_one, dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm,
-                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
-                            dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
+                /* the first exchange by st.async at one token (CSA 4k 11.22 against 11.45 us, HCA 4k 7.60 against
+                 * 7.85); at two it was 7 % slower (its extra cluster barrier before the wait is exposed when the
+                 * next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
+                static int ex1 = -1;
+                if (ex1 < 0) ex1 = cuda_env_on("DSV4_ATTN_ONE_EX1");
+                launch_attn(ex1 && nt == 1 ? k_attn_one<true> : k_attn_one<false>,
+                            dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
+                            true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
+                            (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
             }
             uint16_t *qb = (uint16_t *)(sp + qb_off);

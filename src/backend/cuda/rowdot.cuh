@@ -528,4 +528,36 @@ __device__ __forceinline__ void wg_k16_bf_tb(float *d, const uint32_t *a, uint64
 }
 #undef WG_K16_64
 
+/* mbarriers (shared::cta addresses): init with an arrival count; an arrival that expects bytes of
+ * transactions (st.async, bulk copies) on the current phase; a wait for the phase of the given parity. */
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
+{
+    uint32_t ok = 0;
+    while (!ok)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(ok)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+}
+/* A float into cluster block rank's shared memory at this block's shared address a (the same offset there),
+ * counted as 4 bytes of transactions on rank's mbarrier at this block's address bar: the writer needs no
+ * fence or barrier, the reader waits on its own mbarrier (st.async: no MEMBAR, unlike a release). */
+__device__ __forceinline__ void st_async1(uint32_t a, uint32_t bar, unsigned rank, float x)
+{
+    uint32_t ra, rb;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(bar), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
+                 "r"(__float_as_uint(x)), "r"(rb)
+                 : "memory");
+}
+
 #endif

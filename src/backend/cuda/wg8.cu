@@ -149,23 +149,6 @@ template <> __device__ __forceinline__ void wg_mma<64>(float *d, uint64_t ad, ui
                    "+f"(d[30]), "+f"(d[31])
                  : "l"(ad), "l"(bd), "r"(acc));
 }
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
-{
-    uint32_t ok = 0;
-    while (!ok)
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
-                     : "=r"(ok)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-}
 /* The tensor map's box at (byte column x, row y) into dst, completing on bar. */
 __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int x, int y, uint32_t bar)
 {
