@@ -42,6 +42,24 @@ res = {
                          "cluster barrier, no remote loads); new = the kept cuts",
                  **attn_rounds("push", ("new", "push", "base"))},
     },
+    "ex1": {
+        "what": "k_attn_one's first exchange (scores to their owners, maxima to every part) by st.async on an "
+                "mbarrier a block (ex1, DSV4_ATTN_ONE_EX1=1 in that build) against the same binary without (cur) "
+                "and f6bb190 (base); kept at one token only (slower at two)",
+        **attn_rounds("ex1", ("ex1", "cur", "base")),
+    },
+    "final": {
+        "what": "the attention alone with everything kept (EX1 at one token) against 573ff27, one round after the "
+                "suite (verify2/)",
+        "new": attn(os.path.join(D, "verify2", "attn-new.txt")),
+        "base": attn(os.path.join(D, "verify2", "attn-base.txt")),
+    },
+    "other_variants_not_kept": {
+        "qlate": {"what": "q's loads after the indexer's instead of before (new) against f6bb190 (base), 4 rounds",
+                  **attn_rounds("qlate", ("new", "base"), rounds=(1, 2, 3, 4))},
+        "md16": {"what": "k_attn_md16's max four pairs a lane at once (new) against f6bb190 (base), 4-64 tokens",
+                 **attn_rounds("md16", ("new", "base"))},
+    },
     "decode": {
         "what": "decode with the kept cuts against 573ff27 (base), 3 rounds; bB-4k: 4k context",
         "layout": AB_WHAT, "runs": call_ab(D, "verify"),
