@@ -1272,8 +1272,9 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             for (int j = sub; j < np; j += 16) m = fmaxf(m, sc[h * SR + j]);
         for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
         if (sub == 0) {
-            lmx[h] = m;
-            if (EX1) /* to every part (rmx[this part][h] there) */
+            if (!EX1)
+                lmx[h] = m; /* read by every part after the barrier */
+            else            /* to every part (rmx[this part][h] there) */
                 for (int q = 0; q < AM_PARTS; q++)
                     st_async1((uint32_t)__cvta_generic_to_shared(rmx + p * 16 + h), mb, q, m);
         }
@@ -1557,9 +1558,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const size_t osm = af_layout(hd, RP).total;
             if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
-                /* the first exchange by st.async at one token (CSA 4k 11.22 against 11.45 us, HCA 4k 7.60 against
-                 * 7.85); at two it was 7 % slower (its extra cluster barrier before the wait is exposed when the
-                 * next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
+                /* the first exchange by st.async at one token (CSA 4k 11.24 against 11.46 us, HCA 4k 7.60 against
+                 * 7.86, v54); at two it was 7 % slower (likely its extra cluster barrier before the wait, exposed
+                 * when the next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
                 static int ex1 = -1;
                 if (ex1 < 0) ex1 = cuda_env_on("DSV4_ATTN_ONE_EX1");
                 launch_attn(ex1 && nt == 1 ? k_attn_one<true> : k_attn_one<false>,
