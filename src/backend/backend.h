@@ -209,6 +209,9 @@ struct dsv4_backend {
 
     /* out[n, D] = emb[tok[i]] */
     void (*embed)(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
+    /* X[n, hc, D]: hc copies of emb[tok[i]], rounded to BF16 first when rnd has DSV4_RND_OUT - embed,
+     * round_bf16 and hc copy_rows in one op (NULL: the forward pass runs those) */
+    void (*embed_hc)(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, int hc, unsigned rnd, float *X);
     /* y[i, :out] = W[out, in] . x[i, :in] for i < n; x rows ldx apart, y rows ldy apart.
      * W in any dsv4_wfmt; quantized weights are decoded on the fly, exactly. */
     void (*linear)(dsv4_backend *be, const dsv4_w *w, const float *x, int ldx, int n, float *y, int ldy);

@@ -364,10 +364,14 @@ static void body(fwd *f)
     const int T = f->T, D = f->c->dim, hc = f->c->hc_mult;
     /* X = hc copies of the embedding: copy i of every token in one operation (a copy per token and
      * copy was T x hc launches: 16,384 at a 4,096-token prefill, 11 % of it) */
-    be->embed(be, &f->e->w.embed, plan->tokens, T, s->u);
-    bf16_point(f, s->u, (size_t)T * D);
-    const size_t rb = (size_t)D * sizeof(float);
-    for (int i = 0; i < hc; i++) be->copy_rows(be, s->X + (size_t)i * D, hc * rb, s->u, rb, rb, (size_t)T);
+    if (be->embed_hc) {
+        be->embed_hc(be, &f->e->w.embed, plan->tokens, T, hc, rnd(f, DSV4_RND_OUT), s->X);
+    } else {
+        be->embed(be, &f->e->w.embed, plan->tokens, T, s->u);
+        bf16_point(f, s->u, (size_t)T * D);
+        const size_t rb = (size_t)D * sizeof(float);
+        for (int i = 0; i < hc; i++) be->copy_rows(be, s->X + (size_t)i * D, hc * rb, s->u, rb, rb, (size_t)T);
+    }
     for (int l = 0; l < f->c->n_layers; l++) {
         attention(f, l);
         ffn(f, l);

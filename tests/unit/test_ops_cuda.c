@@ -603,6 +603,29 @@ static void embed_case(dsv4_dtype dt, int V, int D, int n, bool nonfinite)
         bfree(side[s], ws.dev);
     }
     check_f32("embed", res[0], res[1], (size_t)n * D, nonfinite ? EXACT_NF : EXACT);
+    /* embed_hc (embed, its BF16 rounding and the hyper-connections' copies in one op): X [n, 4, D] against
+     * the CPU's embedding rounded (rnd) and copied four times */
+    for (int r = 0; r < 2 && side[1]->embed_hc; r++) {
+        const int hc = 4;
+        const size_t nx = (size_t)n * hc * D;
+        dsv4_w ws = w;
+        char err[256];
+        if (side[1]->weight_load(side[1], &ws, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
+        float *X = bpoison(side[1], nx * 4), *want = malloc(nx * 4);
+        side[1]->embed_hc(side[1], &ws, tok, n, hc, r ? DSV4_RND_OUT : 0, X);
+        float *got = bhost(side[1], X, nx * 4);
+        for (int t = 0; t < n; t++)
+            for (int c = 0; c < hc; c++)
+                for (int i = 0; i < D; i++) {
+                    const float v = res[0][(size_t)t * D + i];
+                    want[((size_t)t * hc + c) * D + i] = r ? dsv4_round_bf16(v) : v;
+                }
+        check_f32(r ? "embed_hc rounded" : "embed_hc", want, got, nx, nonfinite ? EXACT_NF : EXACT);
+        free(want);
+        free(got);
+        bfree(side[1], X);
+        bfree(side[1], ws.dev);
+    }
     free(res[0]);
     free(res[1]);
     free(tab);

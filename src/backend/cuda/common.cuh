@@ -108,11 +108,12 @@ struct cuda_impl {
     cudaEvent_t lin_ev;           /* cuda_lin_flush on another queue than the current: the current waits for it */
     bool side_open;               /* queue 1 has had work since queue 0 last waited for it */
     bool hc_comb_open;            /* an hc_pre's post and comb run on queue 1, queue 0 has not waited for them */
-    /* the current step's plan and page table, on the device */
+    /* the current step's plan and page table, on the device: pointers into d_plan (c_step_begin's layout) */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
     dsv4_seg *d_segs;
-    size_t cap_pos, cap_tok, cap_ts, cap_seg, cap_pt; /* bytes */
+    char *d_plan;
+    size_t cap_plan, plan_pt; /* bytes; the page table's bytes it was laid out for */
     /* grow-only scratch, one set per queue (work on the two queues runs at the same time) */
     void *scratch[2][CS_COUNT];
     size_t scratch_cap[2][CS_COUNT];
@@ -157,7 +158,7 @@ struct cuda_impl {
     unsigned gen;
     struct cuda_graph *graphs; /* [MAX_GRAPH_KEY + 1] */
     /* sampling: requests up and picks down through one pinned buffer */
-    void *smp_pin, *d_smp;
+    void *smp_pin, *d_smp; /* the sampler's requests and picks: mapped pinned memory, its device address */
     int smp_cap;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;
@@ -600,6 +601,7 @@ void cuda_linear_multi(dsv4_backend *be, int m, const dsv4_w *const *w, const fl
 /* y = W x for a weight given as a descriptor (no act_quant). */
 void cuda_linear_desc(dsv4_backend *be, const wdesc &w, const float *x, int ldx, int n, float *y, int ldy);
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out);
+void cuda_embed_hc(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, int hc, unsigned rnd, float *X);
 void cuda_rmsnorm(dsv4_backend *be, const float *x, const float *w, int rows, int dim, int ld, float eps, float *y,
                   unsigned rnd);
 void cuda_rmsnorm_bf16(dsv4_backend *be, float *x, int rows, int dim);

@@ -220,21 +220,15 @@ oom:
     return DSV4_ERR_NOMEM;
 }
 
-/* Device buffers of the plan: grown (never shrunk) before the step's copies;
- * growth moves them, so graphs captured before are stale. */
-static void grow(cuda_impl *im, void **p, size_t *cap, size_t need)
-{
-    if (*cap >= need) return;
-    CK(cudaStreamSynchronize(im->stream)); /* earlier steps may still read it */
-    if (*p) CK(cudaFree(*p));
-    *cap = need + need / 2 + 64;
-    CK(cudaMalloc(p, *cap));
-    im->gen++;
-}
-
-/* The plan (and the page table when it changed) go up in one pinned buffer
- * with asynchronous copies ordered before the step's kernels: no wait on the
- * previous step, only on the copies out of the same pinned buffer. */
+/* The plan and the page table go up in one copy a step, out of one pinned
+ * buffer laid out as the device's: [page table (fixed: every sequence's
+ * pages)] [pos: n_tok int64] [tokens: n_tok int32] [tok_seg: n_tok int32]
+ * [segs: n_seg] - from the positions on, or from the start when the page
+ * table changed. A copy costs the host ~3 us to issue, and the next step's
+ * graph launches only after the last (four copies were ~10 us a step). The
+ * copy is ordered before the step's kernels: no wait on the previous step,
+ * only on the copy out of the same pinned buffer. Growing the device buffer
+ * moves it, so graphs captured before are stale (gen). */
 static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv)
 {
     cuda_impl *im = impl_of(be);
@@ -242,17 +236,27 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     cuda_lin_flush(be); /* and a linear's parts no hc_post took */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
-    grow(im, (void **)&im->d_pos, &im->cap_pos, nt * sizeof(int64_t));
-    grow(im, (void **)&im->d_tokens, &im->cap_tok, nt * sizeof(int32_t));
-    grow(im, (void **)&im->d_tok_seg, &im->cap_ts, nt * sizeof(int32_t));
-    grow(im, (void **)&im->d_segs, &im->cap_seg, ns * sizeof(dsv4_seg));
-    const size_t old_pt = im->cap_pt;
-    grow(im, (void **)&im->d_page_table, &im->cap_pt, pt);
-    const bool pt_up = kv->pt_version != im->pt_version || im->cap_pt != old_pt;
+    const size_t o_pos = (pt + 15) & ~(size_t)15, o_tok = o_pos + nt * sizeof(int64_t),
+                 o_ts = o_tok + nt * sizeof(int32_t), o_seg = (o_ts + nt * sizeof(int32_t) + 15) & ~(size_t)15,
+                 need = o_seg + ns * sizeof(dsv4_seg);
+    bool moved = false;
+    if (im->cap_plan < need || im->plan_pt != pt) {
+        CK(cudaStreamSynchronize(im->stream)); /* earlier steps may still read it */
+        if (im->d_plan) CK(cudaFree(im->d_plan));
+        im->cap_plan = need + need / 2 + 4096;
+        CK(cudaMalloc((void **)&im->d_plan, im->cap_plan));
+        im->plan_pt = pt;
+        im->gen++;
+        moved = true;
+    }
+    im->d_page_table = (int32_t *)im->d_plan;
+    im->d_pos = (int64_t *)(im->d_plan + o_pos);
+    im->d_tokens = (int32_t *)(im->d_plan + o_tok);
+    im->d_tok_seg = (int32_t *)(im->d_plan + o_ts);
+    im->d_segs = (dsv4_seg *)(im->d_plan + o_seg);
+    const bool pt_up = moved || kv->pt_version != im->pt_version;
 
-    const size_t o_tok = nt * sizeof(int64_t), o_ts = o_tok + nt * sizeof(int32_t), o_seg = o_ts + nt * sizeof(int32_t),
-                 o_pt = (o_seg + ns * sizeof(dsv4_seg) + 7) & ~(size_t)7, need = o_pt + (pt_up ? pt : 0);
-    if (im->plan_pin) CK(cudaEventSynchronize(im->plan_ev)); /* the last copies out of it are done */
+    if (im->plan_pin) CK(cudaEventSynchronize(im->plan_ev)); /* the last copy out of it is done */
     if (im->plan_pin_cap < need) {
         if (im->plan_pin) CK(cudaFreeHost(im->plan_pin));
         im->plan_pin_cap = need + need / 2 + 4096;
@@ -260,19 +264,14 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
         if (!im->plan_ev) CK(cudaEventCreateWithFlags(&im->plan_ev, cudaEventDisableTiming));
     }
     char *h = im->plan_pin;
-    memcpy(h, plan->pos, nt * sizeof(int64_t));
+    if (pt_up) memcpy(h, kv->page_table, pt);
+    memcpy(h + o_pos, plan->pos, nt * sizeof(int64_t));
     memcpy(h + o_tok, plan->tokens, nt * sizeof(int32_t));
     memcpy(h + o_ts, plan->tok_seg, nt * sizeof(int32_t));
     memcpy(h + o_seg, plan->segs, ns * sizeof(dsv4_seg));
-    CK(cudaMemcpyAsync(im->d_pos, h, nt * sizeof(int64_t), cudaMemcpyHostToDevice, im->stream));
-    CK(cudaMemcpyAsync(im->d_tokens, h + o_tok, nt * sizeof(int32_t), cudaMemcpyHostToDevice, im->stream));
-    CK(cudaMemcpyAsync(im->d_tok_seg, h + o_ts, nt * sizeof(int32_t), cudaMemcpyHostToDevice, im->stream));
-    CK(cudaMemcpyAsync(im->d_segs, h + o_seg, ns * sizeof(dsv4_seg), cudaMemcpyHostToDevice, im->stream));
-    if (pt_up) {
-        memcpy(h + o_pt, kv->page_table, pt);
-        CK(cudaMemcpyAsync(im->d_page_table, h + o_pt, pt, cudaMemcpyHostToDevice, im->stream));
-        im->pt_version = kv->pt_version;
-    }
+    const size_t from = pt_up ? 0 : o_pos;
+    CK(cudaMemcpyAsync(im->d_plan + from, h + from, need - from, cudaMemcpyHostToDevice, im->stream));
+    im->pt_version = kv->pt_version;
     CK(cudaEventRecord(im->plan_ev, im->stream));
 }
 
@@ -326,16 +325,19 @@ static void c_prof_collect(dsv4_backend *be, double *ms)
  * loaded together, then stored (a load then a store per element waited out a round trip each: 10 us for
  * k_embed's 4,096-wide BF16 row, alone under ncu). */
 #define ROW_U 16
-template <typename F> __device__ __forceinline__ void row_in_flight(int64_t n_col, float *o, F at)
+template <typename F>
+__device__ __forceinline__ void row_in_flight(int64_t n_col, float *o, F at, int copies = 1, int64_t cstride = 0,
+                                              unsigned rnd = 0)
 {
     const int64_t step = blockDim.x;
     for (int64_t i0 = threadIdx.x; i0 < n_col; i0 += ROW_U * step) {
         float v[ROW_U];
 #pragma unroll
-        for (int u = 0; u < ROW_U; u++) v[u] = i0 + u * step < n_col ? at(i0 + u * step) : 0.0f;
+        for (int u = 0; u < ROW_U; u++) v[u] = i0 + u * step < n_col ? rnd_out(rnd, at(i0 + u * step)) : 0.0f;
+        for (int c = 0; c < copies; c++)
 #pragma unroll
-        for (int u = 0; u < ROW_U; u++)
-            if (i0 + u * step < n_col) o[i0 + u * step] = v[u];
+            for (int u = 0; u < ROW_U; u++)
+                if (i0 + u * step < n_col) o[c * cstride + i0 + u * step] = v[u];
     }
 }
 
@@ -351,6 +353,31 @@ __global__ void k_embed_bf16(const uint16_t *__restrict__ tab, int64_t n_col, co
 {
     const uint16_t *row = tab + (int64_t)tok[blockIdx.x] * n_col;
     row_in_flight(n_col, out + (size_t)blockIdx.x * n_col, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); });
+}
+
+/* X [n, hc, n_col]: hc copies of each token's row (rnd: rounded first) */
+__global__ void k_embed_hc(wdesc w, const int32_t *tok, int hc, unsigned rnd, float *X)
+{
+    const int64_t r = tok[blockIdx.x];
+    float *o = X + (size_t)blockIdx.x * hc * w.cols;
+    if (w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16) {
+        const uint16_t *row = (const uint16_t *)w.data + r * w.cols;
+        row_in_flight(
+            w.cols, o, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); }, hc, w.cols, rnd);
+    } else {
+        row_in_flight(
+            w.cols, o, [&](int64_t i) { return w_at(w, r, i); }, hc, w.cols, rnd);
+    }
+}
+
+/* The step's first op: embed, its BF16 rounding (reference numerics) and the hyper-connections' copies were
+ * three operations in a row (~9 us of a decode step's latency between them: k_round_bf16 and four copies) */
+void cuda_embed_hc(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, int hc, unsigned rnd, float *X)
+{
+    (void)tok; /* the plan's host array: the device copy holds the same ids */
+    cuda_impl *im = impl_of(be);
+    k_embed_hc<<<n, 256, 0, im->stream>>>(wdesc_of(emb), im->d_tokens, hc, rnd, X);
+    CK_LAUNCH();
 }
 
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
@@ -702,16 +729,11 @@ static void c_destroy(dsv4_backend *be)
         for (int q = 0; q < 2; q++) cudaStreamSynchronize(im->queue[q]);
         for (int q = 0; q < 2; q++)
             for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[q][i]);
-        cudaFree(im->d_tokens);
-        cudaFree(im->d_tok_seg);
-        cudaFree(im->d_pos);
-        cudaFree(im->d_segs);
-        cudaFree(im->d_page_table);
+        cudaFree(im->d_plan);
         cuda_graphs_destroy(im);
         if (im->plan_pin) cudaFreeHost(im->plan_pin);
         if (im->plan_ev) cudaEventDestroy(im->plan_ev);
-        if (im->smp_pin) cudaFreeHost(im->smp_pin);
-        cudaFree(im->d_smp);
+        if (im->smp_pin) cudaFreeHost(im->smp_pin); /* (d_smp: its device address) */
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
         for (int i = 0; i < im->n_wmem; i++) cudaFree(im->wmem[i]); /* the weights */
         free(im->wmem);
@@ -796,6 +818,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->copy = c_copy;
     be->copy_rows = c_copy_rows;
     be->embed = cuda_embed;
+    be->embed_hc = cuda_embed_hc;
     be->linear = cuda_linear;
     be->linear_groups = cuda_linear_groups;
     be->linear_multi = cuda_linear_multi;
