@@ -175,8 +175,8 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
         return false;
     };
     if ((ld & 3) == 0 && ((uintptr_t)logits & 15) == 0) {
-        /* 16-byte loads: one block's loads in flight bound this pass (8 floats a thread took 17.6 us for
-         * Flash's 129,280 ids), so four times the bytes a load is nearly four times as fast */
+        /* 16-byte loads: four times the bytes in flight a thread (8 floats a thread: 17.6 us for Flash's
+         * 129,280 ids; 8 quads: 11.8 us - 1.5x, so one block's loads are not all that bounds the pass) */
         const float4 *l4 = (const float4 *)l;
         const int V4 = V >> 2;
         for (int i0 = threadIdx.x; i0 < V4; i0 += SMP_U * blockDim.x) {
