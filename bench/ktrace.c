@@ -13,10 +13,11 @@
  * show with PDL overlapping launches. Tracing every node costs the host time at each graph launch (and so
  * the gaps between replays); KTRACE_MODE=graph records each replay as one line instead (name "(graph)",
  * CUPTI's graph-level trace, cheap), beside the kernels and copies outside graphs ("(memcpy KIND BYTES)"),
- * which is what a step is made of between two replays; KTRACE_MODE=api adds the host's runtime and driver
+ * which is what a step is made of between two replays; KTRACE_MODE=api adds the host's runtime
  * calls ("(api NAME)": CUPTI's timestamps share one time base; each traced call costs the host microseconds).
  * Built only with the CUDA backend where the toolkit has CUPTI; a bench tool, never linked into dsv4. */
 #include <cupti.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,10 @@ static void kt_keep_copy(const CUpti_ActivityMemcpy6 *m)
              (unsigned long long)m->bytes);
 }
 
-static void kt_keep_api(const CUpti_ActivityAPI *a, CUpti_CallbackDomain domain)
+static void kt_keep_api(const CUpti_ActivityAPI *a)
 {
     const char *nm = NULL;
-    if (cuptiGetCallbackName(domain, a->cbid, &nm) != CUPTI_SUCCESS || !nm) nm = "?";
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &nm) != CUPTI_SUCCESS || !nm) nm = "?";
     kt_rec *r = kt_new();
     if (!r) return;
     r->start = a->start, r->end = a->end, r->corr = a->correlationId;
@@ -116,10 +117,8 @@ static void CUPTIAPI kt_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t
             kt_keep((const CUpti_ActivityKernel10 *)a);
         else if (a->kind == CUPTI_ACTIVITY_KIND_GRAPH_TRACE) kt_keep_graph((const CUpti_ActivityGraphTrace2 *)a);
         else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) kt_keep_copy((const CUpti_ActivityMemcpy6 *)a);
-        else if (a->kind == CUPTI_ACTIVITY_KIND_DRIVER)
-            kt_keep_api((const CUpti_ActivityAPI *)a, CUPTI_CB_DOMAIN_DRIVER_API);
         else if (a->kind == CUPTI_ACTIVITY_KIND_RUNTIME)
-            kt_keep_api((const CUpti_ActivityAPI *)a, CUPTI_CB_DOMAIN_RUNTIME_API);
+            kt_keep_api((const CUpti_ActivityAPI *)a);
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) kt_dropped += (int)dropped;
     free(buf);
@@ -151,16 +150,14 @@ int InitializeInjection(void)
 {
     kt_check(cuptiActivityRegisterCallbacks(kt_buffer_requested, kt_buffer_completed), "callbacks");
     const char *mode = getenv("KTRACE_MODE");
-    if (mode && !strcmp(mode, "graph")) {
+    const bool api = mode && !strcmp(mode, "api");
+    if (api || (mode && !strcmp(mode, "graph"))) {
         kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE), "enable graphs");
         kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable copies");
     }
-    if (mode && !strcmp(mode, "api")) { /* the host's calls too (each costs a few microseconds more) */
-        kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE), "enable graphs");
-        kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enable copies");
-        kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "enable driver calls");
-        kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enable runtime calls");
-    }
+    /* the host's runtime calls too (each costs a few microseconds more); not the driver's: through the
+     * static runtime they show only the module loading */
+    if (api) kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "enable runtime calls");
     kt_check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enable kernels");
     atexit(kt_write);
     return 1;

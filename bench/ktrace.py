@@ -74,11 +74,10 @@ def steps(graphs, only=None):
     return gids, out
 
 
-def between(rows, reps, names):
-    """A step between two replays: the replay's span, then what ran outside graphs from its end to the next
-    replay's start (kernels, copies: start and end from the replay's end), medians over the steps."""
-    spans = sorted((min(k["start_ns"] for k in r), max(k["end_ns"] for k in r)) for r in reps)
-    outside = sorted((r for r in rows if not r["graph_id"]), key=lambda r: r["start_ns"])
+def between(outside, spans, names):
+    """A step between two replays: the replay's span, then what ran outside graphs (`outside`, by start) from
+    its end to the next replay's start (kernels, copies: start and end from the replay's end), medians over
+    the steps; spans: each replay's (start, end), in order."""
     steps, seqs = [], []
     for (s0, e0), (s1, _) in zip(spans, spans[1:]):
         steps.append(((s1 - s0) / 1e3, (e0 - s0) / 1e3, (s1 - e0) / 1e3))
@@ -96,14 +95,14 @@ def between(rows, reps, names):
               f"after the replay's end")
 
 
-def one_step(rows, reps, n, names):
-    """Every record (kernels, copies, host calls) from replay n's start to replay n+1's, in us from n's end."""
-    spans = sorted((min(k["start_ns"] for k in r), max(k["end_ns"] for k in r)) for r in reps)
+def one_step(outside, spans, n, names):
+    """Every record outside graphs (kernels, copies, host calls) from replay n's start to replay n+1's, in us
+    from n's end."""
     if n + 1 >= len(spans):
         sys.exit(f"ktrace.py: --step {n}: only {len(spans)} replays")
     (s0, e0), (s1, _) = spans[n], spans[n + 1]
     print(f"\nreplay {n}: {(s0 - e0) / 1e3:.1f} .. 0 us, the next starts at {(s1 - e0) / 1e3:.1f}")
-    for r in sorted((r for r in rows if not r["graph_id"] and s0 <= r["start_ns"] < s1), key=lambda r: r["start_ns"]):
+    for r in (r for r in outside if s0 <= r["start_ns"] < s1):
         print(f"    {(r['start_ns'] - e0) / 1e3:9.1f} .. {(r['end_ns'] - e0) / 1e3:9.1f}  {names.get(r['name'], r['name'])[:70]}")
 
 
@@ -128,20 +127,20 @@ def main():
     reps = reps[a.skip:]
     if not reps:
         sys.exit(f"ktrace.py: graph(s) {gids} have no replays after --skip {a.skip}")
-    between(rows, reps, names)
+    spans = [(min(k["start_ns"] for k in r), max(k["end_ns"] for k in r)) for r in reps]  # reps: in launch order
+    outside = sorted((r for r in rows if not r["graph_id"]), key=lambda r: r["start_ns"])
+    between(outside, spans, names)
     if a.step is not None:
-        one_step(rows, reps, a.step, names)
+        one_step(outside, spans, a.step, names)
     if all(len(r) == 1 and r[0]["name"] == "(graph)" for r in reps):
         return  # KTRACE_MODE=graph: no nodes
     print(f"graph(s) {gids}: {len(reps)} steps timed, {len(reps[0])} kernels each; other graphs: " +
           (", ".join(f"{g} ({len(v)} replays)" for g, v in graphs.items() if g not in gids) or "none"))
 
     per_node = collections.defaultdict(lambda: {"adv": [], "lead": [], "dur": [], "gap": []})
-    spans, sums = [], []
+    sums = []
     order = {}
-    for rep in reps:
-        t0 = min(k["start_ns"] for k in rep)
-        spans.append((max(k["end_ns"] for k in rep) - t0) / 1e3)
+    for rep, (t0, _) in zip(reps, spans):
         sums.append(sum(k["end_ns"] - k["start_ns"] for k in rep) / 1e3)
         front = t0
         for k in sorted(rep, key=lambda k: (k["end_ns"], k["start_ns"])):
@@ -154,7 +153,8 @@ def main():
         for i, k in enumerate(sorted(rep, key=lambda k: k["start_ns"])):
             order.setdefault((k["graph_id"], k["graph_node_id"]), (i, names[k["name"]], k["grid"], k["stream"]))
     med = statistics.median
-    print(f"replay span {med(spans):.1f} us (median; {min(spans):.1f}-{max(spans):.1f}), kernels' own time "
+    lens = [(e - s) / 1e3 for s, e in spans]
+    print(f"replay span {med(lens):.1f} us (median; {min(lens):.1f}-{max(lens):.1f}), kernels' own time "
           f"{med(sums):.1f} us")
 
     rows_n = []

@@ -50,14 +50,17 @@ def ab(path, cases, ctx=True):
     return out
 
 
-def ab_rounds(path):
-    """scripts/gpu_ab.sh's ab.txt ("case[-variant] (round): X ms/step"): case -> variant ("new" for the bare
-    case) -> ms per step by round."""
+def ab_rounds(path, third=False):
+    """scripts/gpu_ab.sh's ab.txt ("case[-variant] (round): X ms/step, ..."): case -> variant ("new" for the bare
+    case) -> ms per step by round; third: bench_cpu's mean from the third step on (since s35: "..., Y ms/step
+    from the third"), rounds without it left out."""
     out = {}
     for line in open(path):
-        m = re.match(r"(b\d+[a-z0-9]*)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step", line)
-        if m:
-            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
+        m = re.match(r"(b\d+[a-z0-9]*)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step(?:.*?([\d.]+) ms/step from the third)?",
+                     line)
+        if m and (m.group(5) or not third):
+            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(
+                float(m.group(5) if third else m.group(4)))
     return out
 
 

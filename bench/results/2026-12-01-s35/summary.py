@@ -11,24 +11,20 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import FLOOR, HEAD_MS, LAYERS  # noqa: E402
+from summary_lib import FLOOR, HEAD_MS, LAYERS, ab_rounds  # noqa: E402
 
 
 def rounds(call):
-    """case -> variant -> {"all": [ms a step, all steps], "from_third": [...]} by round."""
+    """case -> variant -> {"all": [ms a step, all steps], "from_third": [...]} by round, with their means."""
+    path = os.path.join(D, call, "ab.txt")
+    every, third = ab_rounds(path), ab_rounds(path, third=True)
     out = {}
-    for line in open(os.path.join(D, call, "ab.txt")):
-        m = re.match(r"(b\d+)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step(?:.*?([\d.]+) ms/step from the third)?", line)
-        if m:
-            v = out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", {"all": [], "from_third": []})
-            v["all"].append(float(m.group(4)))
-            if m.group(5):
-                v["from_third"].append(float(m.group(5)))
-    for case in out.values():
-        for v in case.values():
+    for case, vs in every.items():
+        for v, runs in vs.items():
+            d = out.setdefault(case, {})[v] = {"all": runs, "from_third": third.get(case, {}).get(v, [])}
             for k in ("all", "from_third"):
-                if v[k]:
-                    v[k + "_mean"] = round(statistics.mean(v[k]), 4)
+                if d[k]:
+                    d[k + "_mean"] = round(statistics.mean(d[k]), 4)
     return out
 
 

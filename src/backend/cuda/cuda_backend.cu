@@ -341,22 +341,9 @@ __device__ __forceinline__ void row_in_flight(int64_t n_col, float *o, F at, int
     }
 }
 
-__global__ void k_embed(wdesc w, const int32_t *tok, float *out)
-{
-    const int64_t r = tok[blockIdx.x];
-    row_in_flight(w.cols, out + (size_t)blockIdx.x * w.cols, [&](int64_t i) { return w_at(w, r, i); });
-}
-
-/* k_embed for the checkpoints' BF16 table */
-__global__ void k_embed_bf16(const uint16_t *__restrict__ tab, int64_t n_col, const int32_t *tok,
-                             float *__restrict__ out)
-{
-    const uint16_t *row = tab + (int64_t)tok[blockIdx.x] * n_col;
-    row_in_flight(n_col, out + (size_t)blockIdx.x * n_col, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); });
-}
-
-/* X [n, hc, n_col]: hc copies of each token's row (rnd: rounded first) */
-__global__ void k_embed_hc(wdesc w, const int32_t *tok, int hc, unsigned rnd, float *X)
+/* X [n, hc, n_col]: hc copies of each token's row (rnd: rounded first); the BF16 table (the checkpoints')
+ * decoded directly, any other format through w_at */
+__global__ void k_embed(wdesc w, const int32_t *tok, int hc, unsigned rnd, float *X)
 {
     const int64_t r = tok[blockIdx.x];
     float *o = X + (size_t)blockIdx.x * hc * w.cols;
@@ -376,20 +363,13 @@ void cuda_embed_hc(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int 
 {
     (void)tok; /* the plan's host array: the device copy holds the same ids */
     cuda_impl *im = impl_of(be);
-    k_embed_hc<<<n, 256, 0, im->stream>>>(wdesc_of(emb), im->d_tokens, hc, rnd, X);
+    k_embed<<<n, 256, 0, im->stream>>>(wdesc_of(emb), im->d_tokens, hc, rnd, X);
     CK_LAUNCH();
 }
 
 void cuda_embed(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, float *out)
 {
-    /* tok is the plan's host array: the device copy holds the same ids */
-    cuda_impl *im = impl_of(be);
-    const wdesc w = wdesc_of(emb);
-    if (w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16)
-        k_embed_bf16<<<n, 256, 0, im->stream>>>((const uint16_t *)w.data, w.cols, im->d_tokens, out);
-    else
-        k_embed<<<n, 256, 0, im->stream>>>(w, im->d_tokens, out);
-    CK_LAUNCH();
+    cuda_embed_hc(be, emb, tok, n, 1, 0, out);
 }
 
 __global__ void k_rmsnorm(const float *x, const float *w, int dim, int ld, float eps, float *y, unsigned rnd)
