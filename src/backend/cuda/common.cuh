@@ -159,6 +159,7 @@ struct cuda_impl {
     struct cuda_graph *graphs; /* [MAX_GRAPH_KEY + 1] */
     /* sampling: requests up and picks down through one pinned buffer */
     void *smp_pin, *d_smp; /* the sampler's requests and picks: mapped pinned memory, its device address */
+    void *d_smp_parts;     /* k_sample's argmax parts and a counter a row */
     int smp_cap;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;

@@ -714,6 +714,7 @@ static void c_destroy(dsv4_backend *be)
         if (im->plan_pin) cudaFreeHost(im->plan_pin);
         if (im->plan_ev) cudaEventDestroy(im->plan_ev);
         if (im->smp_pin) cudaFreeHost(im->smp_pin); /* (d_smp: its device address) */
+        cudaFree(im->d_smp_parts);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
         for (int i = 0; i < im->n_wmem; i++) cudaFree(im->wmem[i]); /* the weights */
         free(im->wmem);

@@ -2,7 +2,8 @@
  * sample.cu - next-token sampling on the GPU (the request is a
  * dsv4_sample_req, engine/sample.h): only the picked token ids come back.
  *
- * One block per row. Greedy is an argmax (NaN ignored, lowest id on ties).
+ * One block per row, its argmax over up to SMP_NB blocks (the last to finish
+ * samples). Greedy is an argmax (NaN ignored, lowest id on ties).
  * Otherwise z_i = exp((l_i - max) / T) as the host computes it, each
  * token's mass is z_i in 2^-40 fixed point (integer sums: the same in any
  * order, so the pick is deterministic), and the kept set is the host
@@ -148,8 +149,16 @@ __device__ __forceinline__ bool kept(float q, float floor_z, const boundary &B, 
     return in && q >= floor_z;
 }
 
+/* The argmax's parts: a row's greedy pass split over gridDim.x blocks (SMP_NB at most), each a contiguous
+ * run of quads; the last block to finish (a counter a row, left at zero) reduces the parts and samples. */
+#define SMP_NB 32
+struct __align__(8) smp_part {
+    float v;
+    int i;
+};
+
 __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int ld, const smp_req *reqs, float *zbuf,
-                                                        int32_t *tok)
+                                                        int32_t *tok, smp_part *parts, unsigned *cnt)
 {
     __shared__ uint32_t hc[SMP_BINS];
     __shared__ uint64_t hm[SMP_BINS];
@@ -157,10 +166,19 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     __shared__ uint64_t sh3[4 + 32]; /* select_prefix's results, then its block scans' scratch */
     __shared__ float s_bv;
     __shared__ int s_bi;
-    const smp_req R = reqs[blockIdx.x];
+    const int row = blockIdx.y, nb = gridDim.x, c = blockIdx.x;
+    /* the request (mapped host memory) in one read across the bus: five lanes an 8-byte word each, not
+     * every thread of every block the struct's fields apart */
+    __shared__ smp_req s_req;
+    static_assert(sizeof(smp_req) % 8 == 0 && sizeof(smp_req) / 8 <= 32, "smp_req: 8-byte words, one warp");
+    if (threadIdx.x < sizeof(smp_req) / 8)
+        reinterpret_cast<long long *>(&s_req)[threadIdx.x] =
+            reinterpret_cast<const long long *>(reqs + row)[threadIdx.x];
+    __syncthreads();
+    const smp_req R = s_req;
     const int V = R.vocab; /* the sampler's ids: a prefix of the row */
     const float *l = logits + (size_t)R.row * ld;
-    float *z = zbuf + (size_t)blockIdx.x * ld;
+    float *z = zbuf + (size_t)row * ld;
 
     /* argmax, NaN ignored, lowest id on ties (each thread meets its ids in ascending order, so any split
      * of the row gives the same pick) */
@@ -175,21 +193,22 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
         return false;
     };
     if ((ld & 3) == 0 && ((uintptr_t)logits & 15) == 0) {
-        /* 16-byte loads: four times the bytes in flight a thread (8 floats a thread: 17.6 us for Flash's
-         * 129,280 ids; 8 quads: 11.8 us - 1.5x, so one block's loads are not all that bounds the pass) */
+        /* 16-byte loads, block c a contiguous run of quads (8 floats a thread in one block: 17.6 us for
+         * Flash's 129,280 ids; 8 quads in one block: 11.8 - one block's loads are not all that bounds it,
+         * so the run is split over blocks) */
         const float4 *l4 = (const float4 *)l;
-        const int V4 = V >> 2;
-        for (int i0 = threadIdx.x; i0 < V4; i0 += SMP_U * blockDim.x) {
+        const int V4 = V >> 2, q = (V4 + nb - 1) / nb, j0 = c * q, j1 = j0 + q < V4 ? j0 + q : V4;
+        for (int i0 = j0 + (int)threadIdx.x; i0 < j1; i0 += SMP_U * blockDim.x) {
             float4 v[SMP_U];
 #pragma unroll
             for (int u = 0; u < SMP_U; u++) {
                 const int j = i0 + u * (int)blockDim.x;
-                v[u] = l4[j < V4 ? j : V4 - 1];
+                v[u] = l4[j < j1 ? j : j1 - 1];
             }
 #pragma unroll
             for (int u = 0; u < SMP_U; u++) {
                 const int j = i0 + u * (int)blockDim.x;
-                if (j < V4) {
+                if (j < j1) {
                     arg(4 * j, v[u].x);
                     arg(4 * j + 1, v[u].y);
                     arg(4 * j + 2, v[u].z);
@@ -197,10 +216,10 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
                 }
             }
         }
-        const int i = 4 * V4 + (int)threadIdx.x; /* the last V % 4 ids: above every quad's */
-        if (i < V) arg(i, l[i]);
-    } else {
-        smp_walk(l, threadIdx.x, blockDim.x, V, arg);
+        const int i = 4 * V4 + (int)threadIdx.x; /* the last V % 4 ids: above every quad's, the last block's */
+        if (c == nb - 1 && i < V) arg(i, l[i]);
+    } else if (c == 0) {
+        smp_walk(l, threadIdx.x, blockDim.x, V, arg); /* (launched with one block a row) */
     }
     for (int o = 16; o > 0; o >>= 1) {
         const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -217,6 +236,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
         wi[threadIdx.x >> 5] = bi;
     }
     __syncthreads();
+    __shared__ int s_last;
     if (threadIdx.x == 0) {
         float v = wv[0];
         int id = wi[0];
@@ -227,15 +247,52 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
             }
         s_bv = v;
         s_bi = id;
+        s_last = 1;
+        if (nb > 1) {
+            parts[row * SMP_NB + c] = smp_part{v, id};
+            __threadfence(); /* the part before the count: the last block reads every part */
+            s_last = atomicAdd(&cnt[row], 1u) == (unsigned)nb - 1;
+        }
     }
     __syncthreads();
+    if (!s_last) return;
+    if (nb > 1) {
+        /* the last block: every part (in block order; ties to the lower id), the counter back to zero */
+        if (threadIdx.x < 32) {
+            __threadfence();
+            const int w = threadIdx.x;
+            float v = -INFINITY;
+            int id = -1;
+            if (w < nb) {
+                /* through L2 (ld.cg): other blocks' stores, not this SM's L1 */
+                const long long raw = __ldcg(reinterpret_cast<const long long *>(parts + row * SMP_NB + w));
+                smp_part p;
+                memcpy(&p, &raw, sizeof p);
+                v = p.v, id = p.i;
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+                const int oi = __shfl_xor_sync(0xffffffffu, id, o);
+                if (oi >= 0 && (id < 0 || ov > v || (ov == v && oi < id))) {
+                    v = ov;
+                    id = oi;
+                }
+            }
+            if (w == 0) {
+                s_bv = v;
+                s_bi = id;
+                cnt[row] = 0;
+            }
+        }
+        __syncthreads();
+    }
     const float zmax = s_bv;
     if (!isfinite(zmax)) {
-        if (threadIdx.x == 0) tok[blockIdx.x] = -1;
+        if (threadIdx.x == 0) tok[row] = -1;
         return;
     }
     if (R.temperature <= 0 || R.top_k == 1) {
-        if (threadIdx.x == 0) tok[blockIdx.x] = s_bi;
+        if (threadIdx.x == 0) tok[row] = s_bi;
         return;
     }
 
@@ -288,7 +345,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     const double u = R.u < 0 ? 0 : R.u;
     uint64_t target = (uint64_t)(u * (double)mass);
     if (target >= mass) target = mass - 1;
-    if (threadIdx.x == 0) tok[blockIdx.x] = s_bi; /* fallback: the top token */
+    if (threadIdx.x == 0) tok[row] = s_bi; /* fallback: the top token */
     __syncthreads();
     if (km && target >= m0 && target < m0 + km) {
         uint64_t acc = m0, tr = tie0;
@@ -297,7 +354,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
             if (kept(q, floor_z, B, &tr) && (acc += fix_of(q)) > target) pick = i;
             return pick >= 0;
         });
-        if (pick >= 0) tok[blockIdx.x] = pick;
+        if (pick >= 0) tok[row] = pick;
     }
 }
 
@@ -316,6 +373,11 @@ void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int 
         const size_t bytes = (size_t)im->smp_cap * (sizeof(smp_req) + sizeof(int32_t));
         CK(cudaHostAlloc(&im->smp_pin, bytes, cudaHostAllocMapped));
         CK(cudaHostGetDevicePointer(&im->d_smp, im->smp_pin, 0));
+        /* the argmax's parts and a counter a row (zero; each launch leaves them zero) */
+        cudaFree(im->d_smp_parts);
+        const size_t pb = (size_t)im->smp_cap * (SMP_NB * sizeof(smp_part) + sizeof(unsigned));
+        CK(cudaMalloc(&im->d_smp_parts, pb));
+        CK(cudaMemset(im->d_smp_parts, 0, pb));
     }
     smp_req *hr = (smp_req *)im->smp_pin;
     int32_t *ht = (int32_t *)(hr + im->smp_cap);
@@ -331,7 +393,12 @@ void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int 
     smp_req *dr = (smp_req *)im->d_smp;
     int32_t *dt = (int32_t *)(dr + im->smp_cap);
     float *zbuf = (float *)cuda_scratch(be, CS_SAMPLE, (size_t)n * V * sizeof(float));
-    k_sample<<<n, SMP_THREADS, 0, im->stream>>>(logits, V, dr, zbuf, dt);
+    /* the greedy pass over blocks of a quad a thread (16-byte loads only: else one block a row) */
+    const int q4 = (V / 4 + SMP_THREADS - 1) / SMP_THREADS;
+    const int nb = (V & 3) == 0 && ((uintptr_t)logits & 15) == 0 ? (q4 < 1 ? 1 : q4 > SMP_NB ? SMP_NB : q4) : 1;
+    smp_part *parts = (smp_part *)im->d_smp_parts;
+    unsigned *cnt = (unsigned *)(parts + (size_t)im->smp_cap * SMP_NB);
+    k_sample<<<dim3((unsigned)nb, (unsigned)n), SMP_THREADS, 0, im->stream>>>(logits, V, dr, zbuf, dt, parts, cnt);
     CK_LAUNCH();
     CK(cudaStreamSynchronize(im->stream)); /* the kernel's writes to host memory: done and visible */
     memcpy(tok, ht, (size_t)n * sizeof(int32_t));
