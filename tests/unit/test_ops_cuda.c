@@ -672,6 +672,9 @@ static void test_embed(void **state)
     embed_case(DSV4_DT_F16, 41, 37, 7, true);
     embed_case(DSV4_DT_F32, 41, 300, 7, true);
     embed_case(DSV4_DT_BF16, 41, 4500, 5, false); /* more columns than one pass of k_embed's threads takes */
+    /* rows of whole 16-byte chunks (k_embed16): Flash's width, and a last block of columns partly used */
+    embed_case(DSV4_DT_BF16, 41, 4096, 5, true);
+    embed_case(DSV4_DT_BF16, 41, 2056, 7, false);
     embed_case(DSV4_DT_F16, 41, 4500, 3, true);
     assert_int_equal(n_fail, 0);
 }
@@ -1000,6 +1003,11 @@ static void test_linear(void **state)
         {WK_BF16, 3, 70, 1024, .ypad = 2, .aq = true},
         {WK_BF16, 150, 2048, 264, .xpad = 4, .aq = true, .nonfinite = true},
         {WK_BF16, 130, 1024, 2048, .aq = true},
+        /* decode's Flash-like shapes, a batch's two n tiles against each token's one bit for bit: three
+         * activation parts with NaN/Inf, 4 parts along K; and BF16(x) alone with a partial last row tile and
+         * 64-column group */
+        {WK_BF16, 12, 4096, 1024, .xpad = 1, .nonfinite = true},
+        {WK_BF16, 9, 4100, 1032, .ypad = 2, .aq = true},
     };
     for (size_t j = 0; j < sizeof bf / sizeof bf[0]; j++) linear_case(&bf[j]);
     /* k_wgbf for every call, small shapes too (DSV4_WGBF=1): a token tile, a row tile, a group */

@@ -357,13 +357,45 @@ __global__ void k_embed(wdesc w, const int32_t *tok, int hc, unsigned rnd, float
     }
 }
 
+/* k_embed for a BF16 table of rows of whole 16-byte chunks (the checkpoints'): a thread's 8 columns in one
+ * 16-byte load, a row over blockIdx.y's blocks of EMB_COLS columns, each copy's 8 floats as two 16-byte
+ * stores. k_embed's loads, each converted as it came, waited out a round trip apiece: 7.6 us for Flash's
+ * 4,096-wide row at batch 1 (bench/results/2026-12-02-s36/bf16s/'s node table). The same values. */
+#define EMB_COLS 2048
+__global__ void __launch_bounds__(EMB_COLS / 8)
+    k_embed16(const uint4 *tab, int64_t n_col, const int32_t *tok, int hc, unsigned rnd, float *X)
+{
+    const int64_t c8 = (int64_t)blockIdx.y * (EMB_COLS / 8) + threadIdx.x; /* the thread's 8 columns */
+    if (8 * c8 >= n_col) return;
+    const uint4 q = tab[(int64_t)tok[blockIdx.x] * (n_col / 8) + c8];
+    const uint32_t wd[4] = {q.x, q.y, q.z, q.w};
+    float v[8];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        v[2 * k] = rnd_out(rnd, dsv4_bf16_to_f32((uint16_t)(wd[k] & 0xffffu)));
+        v[2 * k + 1] = rnd_out(rnd, dsv4_bf16_to_f32((uint16_t)(wd[k] >> 16)));
+    }
+    float4 *o = (float4 *)(X + (size_t)blockIdx.x * hc * n_col + 8 * c8);
+    for (int c = 0; c < hc; c++) {
+        o[c * (n_col / 4)] = make_float4(v[0], v[1], v[2], v[3]);
+        o[c * (n_col / 4) + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+}
+
 /* The step's first op: embed, its BF16 rounding (reference numerics) and the hyper-connections' copies were
  * three operations in a row (~9 us of a decode step's latency between them: k_round_bf16 and four copies) */
 void cuda_embed_hc(dsv4_backend *be, const dsv4_w *emb, const int32_t *tok, int n, int hc, unsigned rnd, float *X)
 {
     (void)tok; /* the plan's host array: the device copy holds the same ids */
+    if (n <= 0) return;
     cuda_impl *im = impl_of(be);
-    k_embed<<<n, 256, 0, im->stream>>>(wdesc_of(emb), im->d_tokens, hc, rnd, X);
+    const wdesc w = wdesc_of(emb);
+    if (w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16 && w.cols % 8 == 0 && ((uintptr_t)w.data & 15) == 0 &&
+        ((uintptr_t)X & 15) == 0)
+        k_embed16<<<dim3((unsigned)n, (unsigned)((w.cols + EMB_COLS - 1) / EMB_COLS)), EMB_COLS / 8, 0, im->stream>>>(
+            (const uint4 *)w.data, w.cols, im->d_tokens, hc, rnd, X);
+    else
+        k_embed<<<n, 256, 0, im->stream>>>(w, im->d_tokens, hc, rnd, X);
     CK_LAUNCH();
 }
 
