@@ -61,6 +61,20 @@ static bool proj_side(const fwd *f)
     return v && forks(f);
 }
 
+/* With proj_side: the compressors' and the indexer's projections of h, and the compressors, forked before
+ * wq_a and wkv instead of after them, so their bytes stream beside wq_a's rather than wq_b's (the KV head's
+ * norm and RoPE, which read wkv's output, forked after it as before). DSV4_PROJ_EARLY=0: after (a baseline;
+ * the same results, each output its own op's). */
+static bool proj_early(const fwd *f)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("DSV4_PROJ_EARLY");
+        v = !(e && e[0] == '0');
+    }
+    return v && proj_side(f);
+}
+
 /* Round to BF16 in reference numerics: the reference's BF16 activations. */
 static void bf16_point(fwd *f, float *x, size_t n)
 {
@@ -139,6 +153,19 @@ static void lin_run(fwd *f, const lin_set *ls, const float *x, int in)
         for (int i = 0; i < ls->m; i++) be->linear(be, ls->w[i], x, in, f->T, ls->y[i], ls->ld[i]);
 }
 
+/* The compressors' and the indexer's projections of h (cs, when given) and then (cmp) the layer's compressors. */
+static void side_projections(fwd *f, int l, const lin_set *cs, bool cmp)
+{
+    const dsv4_layer_w *L = &f->e->w.layers[l];
+    if (cs && cs->m) {
+        mark(f, DSV4_PROF_DENSE);
+        lin_run(f, cs, f->s->h, f->c->dim);
+    }
+    if (!cmp) return;
+    if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
+    if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
+}
+
 static void attention(fwd *f, int l)
 {
     const dsv4_config *c = f->c;
@@ -160,6 +187,7 @@ static void attention(fwd *f, int l)
      * compressors' and the indexer's go beside the Q path, before the KV path */
     const bool ps = proj_side(f);
     lin_set cs = {0};
+    const bool early = ps && L->kind != DSV4_ATTN_SLIDING && proj_early(f);
     {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
@@ -176,6 +204,11 @@ static void attention(fwd *f, int l)
             lin_add(o, &L->cmp.wkv, s->ca, wm);
             lin_add(o, &L->cmp.wgate, s->cg, wm);
         }
+        if (early) { /* proj_early: the second queue's projections and compressors first */
+            side(f, true);
+            side_projections(f, l, &cs, true);
+            side(f, false);
+        }
         mark(f, DSV4_PROF_DENSE);
         lin_run(f, &ls, s->h, D);
     }
@@ -183,15 +216,11 @@ static void attention(fwd *f, int l)
     /* Beside the Q path: the KV path (one shared K=V head: norm, RoPE, the reference's FP8 simulation of the
      * non-rotated part) and the compressors (they read their projections of h and write the compressed rows) */
     side(f, true);
-    if (cs.m) {
-        mark(f, DSV4_PROF_DENSE);
-        lin_run(f, &cs, s->h, D);
-    }
+    if (!early) side_projections(f, l, &cs, false);
     mark(f, DSV4_PROF_NORM);
     be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
                   rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
-    if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
-    if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
+    if (!early) side_projections(f, l, NULL, true);
     side(f, false);
 
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq (with the indexer's queries); per-head RMS; RoPE */
