@@ -48,16 +48,20 @@ static void join(fwd *f)
     if (forks(f)) f->be->join(f->be);
 }
 
+/* A switch that is on unless the environment sets it to 0 (a baseline). */
+static int knob_on(const char *name)
+{
+    const char *e = getenv(name);
+    return !(e && e[0] == '0');
+}
+
 /* The compressors' and the indexer's projections of h on the second queue, off the main chain
  * (DSV4_PROJ_SIDE=0: with wq_a and wkv, a baseline; the same results either way, each output is its own
  * linear's). */
 static bool proj_side(const fwd *f)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSV4_PROJ_SIDE");
-        v = !(e && e[0] == '0');
-    }
+    if (v < 0) v = knob_on("DSV4_PROJ_SIDE");
     return v && forks(f);
 }
 
@@ -68,10 +72,7 @@ static bool proj_side(const fwd *f)
 static bool proj_early(const fwd *f)
 {
     static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("DSV4_PROJ_EARLY");
-        v = !(e && e[0] == '0');
-    }
+    if (v < 0) v = knob_on("DSV4_PROJ_EARLY");
     return v && proj_side(f);
 }
 

@@ -149,6 +149,19 @@ __device__ __forceinline__ bool kept(float q, float floor_z, const boundary &B, 
     return in && q >= floor_z;
 }
 
+/* The warp's largest (v, i) into every lane: the larger value, ties to the lower id; i < 0 is none. */
+__device__ __forceinline__ void warp_argmax(float &v, int &i)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        if (oi >= 0 && (i < 0 || ov > v || (ov == v && oi < i))) {
+            v = ov;
+            i = oi;
+        }
+    }
+}
+
 /* The argmax's parts: a row's greedy pass split over gridDim.x blocks (SMP_NB at most), each a contiguous
  * run of quads; the last block to finish (a counter a row, left at zero) reduces the parts and samples. */
 #define SMP_NB 32
@@ -221,14 +234,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     } else if (c == 0) {
         smp_walk(l, threadIdx.x, blockDim.x, V, arg); /* (launched with one block a row) */
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) {
-            bv = ov;
-            bi = oi;
-        }
-    }
+    warp_argmax(bv, bi);
     __shared__ float wv[32];
     __shared__ int wi[32];
     if ((threadIdx.x & 31) == 0) {
@@ -270,14 +276,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
                 memcpy(&p, &raw, sizeof p);
                 v = p.v, id = p.i;
             }
-            for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, v, o);
-                const int oi = __shfl_xor_sync(0xffffffffu, id, o);
-                if (oi >= 0 && (id < 0 || ov > v || (ov == v && oi < id))) {
-                    v = ov;
-                    id = oi;
-                }
-            }
+            warp_argmax(v, id);
             if (w == 0) {
                 s_bv = v;
                 s_bi = id;
