@@ -69,6 +69,7 @@ static bool proj_side(const fwd *f)
  * wq_a and wkv instead of after them, so their bytes stream beside wq_a's rather than wq_b's (the KV head's
  * norm and RoPE, which read wkv's output, forked after it as before). DSV4_PROJ_EARLY=0: after (a baseline;
  * the same results, each output its own op's). */
+#define PROJ_EARLY_MAX_T 16 /* tokens a step: the batches measured (prefill forks them after wkv, as before) */
 static bool proj_early(const fwd *f)
 {
     static int v = -1;
@@ -188,7 +189,7 @@ static void attention(fwd *f, int l)
      * compressors' and the indexer's go beside the Q path, before the KV path */
     const bool ps = proj_side(f);
     lin_set cs = {0};
-    const bool early = ps && L->kind != DSV4_ATTN_SLIDING && proj_early(f);
+    const bool early = ps && L->kind != DSV4_ATTN_SLIDING && f->T <= PROJ_EARLY_MAX_T && proj_early(f);
     {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
