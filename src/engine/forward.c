@@ -155,15 +155,10 @@ static void lin_run(fwd *f, const lin_set *ls, const float *x, int in)
         for (int i = 0; i < ls->m; i++) be->linear(be, ls->w[i], x, in, f->T, ls->y[i], ls->ld[i]);
 }
 
-/* The compressors' and the indexer's projections of h (cs, when given) and then (cmp) the layer's compressors. */
-static void side_projections(fwd *f, int l, const lin_set *cs, bool cmp)
+/* The layer's compressors (the indexer's, then the attention's). */
+static void run_compressors(fwd *f, int l)
 {
     const dsv4_layer_w *L = &f->e->w.layers[l];
-    if (cs && cs->m) {
-        mark(f, DSV4_PROF_DENSE);
-        lin_run(f, cs, f->s->h, f->c->dim);
-    }
-    if (!cmp) return;
     if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
     if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
 }
@@ -189,7 +184,7 @@ static void attention(fwd *f, int l)
      * compressors' and the indexer's go beside the Q path, before the KV path */
     const bool ps = proj_side(f);
     lin_set cs = {0};
-    const bool early = ps && L->kind != DSV4_ATTN_SLIDING && f->T <= PROJ_EARLY_MAX_T && proj_early(f);
+    const bool early = L->kind != DSV4_ATTN_SLIDING && T <= PROJ_EARLY_MAX_T && proj_early(f);
     {
         lin_set ls = {0};
         lin_add(&ls, &L->wq_a, s->qa, c->q_lora_rank);
@@ -208,7 +203,9 @@ static void attention(fwd *f, int l)
         }
         if (early) { /* proj_early: the second queue's projections and compressors first */
             side(f, true);
-            side_projections(f, l, &cs, true);
+            mark(f, DSV4_PROF_DENSE);
+            lin_run(f, &cs, s->h, D);
+            run_compressors(f, l);
             side(f, false);
         }
         mark(f, DSV4_PROF_DENSE);
@@ -218,11 +215,14 @@ static void attention(fwd *f, int l)
     /* Beside the Q path: the KV path (one shared K=V head: norm, RoPE, the reference's FP8 simulation of the
      * non-rotated part) and the compressors (they read their projections of h and write the compressed rows) */
     side(f, true);
-    if (!early) side_projections(f, l, &cs, false);
+    if (cs.m && !early) {
+        mark(f, DSV4_PROF_DENSE);
+        lin_run(f, &cs, s->h, D);
+    }
     mark(f, DSV4_PROF_NORM);
     be->norm_rope(be, s->kv, T, 1, hd, L->kv_norm.vec, eps, rnd(f, RIO), false, rd, f->plan->pos, freqs,
                   rnd(f, DSV4_RND_OUT), f->ref ? hd - rd : 0);
-    if (!early) side_projections(f, l, NULL, true);
+    if (!early) run_compressors(f, l);
     side(f, false);
 
     /* Q path: cq = RMSNorm(wq_a h); q = wq_b cq (with the indexer's queries); per-head RMS; RoPE */

@@ -341,20 +341,13 @@ __device__ __forceinline__ void row_in_flight(int64_t n_col, float *o, F at, int
     }
 }
 
-/* X [n, hc, n_col]: hc copies of each token's row (rnd: rounded first); the BF16 table (the checkpoints')
- * decoded directly, any other format through w_at */
+/* X [n, hc, n_col]: hc copies of each token's row (rnd: rounded first), any format through w_at (the
+ * checkpoints' BF16 tables take k_embed16 below) */
 __global__ void k_embed(wdesc w, const int32_t *tok, int hc, unsigned rnd, float *X)
 {
     const int64_t r = tok[blockIdx.x];
-    float *o = X + (size_t)blockIdx.x * hc * w.cols;
-    if (w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16) {
-        const uint16_t *row = (const uint16_t *)w.data + r * w.cols;
-        row_in_flight(
-            w.cols, o, [&](int64_t i) { return dsv4_bf16_to_f32(row[i]); }, hc, w.cols, rnd);
-    } else {
-        row_in_flight(
-            w.cols, o, [&](int64_t i) { return w_at(w, r, i); }, hc, w.cols, rnd);
-    }
+    row_in_flight(
+        w.cols, X + (size_t)blockIdx.x * hc * w.cols, [&](int64_t i) { return w_at(w, r, i); }, hc, w.cols, rnd);
 }
 
 /* k_embed for a BF16 table of rows of whole 16-byte chunks (the checkpoints'): a thread's 8 columns in one
