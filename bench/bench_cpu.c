@@ -4,7 +4,7 @@
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
  *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C]
- *                   [--temperature T] [--top-p P]
+ *                   [--temperature T] [--top-p P] [--overlap]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
  * prefill, and --profile-steps P (default M) decode steps run op by op after
@@ -25,6 +25,10 @@
  * indexer (the values are meaningless; the costs are not).
  * --temperature T (default 0: greedy) and --top-p P (default 1) sample each
  * pick as a chat request with those settings would (a random draw, seeded).
+ * --overlap submits each decode step before the previous one's picks are read
+ * (dsv4_step_submit with follow entries, then dsv4_step_finish of the one
+ * before): the host's turn between steps runs beside the device's work
+ * (without it, dsv4_step: one step at a time).
  * --no-graphs runs decode steps op by op instead of replaying CUDA graphs. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
@@ -62,12 +66,17 @@ int main(int argc, char **argv)
     int N = 256, M = 64, B = 1;
     long long C = 0; /* --context: the prompt ends at this position (dsv4_seq_skip before it) */
     const char *json = NULL, *prof_json = NULL;
-    int host_argmax = 0, prof_steps = 0;
+    int host_argmax = 0, prof_steps = 0, overlap = 0;
     float temperature = 0.0f, top_p = 1.0f;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--fill-random")) {
             o.fill_random = 1;
             i--; /* a flag: no value */
+            continue;
+        }
+        if (!strcmp(argv[i], "--overlap")) {
+            overlap = 1;
+            i--;
             continue;
         }
         if (!strcmp(argv[i], "--no-graphs") || !strcmp(argv[i], "--host-argmax")) {
@@ -109,7 +118,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
                         "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
                         "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--moe-backend "
-                        "auto|w4a16|w4a8|w4a4] [--temperature T] [--top-p P]\n");
+                        "auto|w4a16|w4a8|w4a4] [--temperature T] [--top-p P] [--overlap]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {
@@ -173,7 +182,41 @@ int main(int argc, char **argv)
      * them); with --profile, P more steps run profiled (op by op) after it. */
     if (prof_json) dsv4_profile_enable(e, 0);
     double t2 = 0, ts = 0; /* ts: the third step's start (the first two size and capture the graph) */
-    for (int k = 0; k < M + P; k++) {
+    if (overlap && !host_argmax) {
+        /* step k is submitted before step k - 1's picks are read: its entries follow them on the device */
+        for (int k = 0; k < M; k++) {
+            for (int b = 0; b < B; b++) {
+                if (k == 0) {
+                    const float *lg = logits + (size_t)b * V;
+                    int32_t best = 0;
+                    for (int v = 1; v < V; v++)
+                        if (lg[v] > lg[best]) best = v;
+                    tok[b] = best;
+                }
+                be[b] = (dsv4_batch_entry){.seq = seq[b],
+                                           .n_tokens = 1,
+                                           .tokens = &tok[b],
+                                           .follow = k > 0,
+                                           .sampler = smp[b],
+                                           .sample = &picks[b]};
+            }
+            if (dsv4_step_submit(e, be, B, err, sizeof err) != DSV4_OK ||
+                (k > 0 && dsv4_step_finish(e, err, sizeof err) != DSV4_OK)) {
+                fprintf(stderr, "bench_cpu: %s\n", err);
+                return 1;
+            }
+            /* the third step's start: the second's picks are read (the third was submitted before them and
+             * starts on the device as the second ends) */
+            if (k == 2) ts = now_s();
+        }
+        if (dsv4_step_finish(e, err, sizeof err) != DSV4_OK) {
+            fprintf(stderr, "bench_cpu: %s\n", err);
+            return 1;
+        }
+        t2 = now_s();
+        if (P) dsv4_profile_enable(e, 1);
+    }
+    for (int k = overlap && !host_argmax ? M : 0; k < M + P; k++) {
         if (k == 2) ts = now_s();
         if (k == M) {
             t2 = now_s();
@@ -205,10 +248,11 @@ int main(int argc, char **argv)
     char ctx[48] = "";
     if (S > 0) snprintf(ctx, sizeof ctx, " (context %lld)", (long long)(S + N));
     printf("model %s  backend %s  batch %d  prefill %d tokens each%s: %.1f tok/s (%.1f ms)  decode %d steps: %.3f "
-           "ms/step, %.1f tok/s, %.3f ms/step from the third  (%s, %s)\n",
+           "ms/step, %.1f tok/s, %.3f ms/step from the third  (%s, %s%s)\n",
            o.model_dir, info.backend, B, N, ctx, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s, steady_ms,
            o.no_graphs ? "op by op" : "graphs where the backend has them",
-           host_argmax ? "host argmax over read-back logits" : "engine sampler");
+           host_argmax ? "host argmax over read-back logits" : "engine sampler",
+           overlap && !host_argmax ? ", steps overlapped" : "");
     if (json) {
         FILE *f = fopen(json, "w");
         if (f) {
@@ -219,10 +263,11 @@ int main(int argc, char **argv)
                     "\"batch\": %d, \"prompt\": %d, \"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, "
                     "\"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, \"decode_ms_per_token\": %.4f, "
                     "\"decode_ms_per_step_from_third\": %.4f, \"graphs\": %s, \"host_argmax\": %s, \"temperature\": "
-                    "%g, \"top_p\": %g}\n",
+                    "%g, \"top_p\": %g, \"overlap\": %s}\n",
                     info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers, o.n_threads,
                     B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms, step_ms / B, steady_ms,
-                    o.no_graphs ? "false" : "true", host_argmax ? "true" : "false", (double)temperature, (double)top_p);
+                    o.no_graphs ? "false" : "true", host_argmax ? "true" : "false", (double)temperature, (double)top_p,
+                    overlap && !host_argmax ? "true" : "false");
             fclose(f);
         }
     }

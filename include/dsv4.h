@@ -149,6 +149,10 @@ typedef struct {
      * call dsv4_sampler_accept. */
     struct dsv4_sampler *sampler;
     struct dsv4_sample *sample;
+    /* 1: the one token to append (n_tokens 1, tokens unused, may be NULL) is
+     * the pick this sequence's sampler made in the step submitted just before
+     * this one - which may still be in flight (dsv4_step_submit). */
+    int follow;
 } dsv4_batch_entry;
 
 /* Run one forward step over several sequences at once (decode tokens of some,
@@ -158,6 +162,28 @@ typedef struct {
  * replay a CUDA graph captured per batch size. DSV4_ERR_STATE: a sampler found
  * no finite logit (the step itself happened). */
 dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *entries, int n_entries, char *err, size_t errlen);
+
+/* dsv4_step in two halves, so that the host prepares and launches the next
+ * step while the device runs this one (overlapped decode). submit validates
+ * and issues the step and returns; finish waits for the oldest submitted step
+ * and writes its samples (*sample of its entries: they must stay valid until
+ * then) and returns what dsv4_step would have. At most two steps are in
+ * flight: submit refuses a third (DSV4_ERR_INVALID) until one is finished. A
+ * step only runs ahead of the host when the device picks every sample and no
+ * logits come back (on a GPU: samplers without penalties, bias or logprobs);
+ * any other step runs whole inside submit (the step before it finished
+ * first), and finish only reports it. Entries with follow = 1 feed the
+ * previous step's picks without the host reading them:
+ *
+ *   submit(s0); for (;;) { submit(s1: follow); finish() -> s0's picks; ... }
+ *
+ * A sequence finished by its pick (a stop token, say) has run one step more
+ * than it needed; free it or step it on as usual. dsv4_step refuses to run
+ * while a submitted step is unfinished. */
+dsv4_status dsv4_step_submit(dsv4_engine *e, dsv4_batch_entry *entries, int n_entries, char *err, size_t errlen);
+dsv4_status dsv4_step_finish(dsv4_engine *e, char *err, size_t errlen);
+/* Submitted steps not yet finished (0, 1 or 2). */
+int dsv4_steps_in_flight(const dsv4_engine *e);
 
 /* ---------------------------------------------------------------- sampling --
  * One sampler per request: it owns its PRNG, penalty counts and scratch (sized

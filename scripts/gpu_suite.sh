@@ -68,6 +68,10 @@ echo "== sampling on the GPU, decode graphs"
 DSV4_SRC=$PWD timeout 300 $B/test_sample_cuda > "$OUT/sample_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/sample_cuda.txt"
 grep -E "agree|bit for bit|PASSED|FAILED|ERROR|exit" "$OUT/sample_cuda.txt"
+echo "== overlapped steps on the GPU against one step at a time"
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_overlap > "$OUT/overlap_cuda.txt" 2>&1
+echo "exit $?" >> "$OUT/overlap_cuda.txt"
+grep -E "overlapped =|PASSED|FAILED|ERROR|exit" "$OUT/overlap_cuda.txt"
 echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
 # the streamed decode FP8 kernel (k_mma_fp8s) takes only large shapes by default: forced on the tests' small
 # ones, with several tiles shared between warps (DSV4_MMA_GPW=3); DSV4_WG8=0 sends reference numerics'
@@ -117,6 +121,8 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     # the prefill kernels (k_moe_wg, k_wgbf, k_wgf8) for every call they can take
     DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma reference, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
     DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma plain, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+    # overlapped steps: the picks fed on the device (k_tok_feed reading mapped memory), two sample slots
+    DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda san memcheck "test_overlap" $B/test_overlap
   else
   for f in tiny_a tiny_b tiny_c q_stock q_nvfp4 q_mma; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain

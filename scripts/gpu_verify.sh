@@ -11,7 +11,7 @@ TIMINGS=0 SANITIZE=quick SANITIZE_FLASH=1 timeout "${VERIFY_TIMEOUT:-300}" sh sc
 rc=$?
 echo "suite rc=$rc" | tee -a "$OUT/suite.txt"
 grep -E "^==|^logits|exit|PASSED|FAILED|FAIL|ERROR SUMMARY|suite rc|differ" "$OUT/suite.txt" | head -50
-for f in ops_cuda ops_cuda_stream ops_cuda_chunk ops_cuda_prefill gpu_vs_cpu gpu_vs_cpu_prefill golden_cuda sample_cuda ep_cuda sanitizer; do
+for f in ops_cuda ops_cuda_stream ops_cuda_chunk ops_cuda_prefill gpu_vs_cpu gpu_vs_cpu_prefill golden_cuda sample_cuda overlap_cuda ep_cuda sanitizer; do
   if [ -f "$OUT/$f.txt" ]; then gzip -9 -n -f "$OUT/$f.txt"; fi
 done
 gzip -9 -n -f "$OUT/suite.txt"

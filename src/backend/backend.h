@@ -191,6 +191,12 @@ struct dsv4_backend {
      * the row has no finite maximum. Waits for the result. */
     void (*sample)(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
                    int32_t *tok);
+    /* Optional (both NULL when unsupported): sample without waiting. sample_launch issues sample's picks into
+     * buffer slot (0 or 1, whose earlier picks were collected) and returns; sample_wait(slot, n, tok) waits for
+     * them. Until the next launch into the slot a plan's feed may name them (step_begin). */
+    void (*sample_launch)(dsv4_backend *be, const float *logits, int V, int n, const int *rows,
+                          const dsv4_sample_req *req, int slot);
+    void (*sample_wait)(dsv4_backend *be, int slot, int n, int32_t *tok);
 
     /* Bytes of backend memory still free (NULL: host memory, the engine asks the OS). */
     int64_t (*mem_free)(dsv4_backend *be);

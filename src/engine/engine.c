@@ -574,6 +574,22 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         if (pool_tokens < max_ctx) pool_tokens = max_ctx;
     }
     if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
+    e->pick_step = calloc((size_t)max_seqs, sizeof(int64_t));
+    e->pick_tok = calloc((size_t)max_seqs, sizeof(int32_t));
+    e->pick_row = calloc((size_t)max_seqs, sizeof(int));
+    bool pend_ok = e->pick_step && e->pick_tok && e->pick_row;
+    for (int k = 0; k < 2; k++) {
+        dsv4_pending *p = &e->pend[k];
+        p->seq = calloc((size_t)max_seqs, sizeof(int));
+        p->row = calloc((size_t)max_seqs, sizeof(int));
+        p->out = calloc((size_t)max_seqs, sizeof(*p->out));
+        pend_ok = pend_ok && p->seq && p->row && p->out;
+    }
+    if (!pend_ok) {
+        snprintf(err, errlen, "out of memory for the bookkeeping of %d sequences", max_seqs);
+        st = DSV4_ERR_NOMEM;
+        goto fail;
+    }
     if (o->verbose)
         fprintf(stderr, "dsv4: backend %s, numerics %s, %d sequences x %lld tokens, %lld pages of %d tokens "
                 "(%.1f KiB, cached rows %s%s), ready in %.3f s\n", e->be->name,
@@ -591,6 +607,14 @@ void dsv4_engine_close(dsv4_engine *e)
 {
     if (!e) return;
     free(e->host_logits);
+    free(e->pick_step);
+    free(e->pick_tok);
+    free(e->pick_row);
+    for (int k = 0; k < 2; k++) {
+        free(e->pend[k].seq);
+        free(e->pend[k].row);
+        free(e->pend[k].out);
+    }
     scratch_destroy(e);
     kv_destroy(e);
     if (e->be) {
@@ -646,6 +670,7 @@ dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen)
             seq_reset_state(e, s);
             e->kv.live[s] = true;
             e->kv.len[s] = 0;
+            e->pick_step[s] = 0;
             e->kv.n_seq_pages[s] = 0;
             *seq = s;
             return DSV4_OK;
@@ -742,11 +767,87 @@ int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }
 
 /* ---- the batch step ----------------------------------------------------- */
 
+/* ---- steps ---------------------------------------------------------------- */
+
+/* Wait for the oldest submitted step's picks (if still on the device), write its samples and record each
+ * sequence's pick; its result. */
+static dsv4_status pend_complete(dsv4_engine *e, dsv4_pending *p, char *err, size_t errlen)
+{
+    dsv4_status st = p->st;
+    if (st != DSV4_OK) snprintf(err, errlen, "%s", p->err);
+    if (!p->wait) return st;
+    int32_t tok[p->n_rows > 0 ? p->n_rows : 1];
+    e->be->sample_wait(e->be, p->slot, p->n_rows, tok);
+    p->wait = false;
+    for (int i = 0; i < p->n; i++) {
+        const int32_t t = tok[p->row[i]];
+        memset(p->out[i], 0, sizeof *p->out[i]);
+        p->out[i]->token = t;
+        if (e->pick_step[p->seq[i]] == p->id) e->pick_tok[p->seq[i]] = t;
+        if (t < 0 && st == DSV4_OK) {
+            snprintf(err, errlen, "sequence %d: no finite logit to sample from", p->seq[i]);
+            st = DSV4_ERR_STATE;
+        }
+    }
+    return st;
+}
+
+/* The oldest submitted step's picks on the host (the step stays listed for dsv4_step_finish). */
+static void pend_settle(dsv4_engine *e)
+{
+    for (int k = 0; k < e->n_pend; k++) {
+        dsv4_pending *p = &e->pend[k];
+        if (!p->wait) continue;
+        char err[256];
+        const dsv4_status st = pend_complete(e, p, err, sizeof err);
+        if (st != DSV4_OK && p->st == DSV4_OK) {
+            p->st = st;
+            snprintf(p->err, sizeof p->err, "%s", err);
+        }
+    }
+}
+
+int dsv4_steps_in_flight(const dsv4_engine *e)
+{
+    return e->n_pend;
+}
+
+dsv4_status dsv4_step_finish(dsv4_engine *e, char *err, size_t errlen)
+{
+    if (!e->n_pend) {
+        snprintf(err, errlen, "no step in flight to finish");
+        return DSV4_ERR_INVALID;
+    }
+    dsv4_pending *p = &e->pend[0];
+    const dsv4_status st = pend_complete(e, p, err, errlen);
+    /* the second record moves to the front (its arrays with it) */
+    const dsv4_pending t = e->pend[0];
+    e->pend[0] = e->pend[1];
+    e->pend[1] = t;
+    e->n_pend--;
+    return st;
+}
+
 dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err, size_t errlen)
+{
+    if (e->n_pend) {
+        snprintf(err, errlen, "%d submitted step(s) not finished: dsv4_step_finish first", e->n_pend);
+        return DSV4_ERR_INVALID;
+    }
+    const dsv4_status st = dsv4_step_submit(e, en, n_en, err, errlen);
+    return st != DSV4_OK ? st : dsv4_step_finish(e, err, errlen);
+}
+
+dsv4_status dsv4_step_submit(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err, size_t errlen)
 {
     dsv4_kv *kv = &e->kv;
     const int V = e->cfg.vocab_size;
+    if (e->n_pend == 2) {
+        snprintf(err, errlen, "two steps are in flight: dsv4_step_finish one first");
+        return DSV4_ERR_INVALID;
+    }
     int64_t need_pages = 0;
+    bool feed_dev = false; /* an entry follows a pick still on the device */
     for (int i = 0; i < n_en; i++) {
         int s = en[i].seq;
         if (s < 0 || s >= kv->max_seqs || !kv->live[s]) {
@@ -758,16 +859,34 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
                 snprintf(err, errlen, "batch entry %d: sequence %d appears twice in one step", i, s);
                 return DSV4_ERR_INVALID;
             }
-        if (en[i].n_tokens < 1 || !en[i].tokens) {
-            snprintf(err, errlen, "batch entry %d: no tokens", i);
-            return DSV4_ERR_INVALID;
-        }
-        for (int t = 0; t < en[i].n_tokens; t++)
-            if (en[i].tokens[t] < 0 || en[i].tokens[t] >= V) {
-                snprintf(err, errlen, "batch entry %d: token %d = %d is outside the vocabulary (0..%d)", i, t,
-                         en[i].tokens[t], V - 1);
+        if (en[i].follow) {
+            if (en[i].n_tokens != 1) {
+                snprintf(err, errlen, "batch entry %d: a follow entry appends one token, not %d", i, en[i].n_tokens);
                 return DSV4_ERR_INVALID;
             }
+            if (e->pick_step[s] == 0 || e->pick_step[s] != e->n_submitted) {
+                snprintf(err, errlen, "batch entry %d: sequence %d has no pick from the step before to follow", i, s);
+                return DSV4_ERR_INVALID;
+            }
+            bool known = true;
+            for (int k = 0; k < e->n_pend; k++) known &= !(e->pend[k].wait && e->pend[k].id == e->pick_step[s]);
+            if (known && e->pick_tok[s] < 0) {
+                snprintf(err, errlen, "batch entry %d: sequence %d's last sample failed; nothing to follow", i, s);
+                return DSV4_ERR_INVALID;
+            }
+            feed_dev |= !known;
+        } else {
+            if (en[i].n_tokens < 1 || !en[i].tokens) {
+                snprintf(err, errlen, "batch entry %d: no tokens", i);
+                return DSV4_ERR_INVALID;
+            }
+            for (int t = 0; t < en[i].n_tokens; t++)
+                if (en[i].tokens[t] < 0 || en[i].tokens[t] >= V) {
+                    snprintf(err, errlen, "batch entry %d: token %d = %d is outside the vocabulary (0..%d)", i, t,
+                             en[i].tokens[t], V - 1);
+                    return DSV4_ERR_INVALID;
+                }
+        }
         int64_t end = kv->len[s] + en[i].n_tokens;
         if (end > kv->max_ctx) {
             snprintf(err, errlen, "sequence %d would reach %lld tokens, over the context limit of %lld", s,
@@ -782,25 +901,30 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
         return DSV4_ERR_NOMEM;
     }
     /* Samplers the device cannot serve read logits on the host */
-    int n_host = 0;
-    for (int i = 0; i < n_en; i++)
+    int n_host = 0, n_tok = 0, n_smp = 0;
+    bool logits_back = false;
+    for (int i = 0; i < n_en; i++) {
+        n_tok += en[i].n_tokens;
+        logits_back |= en[i].logits != NULL;
         if (en[i].sampler) {
             if (!en[i].sample) {
                 snprintf(err, errlen, "batch entry %d: a sampler without a place for its sample", i);
                 return DSV4_ERR_INVALID;
             }
             n_host += !en[i].logits;
+            n_smp++;
         }
+    }
     if (n_host && !e->host_logits && !(e->host_logits = malloc((size_t)kv->max_seqs * V * sizeof(float)))) {
         snprintf(err, errlen, "out of memory for the logits of %d sequences", kv->max_seqs);
         return DSV4_ERR_NOMEM;
     }
-    for (int i = 0; i < n_en; i++) seq_take_pages(kv, en[i].seq, kv->len[en[i].seq] + en[i].n_tokens);
     /* per entry: on the device (req), or from host logits (dst) */
     dsv4_sample_req reqs[n_en > 0 ? n_en : 1];
     float *host_dst[n_en > 0 ? n_en : 1];
     bool on_dev[n_en > 0 ? n_en : 1];
     int32_t picks[n_en > 0 ? n_en : 1];
+    bool all_dev = true;
     for (int i = 0, h = 0; i < n_en; i++) {
         on_dev[i] = false;
         host_dst[i] = NULL;
@@ -809,16 +933,40 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
         if (e->be->sample && dsv4_sampler_device_req(en[i].sampler, &reqs[i])) on_dev[i] = true;
         else host_dst[i] = en[i].logits ? en[i].logits + (en[i].all_logits ? (size_t)(en[i].n_tokens - 1) * V : 0)
                                         : e->host_logits + (size_t)h++ * V;
+        all_dev &= on_dev[i];
     }
+    dsv4_scratch *sc = &e->s;
+    /* Ahead of the host: one sub-step whose only outputs are device picks, in one launch */
+    const bool ahead = e->be->sample_launch && !e->profile && all_dev && !logits_back && n_tok <= sc->max_tok &&
+                       n_smp <= sc->logit_rows;
+    /* a step that runs whole reads the picks it follows on the host; one ahead reads them on the device, from
+     * the slot the step before launched into (the slots alternate: this one launches into the other) */
+    if (!ahead && feed_dev) pend_settle(e);
+    int feed_slot = -1;
+    for (int k = 0; k < e->n_pend; k++)
+        if (e->pend[k].wait && e->pend[k].id == e->n_submitted) feed_slot = e->pend[k].slot;
+    const int slot = ahead ? (int)(e->smp_launch & 1u) : -1;
+
+    for (int i = 0; i < n_en; i++) seq_take_pages(kv, en[i].seq, kv->len[en[i].seq] + en[i].n_tokens);
+    const int64_t id = ++e->n_submitted;
+    dsv4_pending *p = &e->pend[e->n_pend];
+    p->wait = false;
+    p->slot = slot;
+    p->n_rows = 0;
+    p->n = 0;
+    p->id = id;
+    p->st = DSV4_OK;
+    p->err[0] = 0;
 
     /* Sub-steps of at most max_batch_tokens tokens; each entry contributes a
      * contiguous run of its remaining tokens. */
-    dsv4_scratch *sc = &e->s;
     dsv4_seg segs[n_en > 0 ? n_en : 1];
     int done[n_en > 0 ? n_en : 1];
     memset(done, 0, sizeof done);
+    int32_t feed[ahead && feed_slot >= 0 ? sc->max_tok : 1];
     for (;;) {
         int T = 0, n_seg = 0;
+        bool fed = false;
         float **outp = (float **)sc->out_ptr;
         for (int i = 0; i < n_en && T < sc->max_tok; i++) {
             int rem = en[i].n_tokens - done[i];
@@ -832,7 +980,16 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
             for (int k = 0; k < take; k++) {
                 int ti = done[i] + k;
                 const bool last = ti == en[i].n_tokens - 1;
-                sc->tokens[T + k] = en[i].tokens[ti];
+                int32_t tk = 0;
+                if (!en[i].follow)
+                    tk = en[i].tokens[ti];
+                else if (feed_slot < 0)
+                    tk = e->pick_tok[en[i].seq];
+                if (ahead && feed_slot >= 0) {
+                    feed[T + k] = en[i].follow ? e->pick_row[en[i].seq] : -1;
+                    fed |= en[i].follow;
+                }
+                sc->tokens[T + k] = tk;
                 sc->pos[T + k] = sg->pos0 + k;
                 sc->tok_seg[T + k] = n_seg;
                 float *dst = NULL;
@@ -849,9 +1006,15 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
             n_seg++;
         }
         if (T == 0) break;
-        dsv4_plan plan = {.n_tok = T, .n_seg = n_seg, .segs = segs, .tokens = sc->tokens, .pos = sc->pos,
-                          .tok_seg = sc->tok_seg};
-        dsv4_forward(e, &plan, (float *const *)outp, sc->req, sc->pick);
+        dsv4_plan plan = {.n_tok = T,
+                          .n_seg = n_seg,
+                          .segs = segs,
+                          .tokens = sc->tokens,
+                          .pos = sc->pos,
+                          .tok_seg = sc->tok_seg,
+                          .feed = fed ? feed : NULL,
+                          .feed_slot = feed_slot};
+        dsv4_forward(e, &plan, (float *const *)outp, sc->req, sc->pick, slot);
         for (int si = 0, i = 0; si < n_seg; si++) {
             while (en[i].seq != segs[si].slot) i++;
             kv->len[segs[si].slot] += segs[si].n;
@@ -859,7 +1022,27 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
             if (done[i] == en[i].n_tokens && on_dev[i]) picks[i] = sc->pick[segs[si].t0 + segs[si].n - 1];
         }
     }
-    dsv4_status st = DSV4_OK;
+    /* what each sequence picked, or will: the rows of the launch are its sampled tokens in order */
+    for (int i = 0, r = 0; i < n_en; i++) {
+        const int s = en[i].seq;
+        e->pick_step[s] = 0;
+        if (!en[i].sampler) continue;
+        e->pick_step[s] = id;
+        e->pick_tok[s] = -1;
+        if (ahead) {
+            e->pick_row[s] = r;
+            p->seq[p->n] = s;
+            p->row[p->n] = r++;
+            p->out[p->n++] = en[i].sample;
+            p->n_rows = r;
+        }
+    }
+    if (ahead) {
+        p->wait = p->n_rows > 0;
+        if (p->wait) e->smp_launch++;
+        e->n_pend++;
+        return DSV4_OK;
+    }
     for (int i = 0; i < n_en; i++) {
         if (!en[i].sampler) continue;
         if (on_dev[i]) {
@@ -868,11 +1051,14 @@ dsv4_status dsv4_step(dsv4_engine *e, dsv4_batch_entry *en, int n_en, char *err,
         }
         if (on_dev[i] ? picks[i] < 0 : dsv4_sampler_sample(en[i].sampler, host_dst[i], en[i].sample) != DSV4_OK) {
             en[i].sample->token = -1;
-            snprintf(err, errlen, "sequence %d: no finite logit to sample from", en[i].seq);
-            st = DSV4_ERR_STATE;
+            if (p->st == DSV4_OK)
+                snprintf(p->err, sizeof p->err, "sequence %d: no finite logit to sample from", en[i].seq);
+            p->st = DSV4_ERR_STATE;
         }
+        e->pick_tok[en[i].seq] = en[i].sample->token;
     }
-    return st;
+    e->n_pend++;
+    return DSV4_OK;
 }
 
 /* ---- profile ------------------------------------------------------------ */

@@ -48,6 +48,19 @@ typedef struct {
     int32_t *row_tok;            /* [T] host */
 } dsv4_scratch;
 
+/* A submitted step not yet finished (dsv4_step_submit / dsv4_step_finish). */
+typedef struct {
+    bool wait; /* its picks are still on the device: sample_wait(slot, n_rows) */
+    int slot, n_rows;
+    int n;                    /* entries whose picks it writes at finish */
+    int *seq;                 /* [max_seqs] their sequences */
+    int *row;                 /* [max_seqs] their rows of the launch */
+    struct dsv4_sample **out; /* [max_seqs] where their picks go */
+    int64_t id;               /* its number (e->n_submitted when it was submitted) */
+    dsv4_status st;           /* a step run whole at submit: its result */
+    char err[256];
+} dsv4_pending;
+
 struct dsv4_engine {
     dsv4_config cfg;
     dsv4_quant_scheme quant;
@@ -64,6 +77,16 @@ struct dsv4_engine {
     /* --profile: milliseconds per op family, [0] decode steps, [1] prefill steps */
     bool profile;
     bool graphs;            /* decode steps replay graphs (CUDA) */
+    /* submitted steps not yet finished, oldest first; per sequence its latest pick: the step that made it
+     * (pick_step, 0: none), its value once known (pick_tok; -1 failed or not read yet), its row in that
+     * step's launch while it is on the device (pick_row) */
+    dsv4_pending pend[2];
+    int n_pend;
+    int64_t n_submitted;
+    unsigned smp_launch; /* sample_launch's slot alternates */
+    int64_t *pick_step;
+    int32_t *pick_tok;
+    int *pick_row;
     double prof_ms[2][DSV4_PROF_COUNT];
     int64_t prof_steps[2], prof_tokens[2];
 };
@@ -85,8 +108,11 @@ static inline dsv4_moe_params dsv4_layer_moe(const dsv4_config *c, const dsv4_la
 
 /* Run the forward pass over `plan`; the logits of token t are written to the
  * host buffer out[t] ([V] floats) when out[t] is not NULL, and when req[t] is
- * not NULL the device samples token t's logits with it into pick[t]. */
+ * not NULL the device samples token t's logits with it into pick[t] - or,
+ * with slot >= 0, launches those picks into sample slot `slot` (rows in token
+ * order, one launch: every read-out row fits the logits scratch) and returns
+ * without them. */
 void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, const dsv4_sample_req *const *req,
-                  int32_t *pick);
+                  int32_t *pick, int slot);
 
 #endif

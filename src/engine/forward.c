@@ -366,8 +366,8 @@ static void head_logits(fwd *f, int r0, int nr)
 
 /* Read out gathered rows [r0, r0 + nr): logits to the host where asked
  * (dst), device picks where asked (req; into pick[token]). */
-static void head_readout(fwd *f, int r0, int nr, float *const *dst, const dsv4_sample_req *const *req,
-                         int32_t *pick)
+static void head_readout(fwd *f, int r0, int nr, float *const *dst, const dsv4_sample_req *const *req, int32_t *pick,
+                         int slot)
 {
     dsv4_backend *be = f->be;
     dsv4_scratch *s = f->s;
@@ -382,6 +382,10 @@ static void head_readout(fwd *f, int r0, int nr, float *const *dst, const dsv4_s
         }
     }
     if (!ns) return;
+    if (slot >= 0) {
+        be->sample_launch(be, s->logits, V, ns, s->rows, s->row_req, slot);
+        return;
+    }
     be->sample(be, s->logits, V, ns, s->rows, s->row_req, s->row_tok);
     for (int j = 0; j < ns; j++) pick[s->gtok[r0 + s->rows[j]]] = s->row_tok[j];
 }
@@ -410,7 +414,7 @@ static void body(fwd *f)
 }
 
 void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, const dsv4_sample_req *const *req,
-                  int32_t *pick)
+                  int32_t *pick, int slot)
 {
     const dsv4_config *c = &e->cfg;
     dsv4_backend *be = e->be;
@@ -449,12 +453,12 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, cons
     }
     if (g) {
         be->graph_end(be, T);
-        head_readout(&f, 0, m, dst, req, pick);
+        head_readout(&f, 0, m, dst, req, pick, slot);
     } else {
         for (int r0 = 0; r0 < m; r0 += s->logit_rows) {
             int nr = m - r0 < s->logit_rows ? m - r0 : s->logit_rows;
             head_logits(&f, r0, nr);
-            head_readout(&f, r0, nr, dst, req, pick);
+            head_readout(&f, r0, nr, dst, req, pick, slot);
         }
     }
     if (e->profile) {

@@ -84,6 +84,10 @@ typedef struct {
     const int32_t *tokens;   /* [n_tok] */
     const int64_t *pos;      /* [n_tok] absolute positions */
     const int32_t *tok_seg;  /* [n_tok] segment of each token */
+    /* NULL, or [n_tok]: feed[t] >= 0 takes token t from pick feed[t] of the last sample_launch into slot
+     * feed_slot (on the device; tokens[t] is a placeholder) */
+    const int32_t *feed;
+    int feed_slot;
 } dsv4_plan;
 
 /* Floats a cached row of width values takes, BF16 (two a float) or FP32. Host and GPU. */

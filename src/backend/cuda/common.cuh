@@ -95,6 +95,7 @@ __device__ __forceinline__ void expert_slot_order(const int32_t *idx_t, int k, i
         }
 }
 
+#define SMP_SLOTS 3
 struct cuda_impl {
     int device;
     size_t smem_optin; /* the most shared memory a block may have (cudaDevAttrMaxSharedMemoryPerBlockOptin) */
@@ -157,10 +158,13 @@ struct cuda_impl {
     int graph_state; /* what graph_begin answered */
     unsigned gen;
     struct cuda_graph *graphs; /* [MAX_GRAPH_KEY + 1] */
-    /* sampling: requests up and picks down through one pinned buffer */
-    void *smp_pin, *d_smp; /* the sampler's requests and picks: mapped pinned memory, its device address */
-    void *d_smp_parts;     /* k_sample's argmax parts and a counter a row */
-    int smp_cap;
+    /* sampling: requests up and picks down through pinned buffers, one a slot (SMP_SLOTS: sample_launch's two,
+     * which the engine alternates, and sample's own) */
+    void *smp_pin[SMP_SLOTS], *d_smp[SMP_SLOTS]; /* requests and picks: mapped pinned memory, its device address */
+    int smp_cap[SMP_SLOTS];
+    cudaEvent_t smp_ev[SMP_SLOTS]; /* the slot's last launch */
+    void *d_smp_parts;             /* k_sample's argmax parts and a counter a row (any slot's launch) */
+    int smp_parts_cap;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;
     int *prof_fam;
@@ -636,6 +640,11 @@ void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, i
 void cuda_moe_flush(dsv4_backend *be);
 void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
                  int32_t *tok);
+void cuda_sample_launch(dsv4_backend *be, const float *logits, int V, int n, const int *rows,
+                        const dsv4_sample_req *req, int slot);
+void cuda_sample_wait(dsv4_backend *be, int slot, int n, int32_t *tok);
+/* tokens[t] = the pick feed[t] of the slot's last launch where feed[t] >= 0 (a failed pick, -1, as token 0) */
+void cuda_feed_tokens(cuda_impl *im, int32_t *tokens, const int32_t *feed, int n, int slot);
 int cuda_graph_begin(dsv4_backend *be, int key);
 void cuda_graph_end(dsv4_backend *be, int key);
 void cuda_graphs_destroy(cuda_impl *im);

@@ -238,7 +238,8 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
     const size_t o_pos = (pt + 15) & ~(size_t)15, o_tok = o_pos + nt * sizeof(int64_t),
                  o_ts = o_tok + nt * sizeof(int32_t), o_seg = (o_ts + nt * sizeof(int32_t) + 15) & ~(size_t)15,
-                 need = o_seg + ns * sizeof(dsv4_seg);
+                 o_feed = (o_seg + ns * sizeof(dsv4_seg) + 15) & ~(size_t)15,
+                 need = plan->feed ? o_feed + nt * sizeof(int32_t) : o_seg + ns * sizeof(dsv4_seg);
     bool moved = false;
     if (im->cap_plan < need || im->plan_pt != pt) {
         CK(cudaStreamSynchronize(im->stream)); /* earlier steps may still read it */
@@ -269,10 +270,14 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     memcpy(h + o_tok, plan->tokens, nt * sizeof(int32_t));
     memcpy(h + o_ts, plan->tok_seg, nt * sizeof(int32_t));
     memcpy(h + o_seg, plan->segs, ns * sizeof(dsv4_seg));
+    if (plan->feed) memcpy(h + o_feed, plan->feed, nt * sizeof(int32_t));
     const size_t from = pt_up ? 0 : o_pos;
     CK(cudaMemcpyAsync(im->d_plan + from, h + from, need - from, cudaMemcpyHostToDevice, im->stream));
     im->pt_version = kv->pt_version;
     CK(cudaEventRecord(im->plan_ev, im->stream));
+    /* tokens the previous step picked (still on the device, or on their way to the host): from its slot */
+    if (plan->feed)
+        cuda_feed_tokens(im, im->d_tokens, (const int32_t *)(im->d_plan + o_feed), (int)nt, plan->feed_slot);
 }
 
 /* ==== profiling ========================================================== */
@@ -738,7 +743,10 @@ static void c_destroy(dsv4_backend *be)
         cuda_graphs_destroy(im);
         if (im->plan_pin) cudaFreeHost(im->plan_pin);
         if (im->plan_ev) cudaEventDestroy(im->plan_ev);
-        if (im->smp_pin) cudaFreeHost(im->smp_pin); /* (d_smp: its device address) */
+        for (int k = 0; k < SMP_SLOTS; k++) {
+            if (im->smp_pin[k]) cudaFreeHost(im->smp_pin[k]); /* (d_smp: its device address) */
+            if (im->smp_ev[k]) cudaEventDestroy(im->smp_ev[k]);
+        }
         cudaFree(im->d_smp_parts);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
         for (int i = 0; i < im->n_wmem; i++) cudaFree(im->wmem[i]); /* the weights */
@@ -858,5 +866,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
     be->sample = cuda_sample;
+    be->sample_launch = cuda_sample_launch;
+    be->sample_wait = cuda_sample_wait;
     return be;
 }

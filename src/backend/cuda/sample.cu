@@ -357,29 +357,39 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     }
 }
 
-void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
-                 int32_t *tok)
+/* The slot's picks: after its requests in the slot's buffer */
+static int32_t *smp_picks(void *base, int cap)
+{
+    return (int32_t *)((smp_req *)base + cap);
+}
+
+void cuda_sample_launch(dsv4_backend *be, const float *logits, int V, int n, const int *rows,
+                        const dsv4_sample_req *req, int slot)
 {
     cuda_impl *im = impl_of(be);
     if (n <= 0) return;
     /* The requests and the picks in mapped pinned memory: k_sample reads the one and writes the other
      * across the bus, with no copy before or after it (each copy was an operation of its own on the
-     * stream, ~2-4 us of a step's latency apiece) */
-    if (im->smp_cap < n) {
+     * stream, ~2-4 us of a step's latency apiece). A slot's buffer is only replaced once its picks were
+     * collected (the caller's contract); the stream may still read the other slots'. */
+    if (im->smp_cap[slot] < n) {
         CK(cudaStreamSynchronize(im->stream));
-        cudaFreeHost(im->smp_pin);
-        im->smp_cap = n + 16;
-        const size_t bytes = (size_t)im->smp_cap * (sizeof(smp_req) + sizeof(int32_t));
-        CK(cudaHostAlloc(&im->smp_pin, bytes, cudaHostAllocMapped));
-        CK(cudaHostGetDevicePointer(&im->d_smp, im->smp_pin, 0));
-        /* the argmax's parts and a counter a row (zero; each launch leaves them zero) */
+        cudaFreeHost(im->smp_pin[slot]);
+        im->smp_cap[slot] = n + 16;
+        const size_t bytes = (size_t)im->smp_cap[slot] * (sizeof(smp_req) + sizeof(int32_t));
+        CK(cudaHostAlloc(&im->smp_pin[slot], bytes, cudaHostAllocMapped));
+        CK(cudaHostGetDevicePointer(&im->d_smp[slot], im->smp_pin[slot], 0));
+        if (!im->smp_ev[slot]) CK(cudaEventCreateWithFlags(&im->smp_ev[slot], cudaEventDisableTiming));
+    }
+    if (im->smp_parts_cap < n) { /* the argmax's parts and a counter a row (zero; each launch leaves them zero) */
+        CK(cudaStreamSynchronize(im->stream));
         cudaFree(im->d_smp_parts);
-        const size_t pb = (size_t)im->smp_cap * (SMP_NB * sizeof(smp_part) + sizeof(unsigned));
+        im->smp_parts_cap = n + 16;
+        const size_t pb = (size_t)im->smp_parts_cap * (SMP_NB * sizeof(smp_part) + sizeof(unsigned));
         CK(cudaMalloc(&im->d_smp_parts, pb));
         CK(cudaMemset(im->d_smp_parts, 0, pb));
     }
-    smp_req *hr = (smp_req *)im->smp_pin;
-    int32_t *ht = (int32_t *)(hr + im->smp_cap);
+    smp_req *hr = (smp_req *)im->smp_pin[slot];
     for (int i = 0; i < n; i++) {
         hr[i].temperature = req[i].temperature;
         hr[i].top_p = req[i].top_p;
@@ -389,16 +399,48 @@ void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int 
         hr[i].u = req[i].u;
         hr[i].row = rows[i];
     }
-    smp_req *dr = (smp_req *)im->d_smp;
-    int32_t *dt = (int32_t *)(dr + im->smp_cap);
+    smp_req *dr = (smp_req *)im->d_smp[slot];
+    int32_t *dt = smp_picks(im->d_smp[slot], im->smp_cap[slot]);
     float *zbuf = (float *)cuda_scratch(be, CS_SAMPLE, (size_t)n * V * sizeof(float));
     /* the greedy pass over blocks of a quad a thread (16-byte loads only: else one block a row) */
     const int q4 = (V / 4 + SMP_THREADS - 1) / SMP_THREADS;
     const int nb = (V & 3) == 0 && ((uintptr_t)logits & 15) == 0 ? (q4 < 1 ? 1 : q4 > SMP_NB ? SMP_NB : q4) : 1;
     smp_part *parts = (smp_part *)im->d_smp_parts;
-    unsigned *cnt = (unsigned *)(parts + (size_t)im->smp_cap * SMP_NB);
+    unsigned *cnt = (unsigned *)(parts + (size_t)im->smp_parts_cap * SMP_NB);
     k_sample<<<dim3((unsigned)nb, (unsigned)n), SMP_THREADS, 0, im->stream>>>(logits, V, dr, zbuf, dt, parts, cnt);
     CK_LAUNCH();
-    CK(cudaStreamSynchronize(im->stream)); /* the kernel's writes to host memory: done and visible */
-    memcpy(tok, ht, (size_t)n * sizeof(int32_t));
+    CK(cudaEventRecord(im->smp_ev[slot], im->stream));
+}
+
+void cuda_sample_wait(dsv4_backend *be, int slot, int n, int32_t *tok)
+{
+    cuda_impl *im = impl_of(be);
+    if (n <= 0) return;
+    CK(cudaEventSynchronize(im->smp_ev[slot])); /* the kernel's writes to host memory: done and visible */
+    memcpy(tok, smp_picks(im->smp_pin[slot], im->smp_cap[slot]), (size_t)n * sizeof(int32_t));
+}
+
+void cuda_sample(dsv4_backend *be, const float *logits, int V, int n, const int *rows, const dsv4_sample_req *req,
+                 int32_t *tok)
+{
+    cuda_sample_launch(be, logits, V, n, rows, req, SMP_SLOTS - 1);
+    cuda_sample_wait(be, SMP_SLOTS - 1, n, tok);
+}
+
+__global__ void k_tok_feed(int32_t *tokens, const int32_t *feed, const int32_t *picks, int n)
+{
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < n; t += gridDim.x * blockDim.x) {
+        const int f = feed[t];
+        if (f >= 0) {
+            const int32_t v = picks[f];
+            tokens[t] = v >= 0 ? v : 0; /* a failed pick: finish reports it; the step is only kept in bounds */
+        }
+    }
+}
+
+void cuda_feed_tokens(cuda_impl *im, int32_t *tokens, const int32_t *feed, int n, int slot)
+{
+    const int32_t *picks = smp_picks(im->d_smp[slot], im->smp_cap[slot]);
+    k_tok_feed<<<(unsigned)((n + 255) / 256), 256, 0, im->stream>>>(tokens, feed, picks, n);
+    CK_LAUNCH();
 }
