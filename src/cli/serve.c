@@ -6,6 +6,7 @@
  *              [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY] [--numerics reference|plain] [--threads N]
  *              [--cuda-graphs on|off] [--ep N] [--tokenizer FILE] [--fill-random]
  *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
+ *              [--overlap on|off]
  *
  * Start-up order: options, then the HTTP listener (so /health answers 503
  * while loading), the tokenizer, the engine with its KV pool, the scheduler;
@@ -49,21 +50,24 @@ static void logf_(const char *fmt, ...)
 
 static void serve_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]\n"
-            "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
-            "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
-            "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
-            "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
-            "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]\n"
-            "\n"
-            "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
-            "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
-            "KV pool from --mem-fraction 0.5 of the memory left after the weights and activations (the GPU's on\n"
-            "the GPU; capped at what the running requests can use). --tokenizer: a tokenizer.json other than the\n"
-            "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks); --tune: kernel choices\n"
-            "from `dsv4 tune` (default $DSV4_TUNE, else built in). See docs/SERVER.md.\n",
-            DSV4_DEFAULT_MODEL);
+    fprintf(
+        f,
+        "usage: dsv4 serve [-m DIR] [--host 127.0.0.1] [--port 30000] [--max-running-requests N] [--max-queue N]\n"
+        "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
+        "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
+        "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
+        "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
+        "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--overlap on|off]\n"
+        "\n"
+        "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
+        "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
+        "KV pool from --mem-fraction 0.5 of the memory left after the weights and activations (the GPU's on\n"
+        "the GPU; capped at what the running requests can use). --tokenizer: a tokenizer.json other than the\n"
+        "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks); --tune: kernel choices\n"
+        "from `dsv4 tune` (default $DSV4_TUNE, else built in); --overlap off: finish each step before the next\n"
+        "is built (default on: the next is submitted first, following the picks on the device). See\n"
+        "docs/SERVER.md.\n",
+        DSV4_DEFAULT_MODEL);
 }
 
 
@@ -77,6 +81,7 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
+    int overlap = 1;
     const char *served_name = NULL, *tokenizer = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -109,7 +114,10 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
         else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
         else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
-        else if ((bad = cli_engine_option(C, a, v, &eo)) >= 0) {
+        else if (!strcmp(a, "--overlap")) {
+            if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(C, "--overlap: on or off, not '%s'", v);
+            overlap = !strcmp(v, "on");
+        } else if ((bad = cli_engine_option(C, a, v, &eo)) >= 0) {
         } else {
             return cli_fail(C, "unknown option %s (see dsv4 serve --help)", a);
         }
@@ -183,14 +191,17 @@ int cmd_serve(int argc, char **argv)
               (int)dsv4_tokenizer_vocab_size(tok), info.vocab_size);
 
     t0 = now_s();
-    srv_sched_opts so = {.max_running = (int)max_running, .max_queue = (int)max_queue, .chunked_prefill = (int)chunk,
-                         .pages_total = dsv4_pages_total(e)};
+    srv_sched_opts so = {.max_running = (int)max_running,
+                         .max_queue = (int)max_queue,
+                         .chunked_prefill = (int)chunk,
+                         .pages_total = dsv4_pages_total(e),
+                         .overlap = overlap};
     if (srv_sched_start(e, tok, &so, metrics, &sched, err, sizeof err)) {
         cli_fail(C, "%s", err);
         goto out;
     }
-    logf_("scheduler: %lld running, queue %lld, %lld prefill tokens per step [%.3f s]", max_running, max_queue,
-          chunk, now_s() - t0);
+    logf_("scheduler: %lld running, queue %lld, %lld prefill tokens per step, steps %s [%.3f s]", max_running,
+          max_queue, chunk, overlap ? "overlapped" : "one at a time", now_s() - t0);
 
     const char *name = served_name;
     if (!name) {

@@ -583,7 +583,8 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         p->seq = calloc((size_t)max_seqs, sizeof(int));
         p->row = calloc((size_t)max_seqs, sizeof(int));
         p->out = calloc((size_t)max_seqs, sizeof(*p->out));
-        pend_ok = pend_ok && p->seq && p->row && p->out;
+        p->val = calloc((size_t)max_seqs, sizeof(*p->val));
+        pend_ok = pend_ok && p->seq && p->row && p->out && p->val;
     }
     if (!pend_ok) {
         snprintf(err, errlen, "out of memory for the bookkeeping of %d sequences", max_seqs);
@@ -614,6 +615,7 @@ void dsv4_engine_close(dsv4_engine *e)
         free(e->pend[k].seq);
         free(e->pend[k].row);
         free(e->pend[k].out);
+        free(e->pend[k].val);
     }
     scratch_destroy(e);
     kv_destroy(e);
@@ -769,42 +771,30 @@ int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }
 
 /* ---- steps ---------------------------------------------------------------- */
 
-/* Wait for the oldest submitted step's picks (if still on the device), write its samples and record each
- * sequence's pick; its result. */
-static dsv4_status pend_complete(dsv4_engine *e, dsv4_pending *p, char *err, size_t errlen)
+/* A submitted step's picks on the host: waited for if they are still on the device (into p->val, each
+ * sequence's pick recorded for what follows it); a failed pick makes the step's result DSV4_ERR_STATE. */
+static void pend_collect(dsv4_engine *e, dsv4_pending *p)
 {
-    dsv4_status st = p->st;
-    if (st != DSV4_OK) snprintf(err, errlen, "%s", p->err);
-    if (!p->wait) return st;
+    if (!p->wait) return;
     int32_t tok[p->n_rows > 0 ? p->n_rows : 1];
     e->be->sample_wait(e->be, p->slot, p->n_rows, tok);
     p->wait = false;
     for (int i = 0; i < p->n; i++) {
         const int32_t t = tok[p->row[i]];
-        memset(p->out[i], 0, sizeof *p->out[i]);
-        p->out[i]->token = t;
+        memset(&p->val[i], 0, sizeof p->val[i]);
+        p->val[i].token = t;
         if (e->pick_step[p->seq[i]] == p->id) e->pick_tok[p->seq[i]] = t;
-        if (t < 0 && st == DSV4_OK) {
-            snprintf(err, errlen, "sequence %d: no finite logit to sample from", p->seq[i]);
-            st = DSV4_ERR_STATE;
+        if (t < 0 && p->st == DSV4_OK) {
+            snprintf(p->err, sizeof p->err, "sequence %d: no finite logit to sample from", p->seq[i]);
+            p->st = DSV4_ERR_STATE;
         }
     }
-    return st;
 }
 
-/* The oldest submitted step's picks on the host (the step stays listed for dsv4_step_finish). */
+/* Every submitted step's picks on the host (the steps stay listed for dsv4_step_finish). */
 static void pend_settle(dsv4_engine *e)
 {
-    for (int k = 0; k < e->n_pend; k++) {
-        dsv4_pending *p = &e->pend[k];
-        if (!p->wait) continue;
-        char err[256];
-        const dsv4_status st = pend_complete(e, p, err, sizeof err);
-        if (st != DSV4_OK && p->st == DSV4_OK) {
-            p->st = st;
-            snprintf(p->err, sizeof p->err, "%s", err);
-        }
-    }
+    for (int k = 0; k < e->n_pend; k++) pend_collect(e, &e->pend[k]);
 }
 
 int dsv4_steps_in_flight(const dsv4_engine *e)
@@ -819,7 +809,10 @@ dsv4_status dsv4_step_finish(dsv4_engine *e, char *err, size_t errlen)
         return DSV4_ERR_INVALID;
     }
     dsv4_pending *p = &e->pend[0];
-    const dsv4_status st = pend_complete(e, p, err, errlen);
+    pend_collect(e, p);
+    for (int i = 0; i < p->n; i++) *p->out[i] = p->val[i]; /* the samples are the caller's only now */
+    const dsv4_status st = p->st;
+    if (st != DSV4_OK) snprintf(err, errlen, "%s", p->err);
     /* the second record moves to the front (its arrays with it) */
     const dsv4_pending t = e->pend[0];
     e->pend[0] = e->pend[1];
@@ -1043,19 +1036,22 @@ dsv4_status dsv4_step_submit(dsv4_engine *e, dsv4_batch_entry *en, int n_en, cha
         e->n_pend++;
         return DSV4_OK;
     }
-    for (int i = 0; i < n_en; i++) {
+    for (int i = 0; i < n_en; i++) { /* run whole: the samples are kept for dsv4_step_finish */
         if (!en[i].sampler) continue;
+        dsv4_sample *v = &p->val[p->n];
         if (on_dev[i]) {
-            memset(en[i].sample, 0, sizeof *en[i].sample);
-            en[i].sample->token = picks[i];
+            memset(v, 0, sizeof *v);
+            v->token = picks[i];
         }
-        if (on_dev[i] ? picks[i] < 0 : dsv4_sampler_sample(en[i].sampler, host_dst[i], en[i].sample) != DSV4_OK) {
-            en[i].sample->token = -1;
+        if (on_dev[i] ? picks[i] < 0 : dsv4_sampler_sample(en[i].sampler, host_dst[i], v) != DSV4_OK) {
+            v->token = -1;
             if (p->st == DSV4_OK)
                 snprintf(p->err, sizeof p->err, "sequence %d: no finite logit to sample from", en[i].seq);
             p->st = DSV4_ERR_STATE;
         }
-        e->pick_tok[en[i].seq] = en[i].sample->token;
+        e->pick_tok[en[i].seq] = v->token;
+        p->seq[p->n] = en[i].seq;
+        p->out[p->n++] = en[i].sample;
     }
     e->n_pend++;
     return DSV4_OK;

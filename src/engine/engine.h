@@ -55,7 +55,8 @@ typedef struct {
     int n;                    /* entries whose picks it writes at finish */
     int *seq;                 /* [max_seqs] their sequences */
     int *row;                 /* [max_seqs] their rows of the launch */
-    struct dsv4_sample **out; /* [max_seqs] where their picks go */
+    struct dsv4_sample **out; /* [max_seqs] where their picks go, at finish */
+    struct dsv4_sample *val;  /* [max_seqs] their picks until then */
     int64_t id;               /* its number (e->n_submitted when it was submitted) */
     dsv4_status st;           /* a step run whole at submit: its result */
     char err[256];

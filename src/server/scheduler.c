@@ -8,11 +8,23 @@
  * pages, so nothing is ever preempted), (3) builds one batch from a decode
  * token for every running sequence that has finished its prompt plus prefill
  * chunks of the others, oldest first, under the --chunked-prefill-size token
- * budget, (4) runs dsv4_step, which also picks each sampling sequence's next
- * token with its own sampler (on the GPU when the backend has one: only the
- * token ids come back), and (5) detokenises, matches stop strings, parses the
- * chat output and appends to the request under its lock. Arrivals join at the
- * next iteration.
+ * budget, (4) submits it as a step, which also picks each sampling sequence's
+ * next token with its own sampler (on the GPU when the backend has one: only
+ * the token ids come back), and (5) finishes the step before it and
+ * detokenises its picks, matches stop strings, parses the chat output and
+ * appends to the request under its lock. Arrivals join at the next iteration.
+ *
+ * Overlap (srv_sched_opts.overlap): the batch of step k + 1 is built and
+ * submitted while step k runs, its decode entries following step k's picks
+ * on the device (dsv4_step_submit's follow entries), and step k is finished
+ * and its picks handled while step k + 1 runs: the host's turn hides behind
+ * the device's. Where a pick cannot be followed blind - a sampler with
+ * penalties, logit_bias or logprobs (the host reads its logits), or a pick
+ * that is its request's last by max_tokens or the context - step k is
+ * finished before step k + 1 is built (one step at a time, as without
+ * overlap). A request that ends on a stop token or string learns it a step
+ * late: the step it is already in runs for nothing (its pick is dropped) and
+ * its sequence is freed once no step in flight holds it.
  *
  * Batch invariance: the engine computes each sequence's logits independently
  * of its batch-mates and each request owns its sampler (PRNG included), so a
@@ -39,10 +51,22 @@ typedef struct srv_sched_slot {
     dsv4_detok *dt;
     dsv4_stop_matcher *sm;
     dsv4_chat_parser *ps;
-    int in_batch;          /* its entry index in this step, or -1 */
-    int sample;            /* this step picks its next token */
-    dsv4_sample picked;    /* what the step picked */
+    int in_batch;       /* its entry index in the step being built, or -1 */
+    int sample;         /* the step being built picks its next token */
+    dsv4_sample picked; /* what a step picked (written when the step is finished) */
+    int inflight;       /* submitted steps not yet finished that hold it */
+    int ending;         /* its request is over; the slot is cleared once no step holds it */
+    int64_t pick_step;  /* the step in which it picks last (srv_step.id), 0 none */
 } srv_slot;
+
+/* A submitted step's members, read when it is finished (by then a slot may hold another request). */
+typedef struct {
+    int64_t id;
+    int n, n_tok;
+    int *slot;     /* [max_running] */
+    srv_req **req; /* [max_running] */
+    int *sample;   /* [max_running] */
+} srv_step;
 
 struct srv_sched {
     dsv4_engine *e;
@@ -66,6 +90,10 @@ struct srv_sched {
     srv_slot *slots;        /* [max_running] */
     int64_t reserved;       /* pages reserved by running requests */
     dsv4_batch_entry *entries;
+    srv_step steps[2]; /* submitted, not finished: steps[0] the oldest */
+    int n_steps;
+    int64_t n_submitted;
+    double t_step; /* when the step being timed began (srv_metrics_step) */
 };
 
 double srv_now(void)
@@ -230,19 +258,29 @@ static void slot_clear(srv_sched *s, srv_slot *sl)
     sl->seq = -1;
 }
 
-/* Ends a running request: frees its sequence at once and hands the request back. */
-static void finish_slot(srv_sched *s, srv_slot *sl, srv_outcome o, const char *error)
+/* The slot of an ended request that no step in flight holds: its sequence freed, the request handed back. */
+static void slot_release(srv_sched *s, srv_slot *sl)
 {
     srv_req *r = sl->r;
-    pthread_mutex_lock(&r->mu);
-    if (error) snprintf(r->error, sizeof r->error, "%s", error);
-    req_done_locked(s, r, o);
-    pthread_mutex_unlock(&r->mu);
     slot_clear(s, sl);
     pthread_mutex_lock(&s->mu);
     s->n_running--;
     pthread_mutex_unlock(&s->mu);
     srv_req_release(s, r);
+}
+
+/* Ends a running request: its reader hears at once; its sequence is freed now, or once the steps in flight
+ * that hold it are finished. */
+static void finish_slot(srv_sched *s, srv_slot *sl, srv_outcome o, const char *error)
+{
+    srv_req *r = sl->r;
+    if (sl->ending) return;
+    pthread_mutex_lock(&r->mu);
+    if (error) snprintf(r->error, sizeof r->error, "%s", error);
+    req_done_locked(s, r, o);
+    pthread_mutex_unlock(&r->mu);
+    sl->ending = 1;
+    if (!sl->inflight) slot_release(s, sl);
 }
 
 /* ---- output ---------------------------------------------------------------- */
@@ -451,6 +489,96 @@ static void publish_gauges(srv_sched *s)
     srv_metrics_gauges(s->m, running, waiting, dsv4_pages_total(s->e) - fr, fr);
 }
 
+/* Step k + 1 may be submitted before step k's picks are read: every pick in flight can be fed on the device
+ * (its sampler needs no host: no penalties, logit_bias or logprobs) and none is its request's last for
+ * certain (max_tokens, the context). */
+static int overlap_ok(const srv_sched *s)
+{
+    const int64_t id = s->steps[0].id;
+    for (int k = 0; k < s->o.max_running; k++) {
+        const srv_slot *sl = &s->slots[k];
+        if (!sl->r || sl->ending || sl->pick_step != id) continue;
+        const srv_req *r = sl->r;
+        const dsv4_sampling_params *p = &r->sp;
+        if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0 || p->presence_penalty != 0 ||
+            p->n_logit_bias > 0 || p->logprobs || p->top_logprobs)
+            return 0;
+        const int gen = r->n_gen + 1; /* with the pick in flight */
+        if ((p->max_tokens > 0 && gen >= p->max_tokens) || sl->prefilled + (int64_t)gen >= s->max_ctx) return 0;
+    }
+    return 1;
+}
+
+static void step_finish(srv_sched *s);
+
+/* Submits the batch in s->entries[0, n) (the slots' in_batch / sample say whose) as the newest step. */
+static void step_submit(srv_sched *s, int n, int n_tok)
+{
+    char err[256];
+    if (!s->n_steps) s->t_step = srv_now();
+    dsv4_status st = dsv4_step_submit(s->e, s->entries, n, err, sizeof err);
+    if (st != DSV4_OK) {
+        /* nothing of it ran: the step in flight is finished first (its picks are its requests'), then every
+         * request of this one ends with the error */
+        while (s->n_steps) step_finish(s);
+        fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
+        for (int k = 0; k < s->o.max_running; k++) {
+            srv_slot *sl = &s->slots[k];
+            if (sl->r && sl->in_batch >= 0 && !sl->ending) finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+        }
+        return;
+    }
+    srv_step *t = &s->steps[s->n_steps++];
+    t->id = ++s->n_submitted;
+    t->n = 0;
+    t->n_tok = n_tok;
+    for (int k = 0; k < s->o.max_running; k++) {
+        srv_slot *sl = &s->slots[k];
+        if (!sl->r || sl->in_batch < 0) continue;
+        if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
+        if (sl->sample) sl->pick_step = t->id;
+        sl->inflight++;
+        t->slot[t->n] = k;
+        t->req[t->n] = sl->r;
+        t->sample[t->n++] = sl->sample;
+    }
+}
+
+/* Finishes the oldest step in flight: its picks go to their requests (those still running it). */
+static void step_finish(srv_sched *s)
+{
+    char err[256];
+    srv_step *t = &s->steps[0];
+    /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
+    dsv4_status st = dsv4_step_finish(s->e, err, sizeof err);
+    const double now = srv_now();
+    srv_metrics_step(s->m, now - s->t_step, t->n_tok);
+    s->t_step = now;
+    for (int i = 0; i < t->n; i++) {
+        srv_slot *sl = &s->slots[t->slot[i]];
+        if (sl->r != t->req[i]) continue; /* (cannot be: a slot is cleared only once no step holds it) */
+        sl->inflight--;
+        if (sl->ending) {
+            if (!sl->inflight) slot_release(s, sl);
+            continue;
+        }
+        if (st != DSV4_OK && st != DSV4_ERR_STATE) {
+            fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
+            finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+            continue;
+        }
+        if (t->sample[i]) {
+            if (sl->pick_step == t->id) sl->pick_step = 0;
+            slot_sample(s, sl);
+        }
+    }
+    /* the step after it moves to the front, its arrays with it */
+    const srv_step first = s->steps[0];
+    s->steps[0] = s->steps[1];
+    s->steps[1] = first;
+    s->n_steps--;
+}
+
 static void *worker(void *arg)
 {
     srv_sched *s = arg;
@@ -495,23 +623,31 @@ static void *worker(void *arg)
         int stopping = s->stopping || s->abort_all;
         pthread_mutex_unlock(&s->mu);
 
-        /* running requests that were abandoned or timed out: free at once */
+        /* running requests that were abandoned or timed out: ended at once */
         now = srv_now();
         for (int k = 0; k < R; k++) {
             srv_slot *sl = &s->slots[k];
-            if (!sl->r) continue;
+            if (!sl->r || sl->ending) continue;
             if (sl->r->cancelled || stopping) finish_slot(s, sl, SRV_OUTCOME_CANCELLED, NULL);
             else if (sl->r->deadline > 0 && now > sl->r->deadline) finish_slot(s, sl, SRV_OUTCOME_TIMEOUT, NULL);
         }
 
+        /* the step in flight first where the next one cannot run ahead of its picks */
+        if (s->n_steps && !(s->o.overlap && overlap_ok(s))) step_finish(s);
+
         /* the batch: decode tokens first, then prefill chunks oldest first */
         int n = 0, budget = s->o.chunked_prefill, n_tok = 0;
+        const int64_t follow_id = s->n_steps ? s->steps[0].id : -1; /* picks still in flight */
         for (int k = 0; k < R; k++) {
             srv_slot *sl = &s->slots[k];
             sl->in_batch = -1;
-            if (!sl->r || sl->prefilled < sl->r->n_prompt) continue;
-            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = 1, .tokens = &sl->last,
-                                               .sampler = sl->smp, .sample = &sl->picked};
+            if (!sl->r || sl->ending || sl->prefilled < sl->r->n_prompt) continue;
+            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq,
+                                               .n_tokens = 1,
+                                               .tokens = &sl->last,
+                                               .follow = sl->pick_step == follow_id,
+                                               .sampler = sl->smp,
+                                               .sample = &sl->picked};
             sl->in_batch = n++;
             sl->sample = 1;
             n_tok++;
@@ -521,7 +657,7 @@ static void *worker(void *arg)
             int best = -1;
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
-                if (!sl->r || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
+                if (!sl->r || sl->ending || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
                 if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
             }
             if (best < 0 || budget <= 0) break;
@@ -537,24 +673,9 @@ static void *worker(void *arg)
             budget -= take;
             n_tok += take;
         }
-        if (n > 0) {
-            char err[512];
-            double t0 = srv_now();
-            dsv4_status st = dsv4_step(s->e, s->entries, n, err, sizeof err);
-            srv_metrics_step(s->m, srv_now() - t0, n_tok);
-            for (int k = 0; k < R; k++) {
-                srv_slot *sl = &s->slots[k];
-                if (!sl->r || sl->in_batch < 0) continue;
-                /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
-                if (st != DSV4_OK && st != DSV4_ERR_STATE) {
-                    fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
-                    finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
-                    continue;
-                }
-                if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
-                if (sl->sample) slot_sample(s, sl);
-            }
-        }
+        if (n > 0) step_submit(s, n, n_tok);
+        /* the step before, while this one runs */
+        if (s->n_steps > 1 || (s->n_steps && n == 0)) step_finish(s);
         publish_gauges(s);
         pthread_mutex_lock(&s->mu);
     }
@@ -593,8 +714,23 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
         return DSV4_ERR_NOMEM;
     }
     for (int k = 0; k < s->o.max_running; k++) s->slots[k].seq = -1;
+    for (int j = 0; j < 2; j++) {
+        srv_step *t = &s->steps[j];
+        t->slot = calloc((size_t)s->o.max_running, sizeof(int));
+        t->req = calloc((size_t)s->o.max_running, sizeof(srv_req *));
+        t->sample = calloc((size_t)s->o.max_running, sizeof(int));
+        if (!t->slot || !t->req || !t->sample) {
+            snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
+            for (int i = 0; i <= j; i++) free(s->steps[i].slot), free(s->steps[i].req), free(s->steps[i].sample);
+            free(s->slots);
+            free(s->entries);
+            free(s);
+            return DSV4_ERR_NOMEM;
+        }
+    }
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
+        for (int j = 0; j < 2; j++) free(s->steps[j].slot), free(s->steps[j].req), free(s->steps[j].sample);
         free(s->slots);
         free(s->entries);
         free(s);
@@ -614,6 +750,7 @@ void srv_sched_stop(srv_sched *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (s->started) pthread_join(s->th, NULL);
+    for (int j = 0; j < 2; j++) free(s->steps[j].slot), free(s->steps[j].req), free(s->steps[j].sample);
     free(s->slots);
     free(s->entries);
     pthread_mutex_destroy(&s->mu);

@@ -84,6 +84,7 @@ typedef struct {
     int max_queue;           /* requests waiting beyond those */
     int chunked_prefill;     /* prefill tokens per step */
     int64_t pages_total;     /* for the reservation arithmetic */
+    int overlap;             /* submit each step before the previous one's picks are read (scheduler.c) */
 } srv_sched_opts;
 
 typedef struct srv_sched srv_sched;

@@ -99,7 +99,11 @@ static void test_refusals(void **state)
     dsv4_sample pa1;
     dsv4_batch_entry s1[2] = {{.seq = a, .n_tokens = 1, .follow = 1, .sampler = sa, .sample = &pa1},
                               {.seq = b, .n_tokens = 1, .tokens = prompt, .sampler = sb, .sample = &pb}};
+    pa.token = pa1.token = pb.token = -7; /* samples are written when their step is finished, not before */
     assert_int_equal(dsv4_step_submit(e, s1, 2, err, sizeof err), DSV4_OK);
+    assert_int_equal(pa.token, -7);
+    assert_int_equal(pa1.token, -7);
+    assert_int_equal(pb.token, -7);
     assert_int_equal(dsv4_steps_in_flight(e), 2);
     assert_int_equal(dsv4_seq_len(e, a), 6);
     assert_int_equal(dsv4_seq_len(e, b), 4);
@@ -107,6 +111,7 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err, "two steps"));
     assert_int_equal(dsv4_step_finish(e, err, sizeof err), DSV4_OK);
     assert_in_range(pa.token, 0, info.vocab_size - 1);
+    assert_int_equal(pa1.token, -7);
     assert_int_equal(dsv4_steps_in_flight(e), 1);
     assert_int_equal(dsv4_step_finish(e, err, sizeof err), DSV4_OK);
     assert_in_range(pa1.token, 0, info.vocab_size - 1);
