@@ -673,6 +673,39 @@ class EmbeddedModel(unittest.TestCase):
 
 
 class Options(unittest.TestCase):
+    def test_overlap_off_same_output(self):
+        """--overlap off (one step at a time) against the shared server (overlapped, the default): the same
+        texts for 12 concurrent requests - greedy and seeded draws, stop strings and max_tokens ending them at
+        different steps (ignore_eos on half), one with a penalty (run one step at a time in either)."""
+        srv = Server("--overlap", "off")
+        try:
+            def reqs(cl):
+                out = [None] * 12
+                def one(i):
+                    kw = dict(model=MODEL_NAME, prompt=f"Item {i}: " + "abc " * i, max_tokens=4 + 3 * i,
+                              temperature=0 if i % 3 == 0 else 0.9, seed=100 + i)
+                    if i % 4 == 1:
+                        kw["stop"] = ["e", "1"]
+                    if i == 5:
+                        kw["frequency_penalty"] = 0.5
+                    if i % 2 == 0:
+                        kw["extra_body"] = {"ignore_eos": True}
+                    r = cl.completions.create(**kw)
+                    out[i] = (r.choices[0].text, r.choices[0].finish_reason, r.usage.completion_tokens)
+                ts = [threading.Thread(target=one, args=(i,)) for i in range(12)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                return out
+            off, on = reqs(srv.client()), reqs(S.client())
+            self.assertEqual(on, off)
+            self.assertGreater(len({o[0] for o in on}), 6)
+            self.assertIn("stop", {o[1] for o in on})
+            self.assertIn("length", {o[1] for o in on})
+        finally:
+            srv.stop()
+
     def test_api_key(self):
         srv = Server("--api-key", "sekrit", "--context-length", "256")
         try:
