@@ -68,6 +68,11 @@ res = {
                             "b16_overlap": step_line(os.path.join(D, "overlap2", "kt-ov-b16.txt")),
                             "b16_sync": step_line(os.path.join(D, "overlap2", "kt-sync-b16.txt"))},
     },
+    "decode_sampler_wave": {
+        "what": "call 6 (smp-wave/): new = k_sample's greedy pass in one wave, old = DSV4_SMP_WAVE=0 (32 blocks a "
+                "row); both bench_cpu --overlap",
+        "runs": rounds("smp-wave"),
+    },
     "decode_not_kept": {
         "what": "call 1 (combo/): new = k_moe16w (DSV4_MOE_WHOLE=1) + the light k_hc_post_mix, moe = k_moe16w only, "
                 "hc = the light fusion only, main = neither (main's code)",

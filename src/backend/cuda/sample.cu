@@ -357,6 +357,24 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     }
 }
 
+/* k_sample's blocks resident at once on this GPU (0: no limit, DSV4_SMP_WAVE=0: the split of v56, 32 blocks a
+ * row whatever the rows) */
+static int smp_wave_blocks(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *env = getenv("DSV4_SMP_WAVE");
+        int dev = 0, sms = 0, per = 0;
+        v = 0;
+        if (!(env && !strcmp(env, "0")) && cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_sample, SMP_THREADS, 0) == cudaSuccess)
+            v = sms * (per > 0 ? per : 1);
+        (void)cudaGetLastError();
+    }
+    return v;
+}
+
 /* The slot's picks: after its requests in the slot's buffer */
 static int32_t *smp_picks(void *base, int cap)
 {
@@ -402,9 +420,12 @@ void cuda_sample_launch(dsv4_backend *be, const float *logits, int V, int n, con
     smp_req *dr = (smp_req *)im->d_smp[slot];
     int32_t *dt = smp_picks(im->d_smp[slot], im->smp_cap[slot]);
     float *zbuf = (float *)cuda_scratch(be, CS_SAMPLE, (size_t)n * V * sizeof(float));
-    /* the greedy pass over blocks of a quad a thread (16-byte loads only: else one block a row) */
-    const int q4 = (V / 4 + SMP_THREADS - 1) / SMP_THREADS;
-    const int nb = (V & 3) == 0 && ((uintptr_t)logits & 15) == 0 ? (q4 < 1 ? 1 : q4 > SMP_NB ? SMP_NB : q4) : 1;
+    /* the greedy pass over blocks of a quad a thread (16-byte loads only: else one block a row), in one wave:
+     * the blocks that fit the GPU at once shared among the rows (k_sample's 1,024 threads of 64 registers hold
+     * an SM each: 32 blocks a row for 16 rows were 4 waves, 37 us) - any split of a row picks the same id */
+    const int q4 = (V / 4 + SMP_THREADS - 1) / SMP_THREADS, wave = smp_wave_blocks();
+    int nb = (V & 3) == 0 && ((uintptr_t)logits & 15) == 0 ? (q4 < 1 ? 1 : q4 > SMP_NB ? SMP_NB : q4) : 1;
+    if (wave > 0 && nb > 1 && (int64_t)nb * n > wave) nb = wave / n > 1 ? wave / n : 1;
     smp_part *parts = (smp_part *)im->d_smp_parts;
     unsigned *cnt = (unsigned *)(parts + (size_t)im->smp_parts_cap * SMP_NB);
     k_sample<<<dim3((unsigned)nb, (unsigned)n), SMP_THREADS, 0, im->stream>>>(logits, V, dr, zbuf, dt, parts, cnt);
