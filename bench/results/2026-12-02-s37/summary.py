@@ -73,6 +73,12 @@ res = {
                 "row); both bench_cpu --overlap",
         "runs": rounds("smp-wave"),
     },
+    "decode_sampling": {
+        "what": "calls 7-8 (smp-vec/, smp-run/): bench_cpu --overlap --temperature 1 --top-p 0.9; base = main's "
+                "k_sample, new = the two single-block variants (not kept)",
+        "smp_vec": rounds("smp-vec"),
+        "smp_run": rounds("smp-run"),
+    },
     "decode_not_kept": {
         "what": "call 1 (combo/): new = k_moe16w (DSV4_MOE_WHOLE=1) + the light k_hc_post_mix, moe = k_moe16w only, "
                 "hc = the light fusion only, main = neither (main's code)",

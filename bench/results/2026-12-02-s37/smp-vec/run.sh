@@ -1,0 +1,25 @@
+#!/bin/sh
+# s37 call 7: the sampling passes after the argmax on 16-byte loads (the exp pass and select_prefix's histogram
+# walks strided over quads, each thread's contiguous run in quads) and select_prefix's histogram added once a
+# bin a warp (a ballot for the count, two 32-bit reductions for the mass: the same integer sums). Pack: NOTOK=1
+# BASE=<call 6's build>. test_sample_cuda (the contract at 37 / 4,099 / 129,280 ids, prefixes of the row,
+# graphs against direct ops), test_overlap on the GPU, the sampler alone new / base (2 rounds each), decode at
+# batch 1 / 16 with --temperature 1 --top-p 0.9 new / base.
+set -u
+cd "$(dirname "$0")/../../../.."
+. scripts/gpu_call.sh
+call_begin smp-vec
+DSV4_SRC=$PWD timeout 300 $B/test_sample_cuda > $R/sample_cuda.txt 2>&1; echo "sample exit $?"
+grep -E "agree|bit for bit|PASSED|FAILED|ERROR" $R/sample_cuda.txt | tail -6
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_overlap > $R/overlap_cuda.txt 2>&1; echo "overlap exit $?"
+for i in 1 2; do
+  for v in new base; do
+    bk=$B/bench_kernels; [ $v = base ] && bk=$B/bench_kernels.base
+    timeout 100 $bk --sample-only --batch 1,16,64 > $R/sample-$v-$i.txt 2>&1
+    echo "== $v $i"; grep -E "^(greedy|temperature|t 0.7|top-k)" $R/sample-$v-$i.txt
+  done
+done
+AB_REPEAT=2 AB_DECODE=64 AB_BINS="new=$B/bench_cpu --overlap --temperature 1 --top-p 0.9;base=$B/bench_cpu.base --overlap --temperature 1 --top-p 0.9" \
+  sh scripts/gpu_ab.sh "b1:--batch 1" "b16:--batch 16"
+rm -f $R/ab-*.json
+call_end
