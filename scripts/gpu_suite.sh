@@ -121,6 +121,8 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     # the prefill kernels (k_moe_wg, k_wgbf, k_wgf8) for every call they can take
     DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma reference, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda
     DSV4_MOE_WG=1 DSV4_WGBF=1 DSV4_WGF8=1 san memcheck "q_mma plain, prefill kernels" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
+    # the sampler's draw over the row's blocks (k_sample<true>, a cooperative launch) at Flash's vocabulary
+    DSV4_SAMPLE_QUICK=3 san memcheck "test_sample_cuda (129,280 ids, cooperative)" $B/test_sample_cuda
     # overlapped steps: the picks fed on the device (k_tok_feed reading mapped memory), two sample slots
     DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda san memcheck "test_overlap" $B/test_overlap
   else
@@ -141,6 +143,7 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
   san racecheck "q_mma reference w4a8" $B/bench_cpu -m tests/fixtures/q_mma --prompt 40 --decode 6 --batch 3 --backend cuda --moe-backend w4a8
   DSV4_SAMPLE_QUICK=1 san memcheck "test_sample_cuda (quick)" $B/test_sample_cuda
   DSV4_SAMPLE_QUICK=2 san racecheck "test_sample_cuda (kernel, 5 settings)" $B/test_sample_cuda
+  DSV4_SAMPLE_QUICK=3 san racecheck "test_sample_cuda (129,280 ids, cooperative)" $B/test_sample_cuda
   fi
   if [ "${SANITIZE_FLASH:-0}" = 1 ]; then # Flash's shapes (the fixtures' widths are small): batch 16 and 1
     $B/dsv4 mkmodel --preset flash --layers 2 --sparse -o /tmp/dsv4-san-f2 > /dev/null 2>&1

@@ -78,6 +78,9 @@ res = {
                 "k_sample, new = the two single-block variants (not kept)",
         "smp_vec": rounds("smp-vec"),
         "smp_run": rounds("smp-run"),
+        "smp_coop": rounds("smp-coop"),
+        "smp_coop_what": "call 10 (smp-coop/, landed): new = the draw shared by the row's blocks (k_sample<true>, "
+                         "cooperative), base = main's k_sample",
     },
     "decode_not_kept": {
         "what": "call 1 (combo/): new = k_moe16w (DSV4_MOE_WHOLE=1) + the light k_hc_post_mix, moe = k_moe16w only, "

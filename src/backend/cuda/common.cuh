@@ -165,6 +165,8 @@ struct cuda_impl {
     cudaEvent_t smp_ev[SMP_SLOTS]; /* the slot's last launch */
     void *d_smp_parts;             /* k_sample's argmax parts and a counter a row (any slot's launch) */
     int smp_parts_cap;
+    void *d_smp_coop; /* k_sample<true>'s exchange, for smp_coop_cap blocks */
+    int smp_coop_cap;
     /* --profile: one event per mark, the family each span belongs to */
     cudaEvent_t *prof_ev;
     int *prof_fam;

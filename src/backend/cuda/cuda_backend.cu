@@ -748,6 +748,7 @@ static void c_destroy(dsv4_backend *be)
             if (im->smp_ev[k]) cudaEventDestroy(im->smp_ev[k]);
         }
         cudaFree(im->d_smp_parts);
+        cudaFree(im->d_smp_coop);
         for (int i = 0; i < im->n_moe; i++) cudaFree(im->moe_tab[i]);
         for (int i = 0; i < im->n_wmem; i++) cudaFree(im->wmem[i]); /* the weights */
         free(im->wmem);
