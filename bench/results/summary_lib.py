@@ -64,6 +64,24 @@ def ab_rounds(path, third=False):
     return out
 
 
+def call_rounds(d, call):
+    """A call's ab.txt (d/call/ab.txt) from the third step: case -> variant -> {"from_third": [ms a step, by
+    round], "from_third_mean": their mean}."""
+    import statistics
+    out = {}
+    for case, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True).items():
+        for v, runs in vs.items():
+            out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
+    return out
+
+
+def ktrace_step(path):
+    """bench/ktrace.py's first line: the step, the replay, the time outside it (us, medians)."""
+    m = re.match(r"step .*? ([\d.]+) us: the replay ([\d.]+), from its end to the next's start ([\d.]+)",
+                 open(path).readline())
+    return {"step_us": float(m.group(1)), "replay_us": float(m.group(2)), "outside_us": float(m.group(3))}
+
+
 def ncu_us(text):
     """The kernel durations (us) in an `ncu --metrics gpu__time_duration.sum` log, in launch order."""
     return [float(x) for x in re.findall(r"gpu__time_duration\.sum\s+us\s+([\d.]+)", text)]

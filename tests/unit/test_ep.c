@@ -220,18 +220,8 @@ static void test_profile_comm(void **state)
 
 int main(void)
 {
-    const char *tb = getenv("DSV4_TEST_BACKEND");
-    if (tb && !strcmp(tb, "cuda")) {
-        int gpus = 0;
-#ifdef DSV4_HAVE_CUDA
-        gpus = dsv4_cuda_device_count();
-#endif
-        if (gpus <= 0) {
-            printf("no CUDA device: skipped\n");
-            return 77;
-        }
-        test_backend = DSV4_BACKEND_CUDA;
-    }
+    const int rc = tu_test_backend(&test_backend);
+    if (rc) return rc;
     setenv("DSV4_EP_CHECK", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures),

@@ -403,19 +403,8 @@ static int setup(void **state)
 
 int main(void)
 {
-    const char *tb = getenv("DSV4_TEST_BACKEND");
-    if (tb && !strcmp(tb, "cuda")) {
-#ifdef DSV4_HAVE_CUDA
-        if (dsv4_cuda_device_count() <= 0) {
-            printf("no CUDA device: skipped\n");
-            return 77;
-        }
-        test_backend = DSV4_BACKEND_CUDA;
-#else
-        printf("built without the CUDA backend: skipped\n");
-        return 77;
-#endif
-    }
+    const int rc = tu_test_backend(&test_backend);
+    if (rc) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_modes),        cmocka_unit_test(test_batch_invariance),
         cmocka_unit_test(test_reference_numerics), cmocka_unit_test(test_seq_skip),

@@ -26,7 +26,6 @@
 
 #include <cmocka.h>
 
-#include "backend/backend.h" /* dsv4_cuda_device_count */
 #include "dsv4.h"
 #include "test_util.h"
 
@@ -295,19 +294,8 @@ static void test_same_as_one_at_a_time(void **state)
 
 int main(void)
 {
-    const char *tb = getenv("DSV4_TEST_BACKEND");
-    if (tb && !strcmp(tb, "cuda")) {
-#ifdef DSV4_HAVE_CUDA
-        if (dsv4_cuda_device_count() <= 0) {
-            printf("no CUDA device: skipped\n");
-            return 77;
-        }
-        test_backend = DSV4_BACKEND_CUDA;
-#else
-        printf("built without the CUDA backend: skipped\n");
-        return 77;
-#endif
-    }
+    const int rc = tu_test_backend(&test_backend);
+    if (rc) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_same_as_one_at_a_time),

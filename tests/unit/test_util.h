@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h" /* dsv4_cuda_device_count */
 #include "dsv4.h"
 
 /* The engine options of the tests' small engines: the checkpoint dir, backend and numerics, 2 CPU threads,
@@ -24,6 +25,26 @@ static inline void tu_engine_opts(dsv4_engine_opts *o, const char *dir, dsv4_bac
     o->max_seqs = 4;
     o->max_ctx = 512;
     o->pool_tokens = 4 * 512;
+}
+
+/* The backend DSV4_TEST_BACKEND names for a test that runs on either: "cuda" the GPU (*kind), else the CPU
+ * (*kind untouched); 77 (ctest's skipped) when it names the GPU and there is none or the build lacks the CUDA
+ * backend (a line says which), else 0. */
+static inline int tu_test_backend(dsv4_backend_kind *kind)
+{
+    const char *tb = getenv("DSV4_TEST_BACKEND");
+    if (!tb || strcmp(tb, "cuda")) return 0;
+#ifdef DSV4_HAVE_CUDA
+    if (dsv4_cuda_device_count() <= 0) {
+        printf("no CUDA device: skipped\n");
+        return 77;
+    }
+    *kind = DSV4_BACKEND_CUDA;
+    return 0;
+#else
+    printf("built without the CUDA backend: skipped\n");
+    return 77;
+#endif
 }
 
 /* The whole file at path, NUL-terminated (malloc'ed); *len its size when

@@ -5,36 +5,22 @@ Reads the calls' ab.txt (scripts/gpu_ab.sh; bench_cpu's mean over every step and
 node tables' first lines (bench/ktrace.py); standard library only."""
 import json
 import os
-import re
-import statistics
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import FLOOR, HEAD_MS, LAYERS, ab_rounds  # noqa: E402
+from summary_lib import FLOOR, HEAD_MS, LAYERS, call_rounds, ktrace_step  # noqa: E402
 
 
-def rounds(call):
-    """case -> variant -> {"from_third": [ms a step, by round], "from_third_mean": ...}"""
-    out = {}
-    for case, vs in ab_rounds(os.path.join(D, call, "ab.txt"), third=True).items():
-        for v, runs in vs.items():
-            out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
-    return out
 
 
-def step_line(path):
-    """bench/ktrace.py's first line: the step, the replay, the time outside (us, medians)."""
-    m = re.match(r"step .*? ([\d.]+) us: the replay ([\d.]+), from its end to the next's start ([\d.]+)",
-                 open(path).readline())
-    return {"step_us": float(m.group(1)), "replay_us": float(m.group(2)), "outside_us": float(m.group(3))}
 
 
 def ratio(ms, batch):
     return round((ms - HEAD_MS) / LAYERS / FLOOR[batch], 3)
 
 
-closing, hcfuse = rounds("closing"), rounds("hcfuse")
+closing, hcfuse = call_rounds(D, "closing"), call_rounds(D, "hcfuse")
 res = {
     "source": "bench/results/2026-12-02-s36",
     "device": "NVIDIA H200 (sm_90)",
@@ -55,25 +41,25 @@ res = {
     "decode_early": {
         "what": "call 3 (early/): new = the early fork with k_mma_bf16s (P > 1), noearly = DSV4_PROJ_EARLY=0, nobf = "
                 "DSV4_MMA_STREAM_BF=0 (the early fork alone), base",
-        "runs": rounds("early"),
+        "runs": call_rounds(D, "early"),
     },
     "decode_bf16s": {
         "what": "call 2 (bf16s/): new = k_mma_bf16s wherever the streamed rule allowed (the LM head too), nobf = "
                 "DSV4_MMA_STREAM_BF=0, base",
-        "runs": rounds("bf16s"),
+        "runs": call_rounds(D, "bf16s"),
     },
     "decode_sample_split": {
         "what": "call 1 (sample-split/): new = k_sample over up to 32 blocks a row, base = b5c45a9",
-        "runs": rounds("sample-split"),
+        "runs": call_rounds(D, "sample-split"),
     },
     "node_tables": {
         "what": "bench/ktrace.py's first line of each node-mode trace at batch 1 (us; node tracing slows the host's "
                 "launches, so only the replay is comparable)",
-        "early new": step_line(os.path.join(D, "early", "kt-new-b1.txt")),
-        "early noearly": step_line(os.path.join(D, "early", "kt-noearly-b1.txt")),
-        "closing": step_line(os.path.join(D, "closing", "kt-b1.txt")),
-        "closing qp1": step_line(os.path.join(D, "closing", "kt-qp1-b1.txt")),
-        "hcfuse": step_line(os.path.join(D, "hcfuse", "kt-b1.txt")),
+        "early new": ktrace_step(os.path.join(D, "early", "kt-new-b1.txt")),
+        "early noearly": ktrace_step(os.path.join(D, "early", "kt-noearly-b1.txt")),
+        "closing": ktrace_step(os.path.join(D, "closing", "kt-b1.txt")),
+        "closing qp1": ktrace_step(os.path.join(D, "closing", "kt-qp1-b1.txt")),
+        "hcfuse": ktrace_step(os.path.join(D, "hcfuse", "kt-b1.txt")),
     },
 }
 json.dump(res, sys.stdout, indent=1)

@@ -6,26 +6,15 @@ first lines (bench/ktrace.py) and dsv4 bench's tables (serve-ov*/serve-flash-*.t
 import json
 import os
 import re
-import statistics
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import ab_rounds, x_floor  # noqa: E402
+from summary_lib import call_rounds, ktrace_step, x_floor  # noqa: E402
 
 
-def rounds(call):
-    out = {}
-    for case, vs in ab_rounds(os.path.join(D, call, "ab.txt"), third=True).items():
-        for v, runs in vs.items():
-            out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
-    return out
 
 
-def step_line(path):
-    m = re.match(r"step .*? ([\d.]+) us: the replay ([\d.]+), from its end to the next's start ([\d.]+)",
-                 open(path).readline())
-    return {"step_us": float(m.group(1)), "replay_us": float(m.group(2)), "outside_us": float(m.group(3))}
 
 
 # a dsv4 bench table row: conc ok fail time req/s out-tok/s in-tok/s | TTFT p50 / p90 / p99 | TPOT ... | ITL ...
@@ -50,7 +39,7 @@ def served():
     return out
 
 
-ov2 = rounds("overlap2")
+ov2 = call_rounds(D, "overlap2")
 res = {
     "source": "bench/results/2026-12-02-s37",
     "device": "NVIDIA H200 (sm_90)",
@@ -63,29 +52,29 @@ res = {
         "per_layer_x_floor": {c: x_floor(ov2[c]["new"]["from_third_mean"], int(c[1:])) for c in ("b1", "b16", "b64")},
         "sync_per_layer_x_floor": {c: x_floor(ov2[c]["sync"]["from_third_mean"], int(c[1:]))
                                    for c in ("b1", "b16", "b64")},
-        "between_replays": {"b1_overlap": step_line(os.path.join(D, "overlap", "kt-ov-b1.txt")),
-                            "b1_sync": step_line(os.path.join(D, "overlap", "kt-sync-b1.txt")),
-                            "b16_overlap": step_line(os.path.join(D, "overlap2", "kt-ov-b16.txt")),
-                            "b16_sync": step_line(os.path.join(D, "overlap2", "kt-sync-b16.txt"))},
+        "between_replays": {"b1_overlap": ktrace_step(os.path.join(D, "overlap", "kt-ov-b1.txt")),
+                            "b1_sync": ktrace_step(os.path.join(D, "overlap", "kt-sync-b1.txt")),
+                            "b16_overlap": ktrace_step(os.path.join(D, "overlap2", "kt-ov-b16.txt")),
+                            "b16_sync": ktrace_step(os.path.join(D, "overlap2", "kt-sync-b16.txt"))},
     },
     "decode_sampler_wave": {
         "what": "call 6 (smp-wave/): new = k_sample's greedy pass in one wave, old = DSV4_SMP_WAVE=0 (32 blocks a "
                 "row); both bench_cpu --overlap",
-        "runs": rounds("smp-wave"),
+        "runs": call_rounds(D, "smp-wave"),
     },
     "decode_sampling": {
         "what": "calls 7-8 (smp-vec/, smp-run/): bench_cpu --overlap --temperature 1 --top-p 0.9; base = main's "
                 "k_sample, new = the two single-block variants (not kept)",
-        "smp_vec": rounds("smp-vec"),
-        "smp_run": rounds("smp-run"),
-        "smp_coop": rounds("smp-coop"),
+        "smp_vec": call_rounds(D, "smp-vec"),
+        "smp_run": call_rounds(D, "smp-run"),
+        "smp_coop": call_rounds(D, "smp-coop"),
         "smp_coop_what": "call 10 (smp-coop/, landed): new = the draw shared by the row's blocks (k_sample<true>, "
                          "cooperative), base = main's k_sample",
     },
     "decode_not_kept": {
         "what": "call 1 (combo/): new = k_moe16w (DSV4_MOE_WHOLE=1) + the light k_hc_post_mix, moe = k_moe16w only, "
                 "hc = the light fusion only, main = neither (main's code)",
-        "runs": rounds("combo"),
+        "runs": call_rounds(D, "combo"),
     },
     "serve": {
         "what": "dsv4 serve on 8 Flash-shaped layers (--fill-random, --max-running-requests 64, --context-length "
