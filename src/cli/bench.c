@@ -4,6 +4,7 @@
  *
  *   dsv4 bench [--url http://127.0.0.1:30000] [--concurrency 1,8,16] [--num-prompts N]
  *              [--input-len I --output-len O | --dataset FILE] [--seed S] [--json OUT] [--api-key KEY]
+ *              [--temperature T] [--top-p P]
  *
  * For each concurrency level it sends --num-prompts streaming requests to
  * /v1/completions, keeping exactly that many in flight (a finished request is
@@ -14,7 +15,9 @@
  * time. Random prompts are exactly I token ids (drawn from --vocab-range with
  * a seeded generator) and generate exactly O tokens (ignore_eos), as
  * bench_serving's random dataset does; a --dataset is JSON Lines of
- * {"prompt": "...", "output_len": N}. One libcurl multi handle drives every
+ * {"prompt": "...", "output_len": N}. Requests are greedy unless --temperature
+ * T > 0 (then each has seed S + its index, so a run repeats; --top-p P with
+ * it), as a chat client's sampling would be. One libcurl multi handle drives every
  * connection from one thread; timestamps are taken in the write callback.
  */
 #include <curl/curl.h>
@@ -271,14 +274,23 @@ static json_t *stats_json(vec *a, double scale)
                      pct(a, 90) * scale, "p99", pct(a, 99) * scale);
 }
 
+/* A drawing request's top_p (when below 1) and seed. */
+static void sampling_of(json_t *req, double temperature, double top_p, uint64_t seed)
+{
+    if (temperature <= 0) return;
+    if (top_p < 1) json_object_set_new(req, "top_p", json_real(top_p));
+    json_object_set_new(req, "seed", json_integer((json_int_t)(seed & 0x7fffffffffffffffull)));
+}
+
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: dsv4 bench [--url http://127.0.0.1:30000] [--concurrency 1,8,16] [--num-prompts N]\n"
                "                  [--input-len I --output-len O | --dataset FILE.jsonl] [--seed S] [--json OUT]\n"
-               "                  [--api-key KEY] [--model NAME] [--vocab-range LO,HI]\n"
+               "                  [--api-key KEY] [--model NAME] [--vocab-range LO,HI] [--temperature T] [--top-p P]\n"
                "Streams --num-prompts requests (default 4 x the concurrency, at least 16) per concurrency level to\n"
                "/v1/completions and reports TTFT, TPOT, ITL (mean/p50/p90/p99) and throughput. Random prompts are\n"
-               "I token ids (default 128) from [LO, HI) (default 20,500) generating exactly O tokens (default 64).\n");
+               "I token ids (default 128) from [LO, HI) (default 20,500) generating exactly O tokens (default 64).\n"
+               "Greedy unless --temperature T > 0 (each request seeded with S + its index; --top-p P beside it).\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -287,6 +299,7 @@ int cmd_bench(int argc, char **argv)
     const char *url = "http://127.0.0.1:30000", *conc_s = "1,8,16", *dataset = NULL, *json_out = NULL;
     const char *api_key = getenv("DSV4_API_KEY"), *model = NULL;
     int num_prompts = 0, in_len = 128, out_len = 64, vlo = 20, vhi = 500;
+    double temperature = 0.0, top_p = 1.0;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -303,7 +316,17 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--output-len")) out_len = atoi(v);
         else if (!strcmp(a, "--dataset")) dataset = v;
         else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--json")) json_out = v;
+        else if (!strcmp(a, "--temperature")) {
+            char *end;
+            temperature = strtod(v, &end);
+            if (*end || !(temperature >= 0 && temperature <= 2))
+                return cli_fail(C, "--temperature: a number in [0, 2], not '%s'", v);
+        } else if (!strcmp(a, "--top-p")) {
+            char *end;
+            top_p = strtod(v, &end);
+            if (*end || !(top_p > 0 && top_p <= 1)) return cli_fail(C, "--top-p: a number in (0, 1], not '%s'", v);
+        } else if (!strcmp(a, "--json"))
+            json_out = v;
         else if (!strcmp(a, "--api-key")) api_key = v;
         else if (!strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--vocab-range")) {
@@ -398,8 +421,9 @@ int cmd_bench(int argc, char **argv)
             json_t *ol = json_object_get(j, "output_len");
             int o = json_is_integer(ol) ? (int)json_integer_value(ol) : out_len;
             json_t *req = json_pack("{s:s, s:s, s:i, s:b, s:b, s:{s:b}, s:f}", "model", model, "prompt", text,
-                                    "max_tokens", o, "ignore_eos", 1, "stream", 1, "stream_options", "include_usage",
-                                    1, "temperature", 0.0);
+                                    "max_tokens", o, "ignore_eos", 1, "stream", 1, "stream_options", "include_usage", 1,
+                                    "temperature", temperature);
+            sampling_of(req, temperature, top_p, seed + (uint64_t)n_prompts);
             prompts = realloc(prompts, (size_t)(n_prompts + 1) * sizeof *prompts);
             prompts[n_prompts].body = json_dumps(req, JSON_COMPACT);
             prompts[n_prompts].input_len = 0;
@@ -427,7 +451,8 @@ int cmd_bench(int argc, char **argv)
                 json_array_append_new(ids, json_integer(vlo + (json_int_t)(rng_next(&rs) % (uint64_t)(vhi - vlo))));
             json_t *req = json_pack("{s:s, s:o, s:i, s:b, s:b, s:{s:b}, s:f}", "model", model, "prompt", ids,
                                     "max_tokens", out_len, "ignore_eos", 1, "stream", 1, "stream_options",
-                                    "include_usage", 1, "temperature", 0.0);
+                                    "include_usage", 1, "temperature", temperature);
+            sampling_of(req, temperature, top_p, seed + (uint64_t)i);
             prompts[i].body = json_dumps(req, JSON_COMPACT);
             prompts[i].input_len = in_len;
             json_decref(req);
@@ -439,6 +464,7 @@ int cmd_bench(int argc, char **argv)
            dataset ? dataset : "random prompts");
     if (!dataset) printf("            input %d tokens, output %d tokens, seed %llu\n", in_len, out_len,
                          (unsigned long long)seed);
+    if (temperature > 0) printf("            temperature %g, top_p %g\n", temperature, top_p);
     printf("\n%5s %5s %5s %8s %8s %10s %10s | %-26s | %-26s | %-26s\n", "conc", "ok", "fail", "time s", "req/s",
            "out tok/s", "in tok/s", "TTFT ms  p50 / p90 / p99", "TPOT ms  p50 / p90 / p99",
            "ITL ms  p50 / p90 / p99");
@@ -487,6 +513,8 @@ int cmd_bench(int argc, char **argv)
                                  cmd.p ? cmd.p : "bench", "url", endpoint, "model", model, "dataset", dataset,
                                  "num_prompts", n_prompts, "input_len", dataset ? 0 : in_len, "output_len", out_len,
                                  "seed", (json_int_t)seed, "results", results);
+        json_object_set_new(root, "temperature", json_real(temperature));
+        json_object_set_new(root, "top_p", json_real(top_p));
         dsv4_strbuf_free(&cmd);
         if (json_dump_file(root, json_out, JSON_INDENT(2)) != 0) rc = cli_fail(C, "cannot write %s", json_out);
         else printf("\nresults written to %s\n", json_out);

@@ -830,6 +830,26 @@ class Options(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no server", p.stderr)
 
+    def test_bench_sampling(self):
+        """--temperature / --top-p: drawing requests (each seeded), their settings in the JSON."""
+        out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
+        p = subprocess.run([DSV4, "bench", "--url", S.base, "--concurrency", "4", "--num-prompts", "8",
+                            "--input-len", "16", "--output-len", "6", "--temperature", "0.8", "--top-p", "0.9",
+                            "--json", out], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("temperature 0.8, top_p 0.9", p.stdout)
+        with open(out) as f:
+            j = json.load(f)
+        os.unlink(out)
+        self.assertAlmostEqual(j["temperature"], 0.8)
+        self.assertAlmostEqual(j["top_p"], 0.9)
+        self.assertEqual(j["results"][0]["completed"], 8)
+        self.assertEqual(j["results"][0]["total_output_tokens"], 48)
+        for bad in (["--temperature", "3"], ["--top-p", "0"], ["--temperature", "x"]):
+            p = subprocess.run([DSV4, "bench", "--url", S.base] + bad, capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn(bad[0], p.stderr)
+
     def test_bench_command(self):
         out = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
         p = subprocess.run([DSV4, "bench", "--url", S.base, "--concurrency", "1,4", "--num-prompts", "8",
