@@ -247,6 +247,10 @@ void dsv4_sampler_free(dsv4_sampler *s);
 dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sample *out);
 /* Records a generated token (sampled or forced) for the penalties; says whether to stop. */
 dsv4_finish dsv4_sampler_accept(dsv4_sampler *s, int32_t token);
+/* 1 when the sampler's draws depend on neither the tokens it accepted nor logits read on the host (no
+ * penalties, logit_bias or logprobs): a step may draw for it before its last pick is accepted (a follow
+ * entry of dsv4_step_submit). */
+int dsv4_sampler_blind(const dsv4_sampler *s);
 
 /* Stop strings over streamed text, matched across token boundaries: feed each
  * detokenised piece; what comes back in *out is certain to be output (it holds

@@ -581,10 +581,9 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     for (int k = 0; k < 2; k++) {
         dsv4_pending *p = &e->pend[k];
         p->seq = calloc((size_t)max_seqs, sizeof(int));
-        p->row = calloc((size_t)max_seqs, sizeof(int));
         p->out = calloc((size_t)max_seqs, sizeof(*p->out));
         p->val = calloc((size_t)max_seqs, sizeof(*p->val));
-        pend_ok = pend_ok && p->seq && p->row && p->out && p->val;
+        pend_ok = pend_ok && p->seq && p->out && p->val;
     }
     if (!pend_ok) {
         snprintf(err, errlen, "out of memory for the bookkeeping of %d sequences", max_seqs);
@@ -613,7 +612,6 @@ void dsv4_engine_close(dsv4_engine *e)
     free(e->pick_row);
     for (int k = 0; k < 2; k++) {
         free(e->pend[k].seq);
-        free(e->pend[k].row);
         free(e->pend[k].out);
         free(e->pend[k].val);
     }
@@ -776,11 +774,11 @@ int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }
 static void pend_collect(dsv4_engine *e, dsv4_pending *p)
 {
     if (!p->wait) return;
-    int32_t tok[p->n_rows > 0 ? p->n_rows : 1];
-    e->be->sample_wait(e->be, p->slot, p->n_rows, tok);
+    int32_t tok[p->n > 0 ? p->n : 1];
+    e->be->sample_wait(e->be, p->slot, p->n, tok);
     p->wait = false;
     for (int i = 0; i < p->n; i++) {
-        const int32_t t = tok[p->row[i]];
+        const int32_t t = tok[i];
         memset(&p->val[i], 0, sizeof p->val[i]);
         p->val[i].token = t;
         if (e->pick_step[p->seq[i]] == p->id) e->pick_tok[p->seq[i]] = t;
@@ -945,7 +943,6 @@ dsv4_status dsv4_step_submit(dsv4_engine *e, dsv4_batch_entry *en, int n_en, cha
     dsv4_pending *p = &e->pend[e->n_pend];
     p->wait = false;
     p->slot = slot;
-    p->n_rows = 0;
     p->n = 0;
     p->id = id;
     p->st = DSV4_OK;
@@ -1015,23 +1012,21 @@ dsv4_status dsv4_step_submit(dsv4_engine *e, dsv4_batch_entry *en, int n_en, cha
             if (done[i] == en[i].n_tokens && on_dev[i]) picks[i] = sc->pick[segs[si].t0 + segs[si].n - 1];
         }
     }
-    /* what each sequence picked, or will: the rows of the launch are its sampled tokens in order */
-    for (int i = 0, r = 0; i < n_en; i++) {
+    /* what each sequence picked, or will: the rows of the launch are the sampled entries in order */
+    for (int i = 0; i < n_en; i++) {
         const int s = en[i].seq;
         e->pick_step[s] = 0;
         if (!en[i].sampler) continue;
         e->pick_step[s] = id;
         e->pick_tok[s] = -1;
         if (ahead) {
-            e->pick_row[s] = r;
+            e->pick_row[s] = p->n;
             p->seq[p->n] = s;
-            p->row[p->n] = r++;
             p->out[p->n++] = en[i].sample;
-            p->n_rows = r;
         }
     }
     if (ahead) {
-        p->wait = p->n_rows > 0;
+        p->wait = p->n > 0;
         if (p->wait) e->smp_launch++;
         e->n_pend++;
         return DSV4_OK;

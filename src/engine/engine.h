@@ -50,11 +50,10 @@ typedef struct {
 
 /* A submitted step not yet finished (dsv4_step_submit / dsv4_step_finish). */
 typedef struct {
-    bool wait; /* its picks are still on the device: sample_wait(slot, n_rows) */
-    int slot, n_rows;
+    bool wait; /* its picks are still on the device: sample_wait(slot, n), entry j's from row j */
+    int slot;
     int n;                    /* entries whose picks it writes at finish */
     int *seq;                 /* [max_seqs] their sequences */
-    int *row;                 /* [max_seqs] their rows of the launch */
     struct dsv4_sample **out; /* [max_seqs] where their picks go, at finish */
     struct dsv4_sample *val;  /* [max_seqs] their picks until then */
     int64_t id;               /* its number (e->n_submitted when it was submitted) */

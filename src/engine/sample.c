@@ -418,6 +418,13 @@ dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sampl
     return DSV4_OK;
 }
 
+int dsv4_sampler_blind(const dsv4_sampler *s)
+{
+    const dsv4_sampling_params *p = &s->p;
+    return p->repetition_penalty == 1.0f && p->frequency_penalty == 0 && p->presence_penalty == 0 &&
+           p->n_logit_bias == 0 && !p->logprobs && !p->top_logprobs;
+}
+
 bool dsv4_sampler_device_req(dsv4_sampler *s, dsv4_sample_req *req)
 {
     const dsv4_sampling_params *p = &s->p;

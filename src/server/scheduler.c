@@ -59,13 +59,15 @@ typedef struct srv_sched_slot {
     int64_t pick_step;  /* the step in which it picks last (srv_step.id), 0 none */
 } srv_slot;
 
-/* A submitted step's members, read when it is finished (by then a slot may hold another request). */
+/* A submitted step's members, read when it is finished (a slot is not reused while a step holds it). */
+typedef struct {
+    int slot;
+    int sample; /* it picks there */
+} srv_member;
 typedef struct {
     int64_t id;
     int n, n_tok;
-    int *slot;     /* [max_running] */
-    srv_req **req; /* [max_running] */
-    int *sample;   /* [max_running] */
+    srv_member *m; /* [max_running] */
 } srv_step;
 
 struct srv_sched {
@@ -498,13 +500,10 @@ static int overlap_ok(const srv_sched *s)
     for (int k = 0; k < s->o.max_running; k++) {
         const srv_slot *sl = &s->slots[k];
         if (!sl->r || sl->ending || sl->pick_step != id) continue;
-        const srv_req *r = sl->r;
-        const dsv4_sampling_params *p = &r->sp;
-        if (p->repetition_penalty != 1.0f || p->frequency_penalty != 0 || p->presence_penalty != 0 ||
-            p->n_logit_bias > 0 || p->logprobs || p->top_logprobs)
+        const int gen = sl->r->n_gen + 1; /* with the pick in flight */
+        const int max = sl->r->sp.max_tokens;
+        if (!dsv4_sampler_blind(sl->smp) || (max > 0 && gen >= max) || sl->prefilled + (int64_t)gen >= s->max_ctx)
             return 0;
-        const int gen = r->n_gen + 1; /* with the pick in flight */
-        if ((p->max_tokens > 0 && gen >= p->max_tokens) || sl->prefilled + (int64_t)gen >= s->max_ctx) return 0;
     }
     return 1;
 }
@@ -538,9 +537,7 @@ static void step_submit(srv_sched *s, int n, int n_tok)
         if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
         if (sl->sample) sl->pick_step = t->id;
         sl->inflight++;
-        t->slot[t->n] = k;
-        t->req[t->n] = sl->r;
-        t->sample[t->n++] = sl->sample;
+        t->m[t->n++] = (srv_member){.slot = k, .sample = sl->sample};
     }
 }
 
@@ -555,8 +552,7 @@ static void step_finish(srv_sched *s)
     srv_metrics_step(s->m, now - s->t_step, t->n_tok);
     s->t_step = now;
     for (int i = 0; i < t->n; i++) {
-        srv_slot *sl = &s->slots[t->slot[i]];
-        if (sl->r != t->req[i]) continue; /* (cannot be: a slot is cleared only once no step holds it) */
+        srv_slot *sl = &s->slots[t->m[i].slot];
         sl->inflight--;
         if (sl->ending) {
             if (!sl->inflight) slot_release(s, sl);
@@ -567,7 +563,7 @@ static void step_finish(srv_sched *s)
             finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
             continue;
         }
-        if (t->sample[i]) {
+        if (t->m[i].sample) {
             if (sl->pick_step == t->id) sl->pick_step = 0;
             slot_sample(s, sl);
         }
@@ -714,23 +710,20 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
         return DSV4_ERR_NOMEM;
     }
     for (int k = 0; k < s->o.max_running; k++) s->slots[k].seq = -1;
-    for (int j = 0; j < 2; j++) {
-        srv_step *t = &s->steps[j];
-        t->slot = calloc((size_t)s->o.max_running, sizeof(int));
-        t->req = calloc((size_t)s->o.max_running, sizeof(srv_req *));
-        t->sample = calloc((size_t)s->o.max_running, sizeof(int));
-        if (!t->slot || !t->req || !t->sample) {
-            snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
-            for (int i = 0; i <= j; i++) free(s->steps[i].slot), free(s->steps[i].req), free(s->steps[i].sample);
-            free(s->slots);
-            free(s->entries);
-            free(s);
-            return DSV4_ERR_NOMEM;
-        }
+    for (int j = 0; j < 2; j++) s->steps[j].m = calloc((size_t)s->o.max_running, sizeof(srv_member));
+    if (!s->steps[0].m || !s->steps[1].m) {
+        snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
+        free(s->steps[0].m);
+        free(s->steps[1].m);
+        free(s->slots);
+        free(s->entries);
+        free(s);
+        return DSV4_ERR_NOMEM;
     }
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
-        for (int j = 0; j < 2; j++) free(s->steps[j].slot), free(s->steps[j].req), free(s->steps[j].sample);
+        free(s->steps[0].m);
+        free(s->steps[1].m);
         free(s->slots);
         free(s->entries);
         free(s);
@@ -750,7 +743,8 @@ void srv_sched_stop(srv_sched *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (s->started) pthread_join(s->th, NULL);
-    for (int j = 0; j < 2; j++) free(s->steps[j].slot), free(s->steps[j].req), free(s->steps[j].sample);
+    free(s->steps[0].m);
+    free(s->steps[1].m);
     free(s->slots);
     free(s->entries);
     pthread_mutex_destroy(&s->mu);

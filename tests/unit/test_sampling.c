@@ -461,6 +461,29 @@ static void test_finish_and_logprobs(void **state)
     dsv4_sampler_free(s);
 }
 
+/* dsv4_sampler_blind: a sampler whose draws need neither its accepted tokens nor host logits (no penalties,
+ * logit_bias or logprobs) - the ones a step may draw for before the last pick is accepted. */
+static void test_blind(void **state)
+{
+    (void)state;
+    int32_t id = 3;
+    float bias = 1;
+    for (int k = 0; k < 7; k++) {
+        dsv4_sampling_params p;
+        dsv4_sampling_params_default(&p);
+        p.temperature = 0.7f, p.top_p = 0.9f, p.top_k = 20, p.min_p = 0.01f, p.has_seed = 1, p.max_tokens = 5;
+        if (k == 1) p.repetition_penalty = 1.1f;
+        if (k == 2) p.frequency_penalty = 0.5f;
+        if (k == 3) p.presence_penalty = -0.5f;
+        if (k == 4) p.logit_bias_ids = &id, p.logit_bias = &bias, p.n_logit_bias = 1;
+        if (k == 5) p.logprobs = 1;
+        if (k == 6) p.logprobs = 1, p.top_logprobs = 2;
+        dsv4_sampler *s = make(&p, 50, NULL, 0);
+        assert_int_equal(dsv4_sampler_blind(s), k == 0);
+        dsv4_sampler_free(s);
+    }
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -603,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_logit_bias),
         cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_finish_and_logprobs),
+        cmocka_unit_test(test_blind),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_stop_strings),
     };
