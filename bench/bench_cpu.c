@@ -28,7 +28,9 @@
  * --overlap submits each decode step before the previous one's picks are read
  * (dsv4_step_submit with follow entries, then dsv4_step_finish of the one
  * before): the host's turn between steps runs beside the device's work
- * (without it, dsv4_step: one step at a time).
+ * (without it, dsv4_step: one step at a time). Only a backend that runs steps
+ * ahead (CUDA) gives it meaning: on the CPU every step runs whole inside
+ * submit, so the steady figure from the third step then misses one step.
  * --no-graphs runs decode steps op by op instead of replaying CUDA graphs. Results are only
  * meaningful from the same machine and build; docs/PERFORMANCE.md says which.
  */
@@ -182,46 +184,21 @@ int main(int argc, char **argv)
      * them); with --profile, P more steps run profiled (op by op) after it. */
     if (prof_json) dsv4_profile_enable(e, 0);
     double t2 = 0, ts = 0; /* ts: the third step's start (the first two size and capture the graph) */
-    if (overlap && !host_argmax) {
-        /* step k is submitted before step k - 1's picks are read: its entries follow them on the device */
-        for (int k = 0; k < M; k++) {
-            for (int b = 0; b < B; b++) {
-                if (k == 0) {
-                    const float *lg = logits + (size_t)b * V;
-                    int32_t best = 0;
-                    for (int v = 1; v < V; v++)
-                        if (lg[v] > lg[best]) best = v;
-                    tok[b] = best;
-                }
-                be[b] = (dsv4_batch_entry){.seq = seq[b],
-                                           .n_tokens = 1,
-                                           .tokens = &tok[b],
-                                           .follow = k > 0,
-                                           .sampler = smp[b],
-                                           .sample = &picks[b]};
-            }
-            if (dsv4_step_submit(e, be, B, err, sizeof err) != DSV4_OK ||
-                (k > 0 && dsv4_step_finish(e, err, sizeof err) != DSV4_OK)) {
+    /* overlapped (--overlap): step k is submitted before step k - 1's picks are read, its entries following
+     * them on the device; the third step's start is when the second's picks are read (the third, submitted
+     * before them, starts on the device as the second ends) */
+    const int ov = overlap && !host_argmax;
+    for (int k = 0; k < M + P; k++) {
+        if (k == 2 && !ov) ts = now_s();
+        if (k == M) {
+            if (ov && dsv4_step_finish(e, err, sizeof err) != DSV4_OK) {
                 fprintf(stderr, "bench_cpu: %s\n", err);
                 return 1;
             }
-            /* the third step's start: the second's picks are read (the third was submitted before them and
-             * starts on the device as the second ends) */
-            if (k == 2) ts = now_s();
-        }
-        if (dsv4_step_finish(e, err, sizeof err) != DSV4_OK) {
-            fprintf(stderr, "bench_cpu: %s\n", err);
-            return 1;
-        }
-        t2 = now_s();
-        if (P) dsv4_profile_enable(e, 1);
-    }
-    for (int k = overlap && !host_argmax ? M : 0; k < M + P; k++) {
-        if (k == 2) ts = now_s();
-        if (k == M) {
             t2 = now_s();
             dsv4_profile_enable(e, 1);
         }
+        const int ahead = ov && k < M;
         for (int b = 0; b < B; b++) {
             const float *lg = logits + (size_t)b * V;
             int32_t best = 0;
@@ -229,18 +206,34 @@ int main(int argc, char **argv)
                 for (int v = 1; v < V; v++)
                     if (lg[v] > lg[best]) best = v;
             } else {
-                best = picks[b].token;
+                best = picks[b].token; /* (ahead: unused, the entry follows) */
             }
             tok[b] = best;
-            be[b] = host_argmax ? (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b],
+            be[b] = host_argmax ? (dsv4_batch_entry){.seq = seq[b],
+                                                     .n_tokens = 1,
+                                                     .tokens = &tok[b],
                                                      .logits = logits + (size_t)b * V}
-                                : (dsv4_batch_entry){.seq = seq[b], .n_tokens = 1, .tokens = &tok[b],
-                                                     .sampler = smp[b], .sample = &picks[b]};
+                                : (dsv4_batch_entry){.seq = seq[b],
+                                                     .n_tokens = 1,
+                                                     .tokens = &tok[b],
+                                                     .follow = ahead && k > 0,
+                                                     .sampler = smp[b],
+                                                     .sample = &picks[b]};
         }
-        if (dsv4_step(e, be, B, err, sizeof err) != DSV4_OK) {
+        dsv4_status st;
+        if (!ahead)
+            st = dsv4_step(e, be, B, err, sizeof err);
+        else if ((st = dsv4_step_submit(e, be, B, err, sizeof err)) == DSV4_OK && k > 0)
+            st = dsv4_step_finish(e, err, sizeof err);
+        if (st != DSV4_OK) {
             fprintf(stderr, "bench_cpu: %s\n", err);
             return 1;
         }
+        if (k == 2 && ahead) ts = now_s();
+    }
+    if (!P && ov && dsv4_step_finish(e, err, sizeof err) != DSV4_OK) {
+        fprintf(stderr, "bench_cpu: %s\n", err);
+        return 1;
     }
     if (!P) t2 = now_s();
     const double pf_tok_s = (double)B * N / (t1 - t0), dc_tok_s = (double)B * M / (t2 - t1), step_ms = (t2 - t1) * 1e3 / M;
