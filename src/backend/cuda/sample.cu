@@ -2,8 +2,11 @@
  * sample.cu - next-token sampling on the GPU (the request is a
  * dsv4_sample_req, engine/sample.h): only the picked token ids come back.
  *
- * One block per row, its argmax over up to SMP_NB blocks (the last to finish
- * samples). Greedy is an argmax (NaN ignored, lowest id on ties).
+ * A row's argmax runs over up to SMP_NB blocks (the blocks resident at once
+ * shared among the rows); then a row that draws is sampled by the last of
+ * them to finish, or, launched cooperatively (k_sample<true>), by all of
+ * them, each over its part, their integer sums exchanged at grid syncs.
+ * Greedy is an argmax (NaN ignored, lowest id on ties).
  * Otherwise z_i = exp((l_i - max) / T) as the host computes it, each
  * token's mass is z_i in 2^-40 fixed point (integer sums: the same in any
  * order, so the pick is deterministic), and the kept set is the host
