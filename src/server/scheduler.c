@@ -702,36 +702,26 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
     pthread_cond_init(&s->cv, NULL);
     s->slots = calloc((size_t)s->o.max_running, sizeof(srv_slot));
     s->entries = calloc((size_t)s->o.max_running, sizeof(dsv4_batch_entry));
-    if (!s->slots || !s->entries) {
+    for (int j = 0; j < 2; j++) s->steps[j].m = calloc((size_t)s->o.max_running, sizeof(srv_member));
+    if (!s->slots || !s->entries || !s->steps[0].m || !s->steps[1].m) {
         snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
-        free(s->slots);
-        free(s->entries);
-        free(s);
-        return DSV4_ERR_NOMEM;
+        goto fail;
     }
     for (int k = 0; k < s->o.max_running; k++) s->slots[k].seq = -1;
-    for (int j = 0; j < 2; j++) s->steps[j].m = calloc((size_t)s->o.max_running, sizeof(srv_member));
-    if (!s->steps[0].m || !s->steps[1].m) {
-        snprintf(err, errlen, "out of memory for %d running requests", s->o.max_running);
-        free(s->steps[0].m);
-        free(s->steps[1].m);
-        free(s->slots);
-        free(s->entries);
-        free(s);
-        return DSV4_ERR_NOMEM;
-    }
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
-        free(s->steps[0].m);
-        free(s->steps[1].m);
-        free(s->slots);
-        free(s->entries);
-        free(s);
-        return DSV4_ERR_NOMEM;
+        goto fail;
     }
     s->started = 1;
     *out = s;
     return DSV4_OK;
+fail:
+    free(s->steps[0].m);
+    free(s->steps[1].m);
+    free(s->slots);
+    free(s->entries);
+    free(s);
+    return DSV4_ERR_NOMEM;
 }
 
 void srv_sched_stop(srv_sched *s)
