@@ -2661,14 +2661,15 @@ static void test_state_nonfinite(void **state)
  * must pick exactly the same indices - with many exact ties (ties go to the
  * lower index) and equal keys repeated across the context. Sequences at
  * positions 139,999 (35,000 candidates: more than the 32,768 the GPU's
- * top-k orders at a time), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
+ * top-k orders at a time), 132,999 (33,250: a last chunk of at most 1,024,
+ * which one warp orders), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
  * than top-k), pages handed out in scrambled order. */
 static void indexer_large(bool ref, bool fp4, int dI)
 {
-    case_begin("indexer_topk, 35,000 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s, keys of %d", ref ? ", reference" : "",
+    case_begin("indexer_topk, 35,000 / 33,250 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s, keys of %d", ref ? ", reference" : "",
                fp4 ? ", FP4 keys" : "", dI);
-    const int nI = 4, ratio = 4, K = 512, P = 256, T = 4;
-    int64_t posv[4] = {139999, 19999, 2999, 99};
+    const int nI = 4, ratio = 4, K = 512, P = 256, T = 5;
+    int64_t posv[5] = {139999, 132999, 19999, 2999, 99};
     dsv4_layer_state ls;
     memset(&ls, 0, sizeof ls);
     dsv4_kv kv[2];
@@ -2705,8 +2706,8 @@ static void indexer_large(bool ref, bool fp4, int dI)
     float *q = malloc((size_t)T * nI * dI * 4), *w = malloc((size_t)T * nI * 4);
     for (int i = 0; i < T * nI * dI; i++) q[i] = (float)(rnd_int(7) - 3);
     for (int i = 0; i < T * nI; i++) w[i] = (float)(rnd_int(5) - 2);
-    dsv4_seg segs[4];
-    int32_t tok[4] = {0, 0, 0, 0}, tseg[4] = {0, 1, 2, 3};
+    dsv4_seg segs[5];
+    int32_t tok[5] = {0, 0, 0, 0, 0}, tseg[5] = {0, 1, 2, 3, 4};
     for (int t = 0; t < T; t++) segs[t] = (dsv4_seg){.slot = t, .pos0 = posv[t], .n = 1, .t0 = t};
     dsv4_plan plan = {.n_tok = T, .n_seg = T, .segs = segs, .tokens = tok, .pos = posv, .tok_seg = tseg};
     dsv4_indexer_params p = {.layer = 0,

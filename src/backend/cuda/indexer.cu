@@ -332,14 +332,53 @@ __global__ void __launch_bounds__(128, 3)
     }
 }
 
+/* An inclusive scan over a warp's lanes and its total (block_scan_incl's for one warp). */
+__device__ __forceinline__ int ix_warp_scan(int v, int *total)
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int n = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v += n;
+    }
+    *total = __shfl_sync(0xffffffffu, v, 31);
+    return v;
+}
+
+/* An inclusive scan over a block of 32 warps and its total with one barrier: the warps' totals to buf, then
+ * each warp scans them itself. buf's next writer must come after a barrier that follows this call (the top-k's
+ * output alternates two buffers). */
+__device__ __forceinline__ int ix_block_scan(int v, int *buf, int *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    int tot;
+    v = ix_warp_scan(v, &tot);
+    if (lane == 0) buf[wid] = tot;
+    __syncthreads();
+    const int x = buf[lane];
+    const int pre = ix_warp_scan(x, total);
+    return v + __shfl_sync(0xffffffffu, pre - x, wid);
+}
+
 /* A score as an unsigned key in the scores' order (-0 as +0: they tie). */
 __device__ __forceinline__ uint32_t ix_key(float v)
 {
+    /* negatives as the bits' complement plus one (2^31 - |v|'s bits): values whose low bits are zero (BF16
+     * scores: 16) keep them zero whatever their sign, which k_idx_topk's buckets use */
     const uint32_t b = __float_as_uint(v + 0.0f);
-    return b & 0x80000000u ? ~b : b | 0x80000000u;
+    return (b & 0x80000000u ? ~b : b | 0x80000000u) + (b >> 31);
 }
 
 #define IX_BT 1024 /* threads of the top-k block */
+/* -DIX_TRACE: k_idx_topk's thread 0 of token 0 stamps clock64 at each phase's end and prints the cycles between
+ * them for calls 20 to 27 of each size class ("ixtrace N passes c0 .. c7": the wait, the keys' load and bounds, each
+ * select pass, the output); a measurement build only */
+#ifdef IX_TRACE
+__device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
+#define IX_T() (tid == 0 && t == 0 && ix_n < 12 ? (void)(ix_tr[ix_n++] = clock64()) : (void)0)
+#else
+#define IX_T() ((void)0)
+#endif
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
 
 /* Top-k of a token's N scores: the k highest, ties to the lower index, in
@@ -352,36 +391,50 @@ __device__ __forceinline__ uint32_t ix_key(float v)
  * threads' largest keys (when the block has at least k threads with keys, each
  * the largest of its own, so k distinct keys are at least that high; else the
  * smallest key). Then a select on the keys between the bounds: 2,048 buckets
- * of a power-of-two width over the range, counted in shared memory; a block
- * scan finds the bucket holding the k-th highest, which becomes the range,
- * until the width is one key or the bucket's keys are all taken (at most
- * three passes). Buckets over the range, not the keys' top bits: scores
+ * of a power-of-two width over the range, counted in shared memory; the
+ * warps' bucket sums find the warp, and its scan the bucket, holding the k-th
+ * highest, which becomes the range, until a bucket holds one key value or
+ * its keys are all taken (at most three passes, three barriers each). Buckets
+ * are no narrower than the low bits every key leaves zero (BF16 scores: 16),
+ * so such scores end in one or two passes. Buckets over the range, not the
+ * keys' top bits: scores
  * cluster in a few binades and fixed digits put most of them in one bin, a
  * queue of atomics on one address. Last, 32 x IX_BT candidates at a time, each
  * warp ballots 1,024 consecutive ones into 32 words (lane i keeps the i-th:
- * thread order is index order), and two block scans of the words' bit counts
- * give each thread its ties' rank and its place in the output. Loads are
- * unconditional at clamped indices, issued before their use. */
+ * thread order is index order), and two scans of the words' bit counts
+ * give each thread its ties' rank and its place in the output (a last chunk
+ * of at most 1,024 candidates: warp 0 alone, warp scans). Loads are
+ * unconditional at clamped indices, issued before their use (a block-uniform
+ * guard around each made them one round trip after another: N = 32,768 took
+ * ~7,000 cycles longer). Decode's top-512 of 1,024 took ~19,000 cycles after
+ * the wait before the one-warp chunk, the barrier cuts and the zero bits,
+ * ~13,000 since (bench/results/2026-12-02-s38/). */
 __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
                                                    int32_t *cnt, int cap)
 {
     extern __shared__ uint32_t ix_keys[]; /* cap keys */
-    __shared__ int hist[1 << IX_DIG], sh[32];
-    __shared__ uint32_t s_red[3][IX_BT / 32], s_lo, s_hi;
+    __shared__ int hist[1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
+    __shared__ uint32_t s_red[4][IX_BT / 32], s_lo, s_hi;
     __shared__ int s_need, s_all;
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
     const int N = (int)((pos[t] + 1) / A.ratio); /* at most max_n */
     const float *sc = scores + (size_t)t * 2 * A.max_n;
     const int k = N < A.topk ? N : A.topk;
     int32_t *out = idx + (size_t)t * A.topk;
+#ifdef IX_TRACE
+    long long ix_tr[12] = {0};
+    int ix_n = 0, ix_passes = 0;
+#endif
+    IX_T();
     pdl_start();
+    IX_T();
     if (tid == 0) cnt[t] = k;
     if (N <= A.topk) {
         for (int c = tid; c < N; c += IX_BT) out[c] = c;
         return;
     }
     const bool smem = N <= cap;
-    uint32_t tmax = 0, tmin = 0xffffffffu;
+    uint32_t tmax = 0, tmin = 0xffffffffu, tor = 0;
     for (int base = 0; base < N; base += 8 * IX_BT) {
         float v[8];
 #pragma unroll
@@ -396,35 +449,43 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
                 if (smem) ix_keys[base + j * IX_BT + tid] = u;
                 tmax = max(tmax, u);
                 tmin = min(tmin, u);
+                tor |= u;
             }
     }
     const bool mine = tid < N; /* the thread read keys of its own */
-    uint32_t r0 = mine ? tmax : 0xffffffffu, r1 = tmin, r2 = tmax;
+    uint32_t r0 = mine ? tmax : 0xffffffffu, r1 = tmin, r2 = tmax, r3 = tor;
     for (int o = 16; o; o >>= 1) {
         r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
         r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
         r2 = max(r2, __shfl_xor_sync(0xffffffffu, r2, o));
+        r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
     }
-    if (lane == 0) s_red[0][wid] = r0, s_red[1][wid] = r1, s_red[2][wid] = r2;
+    if (lane == 0) s_red[0][wid] = r0, s_red[1][wid] = r1, s_red[2][wid] = r2, s_red[3][wid] = r3;
+    for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist[b] = 0; /* every pass's buckets start at zero */
     __syncthreads();
-    if (wid == 0) { /* the warps' bounds, by the first warp */
-        r0 = s_red[0][lane], r1 = s_red[1][lane], r2 = s_red[2][lane];
+    { /* the warps' bounds, by every warp (no second barrier) */
+        r0 = s_red[0][lane], r1 = s_red[1][lane], r2 = s_red[2][lane], r3 = s_red[3][lane];
         for (int o = 16; o; o >>= 1) {
             r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
             r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
             r2 = max(r2, __shfl_xor_sync(0xffffffffu, r2, o));
+            r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
         }
-        if (lane == 0) s_lo = (N < IX_BT ? N : IX_BT) < k ? r1 : r0, s_hi = r2;
     }
-    __syncthreads();
-    uint32_t lo = s_lo, hi = s_hi;
+    /* the low bits zero in every key (BF16 scores: at least 16): buckets no narrower than 2^tz, and one that
+     * narrow holds one key value - the select's end (BF16 scores end in one or two passes instead of three) */
+    const int tz = r3 ? __ffs((int)r3) - 1 : 31;
+    IX_T();
+    uint32_t lo = (N < IX_BT ? N : IX_BT) < k ? r1 : r0, hi = r2;
     int need = k; /* keys above hi are taken, and the first `need` in [lo, hi] */
+    /* A pass: the keys' atomics, a barrier; each thread reads its two buckets (and zeroes them for the next
+     * pass: every bucket below nb is one thread's), the warps' sums to shared memory, a barrier; every warp
+     * finds the warp holding the need-th highest from those sums, that warp scans its own buckets and writes
+     * the next range, a barrier. Three barriers a pass (block_scan_incl's four and the zeroing's two before). */
     for (;;) {
         const uint32_t span = hi - lo;
-        const int bits = 32 - __clz(span), sh_w = bits > IX_DIG ? bits - IX_DIG : 0; /* bucket width 2^sh_w */
+        const int bits = 32 - __clz(span), sh_w = bits - IX_DIG > tz ? bits - IX_DIG : tz; /* bucket width 2^sh_w */
         const int nb = (int)(span >> sh_w) + 1;
-        for (int b = tid; b < nb; b += IX_BT) hist[b] = 0;
-        __syncthreads();
         for (int base = 0; base < N; base += 4 * IX_BT) {
             uint32_t u[4];
 #pragma unroll
@@ -440,45 +501,80 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
         /* the bucket holding the need-th highest: thread i holds buckets nb-1-2i and nb-2-2i */
         const int bh = nb - 1 - 2 * tid, bl = bh - 1;
         const int hh = hist[bh > 0 ? bh : 0] & -(bh >= 0), hl = hist[bl > 0 ? bl : 0] & -(bl >= 0);
-        int tot;
-        const int incl = block_scan_incl<int>(hh + hl, sh, &tot), excl = incl - hh - hl;
-        if (excl < need && incl >= need) {
-            const bool top = excl + hh >= need;
-            const uint64_t b0 = (uint64_t)lo + ((uint64_t)(top ? bh : bl) << sh_w), b1 = b0 + ((uint64_t)1 << sh_w) - 1;
-            s_lo = (uint32_t)b0;
-            s_hi = b1 < hi ? (uint32_t)b1 : hi;
-            s_need = need - excl - (top ? 0 : hh);
-            s_all = (top ? hh : hl) == s_need;
+        if (bh >= 0) hist[bh] = 0;
+        if (bl >= 0) hist[bl] = 0;
+        int ws = hh + hl;
+#pragma unroll
+        for (int o = 16; o; o >>= 1) ws += __shfl_xor_sync(0xffffffffu, ws, o);
+        if (lane == 0) sh[wid] = ws;
+        __syncthreads();
+        { /* the warp whose buckets hold the need-th: the first whose inclusive sum reaches need (the sums
+           * reach k >= need: the need-th highest is in [lo, hi]) */
+            const int x = sh[lane];
+            int pre = x;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const int n = __shfl_up_sync(0xffffffffu, pre, o);
+                if (lane >= o) pre += n;
+            }
+            const int tw = __ffs(__ballot_sync(0xffffffffu, pre >= need)) - 1;
+            const int before = __shfl_sync(0xffffffffu, pre - x, tw);
+            if (wid == tw) {
+                int tot;
+                const int incl = before + ix_warp_scan(hh + hl, &tot), excl = incl - hh - hl;
+                if (excl < need && incl >= need) {
+                    const bool top = excl + hh >= need;
+                    const uint64_t b0 = (uint64_t)lo + ((uint64_t)(top ? bh : bl) << sh_w),
+                                   b1 = b0 + ((uint64_t)1 << sh_w) - 1;
+                    s_lo = (uint32_t)b0;
+                    s_hi = b1 < hi ? (uint32_t)b1 : hi;
+                    s_need = need - excl - (top ? 0 : hh);
+                    s_all = (top ? hh : hl) == s_need;
+                }
+            }
         }
         __syncthreads();
+        /* s_*, sh and the buckets are next written after two barriers of the next pass, which every thread
+         * reaches only after reading them here */
         lo = s_lo;
         hi = s_hi;
         need = s_need;
-        if (s_all || sh_w == 0) break; /* the bucket's keys are all taken, or one key wide */
-        __syncthreads(); /* s_* are read before the next pass writes them */
+        IX_T();
+#ifdef IX_TRACE
+        ix_passes++;
+#endif
+        if (s_all || sh_w <= tz) break; /* the bucket's keys are all taken, or it holds one key value */
     }
     int eq_seen = 0, at = 0; /* over the chunks before: keys in [lo, hi], indices written */
     for (int base = 0; base < N && at < k; base += 32 * IX_BT) {
         const int c0 = base + wid * 1024 + lane; /* the warp's candidates, 32 apart */
         uint32_t gt = 0, eq = 0;
+        /* a chunk of at most 1,024 candidates (the last; decode's short contexts: all of them) is warp 0's
+         * alone: the others leave, and its ranks are warp scans - no barriers, and no idle warps issuing
+         * loads and ballots of clamped candidates beside it (at N = 1,024 the phase took ~8,400 cycles with
+         * every warp in it, ~4,600 so) */
+        const bool one = N - base <= 1024;
+        if (one && wid > 0) break;
+        if (base + wid * 1024 < N) { /* a warp wholly past N has no candidates (gt = eq = 0) */
 #pragma unroll
-        for (int h = 0; h < 32; h += 16) { /* 16 loads at a time */
-            uint32_t v[16];
+            for (int h = 0; h < 32; h += 16) { /* 16 loads at a time */
+                uint32_t v[16];
 #pragma unroll
-            for (int i = 0; i < 16; i++) {
-                const int c = c0 + 32 * (h + i) < N ? c0 + 32 * (h + i) : N - 1;
-                v[i] = smem ? ix_keys[c] : ix_key(sc[c]);
-            }
+                for (int i = 0; i < 16; i++) {
+                    const int c = c0 + 32 * (h + i) < N ? c0 + 32 * (h + i) : N - 1;
+                    v[i] = smem ? ix_keys[c] : ix_key(sc[c]);
+                }
 #pragma unroll
-            for (int i = 0; i < 16; i++) {
-                const bool in = c0 + 32 * (h + i) < N;
-                const unsigned g = __ballot_sync(0xffffffffu, in && v[i] > hi);
-                const unsigned e = __ballot_sync(0xffffffffu, in && v[i] >= lo && v[i] <= hi);
-                if (lane == h + i) gt = g, eq = e;
+                for (int i = 0; i < 16; i++) {
+                    const bool in = c0 + 32 * (h + i) < N;
+                    const unsigned g = __ballot_sync(0xffffffffu, in && v[i] > hi);
+                    const unsigned e = __ballot_sync(0xffffffffu, in && v[i] >= lo && v[i] <= hi);
+                    if (lane == h + i) gt = g, eq = e;
+                }
             }
         }
         int tot;
-        const int ne = __popc(eq), eb = block_scan_incl<int>(ne, sh, &tot) - ne + eq_seen;
+        const int ne = __popc(eq), eb = (one ? ix_warp_scan(ne, &tot) : ix_block_scan(ne, s_sa, &tot)) - ne + eq_seen;
         eq_seen += tot;
         uint32_t keep = 0; /* those of rank below need: the lowest (need - eb) set bits of eq */
         if (eb + ne <= need) keep = eq;
@@ -486,11 +582,23 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
             for (int r = need - eb; r > 0; r--) keep |= eq & (0u - eq), eq &= eq - 1;
         const uint32_t take = gt | keep;
         const int nt = __popc(take);
-        int o = block_scan_incl<int>(nt, sh, &tot) - nt + at;
+        int o = (one ? ix_warp_scan(nt, &tot) : ix_block_scan(nt, s_sb, &tot)) - nt + at;
         at += tot;
         const int w0 = base + wid * 1024 + 32 * lane; /* this thread's word */
         for (uint32_t x = take; x; x &= x - 1) out[o++] = w0 + __ffs(x) - 1;
     }
+#ifdef IX_TRACE
+    __syncthreads();
+    IX_T();
+    if (tid == 0 && t == 0) {
+        const unsigned call = atomicAdd(&ix_trace_calls[N <= 1024 ? 0 : N <= 8192 ? 1 : 2], 1u);
+        if (call >= 20 && call < 28) {
+            printf("ixtrace N %d passes %d", N, ix_passes);
+            for (int i = 1; i < ix_n; i++) printf(" %lld", ix_tr[i] - ix_tr[i - 1]);
+            printf("\n");
+        }
+    }
+#endif
 }
 
 /* The first version, one block per token: a warp per key, then every

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-02, s38: v58) as one JSON:
+    python3 bench/results/2026-12-02-s38/summary.py > bench/results/h200-2026-12-02-v58.json
+Reads the calls' ab.txt (scripts/gpu_ab.sh; bench_cpu's mean from the third step), k_idx_topk's phase lines
+(a -DIX_TRACE build: "ixtrace N n passes p c0 c1 ..."), bench_kernels' indexer tables and the gather probe's
+table; standard library only."""
+import json
+import os
+import re
+import statistics
+import sys
+
+D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import x_floor  # noqa: E402
+
+
+def rounds(call):
+    """A call's ab.txt from the third step: case (with its context) -> variant -> ms a step by round, mean."""
+    out = {}
+    for line in open(os.path.join(D, call, "ab.txt")):
+        m = re.match(r"(b\d+(?:-\d+k)?)(?:-(\S+))? \((\d+)\):.*?([\d.]+) ms/step from the third", line)
+        if m:
+            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
+    return {c: {v: {"from_third": r, "mean": round(statistics.mean(r), 4)} for v, r in vs.items()}
+            for c, vs in out.items()}
+
+
+def phases(call):
+    """k_idx_topk's phases: candidates -> {passes, cycles after the wait by phase (medians of the calls)}."""
+    runs = {}
+    for line in open(os.path.join(D, call, "ixtrace.txt")):
+        m = re.match(r"ixtrace N (\d+) passes (\d+)((?: -?\d+)+)", line)
+        if m:
+            runs.setdefault(int(m.group(1)), (int(m.group(2)), []))[1].append([int(x) for x in m.group(3).split()])
+    out = {}
+    for n, (p, rs) in sorted(runs.items()):
+        med = [int(statistics.median(c)) for c in zip(*rs)][1:]  # the first is the wait (printing makes it long)
+        out[str(n)] = {"passes": p, "keys_and_bounds": med[0], "select_passes": med[1:1 + p], "output": med[-1],
+                       "after_wait": sum(med)}
+    return out
+
+
+def indexer_tables(path):
+    """bench_kernels' two indexer tables: 'indexer' / 'indexer, FP4 keys' -> 'top-512 of N' -> bB -> us a call."""
+    res, tab = {}, None
+    for line in open(path):
+        if line.startswith("indexer"):
+            tab = line.split("  ")[0].strip()
+            continue
+        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)", line) if tab else None
+        if m:
+            res.setdefault(tab, {}).setdefault(m.group(1), {})["b" + m.group(2)] = float(m.group(3))
+        elif tab and not line.strip():
+            tab = None
+    return res
+
+
+def gather(path):
+    """The gather probe: 'mode G blocks x R rows, dup D, cold|warm' -> slowest block's cycles (median)."""
+    res = {}
+    for line in open(path):
+        m = re.match(r"(\w+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(cold|warm)\s+(\d+)\s+(\d+)", line)
+        if m:
+            res[f"{m.group(1)} {m.group(2)}x{m.group(3)} dup {m.group(4)} {m.group(5)}"] = int(m.group(6))
+    return res
+
+
+c6, c7 = rounds("closing"), rounds("topk7")
+res = {
+    "source": "bench/results/2026-12-02-s38",
+    "device": "NVIDIA H200 (sm_90)",
+    "what": "8 Flash-shaped layers, reference numerics, bench_cpu --prompt 16 --decode 64 --overlap [--context C], "
+            "ms a step from the third step, 3 rounds alternating in one call; base = 8a1a104",
+    "topk_phases_cycles": {
+        "what": "k_idx_topk, thread 0's cycles after the PDL wait (a -DIX_TRACE build, bench_kernels --attn-only "
+                "--batch 1), medians of 8 calls",
+        "base": phases("ixtrace"), "call4_first_version": phases("topk4"), "call5": phases("topk"),
+        "landed": phases("topk7"),
+    },
+    "indexer_alone_us": {
+        "what": "bench_kernels --attn-only: the indexer's scores + top-k, host clock over 50 launches; the FP4-keys "
+                "table is reference numerics' (the server's default)",
+        "landed": indexer_tables(os.path.join(D, "topk7", "attn-new.txt")),
+        "base": indexer_tables(os.path.join(D, "topk7", "attn-base.txt")),
+    },
+    "decode_topk": {
+        "landed_call7": c7, "first_commit_call6": c6, "call5": rounds("topk"),
+        "per_layer_x_floor_b1_4k": {"landed": x_floor(c7["b1-4k"]["new"]["mean"], 1),
+                                    "base": x_floor(c7["b1-4k"]["base"]["mean"], 1)},
+    },
+    "decode_prefetch_not_kept": {
+        "what": "call 2 (pf/): new = CSA rows prefetched into L2 + k_idx_topk releasing the attention early, off = "
+                "neither (main's code), early = the early release alone",
+        "runs": rounds("pf"),
+    },
+    "gather_probe_cycles": {
+        "what": "bench/gather_probe.cu: the slowest block's cycles to gather its rows (1 KB each) into shared "
+                "memory; cold = after a 256 MB flush (HBM), warm = the same rows again (L2); dup = blocks reading "
+                "the same rows",
+        "rows": gather(os.path.join(D, "pf", "gather.txt")),
+    },
+}
+json.dump(res, sys.stdout, indent=1)
+print()
