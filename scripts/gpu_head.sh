@@ -1,6 +1,7 @@
 #!/bin/sh
 # On the GPU machine (after scripts/gpu_pack.sh): the head figures a session closes with, into $OUT —
-# decode at batch 1 / 8 / 16 / 64 and 16 sequences at a 128k context, HEAD_RUNS runs each (default 2; 8
+# decode at batch 1 / 8 / 16 / 64, one sequence at a 4k context (the indexer's selection on the critical path,
+# which a 16-token prompt never reaches) and 16 at a 128k context, HEAD_RUNS runs each (default 2; 8
 # Flash layers, reference numerics, prompt 16, 32 steps: d<B>-c<C>-<i>.txt), a 4,096-token prefill
 # HEAD_RUNS times (pf-<i>.txt), one line each into $OUT/summary.txt (what bench/results/summary_lib.head
 # reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
@@ -14,7 +15,7 @@ T=$(mktemp -d)
 $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o "$T/f8" > /dev/null 2>&1 || { echo "gpu_head: mkmodel failed"; exit 1; }
 BC="-m $T/f8 --backend cuda --fill-random --numerics reference"
 for i in $(seq 1 "${HEAD_RUNS:-2}"); do
-  for c in "1 0" "8 0" "16 0" "64 0" "16 131072"; do
+  for c in "1 0" "1 4096" "8 0" "16 0" "64 0" "16 131072"; do
     set -- $c
     cx=
     [ "$2" -gt 0 ] && cx="--context $2"

@@ -204,7 +204,8 @@ def head(call_dir, what, extra=None):
         "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
                           "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
         "decode_ms": {f"batch {b}, context {c or 16}": pick(v, rf"d{b}-c{c}-\d")
-                      for b, c in ((1, 0), (8, 0), (16, 0), (64, 0), (16, 131072))},
+                      for b, c in ((1, 0), (1, 4096), (8, 0), (16, 0), (64, 0), (16, 131072))
+                      if c != 4096 or pick(v, rf"d{b}-c{c}-\d")},  # 1 x 4k: in closing calls since s38
         "x_floor_min": {b: x_floor(min(pick(v, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
         "prefill_4096_tok_s": pick(v, r"pf-\d"),
     }
