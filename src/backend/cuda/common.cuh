@@ -538,24 +538,25 @@ __device__ __forceinline__ float block_max(float v, float *sh)
 
 /* Inclusive scan over a block of 1024 threads in thread order; sh holds 32;
  * *total gets the block's sum. */
-template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
+/* An inclusive scan over a warp's lanes: lane i gets the sum of lanes 0 .. i. */
+template <typename T> __device__ __forceinline__ T warp_scan_incl(T v)
 {
-    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
     for (int o = 1; o < 32; o <<= 1) {
         T n = __shfl_up_sync(0xffffffffu, v, o);
         if (lane >= o) v += n;
     }
+    return v;
+}
+
+template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    v = warp_scan_incl(v);
     __syncthreads();
     if (lane == 31) sh[wid] = v;
     __syncthreads();
-    if (wid == 0) {
-        T w = sh[lane];
-        for (int o = 1; o < 32; o <<= 1) {
-            T n = __shfl_up_sync(0xffffffffu, w, o);
-            if (lane >= o) w += n;
-        }
-        sh[lane] = w;
-    }
+    if (wid == 0) sh[lane] = warp_scan_incl(sh[lane]);
     __syncthreads();
     if (wid > 0) v += sh[wid - 1];
     *total = sh[31];

@@ -332,15 +332,10 @@ __global__ void __launch_bounds__(128, 3)
     }
 }
 
-/* An inclusive scan over a warp's lanes and its total (block_scan_incl's for one warp). */
+/* warp_scan_incl and the warp's total. */
 __device__ __forceinline__ int ix_warp_scan(int v, int *total)
 {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-        const int n = __shfl_up_sync(0xffffffffu, v, o);
-        if (lane >= o) v += n;
-    }
+    v = warp_scan_incl(v);
     *total = __shfl_sync(0xffffffffu, v, 31);
     return v;
 }
@@ -510,13 +505,7 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
         __syncthreads();
         { /* the warp whose buckets hold the need-th: the first whose inclusive sum reaches need (the sums
            * reach k >= need: the need-th highest is in [lo, hi]) */
-            const int x = sh[lane];
-            int pre = x;
-#pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int n = __shfl_up_sync(0xffffffffu, pre, o);
-                if (lane >= o) pre += n;
-            }
+            const int x = sh[lane], pre = warp_scan_incl(x);
             const int tw = __ffs(__ballot_sync(0xffffffffu, pre >= need)) - 1;
             const int before = __shfl_sync(0xffffffffu, pre - x, tw);
             if (wid == tw) {
