@@ -200,9 +200,12 @@ struct smp_coop {
     int topk, topp;
 };
 
-/* Row r's blocks' values v[r * nb + k], k < c (their sum before block c) and all (*all). */
-__device__ __forceinline__ uint64_t coop_before(const uint64_t *v, int row0, int nb, int c, uint64_t *all)
+/* A value exchanged among a row's blocks: this block's (*all on entry) to v[blk], a grid sync, then row r's
+ * blocks' values v[r * nb + k] read back - their sum before block c returned, all of them in *all. */
+__device__ __forceinline__ uint64_t coop_exchange(uint64_t *v, int blk, int row0, int nb, int c, uint64_t *all)
 {
+    if (threadIdx.x == 0) v[blk] = *all;
+    cooperative_groups::this_grid().sync();
     uint64_t before = 0, sum = 0;
     for (int k = 0; k < nb; k++) {
         const uint64_t x = __ldcg(v + row0 + k);
@@ -363,11 +366,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
         });
     uint64_t total;
     block_scan_incl<uint64_t>(qs, sh, &total);
-    if (COOP) {
-        if (threadIdx.x == 0) co.vm[blk] = total;
-        cooperative_groups::this_grid().sync();
-        coop_before(co.vm, row0, nb, c, &total);
-    }
+    if (COOP) coop_exchange(co.vm, blk, row0, nb, c, &total);
 
     int lvl = 0;
     const auto build = [&](uint32_t prefix, int hi, int level, bool active) {
@@ -414,11 +413,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
         });
     uint64_t tot_ties;
     uint64_t tie0 = block_scan_incl<uint64_t>(nt, sh, &tot_ties) - nt;
-    if (COOP) {
-        if (threadIdx.x == 0) co.vt[blk] = tot_ties;
-        cooperative_groups::this_grid().sync();
-        tie0 += coop_before(co.vt, row0, nb, c, &tot_ties);
-    }
+    if (COOP) tie0 += coop_exchange(co.vt, blk, row0, nb, c, &tot_ties);
     uint64_t km = 0;
     if (samp) {
         uint64_t tr = tie0;
@@ -430,9 +425,7 @@ __global__ void __launch_bounds__(SMP_THREADS) k_sample(const float *logits, int
     uint64_t mass;
     uint64_t m0 = block_scan_incl<uint64_t>(km, sh, &mass) - km;
     if (COOP) {
-        if (threadIdx.x == 0) co.vk[blk] = mass;
-        cooperative_groups::this_grid().sync();
-        m0 += coop_before(co.vk, row0, nb, c, &mass);
+        m0 += coop_exchange(co.vk, blk, row0, nb, c, &mass);
         if (!samp) return;
     }
     const double u = R.u < 0 ? 0 : R.u;
