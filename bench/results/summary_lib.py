@@ -50,13 +50,15 @@ def ab(path, cases, ctx=True):
     return out
 
 
-def ab_rounds(path, third=False):
+def ab_rounds(path, third=False, ctx=False):
     """scripts/gpu_ab.sh's ab.txt ("case[-variant] (round): X ms/step, ..."): case -> variant ("new" for the bare
     case) -> ms per step by round; third: bench_cpu's mean from the third step on (since s35: "..., Y ms/step
-    from the third"), rounds without it left out."""
+    from the third"), rounds without it left out; ctx: a case's context ("b1-4k") part of the case, not a
+    variant."""
     out = {}
+    case = r"b\d+(?:-\d+k)?" if ctx else r"b\d+[a-z0-9]*"
     for line in open(path):
-        m = re.match(r"(b\d+[a-z0-9]*)(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step(?:.*?([\d.]+) ms/step from the third)?",
+        m = re.match(rf"({case})(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step(?:.*?([\d.]+) ms/step from the third)?",
                      line)
         if m and (m.group(5) or not third):
             out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(
@@ -64,12 +66,12 @@ def ab_rounds(path, third=False):
     return out
 
 
-def call_rounds(d, call):
+def call_rounds(d, call, ctx=False):
     """A call's ab.txt (d/call/ab.txt) from the third step: case -> variant -> {"from_third": [ms a step, by
-    round], "from_third_mean": their mean}."""
+    round], "from_third_mean": their mean}; ctx: ab_rounds'."""
     import statistics
     out = {}
-    for case, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True).items():
+    for case, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True, ctx=ctx).items():
         for v, runs in vs.items():
             out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
     return out
@@ -204,11 +206,12 @@ def head(call_dir, what, extra=None):
         "decode_command": "bench_cpu -m <8 Flash layers, mkmodel --preset flash --sparse> --backend cuda "
                           "--fill-random --numerics reference --prompt 16 --decode 32 --batch B [--context C]",
         "decode_ms": {f"batch {b}, context {c or 16}": pick(v, rf"d{b}-c{c}-\d")
-                      for b, c in ((1, 0), (1, 4096), (8, 0), (16, 0), (64, 0), (16, 131072))
-                      if c != 4096 or pick(v, rf"d{b}-c{c}-\d")},  # 1 x 4k: in closing calls since s38
+                      for b, c in ((1, 0), (1, 4096), (8, 0), (16, 0), (64, 0), (16, 131072))},
         "x_floor_min": {b: x_floor(min(pick(v, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
         "prefill_4096_tok_s": pick(v, r"pf-\d"),
     }
+    if not out["decode_ms"]["batch 1, context 4096"]:  # closing calls before s38 did not run it
+        del out["decode_ms"]["batch 1, context 4096"]
     out.update(extra or {})
     out["serve_command"] = ("TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh "
                             "scripts/gpu_suite.sh (dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)")

@@ -12,18 +12,12 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import x_floor  # noqa: E402
+from summary_lib import call_rounds, x_floor  # noqa: E402
 
 
 def rounds(call):
-    """A call's ab.txt from the third step: case (with its context) -> variant -> ms a step by round, mean."""
-    out = {}
-    for line in open(os.path.join(D, call, "ab.txt")):
-        m = re.match(r"(b\d+(?:-\d+k)?)(?:-(\S+))? \((\d+)\):.*?([\d.]+) ms/step from the third", line)
-        if m:
-            out.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
-    return {c: {v: {"from_third": r, "mean": round(statistics.mean(r), 4)} for v, r in vs.items()}
-            for c, vs in out.items()}
+    """A call's ab.txt from the third step, the context part of the case (b1-4k)."""
+    return call_rounds(D, call, ctx=True)
 
 
 def phases(call):
@@ -86,8 +80,8 @@ res = {
     },
     "decode_topk": {
         "landed_call7": c7, "first_commit_call6": c6, "call5": rounds("topk"),
-        "per_layer_x_floor_b1_4k": {"landed": x_floor(c7["b1-4k"]["new"]["mean"], 1),
-                                    "base": x_floor(c7["b1-4k"]["base"]["mean"], 1)},
+        "per_layer_x_floor_b1_4k": {"landed": x_floor(c7["b1-4k"]["new"]["from_third_mean"], 1),
+                                    "base": x_floor(c7["b1-4k"]["base"]["from_third_mean"], 1)},
     },
     "decode_prefetch_not_kept": {
         "what": "call 2 (pf/): new = CSA rows prefetched into L2 + k_idx_topk releasing the attention early, off = "
