@@ -275,20 +275,20 @@ static void bench_sample(dsv4_backend *be, const int *batches, int nb, int reps,
 }
 
 /* The lightning indexer (scores of every visible compressed key, then the
- * top 512) at contexts 4k / 32k / 128k, reference numerics, beside its first
+ * top 512) at contexts 4k / 16k / 32k / 128k, reference numerics, beside its first
  * version (one block per token ranking every candidate against every other),
  * same state, same run; then the same on FP4 keys (what the engine stores in
  * reference numerics; the first version does not read them). MB: the keys
  * read (FP32: 512 bytes a key; FP4: 68). */
 static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
-    const int64_t ctxs[3] = {4096, 32768, 131072};
+    const int64_t ctxs[4] = {4096, 16384, 32768, 131072};
     for (int fp4 = 0; fp4 < 2; fp4++) { /* FP32 keys beside the first version, then FP4 keys */
         printf("\n%-20s %6s %8s %10s %10s %8s %8s%s\n", fp4 ? "indexer, FP4 keys" : "indexer", "batch", "context", "MB",
                "us/call", "GB/s", "of copy", fp4 ? "" : "   first us  speedup");
         dsv4_cuda_indexer_bench_fp4(fp4);
         const size_t key_bytes = fp4 ? 68 : 128 * sizeof(float);
-        for (int ci = 0; ci < 3; ci++)
+        for (int ci = 0; ci < 4; ci++)
             for (int bi = 0; bi < nb; bi++) {
                 if (batches[bi] > DECODE_MAXB) continue;
                 const int B = batches[bi];

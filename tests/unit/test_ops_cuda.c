@@ -2660,16 +2660,21 @@ static void test_state_nonfinite(void **state)
  * scale, so every score is exact in any summation order and both backends
  * must pick exactly the same indices - with many exact ties (ties go to the
  * lower index) and equal keys repeated across the context. Sequences at
- * positions 139,999 (35,000 candidates: more than the 32,768 the GPU's
- * top-k orders at a time), 132,999 (33,250: a last chunk of at most 1,024,
- * which one warp orders), 19,999 (5,000), 2,999 (750) and 99 (25: fewer
- * than top-k), pages handed out in scrambled order. */
+ * positions 139,995 (34,999 candidates: more than the 32,768 the GPU's
+ * top-k orders at a time; odd, so every other token's scores start off 16
+ * bytes), 132,999 (33,250: a last chunk of at most 1,024, which one warp
+ * orders), 19,999 (5,000), 2,999 (750), 99 (25: fewer than top-k), and
+ * 1,024 / 1,500 / 2,048 / 3,001 / 4,096 / 4,097 candidates (the top-k's
+ * small path on 8, 16 and 32 warps, its keys by 16-byte loads or one by one,
+ * and just past it), pages handed out in scrambled order. */
 static void indexer_large(bool ref, bool fp4, int dI)
 {
-    case_begin("indexer_topk, 35,000 / 33,250 / 5,000 / 750 / 25 candidates, top-512, exact ties%s%s, keys of %d", ref ? ", reference" : "",
-               fp4 ? ", FP4 keys" : "", dI);
-    const int nI = 4, ratio = 4, K = 512, P = 256, T = 5;
-    int64_t posv[5] = {139999, 132999, 19999, 2999, 99};
+    case_begin("indexer_topk, 34,999 / 33,250 / 5,000 / 750 / 25 / 1,024-4,097 candidates, top-512, exact ties%s%s, "
+               "keys of %d",
+               ref ? ", reference" : "", fp4 ? ", FP4 keys" : "", dI);
+    enum { T = 11 };
+    const int nI = 4, ratio = 4, K = 512, P = 256;
+    int64_t posv[T] = {139995, 132999, 19999, 2999, 99, 4095, 5999, 8191, 12003, 16383, 16387};
     dsv4_layer_state ls;
     memset(&ls, 0, sizeof ls);
     dsv4_kv kv[2];
@@ -2706,8 +2711,9 @@ static void indexer_large(bool ref, bool fp4, int dI)
     float *q = malloc((size_t)T * nI * dI * 4), *w = malloc((size_t)T * nI * 4);
     for (int i = 0; i < T * nI * dI; i++) q[i] = (float)(rnd_int(7) - 3);
     for (int i = 0; i < T * nI; i++) w[i] = (float)(rnd_int(5) - 2);
-    dsv4_seg segs[5];
-    int32_t tok[5] = {0, 0, 0, 0, 0}, tseg[5] = {0, 1, 2, 3, 4};
+    dsv4_seg segs[T];
+    int32_t tok[T] = {0}, tseg[T];
+    for (int t = 0; t < T; t++) tseg[t] = t;
     for (int t = 0; t < T; t++) segs[t] = (dsv4_seg){.slot = t, .pos0 = posv[t], .n = 1, .t0 = t};
     dsv4_plan plan = {.n_tok = T, .n_seg = T, .segs = segs, .tokens = tok, .pos = posv, .tok_seg = tseg};
     dsv4_indexer_params p = {.layer = 0,
@@ -2738,19 +2744,24 @@ static void indexer_large(bool ref, bool fp4, int dI)
         ri[sd] = bhost(be, di, (size_t)T * K * 4);
         rc[sd] = bhost(be, dc, (size_t)T * 4);
 #ifdef DSV4_HAVE_CUDA
-        if (sd == 1 && !selftest) { /* the top-k reading the scores from global memory: for every token, then for some */
-            const int64_t caps[2] = {0, 6000};
-            for (int ci = 0; ci < 2; ci++) {
+        if (sd == 1 && !selftest) { /* the top-k reading the scores from global memory: for every token, then for
+                                     * some; then the general path for every count (no small path) */
+            const int64_t caps[3] = {0, 6000, -1};
+            for (int ci = 0; ci < 3; ci++) {
                 dsv4_cuda_indexer_topk_cap(caps[ci]);
+                if (ci == 2) dsv4_cuda_indexer_topk_small(0);
                 be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
                 dsv4_cuda_indexer_topk_cap(-1);
+                dsv4_cuda_indexer_topk_small(-1);
                 int32_t *rg = bhost(be, di, (size_t)T * K * 4);
                 if (memcmp(rg, ri[sd], (size_t)T * K * 4))
-                    fail_line("indexer_topk (large): idx", "the top-k with at most %lld keys in shared memory differs",
-                              (long long)caps[ci]);
+                    fail_line("indexer_topk (large): idx", "the top-k %s differs",
+                              ci == 2 ? "without its small path"
+                              : ci    ? "with 6,000 keys in shared memory"
+                                      : "with no keys in shared memory");
                 free(rg);
             }
-            case_checks += 2;
+            case_checks += 3;
             if (ref) { /* queries off 16-byte alignment: the CUDA-core scores instead of the tensor cores */
                 float *dq1 = bnew(be, ((size_t)T * nI * dI + 1) * 4);
                 be->upload(be, dq1 + 1, q, (size_t)T * nI * dI * 4);

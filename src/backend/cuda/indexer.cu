@@ -375,6 +375,12 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #define IX_T() ((void)0)
 #endif
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
+#define IX_SR  4    /* keys a thread of the top-k's small path: up to IX_SR x IX_BT candidates (ix_topk_small_n) */
+/* A barrier of the top-k's first W warps alone (the others have left) */
+template <int W> __device__ __forceinline__ void ix_bar_small(void)
+{
+    asm volatile("bar.sync 1, %0;" ::"n"(32 * W) : "memory");
+}
 
 /* Top-k of a token's N scores: the k highest, ties to the lower index, in
  * ascending index order - the same set as ranking every candidate against
@@ -403,9 +409,12 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
  * guard around each made them one round trip after another: N = 32,768 took
  * ~7,000 cycles longer). Decode's top-512 of 1,024 took ~19,000 cycles after
  * the wait before the one-warp chunk, the barrier cuts and the zero bits,
- * ~13,000 since (bench/results/2026-12-02-s38/). */
-__global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
-                                                   int32_t *cnt, int cap)
+ * ~13,000 since (bench/results/2026-12-02-s38/). Up to 4,096 candidates take
+ * a path of their own (`small` below: the keys in registers, as few warps as
+ * hold them four a thread, the output one scan): ~7,000 cycles at 1,024,
+ * ~9,300 at 4,096 (bench/results/2026-12-02-s39/small2/). */
+__global__ void __launch_bounds__(IX_BT)
+    k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx, int32_t *cnt, int cap, int small_n)
 {
     extern __shared__ uint32_t ix_keys[]; /* cap keys */
     __shared__ int hist[1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
@@ -426,6 +435,156 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     if (tid == 0) cnt[t] = k;
     if (N <= A.topk) {
         for (int c = tid; c < N; c += IX_BT) out[c] = c;
+        return;
+    }
+#ifdef IX_TRACE
+#define IX_TRACE_PRINT()                                                                                               \
+    do {                                                                                                               \
+        if (tid == 0 && t == 0) {                                                                                      \
+            const unsigned call = atomicAdd(&ix_trace_calls[N <= 1024 ? 0 : N <= 8192 ? 1 : 2], 1u);                   \
+            if (call >= 20 && call < 28) {                                                                             \
+                printf("ixtrace N %d passes %d", N, ix_passes);                                                        \
+                for (int i = 1; i < ix_n; i++) printf(" %lld", ix_tr[i] - ix_tr[i - 1]);                               \
+                printf("\n");                                                                                          \
+            }                                                                                                          \
+        }                                                                                                              \
+    } while (0)
+#else
+#define IX_TRACE_PRINT() ((void)0)
+#endif
+    /* Up to small_n candidates (decode's contexts to 16k tokens): the first W warps alone - as few as hold the
+     * candidates four a thread (8 to 1,024 candidates, 16 to 2,048, all 32 beyond) - each thread's four keys
+     * (candidates 4 tid ..: index order is thread order) one 16-byte load into registers kept to the output.
+     * A pass as below on W warps' barriers (bar 1): the block-wide steps every warp repeats cost W / 32 of the
+     * issue slots; and the output is one scan: a candidate's place is the keys above hi before it plus
+     * min(need, the keys in [lo, hi] before it), both counts one packed scan of the threads' counts (no second
+     * read of the keys, no ballots a word). The same picks as the general path (DSV4_IX_SMALL=0: it alone). */
+    auto small = [&](auto wc) {
+        constexpr int W = decltype(wc)::value, R = IX_SR;
+        static_assert(R == 4, "k_idx_topk: a thread's keys are one float4");
+        if (wid >= W) return;
+        const int c0 = tid * R;
+        uint32_t u[R];
+        if ((((uintptr_t)sc) & 15) == 0 && c0 + R <= N) {
+            const float4 f = *(const float4 *)(sc + c0);
+            u[0] = ix_key(f.x), u[1] = ix_key(f.y), u[2] = ix_key(f.z), u[3] = ix_key(f.w);
+        } else
+#pragma unroll
+            for (int j = 0; j < R; j++) u[j] = c0 + j < N ? ix_key(sc[c0 + j]) : 0u; /* (past N: never read) */
+        uint32_t tmax = 0, tmin = 0xffffffffu, tor = 0;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const bool in = c0 + j < N;
+            tmax = in ? max(tmax, u[j]) : tmax;
+            tmin = in ? min(tmin, u[j]) : tmin;
+            tor |= in ? u[j] : 0u;
+        }
+        for (int o = 16; o; o >>= 1) {
+            tmin = min(tmin, __shfl_xor_sync(0xffffffffu, tmin, o));
+            tmax = max(tmax, __shfl_xor_sync(0xffffffffu, tmax, o));
+            tor |= __shfl_xor_sync(0xffffffffu, tor, o);
+        }
+        if (lane == 0) s_red[1][wid] = tmin, s_red[2][wid] = tmax, s_red[3][wid] = tor;
+        for (int b = tid; b < (1 << IX_DIG); b += 32 * W) hist[b] = 0;
+        ix_bar_small<W>();
+        uint32_t lo = lane < W ? s_red[1][lane] : 0xffffffffu, hi = lane < W ? s_red[2][lane] : 0u,
+                 orv = lane < W ? s_red[3][lane] : 0u;
+        for (int o = 16; o; o >>= 1) {
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
+            orv |= __shfl_xor_sync(0xffffffffu, orv, o);
+        }
+        const int tz = orv ? __ffs((int)orv) - 1 : 31;
+        int need = k;
+        IX_T();
+        constexpr int BT = (1 << IX_DIG) / (32 * W); /* buckets a thread reads: nb - 1 - BT tid - i */
+        for (;;) {
+            const uint32_t span = hi - lo;
+            const int bits = 32 - __clz(span), sh_w = bits - IX_DIG > tz ? bits - IX_DIG : tz;
+            const int nb = (int)(span >> sh_w) + 1;
+#pragma unroll
+            for (int j = 0; j < R; j++)
+                if (c0 + j < N && u[j] >= lo && u[j] <= hi) atomicAdd(&hist[(u[j] - lo) >> sh_w], 1);
+            ix_bar_small<W>();
+            int hb[BT], ts = 0;
+#pragma unroll
+            for (int i = 0; i < BT; i++) {
+                const int b = nb - 1 - BT * tid - i;
+                hb[i] = b >= 0 ? hist[b > 0 ? b : 0] : 0;
+                if (b >= 0) hist[b] = 0; /* zero for the next pass: every bucket is one thread's */
+                ts += hb[i];
+            }
+            int wt;
+            const int wi = ix_warp_scan(ts, &wt);
+            if (lane == 0) sh[wid] = wt;
+            ix_bar_small<W>();
+            { /* the warp holding the need-th highest, then its thread, then the bucket */
+                const int x = lane < W ? sh[lane] : 0, pre = warp_scan_incl(x);
+                const int tw = __ffs(__ballot_sync(0xffffffffu, pre >= need)) - 1;
+                const int before = __shfl_sync(0xffffffffu, pre - x, tw);
+                const int incl = before + wi, excl = incl - ts;
+                if (wid == tw && excl < need && incl >= need) {
+                    int acc = excl;
+#pragma unroll
+                    for (int i = 0; i < BT; i++) {
+                        if (acc + hb[i] >= need) {
+                            const uint64_t b0 = (uint64_t)lo + ((uint64_t)(nb - 1 - BT * tid - i) << sh_w),
+                                           b1 = b0 + ((uint64_t)1 << sh_w) - 1;
+                            s_lo = (uint32_t)b0;
+                            s_hi = b1 < hi ? (uint32_t)b1 : hi;
+                            s_need = need - acc;
+                            s_all = hb[i] == need - acc;
+                            break;
+                        }
+                        acc += hb[i];
+                    }
+                }
+            }
+            ix_bar_small<W>();
+            lo = s_lo;
+            hi = s_hi;
+            need = s_need;
+            IX_T();
+#ifdef IX_TRACE
+            ix_passes++;
+#endif
+            if (s_all || sh_w <= tz) break;
+        }
+        /* the places: above hi before this thread (high half) and in [lo, hi] before it (low half), one scan */
+        uint32_t gtm = 0, eqm = 0;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const bool in = c0 + j < N;
+            gtm |= (uint32_t)(in && u[j] > hi) << j;
+            eqm |= (uint32_t)(in && u[j] >= lo && u[j] <= hi) << j;
+        }
+        const int cnt2 = (__popc(gtm) << 16) | __popc(eqm);
+        int wt;
+        const int wi = ix_warp_scan(cnt2, &wt);
+        if (lane == 0) s_sa[wid] = wt;
+        ix_bar_small<W>();
+        const int x = lane < W ? s_sa[lane] : 0, pre = warp_scan_incl(x);
+        const int ex = __shfl_sync(0xffffffffu, pre - x, wid) + wi - cnt2;
+        int gb = ex >> 16, eb = ex & 0xffff;
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            if (gtm >> j & 1)
+                out[gb++ + (eb < need ? eb : need)] = c0 + j;
+            else if (eqm >> j & 1) {
+                if (eb < need) out[gb + eb] = c0 + j;
+                eb++;
+            }
+        }
+        IX_T();
+        IX_TRACE_PRINT();
+    };
+    if (N <= small_n) {
+        if (N <= IX_SR * 32 * 8)
+            small(std::integral_constant<int, 8>());
+        else if (N <= IX_SR * 32 * 16)
+            small(std::integral_constant<int, 16>());
+        else
+            small(std::integral_constant<int, 32>());
         return;
     }
     const bool smem = N <= cap;
@@ -579,15 +738,8 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
 #ifdef IX_TRACE
     __syncthreads();
     IX_T();
-    if (tid == 0 && t == 0) {
-        const unsigned call = atomicAdd(&ix_trace_calls[N <= 1024 ? 0 : N <= 8192 ? 1 : 2], 1u);
-        if (call >= 20 && call < 28) {
-            printf("ixtrace N %d passes %d", N, ix_passes);
-            for (int i = 1; i < ix_n; i++) printf(" %lld", ix_tr[i] - ix_tr[i - 1]);
-            printf("\n");
-        }
-    }
 #endif
+    IX_TRACE_PRINT();
 }
 
 /* The first version, one block per token: a warp per key, then every
@@ -657,6 +809,18 @@ static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
 static int64_t ix_topk_cap = -1;
 extern "C" void dsv4_cuda_indexer_topk_cap(int64_t cap) { ix_topk_cap = cap; }
+/* Candidates k_idx_topk's small path takes at most (0: none; DSV4_IX_SMALL=0 or dsv4_cuda_indexer_topk_small) */
+static int ix_small = -1;
+extern "C" void dsv4_cuda_indexer_topk_small(int on)
+{
+    ix_small = on;
+}
+static int ix_topk_small_n(void)
+{
+    static int env = -1;
+    if (env < 0) env = cuda_env_on("DSV4_IX_SMALL") ? 1 : 0;
+    return (ix_small >= 0 ? ix_small : env) ? IX_SR * IX_BT : 0;
+}
 
 /* The CUDA-core scores and the top-k may take all of the GPU's shared memory
  * that their static arrays leave (the scores' size follows the indexer's
@@ -739,7 +903,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
     if (max_n < cap) cap = max_n;
     launch_pdl(k_idx_topk, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
-               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap);
+               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, ix_topk_small_n());
     CK_LAUNCH();
 }
 
