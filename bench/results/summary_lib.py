@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import statistics
 
 FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
 HEAD_MS, LAYERS = 0.26, 8
@@ -69,7 +70,6 @@ def ab_rounds(path, third=False, ctx=False):
 def call_rounds(d, call, ctx=False):
     """A call's ab.txt (d/call/ab.txt) from the third step: case -> variant -> {"from_third": [ms a step, by
     round], "from_third_mean": their mean}; ctx: ab_rounds'."""
-    import statistics
     out = {}
     for case, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True, ctx=ctx).items():
         for v, runs in vs.items():
@@ -228,4 +228,35 @@ def linears(path, names=("wq_b", "wo_a group", "wo_b")):
         if m and m.group(1) in names:
             res.setdefault(m.group(1), {})["b" + m.group(2)] = {"plain_us": float(m.group(3)),
                                                                 "reference_us": float(m.group(4))}
+    return res
+
+
+def ix_phases(path):
+    """k_idx_topk's phase lines (a -DIX_TRACE build: "ixtrace N n passes p c0 c1 ..."): candidates -> {passes,
+    cycles after the wait by phase (medians of the calls)}."""
+    runs = {}
+    for line in open(path):
+        m = re.match(r"ixtrace N (\d+) passes (\d+)((?: -?\d+)+)", line)
+        if m:
+            runs.setdefault(int(m.group(1)), (int(m.group(2)), []))[1].append([int(x) for x in m.group(3).split()])
+    out = {}
+    for n, (p, rs) in sorted(runs.items()):
+        med = [int(statistics.median(c)) for c in zip(*rs)][1:]  # the first is the wait (printing makes it long)
+        out[str(n)] = {"passes": p, "keys_and_bounds": med[0], "select_passes": med[1:1 + p], "output": med[-1],
+                       "after_wait": sum(med)}
+    return out
+
+
+def indexer_tables(path):
+    """bench_kernels' two indexer tables: 'indexer' / 'indexer, FP4 keys' -> 'top-512 of N' -> bB -> us a call."""
+    res, tab = {}, None
+    for line in open(path):
+        if line.startswith("indexer"):
+            tab = line.split("  ")[0].strip()
+            continue
+        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)", line) if tab else None
+        if m:
+            res.setdefault(tab, {}).setdefault(m.group(1), {})["b" + m.group(2)] = float(m.group(3))
+        elif tab and not line.strip():
+            tab = None
     return res

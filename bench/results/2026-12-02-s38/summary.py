@@ -12,42 +12,17 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, x_floor  # noqa: E402
+from summary_lib import call_rounds, indexer_tables, ix_phases, x_floor  # noqa: E402
+
+
+def phases(call):
+    """k_idx_topk's phases of a call (its ixtrace.txt)."""
+    return ix_phases(os.path.join(D, call, "ixtrace.txt"))
 
 
 def rounds(call):
     """A call's ab.txt from the third step, the context part of the case (b1-4k)."""
     return call_rounds(D, call, ctx=True)
-
-
-def phases(call):
-    """k_idx_topk's phases: candidates -> {passes, cycles after the wait by phase (medians of the calls)}."""
-    runs = {}
-    for line in open(os.path.join(D, call, "ixtrace.txt")):
-        m = re.match(r"ixtrace N (\d+) passes (\d+)((?: -?\d+)+)", line)
-        if m:
-            runs.setdefault(int(m.group(1)), (int(m.group(2)), []))[1].append([int(x) for x in m.group(3).split()])
-    out = {}
-    for n, (p, rs) in sorted(runs.items()):
-        med = [int(statistics.median(c)) for c in zip(*rs)][1:]  # the first is the wait (printing makes it long)
-        out[str(n)] = {"passes": p, "keys_and_bounds": med[0], "select_passes": med[1:1 + p], "output": med[-1],
-                       "after_wait": sum(med)}
-    return out
-
-
-def indexer_tables(path):
-    """bench_kernels' two indexer tables: 'indexer' / 'indexer, FP4 keys' -> 'top-512 of N' -> bB -> us a call."""
-    res, tab = {}, None
-    for line in open(path):
-        if line.startswith("indexer"):
-            tab = line.split("  ")[0].strip()
-            continue
-        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)", line) if tab else None
-        if m:
-            res.setdefault(tab, {}).setdefault(m.group(1), {})["b" + m.group(2)] = float(m.group(3))
-        elif tab and not line.strip():
-            tab = None
-    return res
 
 
 def gather(path):
