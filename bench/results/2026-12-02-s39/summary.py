@@ -40,6 +40,13 @@ res = {
         "per_layer_x_floor_b1_4k": {"new": x_floor(s2["b1-4k"]["new"]["from_third_mean"], 1),
                                     "off": x_floor(s2["b1-4k"]["off"]["from_third_mean"], 1)},
     },
+    "scores_staging": {
+        "what": "stage/: k_idx_score_tc's dynamic shared memory by key format (three blocks an SM instead of two); "
+                "base = a build of fb76ddb, one round",
+        "indexer_alone_us": {"new": indexer_tables(os.path.join(D, "stage", "attn-new-1.txt")),
+                             "base": indexer_tables(os.path.join(D, "stage", "attn-base-1.txt"))},
+        "decode": rounds("stage"),
+    },
     "not_kept": {
         "hc_post_mix1": {"what": "wip/hc-post-mix1: hc_post making the next hc_pre's mixing parts at k_hc_mix's "
                                  "partition; off = DSV4_HC_FUSE=0 (main's path)", "decode": rounds("hcmix1")},
