@@ -809,12 +809,13 @@ static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
 static int64_t ix_topk_cap = -1;
 extern "C" void dsv4_cuda_indexer_topk_cap(int64_t cap) { ix_topk_cap = cap; }
-/* Candidates k_idx_topk's small path takes at most (0: none; DSV4_IX_SMALL=0 or dsv4_cuda_indexer_topk_small) */
+/* dsv4_cuda_indexer_topk_small's setting (-1: none, the environment's DSV4_IX_SMALL) */
 static int ix_small = -1;
 extern "C" void dsv4_cuda_indexer_topk_small(int on)
 {
     ix_small = on;
 }
+/* Candidates k_idx_topk's small path takes at most (0: none, every count on the general path) */
 static int ix_topk_small_n(void)
 {
     static int env = -1;
