@@ -391,9 +391,9 @@ void dsv4_cuda_indexer_naive(int on);
  * memory (more: its passes read them from global memory); -1: as many as the
  * GPU's shared memory holds (the default). For tests of both paths. */
 void dsv4_cuda_indexer_topk_cap(int64_t cap);
-/* The top-k's path for up to 4,096 candidates (four keys a thread loaded once into registers, 8 / 16 / 32 warps): on
- * (1, the default) or off (0: the general path for every count; DSV4_IX_SMALL=0 too); -1: back to the environment's.
- * Same indices. */
+/* The top-k's path for up to 8,192 candidates (four or eight keys a thread loaded once into registers, 8 / 16 / 32
+ * warps): on (1, the default) or off (0: the general path for every count; DSV4_IX_SMALL=0 too); -1: back to the
+ * environment's. Same indices. */
 void dsv4_cuda_indexer_topk_small(int on);
 /* dsv4_cuda_indexer_time on FP4 indexer keys (dsv4_kv.fp4_keys, reference numerics) instead of FP32 ones. */
 void dsv4_cuda_indexer_bench_fp4(int on);

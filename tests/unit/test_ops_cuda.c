@@ -2664,17 +2664,18 @@ static void test_state_nonfinite(void **state)
  * top-k orders at a time; odd, so every other token's scores start off 16
  * bytes), 132,999 (33,250: a last chunk of at most 1,024, which one warp
  * orders), 19,999 (5,000), 2,999 (750), 99 (25: fewer than top-k), and
- * 1,024 / 1,500 / 2,048 / 3,001 / 4,096 / 4,097 candidates (the top-k's
- * small path on 8, 16 and 32 warps, its keys by 16-byte loads or one by one,
- * and just past it), pages handed out in scrambled order. */
+ * 1,024 / 1,500 / 2,048 / 3,001 / 4,096 / 4,097 / 8,192 / 8,193 candidates
+ * (the top-k's small path on 8, 16 and 32 warps with four keys a thread,
+ * then eight - 4,097 to 8,192 - its keys by 16-byte loads or one by one, and
+ * just past it), pages handed out in scrambled order. */
 static void indexer_large(bool ref, bool fp4, int dI)
 {
-    case_begin("indexer_topk, 34,999 / 33,250 / 5,000 / 750 / 25 / 1,024-4,097 candidates, top-512, exact ties%s%s, "
+    case_begin("indexer_topk, 34,999 / 33,250 / 5,000 / 750 / 25 / 1,024-8,193 candidates, top-512, exact ties%s%s, "
                "keys of %d",
                ref ? ", reference" : "", fp4 ? ", FP4 keys" : "", dI);
-    enum { T = 11 };
+    enum { T = 13 };
     const int nI = 4, ratio = 4, K = 512, P = 256;
-    int64_t posv[T] = {139995, 132999, 19999, 2999, 99, 4095, 5999, 8191, 12003, 16383, 16387};
+    int64_t posv[T] = {139995, 132999, 19999, 2999, 99, 4095, 5999, 8191, 12003, 16383, 16387, 32767, 32771};
     dsv4_layer_state ls;
     memset(&ls, 0, sizeof ls);
     dsv4_kv kv[2];

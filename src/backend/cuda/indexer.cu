@@ -375,7 +375,7 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #define IX_T() ((void)0)
 #endif
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
-#define IX_SR  4    /* keys a thread of the top-k's small path: up to IX_SR x IX_BT candidates (ix_topk_small_n) */
+#define IX_SR  8    /* the top-k's small path: at most 8 keys a thread, IX_SR x IX_BT candidates (ix_topk_small_n) */
 /* A barrier of the top-k's first W warps alone (the others have left) */
 template <int W> __device__ __forceinline__ void ix_bar_small(void)
 {
@@ -409,7 +409,7 @@ template <int W> __device__ __forceinline__ void ix_bar_small(void)
  * guard around each made them one round trip after another: N = 32,768 took
  * ~7,000 cycles longer). Decode's top-512 of 1,024 took ~19,000 cycles after
  * the wait before the one-warp chunk, the barrier cuts and the zero bits,
- * ~13,000 since (bench/results/2026-12-02-s38/). Up to 4,096 candidates take
+ * ~13,000 since (bench/results/2026-12-02-s38/). Up to 8,192 candidates take
  * a path of their own (`small` below: the keys in registers, as few warps as
  * hold them four a thread, the output one scan): ~7,000 cycles at 1,024,
  * ~9,300 at 4,096 (bench/results/2026-12-02-s39/small2/). */
@@ -452,22 +452,28 @@ __global__ void __launch_bounds__(IX_BT)
 #else
 #define IX_TRACE_PRINT() ((void)0)
 #endif
-    /* Up to small_n candidates (decode's contexts to 16k tokens): the first W warps alone - as few as hold the
-     * candidates four a thread (8 to 1,024 candidates, 16 to 2,048, all 32 beyond) - each thread's four keys
-     * (candidates 4 tid ..: index order is thread order) one 16-byte load into registers kept to the output.
+    /* Up to small_n candidates (decode's contexts to 32k tokens): the first W warps alone - as few as hold the
+     * candidates four a thread (8 to 1,024 candidates, 16 to 2,048, all 32 to 4,096; then eight a thread) -
+     * each thread's R keys (candidates R tid ..: index order is thread order) 16-byte loads into registers kept
+     * to the output.
      * A pass as below on W warps' barriers (bar 1): the block-wide steps every warp repeats cost W / 32 of the
      * issue slots; and the output is one scan: a candidate's place is the keys above hi before it plus
      * min(need, the keys in [lo, hi] before it), both counts one packed scan of the threads' counts (no second
      * read of the keys, no ballots a word). The same picks as the general path (DSV4_IX_SMALL=0: it alone). */
-    auto small = [&](auto wc) {
-        constexpr int W = decltype(wc)::value, R = IX_SR;
-        static_assert(R == 4, "k_idx_topk: a thread's keys are one float4");
+    auto small = [&](auto wc, auto rc) {
+        constexpr int W = decltype(wc)::value, R = decltype(rc)::value;
+        static_assert(R % 4 == 0 && R <= IX_SR, "k_idx_topk: a thread's keys are whole float4s");
         if (wid >= W) return;
         const int c0 = tid * R;
         uint32_t u[R];
         if ((((uintptr_t)sc) & 15) == 0 && c0 + R <= N) {
-            const float4 f = *(const float4 *)(sc + c0);
-            u[0] = ix_key(f.x), u[1] = ix_key(f.y), u[2] = ix_key(f.z), u[3] = ix_key(f.w);
+            float4 f[R / 4];
+#pragma unroll
+            for (int i = 0; i < R / 4; i++) f[i] = *(const float4 *)(sc + c0 + 4 * i);
+#pragma unroll
+            for (int i = 0; i < R / 4; i++)
+                u[4 * i] = ix_key(f[i].x), u[4 * i + 1] = ix_key(f[i].y), u[4 * i + 2] = ix_key(f[i].z),
+                      u[4 * i + 3] = ix_key(f[i].w);
         } else
 #pragma unroll
             for (int j = 0; j < R; j++) u[j] = c0 + j < N ? ix_key(sc[c0 + j]) : 0u; /* (past N: never read) */
@@ -579,12 +585,15 @@ __global__ void __launch_bounds__(IX_BT)
         IX_TRACE_PRINT();
     };
     if (N <= small_n) {
-        if (N <= IX_SR * 32 * 8)
-            small(std::integral_constant<int, 8>());
-        else if (N <= IX_SR * 32 * 16)
-            small(std::integral_constant<int, 16>());
+        using std::integral_constant;
+        if (N <= 4 * 32 * 8)
+            small(integral_constant<int, 8>(), integral_constant<int, 4>());
+        else if (N <= 4 * 32 * 16)
+            small(integral_constant<int, 16>(), integral_constant<int, 4>());
+        else if (N <= 4 * IX_BT)
+            small(integral_constant<int, 32>(), integral_constant<int, 4>());
         else
-            small(std::integral_constant<int, 32>());
+            small(integral_constant<int, 32>(), integral_constant<int, 8>());
         return;
     }
     const bool smem = N <= cap;
