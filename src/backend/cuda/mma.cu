@@ -38,6 +38,7 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <type_traits>
 
 #include "backend/cuda/rowdot.cuh"
 
@@ -676,71 +677,106 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO))
 #pragma unroll
                 for (int e = 0; e < 4; e++) acc[m][e] = 0.0f;
             int scol = kg0 / ckpb, srem = kg0 - scol * ckpb;
-            for (int kg = kg0; kg < kg1; kg++) {
-                if (!(rel & 1)) {
-                    cp_async_wait<S - 2>();  /* this pair has landed (this lane's copies) */
-                    __syncwarp();            /* every lane's, and the pair read last is free */
-                    issue(cur == 0 ? S - 1 : cur - 1, true);
-                }
-                const char *stg = ring + (2 * cur + (rel & 1)) * hb;
-                const uint32_t *ssc = (const uint32_t *)(stg + MS_SC);
-                float ws[2][2];
-                if (cuni) {
-                    const float v = dsv4_e8m0_to_f32((ssc[g] >> (8 * ((cb[0][0] + scol) & 3))) & 0xffu);
-                    ws[0][0] = ws[0][1] = ws[1][0] = ws[1][1] = v;
-                } else {
+            /* the sums of NH steps (NH = 1, or 2: both halves of a stage, stg and stg + hb, at scale columns sc[0],
+             * sc[1]): tmp[h] (step h's MMA chains, fresh) and the factors f[h][m][e] (weight scale x activation
+             * scale) that acc's FMAs take. With two, the steps' chains interleave: one warp's instruction latency
+             * bounds this loop, and the two steps are independent until acc. */
+            auto steps_of = [&](auto nh, const char *stg, const int *sc, float(*tmp)[2][4], float(*f)[2][4]) {
+                constexpr int NH = decltype(nh)::value;
+                uint4 q[NH][2][2], bq[NH][4];
+#pragma unroll
+                for (int h2 = 0; h2 < NH; h2++) {
+                    const char *sg = stg + h2 * hb;
+                    const uint32_t *ssc = (const uint32_t *)(sg + MS_SC);
+                    float ws[2][2];
+                    if (cuni) {
+                        const float v = dsv4_e8m0_to_f32((ssc[g] >> (8 * ((cb[0][0] + sc[h2]) & 3))) & 0xffu);
+                        ws[0][0] = ws[0][1] = ws[1][0] = ws[1][1] = v;
+                    } else {
+#pragma unroll
+                        for (int m = 0; m < 2; m++)
+#pragma unroll
+                            for (int h = 0; h < 2; h++)
+                                ws[m][h] = dsv4_e8m0_to_f32(
+                                    (ssc[16 * m + 8 * h + g] >> (8 * ((cb[m][h] + sc[h2]) & 3))) & 0xffu);
+                    }
+                    const uint4 *sw = (const uint4 *)(sg + MS_W);
 #pragma unroll
                     for (int m = 0; m < 2; m++)
 #pragma unroll
-                        for (int h = 0; h < 2; h++)
-                            ws[m][h] =
-                                dsv4_e8m0_to_f32((ssc[16 * m + 8 * h + g] >> (8 * ((cb[m][h] + scol) & 3))) & 0xffu);
+                        for (int h = 0; h < 2; h++) q[h2][m][h] = sw[(16 * m + 8 * h + g) * 4 + t];
+                            /* lane (g, t): token g's fragments, tokens 2t, 2t + 1's scales (a token past n: zeros,
+                             * its products not stored) */
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        if (g >= n)
+                            bq[h2][j] = make_uint4(0, 0, 0, 0);
+                        else if (LO)
+                            bq[h2][j] = ((const uint4 *)(sg + MS_XB))[j * cpj + lane];
+                        else {
+                            const uint2 v = ((const uint2 *)(sg + MS_XB))[j * 2 * cpj + lane];
+                            bq[h2][j] = make_uint4(v.x, v.y, 0, 0);
+                        }
+                    }
+                    const float *sxs = (const float *)(sg + MS_XS);
+                    const float x0 = 2 * t < n ? sxs[2 * t] : 0.0f, x1 = 2 * t + 1 < n ? sxs[2 * t + 1] : 0.0f;
+#pragma unroll
+                    for (int m = 0; m < 2; m++) {
+#pragma unroll
+                        for (int e = 0; e < 4; e++) tmp[h2][m][e] = 0.0f;
+                        f[h2][m][0] = __fmul_rn(ws[m][0], x0), f[h2][m][1] = __fmul_rn(ws[m][0], x1);
+                        f[h2][m][2] = __fmul_rn(ws[m][1], x0), f[h2][m][3] = __fmul_rn(ws[m][1], x1);
+                    }
                 }
-                const uint4 *sw = (const uint4 *)(stg + MS_W);
-                uint4 q[2][2];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int h2 = 0; h2 < NH; h2++)
+#pragma unroll
+                        for (int m = 0; m < 2; m++) {
+                            const uint4 &w0 = q[h2][m][0], &w1 = q[h2][m][1];
+                            const uint32_t u0w = j == 0 ? w0.x : j == 1 ? w0.y : j == 2 ? w0.z : w0.w;
+                            const uint32_t u1w = j == 0 ? w1.x : j == 1 ? w1.y : j == 2 ? w1.z : w1.w;
+                            uint32_t a0, a2, a1, a3;
+                            fp8x4_f16(u0w, a0, a2);
+                            fp8x4_f16(u1w, a1, a3);
+                            mma_f16(tmp[h2][m], a0, a1, a2, a3, bq[h2][j].x, bq[h2][j].y);
+                            if (LO) mma_f16(tmp[h2][m], a0, a1, a2, a3, bq[h2][j].z, bq[h2][j].w);
+                        }
+            };
+            auto add_step = [&](const float(*tmp)[4], const float(*f)[4]) {
 #pragma unroll
                 for (int m = 0; m < 2; m++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++) q[m][h] = sw[(16 * m + 8 * h + g) * 4 + t];
-                /* lane (g, t): token g's fragments, tokens 2t, 2t + 1's scales (a token past n: zeros,
-                 * its products not stored) */
-                uint4 bq[4];
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    if (g >= n)
-                        bq[j] = make_uint4(0, 0, 0, 0);
-                    else if (LO)
-                        bq[j] = ((const uint4 *)(stg + MS_XB))[j * cpj + lane];
-                    else {
-                        const uint2 v = ((const uint2 *)(stg + MS_XB))[j * 2 * cpj + lane];
-                        bq[j] = make_uint4(v.x, v.y, 0, 0);
-                    }
+                    for (int e = 0; e < 4; e++) acc[m][e] = grp_fma(tmp[m][e], f[m][e], acc[m][e]);
+            };
+            for (int kg = kg0; kg < kg1;) {
+                if (!(rel & 1)) {
+                    cp_async_wait<S - 2>(); /* this pair has landed (this lane's copies) */
+                    __syncwarp();           /* every lane's, and the pair read last is free */
+                    issue(cur == 0 ? S - 1 : cur - 1, true);
                 }
-                const float *sxs = (const float *)(stg + MS_XS);
-                const float x0 = 2 * t < n ? sxs[2 * t] : 0.0f, x1 = 2 * t + 1 < n ? sxs[2 * t + 1] : 0.0f;
-                float tmp[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-#pragma unroll
-                    for (int m = 0; m < 2; m++) {
-                        const uint32_t u0w = j == 0 ? q[m][0].x : j == 1 ? q[m][0].y : j == 2 ? q[m][0].z : q[m][0].w;
-                        const uint32_t u1w = j == 0 ? q[m][1].x : j == 1 ? q[m][1].y : j == 2 ? q[m][1].z : q[m][1].w;
-                        uint32_t a0, a2, a1, a3;
-                        fp8x4_f16(u0w, a0, a2);
-                        fp8x4_f16(u1w, a1, a3);
-                        mma_f16(tmp[m], a0, a1, a2, a3, bq[j].x, bq[j].y);
-                        if (LO) mma_f16(tmp[m], a0, a1, a2, a3, bq[j].z, bq[j].w);
-                    }
+                const char *stg = ring + (2 * cur + (rel & 1)) * hb;
+                if (LO && !(rel & 1) && kg + 1 < kg1) {
+                    /* both steps of the pair; their sums go into acc in step order, as one at a time (LO: the
+                     * reference's path; !LO's twelve warps an SM leave no registers for it) */
+                    const int sc[2] = {scol, srem + 1 == ckpb ? scol + 1 : scol};
+                    float tmp[2][2][4], f[2][2][4];
+                    steps_of(std::integral_constant<int, 2>(), stg, sc, tmp, f);
+                    add_step(tmp[0], f[0]);
+                    add_step(tmp[1], f[1]);
+                    cur = cur == S - 1 ? 0 : cur + 1;
+                    rel += 2, kg += 2;
+                    scol = sc[1];
+                    if (++srem == ckpb) srem = 0;
+                    if (++srem == ckpb) srem = 0, scol++;
+                    continue;
                 }
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    acc[m][0] = grp_fma(tmp[m][0], __fmul_rn(ws[m][0], x0), acc[m][0]);
-                    acc[m][1] = grp_fma(tmp[m][1], __fmul_rn(ws[m][0], x1), acc[m][1]);
-                    acc[m][2] = grp_fma(tmp[m][2], __fmul_rn(ws[m][1], x0), acc[m][2]);
-                    acc[m][3] = grp_fma(tmp[m][3], __fmul_rn(ws[m][1], x1), acc[m][3]);
-                }
+                float tmp[1][2][4], f[1][2][4];
+                steps_of(std::integral_constant<int, 1>(), stg, &scol, tmp, f);
+                add_step(tmp[0], f[0]);
                 if (rel & 1) cur = cur == S - 1 ? 0 : cur + 1;
-                rel++;
+                rel++, kg++;
                 if (++srem == ckpb) srem = 0, scol++;
             }
             /* the quarters in order (mma_finish's warp sums) */
