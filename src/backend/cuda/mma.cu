@@ -705,10 +705,8 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO))
                     for (int m = 0; m < 2; m++)
 #pragma unroll
                         for (int h = 0; h < 2; h++) q[h2][m][h] = sw[(16 * m + 8 * h + g) * 4 + t];
-                            /* lane (g, t): token g's fragments, tokens 2t, 2t + 1's scales (a token past n: zeros,
-                             * its products not stored) */
 #pragma unroll
-                    for (int j = 0; j < 4; j++) {
+                    for (int j = 0; j < 4; j++) { /* lane (g, t): token g's fragments (a token past n: zeros) */
                         if (g >= n)
                             bq[h2][j] = make_uint4(0, 0, 0, 0);
                         else if (LO)
@@ -718,6 +716,7 @@ __global__ void __launch_bounds__(32, MS_BLOCKS(LO))
                             bq[h2][j] = make_uint4(v.x, v.y, 0, 0);
                         }
                     }
+                    /* tokens 2t, 2t + 1's scales (a token past n: zero, its products not stored) */
                     const float *sxs = (const float *)(sg + MS_XS);
                     const float x0 = 2 * t < n ? sxs[2 * t] : 0.0f, x1 = 2 * t + 1 < n ? sxs[2 * t + 1] : 0.0f;
 #pragma unroll
