@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepared in s40, NOT run (the device time ran out): wip/mma-fp8-ntt (9101b10, on 1a6ee9b; also ntt.diff here,
+# Prepared in s40, NOT run (the device time ran out): wip/mma-fp8-ntt (d9d8a11, on 5fb6d82; also ntt.diff here,
 # which applies on main) - k_mma_fp8's n tiles' MMA chains side by side at 9-32 tokens (wo_a at batch 16, the
 # reference's only LO linear; plain numerics' FP8 linears too): four chains in flight at two n tiles instead of
 # one tile's two then the other's, as v60 did for k_mma_fp8s at 1-8 tokens (wo_a advanced ~1.2 us a layer less
