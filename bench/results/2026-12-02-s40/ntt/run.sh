@@ -13,10 +13,7 @@ cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin ntt
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
-$B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/f8 > /dev/null 2>&1
-sh scripts/gpu_ktrace.sh new-b16 "$B/bench_cpu -m /tmp/f8 --backend cuda --numerics reference --fill-random --prompt 16 --decode 64 --batch 16 --overlap"
+call_trace new-b16 "--batch 16"
 grep -E "k_mma_fp8<" $R/kt-new-b16.txt | head -8
-AB_REPEAT=3 AB_DECODE=64 AB_BINS="new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" \
-  timeout 250 sh scripts/gpu_ab.sh "b16:--batch 16" "b12:--batch 12"
-rm -f $R/ab-*.json
+call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b16:--batch 16" "b12:--batch 12"
 call_end
