@@ -899,16 +899,13 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, want = 3 * (int64_t)im->n_sm;
         int64_t tiles = (int64_t)plan->n_tok * nt / (want > 0 ? want : 1);
         tiles = tiles < 1 ? 1 : tiles > 4 ? 4 : tiles;
-        /* the staging a tile's keys take (FP4: codes and scales, 4.3 KB at Flash's 128 dimensions; with FP32's 32 KB
-         * a block took 76 KB of shared memory, two an SM, three with this) */
-        const size_t stage = A.fp4    ? (size_t)IXT_KEYS * (p->head_dim / 2 + p->head_dim / 32)
-                             : A.bf16 ? (size_t)IXT_KEYS * p->head_dim * 2
-                                      : (size_t)IXT_KEYS * p->head_dim * sizeof(float);
+        /* the staging a tile's keys take: a page's layout of IXT_KEYS keys (FP4: codes then scales, 4.3 KB at Flash's
+         * 128 dimensions; with FP32's 32 KB a block took 76 KB of shared memory, two an SM, three with this) */
+        const size_t stage = dsv4_kv_idx_floats(kv, IXT_KEYS, p->head_dim) * sizeof(float);
         launch_pdl(p->head_dim == 128 ? k_idx_score_tc<128> : k_idx_score_tc<0>,
-                   dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), dim3(128),
-                   (stage + 15) & ~(size_t)15, im->stream, A, (const dsv4_seg *)im->d_segs,
-                   (const int32_t *)im->d_tok_seg, (const int64_t *)im->d_pos, (const int32_t *)im->d_page_table, q, w,
-                   scores, (int)tiles);
+                   dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), dim3(128), stage, im->stream, A,
+                   (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, (const int64_t *)im->d_pos,
+                   (const int32_t *)im->d_page_table, q, w, scores, (int)tiles);
     } else {
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
