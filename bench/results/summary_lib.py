@@ -116,18 +116,27 @@ def experts_ref(path):
     return experts(path, kinds=r"ref\.")["ref."]
 
 
+def indexer_rows(path):
+    """bench_kernels' indexer tables, row by row: (table: 'indexer' / 'indexer, FP4 keys', 'top-512 of N', batch,
+    context, us a call)."""
+    tab = None
+    for line in open(path):
+        if line.startswith("indexer"):
+            tab = line.split("  ")[0].strip()
+            continue
+        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line) if tab else None
+        if m:
+            yield tab, m.group(1), int(m.group(2)), int(m.group(3)), float(m.group(4))
+        elif tab and not line.strip():
+            tab = None
+
+
 def indexer(path):
     """bench_kernels' 'indexer, FP4 keys' rows: 'top-512 of N, context C' -> bB -> us a call."""
-    res, on = {}, False
-    for line in open(path):
-        if line.startswith("indexer, FP4 keys"):
-            on = True
-            continue
-        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+([\d.]+)", line) if on else None
-        if m:
-            res.setdefault(f"{m.group(1)}, context {m.group(3)}", {})["b" + m.group(2)] = float(m.group(4))
-        elif on and not line.strip():
-            break
+    res = {}
+    for tab, top, b, c, us in indexer_rows(path):
+        if tab == "indexer, FP4 keys":
+            res.setdefault(f"{top}, context {c}", {})[f"b{b}"] = us
     return res
 
 
@@ -249,14 +258,7 @@ def ix_phases(path):
 
 def indexer_tables(path):
     """bench_kernels' two indexer tables: 'indexer' / 'indexer, FP4 keys' -> 'top-512 of N' -> bB -> us a call."""
-    res, tab = {}, None
-    for line in open(path):
-        if line.startswith("indexer"):
-            tab = line.split("  ")[0].strip()
-            continue
-        m = re.match(r"(top-\d+ of \d+)\s+(\d+)\s+\d+\s+[\d.]+\s+([\d.]+)", line) if tab else None
-        if m:
-            res.setdefault(tab, {}).setdefault(m.group(1), {})["b" + m.group(2)] = float(m.group(3))
-        elif tab and not line.strip():
-            tab = None
+    res = {}
+    for tab, top, b, _, us in indexer_rows(path):
+        res.setdefault(tab, {}).setdefault(top, {})[f"b{b}"] = us
     return res
