@@ -201,38 +201,46 @@ __device__ __forceinline__ float2 ixt_round2(float a, float b)
     return make_float2(__low2float(r), __high2float(r));
 }
 
-/* HDT: the key width fixed (Flash's 128: the loops' index arithmetic by shifts, not divisions), or 0 (A.hd). */
-template <int HDT>
-__global__ void __launch_bounds__(128, 3)
+/* HDT: the key width fixed (Flash's 128: the loops' index arithmetic by shifts, not divisions), or 0 (A.hd);
+ * KF: the keys' format (IXT_F32, IXT_BF16, IXT_FP4: A.fp4 / A.bf16 as template constants).
+ * Block (token, y): the token's tiles of 64 keys split evenly over gridDim.y blocks (each a run of at most
+ * IXT_TMAX; the grid is sized for the largest context a launch may see, so blocks past the token's tiles
+ * leave at once). Tiles arrive by cp.async in two alternating staging slots of `stage` bytes, tile i + 1's
+ * copy in flight under tile i's MMAs; one barrier a tile. */
+#define IXT_TMAX 16 /* tiles a block at most */
+enum { IXT_F32, IXT_BF16, IXT_FP4 };
+template <int HDT, int KF>
+__global__ void __launch_bounds__(128, 4)
     k_idx_score_tc(idx_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *pos,
-                   const int32_t *page_table, const float *q, const float *w, float *scores, int tiles)
+                   const int32_t *page_table, const float *q, const float *w, float *scores, int stage)
 {
-    __shared__ __align__(16) unsigned char qs[64 * ixt_stride(128)], ks[IXT_KEYS * ixt_stride(128)];
-    __shared__ float part[4][IXT_KEYS];
-    __shared__ const float *kp[2][IXT_KEYS]; /* the rows of this tile and the next */
-    __shared__ const uint8_t *kps[2][IXT_KEYS]; /* fp4: their scale bytes */
-    extern __shared__ __align__(16) float ixt_kf[]; /* [IXT_KEYS][hd] */
+    __shared__ __align__(16) unsigned char qs[64 * ixt_stride(128)];
+    __shared__ const float *kp[3][IXT_KEYS];    /* the rows of tiles i, i + 1, i + 2 (by i mod 3) */
+    __shared__ const uint8_t *kps[3][IXT_KEYS]; /* fp4: their scale bytes */
+    __shared__ __align__(8) float wsm[64];
+    extern __shared__ __align__(16) float ixt_kf[]; /* two staging slots of `stage` bytes */
     const int t = blockIdx.x, hd = HDT ? HDT : A.hd, st = ixt_stride(hd), tid = threadIdx.x, lane = tid & 31,
               w4 = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
-    const int64_t N = (pos[t] + 1) / A.ratio, cb = (int64_t)blockIdx.y * tiles * IXT_KEYS;
-    if (cb >= N) return;
+    const int64_t N = (pos[t] + 1) / A.ratio, nt = (N + IXT_KEYS - 1) / IXT_KEYS,
+                  per = (nt + gridDim.y - 1) / gridDim.y, tb = (int64_t)blockIdx.y * per;
+    if (tb >= nt) return;
+    const int ntl = (int)(nt - tb < per ? nt - tb : per); /* this block's tiles */
+    const int64_t cb = tb * IXT_KEYS;
     /* the rows' addresses (segment, page table: the step's constants) before griddepcontrol.wait, under the
      * kernel before's tail (launched with PDL); the query, its weights and this step's keys after it */
     const dsv4_seg s = segs[tok_seg[t]];
     const bool al = ((uintptr_t)A.pages & 15) == 0 && ((A.page_floats | A.pg_off) & 3) == 0;
     const auto nk_at = [&](int64_t c0) { return (int)(N - c0 < IXT_KEYS ? N - c0 : IXT_KEYS); };
     ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0], kps[0]);
-    if (tiles > 1 && cb + IXT_KEYS < N)
-        ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
+    if (ntl > 1) ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
     pdl_start();
-    const int H16 = (A.nh + 15) & ~15;
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     /* with the width fixed and at most 64 heads (Flash's 64 x 128: 16 a thread), the query's loads all at once,
      * in flight with the keys' copies; the loop below takes them 4 at a time, a round trip each (v49's ncu:
      * 8.5 us a call alone at a short context) */
     constexpr int QE = HDT ? 64 * (HDT / 4) / 128 : 1; /* float4s a thread */
-    const bool q_early = HDT && H16 <= 64;
+    const bool q_early = HDT != 0;
     float4 qv[QE];
     if (q_early)
 #pragma unroll
@@ -241,94 +249,104 @@ __global__ void __launch_bounds__(128, 3)
             qv[i] = *(const float4 *)(qt + (size_t)hc * hd + 4 * (e % q4));
         }
     __syncthreads(); /* kp */
-    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, A.fp4, A.bf16, ixt_kf);
+    unsigned char *const slot0 = (unsigned char *)ixt_kf;
+    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, KF == IXT_FP4, KF == IXT_BF16, ixt_kf);
     if (q_early) {
 #pragma unroll
         for (int i = 0; i < QE; i++) { /* heads past nh: zero */
             const int e = tid + 128 * i, h = e / q4;
-            if (h < H16) *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(h < A.nh ? qv[i] : make_float4(0, 0, 0, 0));
+            *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(h < A.nh ? qv[i] : make_float4(0, 0, 0, 0));
         }
     } else
-        for (int e = tid; e < H16 * q4; e += 128) { /* heads past nh: zero */
+        for (int e = tid; e < 64 * q4; e += 128) { /* heads past nh (to 64: every n tile's MMAs run): zero */
             const int h = e / q4;
             const float4 v = h < A.nh ? *(const float4 *)(qt + (size_t)h * hd + 4 * (e % q4)) : make_float4(0, 0, 0, 0);
             *(uint2 *)(qs + h * st + 8 * (e % q4)) = bf4_rn(v);
         }
-    const int h0 = 16 * w4 + g, h1 = h0 + 8;
-    const float wh0 = h0 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h0]) * A.scale) : 0.0f,
-                wh1 = h1 < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[h1]) * A.scale) : 0.0f;
-    const bool active = 16 * w4 < A.nh;
-    for (int ti = 0; ti < tiles; ti++) {
+    if (tid < 64) /* the heads' weights as BF16 values, times the scale, rounded */
+        wsm[tid] = tid < A.nh ? dsv4_round_bf16(dsv4_round_bf16(wt[tid]) * A.scale) : 0.0f;
+    const int r0 = 16 * w4 + g, r1 = r0 + 8; /* the warp's keys of a tile: 16 w4 .. + 15, the lane's rows g, g + 8 */
+    for (int ti = 0; ti < ntl; ti++) {
         const int64_t c0 = cb + (int64_t)ti * IXT_KEYS;
-        if (c0 >= N) break;
-        const int nk = N - c0 < IXT_KEYS ? (int)(N - c0) : IXT_KEYS;
+        const int nk = nk_at(c0);
         cp_async_wait<0>();
-        __syncthreads(); /* this tile's keys are staged; the tile before is read (and the query written) */
-        if (A.fp4) { /* 8 codes a thread: their values (code x scale, BF16-exact) */
-            const int q8 = hd / 8;
-            const uint8_t *const *sc = kps[ti & 1];
-            const uint8_t *ss = (const uint8_t *)ixt_kf + (size_t)IXT_KEYS * (hd / 2); /* staged scales */
-            const bool staged = ixt_sc_staged(hd);
-            for (int e = tid; e < IXT_KEYS * q8; e += 128) {
-                const int r = e / q8, j = e % q8;
-                const uint32_t cw = *(const uint32_t *)((const uint8_t *)ixt_kf + (size_t)r * (hd / 2) + 4 * j);
-                /* the experts' decoder: byte tables, then a BF16x2 multiply by the power-of-two scale (exact) */
-                const uint32_t s2 = bf16x2_of(
-                    dsv4_e8m0_to_f32(staged ? ss[(size_t)r * (hd / 32) + (8 * j) / 32] : sc[r][(8 * j) / 32]));
-                uint32_t a0, b0, a1, b1;
-                fp4x4_bf16<0>(cw, s2, a0, b0);
-                fp4x4_bf16<1>(cw, s2, a1, b1);
-                *(uint4 *)(ks + r * st + 16 * j) = make_uint4(a0, b0, a1, b1);
-            }
-        } else if (A.bf16) { /* 4 values a thread, as they are */
-            for (int e = tid; e < IXT_KEYS * q4; e += 128)
-                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = ((const uint2 *)ixt_kf)[e];
-        } else {
-            for (int e = tid; e < IXT_KEYS * q4; e += 128) {
-                const float4 v = *(const float4 *)(ixt_kf + 4 * e);
-                *(uint2 *)(ks + (e / q4) * st + 8 * (e % q4)) = bf4_rn(v);
-            }
-        }
-        __syncthreads();
-        if (ti + 1 < tiles && c0 + IXT_KEYS < N) /* the next tile's keys, in flight under these MMAs */
-            ixt_issue(hd, kp[(ti + 1) & 1], kps[(ti + 1) & 1], nk_at(c0 + IXT_KEYS), al, A.fp4, A.bf16, ixt_kf);
-        float acc[IXT_KEYS / 8][4];
+        __syncthreads();  /* tile ti staged (and the query written); every warp is done with tile ti - 1 */
+        if (ti + 1 < ntl) /* the next tile's keys into the other slot, in flight under these MMAs */
+            ixt_issue(hd, kp[(ti + 1) % 3], kps[(ti + 1) % 3], nk_at(c0 + IXT_KEYS), al, KF == IXT_FP4, KF == IXT_BF16,
+                      (float *)(slot0 + (size_t)((ti + 1) & 1) * stage));
+        const unsigned char *sl = slot0 + (size_t)(ti & 1) * stage;
+        /* keys as the MMA's M (rows r0, r1 of the lane), heads as the N, the head dimension the K: lane (g, tq)
+         * takes dimensions 8 tq .. 8 tq + 7 of each 32 for both operands (the same permutation of K as before
+         * v61, whose warps took heads as the M: the same products at the same K positions of the same chain) */
+        float acc[8][4];
 #pragma unroll
-        for (int n = 0; n < IXT_KEYS / 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-        if (active)
-            for (int d0 = 0; d0 < hd; d0 += 32) {
-                const uint4 a = *(const uint4 *)(qs + (16 * w4 + g) * st + 2 * d0 + 16 * tq);
-                const uint4 b8 = *(const uint4 *)(qs + (16 * w4 + g + 8) * st + 2 * d0 + 16 * tq);
-#pragma unroll
-                for (int n = 0; n < IXT_KEYS / 8; n++) {
-                    const uint4 k = *(const uint4 *)(ks + (8 * n + g) * st + 2 * d0 + 16 * tq);
-                    mma_bf16(acc[n], a.x, b8.x, a.y, b8.y, k.x, k.y);
-                    mma_bf16(acc[n], a.z, b8.z, a.w, b8.w, k.z, k.w);
+        for (int n = 0; n < 8; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        for (int d = 0; d < hd / 32; d++) {
+            uint32_t k0[4], k1[4]; /* a key's 8 values as BF16x2 words: dims 8 tq + {0,1}, {2,3}, {4,5}, {6,7} */
+            const auto key = [&](int r, uint32_t *kk) {
+                if constexpr (KF == IXT_FP4) {
+                    const uint32_t cw = *(const uint32_t *)(sl + (size_t)r * (hd / 2) + 16 * d + 4 * tq);
+                    const uint8_t sb = ixt_sc_staged(hd) ? sl[(size_t)IXT_KEYS * (hd / 2) + (size_t)r * (hd / 32) + d]
+                                                         : kps[ti % 3][r][d];
+                    const uint32_t s2 = bf16x2_of(dsv4_e8m0_to_f32(sb));
+                    fp4x4_bf16<0>(cw, s2, kk[0], kk[1]);
+                    fp4x4_bf16<1>(cw, s2, kk[2], kk[3]);
+                } else if constexpr (KF == IXT_BF16) {
+                    const uint4 v = *(const uint4 *)(sl + (size_t)r * hd * 2 + 64 * d + 16 * tq);
+                    kk[0] = v.x, kk[1] = v.y, kk[2] = v.z, kk[3] = v.w;
+                } else {
+                    const float *f = (const float *)sl + (size_t)r * hd + 32 * d + 8 * tq;
+                    const uint2 a = bf4_rn(*(const float4 *)f), b = bf4_rn(*(const float4 *)(f + 4));
+                    kk[0] = a.x, kk[1] = a.y, kk[2] = b.x, kk[3] = b.y;
                 }
-            }
-        /* the epilogue: heads 16 w4 + g and + 8 of keys 8 n + 2 tq and + 1 */
+            };
+            key(r0, k0);
+            key(r1, k1);
 #pragma unroll
-        for (int n = 0; n < IXT_KEYS / 8; n++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                /* each head's term BF16(ReLU(BF16(dq)) x w), the two heads' roundings paired */
-                const float2 d = ixt_round2(acc[n][e], acc[n][2 + e]);
-                const float2 y = ixt_round2(fmaxf(d.x, 0.0f) * wh0, fmaxf(d.y, 0.0f) * wh1);
-                float v = 0;
-                if (h0 < A.nh) v += y.x;
-                if (h1 < A.nh) v += y.y;
-                v += __shfl_xor_sync(0xffffffffu, v, 4);
-                v += __shfl_xor_sync(0xffffffffu, v, 8);
-                v += __shfl_xor_sync(0xffffffffu, v, 16);
-                if (g == 0) part[w4][8 * n + 2 * tq + e] = active ? v : 0.0f;
+            for (int n = 0; n < 8; n++) { /* heads past nh: zero queries, left out below */
+                const uint4 qf = *(const uint4 *)(qs + (8 * n + g) * st + 64 * d + 16 * tq);
+                mma_bf16(acc[n], k0[0], k1[0], k0[1], k1[1], qf.x, qf.y);
+                mma_bf16(acc[n], k0[2], k1[2], k0[3], k1[3], qf.z, qf.w);
             }
-        if (ti + 2 < tiles && c0 + 2 * IXT_KEYS < N) /* the rows of the tile after next (kp of this one: issued) */
-            ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[ti & 1], kps[ti & 1]);
-        __syncthreads();
-        if (tid < nk) {
-            const float v = dsv4_round_bf16(((part[0][tid] + part[1][tid]) + part[2][tid]) + part[3][tid]);
-            scores[(size_t)t * 2 * A.max_n + c0 + tid] = isnan(v) ? -INFINITY : v; /* NaN ranks last */
         }
+        /* the epilogue, in the order the heads were summed before (v60's warps of 16 heads): each head's term
+         * BF16(ReLU(BF16(dq)) x w); within a group of 16 heads (n tiles 2 j and 2 j + 1) head h and h + 8
+         * (0 + one + the other), then those pairs' tree over h's low three bits (the lane's two columns, then
+         * the lanes 1 and 2 apart); the four groups added in order */
+        float sg[2][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                float v2[2];
+                const float2 wa = *(const float2 *)(wsm + 16 * j + 2 * tq),
+                             wb = *(const float2 *)(wsm + 16 * j + 8 + 2 * tq);
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int h0 = 16 * j + 2 * tq + e; /* and h0 + 8 */
+                    const float2 dq = ixt_round2(acc[2 * j][2 * rr + e], acc[2 * j + 1][2 * rr + e]);
+                    const float2 y =
+                        ixt_round2(fmaxf(dq.x, 0.0f) * (e ? wa.y : wa.x), fmaxf(dq.y, 0.0f) * (e ? wb.y : wb.x));
+                    float v = 0;
+                    if (h0 < A.nh) v += y.x;
+                    if (h0 + 8 < A.nh) v += y.y;
+                    v2[e] = v;
+                }
+                float u = v2[0] + v2[1];
+                u += __shfl_xor_sync(0xffffffffu, u, 1);
+                u += __shfl_xor_sync(0xffffffffu, u, 2);
+                sg[rr][j] = u;
+            }
+        if (tq < 2) {
+            const int r = tq ? r1 : r0; /* lane tq writes row tq's score (every lane of a row holds its sums) */
+            const float v = dsv4_round_bf16(
+                (((tq ? sg[1][0] : sg[0][0]) + (tq ? sg[1][1] : sg[0][1])) + (tq ? sg[1][2] : sg[0][2])) +
+                (tq ? sg[1][3] : sg[0][3]));
+            if (r < nk) scores[(size_t)t * 2 * A.max_n + c0 + r] = isnan(v) ? -INFINITY : v; /* NaN ranks last */
+        }
+        if (ti + 2 < ntl) /* the rows of the tile after next (their slot's last reader, tile ti - 1, is done) */
+            ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[(ti + 2) % 3],
+                     kps[(ti + 2) % 3]);
     }
 }
 
@@ -845,12 +863,39 @@ static size_t smem_allow(const void *f, size_t smem_optin)
     return dyn;
 }
 
+/* k_idx_score_tc's instances: [head_dim 128][the keys' format] */
+typedef void (*ixt_fn)(idx_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *, const float *,
+                       const float *, float *, int);
+static const ixt_fn ixt_kernels[2][3] = {
+    {k_idx_score_tc<0, IXT_F32>, k_idx_score_tc<0, IXT_BF16>, k_idx_score_tc<0, IXT_FP4>},
+    {k_idx_score_tc<128, IXT_F32>, k_idx_score_tc<128, IXT_BF16>, k_idx_score_tc<128, IXT_FP4>}};
+
+/* Blocks of kernel f resident an SM with smem bytes of dynamic shared memory (a process sees a format or two:
+ * the first few asked are kept) */
+static int ixt_per_sm(ixt_fn f, size_t smem)
+{
+    static ixt_fn key_f[8];
+    static size_t key_s[8];
+    static int val[8];
+    for (int i = 0; i < 8; i++)
+        if (key_f[i] == f && key_s[i] == smem) return val[i];
+    int v = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, f, 128, smem));
+    if (v < 1) v = 1;
+    for (int i = 0; i < 8; i++)
+        if (!key_f[i]) {
+            val[i] = v, key_s[i] = smem, key_f[i] = f;
+            break;
+        }
+    return v;
+}
+
 void cuda_indexer_init(cuda_impl *im)
 {
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
     im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk, im->smem_optin);
-    smem_allow((const void *)k_idx_score_tc<0>, im->smem_optin); /* its staging: 64 keys of up to 128 floats */
-    smem_allow((const void *)k_idx_score_tc<128>, im->smem_optin);
+    for (int h = 0; h < 2; h++) /* their staging: two slots of 64 keys of up to 128 floats */
+        for (int f = 0; f < 3; f++) smem_allow((const void *)ixt_kernels[h][f], im->smem_optin);
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -895,17 +940,20 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         return;
     }
     if (tc) {
-        /* tiles per block: about three blocks' worth per SM over the grid (each block converts the query once) */
-        const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, want = 3 * (int64_t)im->n_sm;
-        int64_t tiles = (int64_t)plan->n_tok * nt / (want > 0 ? want : 1);
-        tiles = tiles < 1 ? 1 : tiles > 4 ? 4 : tiles;
-        /* the staging a tile's keys take: a page's layout of IXT_KEYS keys (FP4: codes then scales, 4.3 KB at Flash's
-         * 128 dimensions; with FP32's 32 KB a block took 76 KB of shared memory, two an SM, three with this) */
+        /* the staging a tile's keys take, two slots of it: a page's layout of IXT_KEYS keys (FP4: codes then
+         * scales, 4.3 KB at Flash's 128 dimensions; FP32 32 KB) */
         const size_t stage = dsv4_kv_idx_floats(kv, IXT_KEYS, p->head_dim) * sizeof(float);
-        launch_pdl(p->head_dim == 128 ? k_idx_score_tc<128> : k_idx_score_tc<0>,
-                   dim3((unsigned)plan->n_tok, (unsigned)((nt + tiles - 1) / tiles)), dim3(128), stage, im->stream, A,
+        const ixt_fn kern = ixt_kernels[p->head_dim == 128][A.fp4 ? IXT_FP4 : A.bf16 ? IXT_BF16 : IXT_F32];
+        /* blocks a token: the GPU's resident blocks shared among the tokens, at least enough that none takes more
+         * than IXT_TMAX tiles, at most a tile each (of max_n: the blocks split the token's own tiles evenly) */
+        const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, slots = (int64_t)im->n_sm * ixt_per_sm(kern, 2 * stage);
+        int64_t gy = slots / plan->n_tok;
+        if (gy < (nt + IXT_TMAX - 1) / IXT_TMAX) gy = (nt + IXT_TMAX - 1) / IXT_TMAX;
+        if (gy > nt) gy = nt;
+        if (gy < 1) gy = 1;
+        launch_pdl(kern, dim3((unsigned)plan->n_tok, (unsigned)gy), dim3(128), 2 * stage, im->stream, A,
                    (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, (const int64_t *)im->d_pos,
-                   (const int32_t *)im->d_page_table, q, w, scores, (int)tiles);
+                   (const int32_t *)im->d_page_table, q, w, scores, (int)stage);
     } else {
         k_idx_score<<<dim3((unsigned)plan->n_tok, (unsigned)((max_n + IX_KPB - 1) / IX_KPB)), 256, smem,
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
