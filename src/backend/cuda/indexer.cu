@@ -3,8 +3,8 @@
  * every visible compressed key, then the top-k, written in ascending index
  * order with ties going to the lower index (as the CPU backend). Scores: in
  * reference numerics on the tensor cores (k_idx_score_tc: BF16 queries and
- * keys, the heads as the MMA's M, up to 4 tiles of 64 keys per block, keys
- * staged by cp.async a tile ahead), otherwise a warp per candidate key, 32
+ * keys, the keys as the MMA's M, runs of up to 16 tiles of 64 keys per block,
+ * keys staged by cp.async a tile ahead), otherwise a warp per candidate key, 32
  * keys per block (the grid spreads a token's keys over the GPU), queries and
  * keys in shared memory; top-k: a block per token, a select over power-of-two
  * buckets of the keys' range (linear in the candidates; the first version
@@ -118,16 +118,21 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
 /* Scores on the tensor cores (reference numerics, up to 64 heads, head_dim a
  * multiple of 32 up to 128): the queries and keys are BF16 values there
  * (Hadamard, BF16, FP4 round trip), so BF16 MMAs with FP32 accumulation
- * form each q . k exactly. Block (token, `tiles` tiles of 64 keys): the
- * token's query is converted to BF16 in shared memory once; each tile's FP32
- * keys arrive by cp.async in a staging buffer (dynamic shared memory) and
- * are converted to BF16 there, after which the next tile's copy is issued, in
- * flight under this tile's MMAs. Warp w = heads 16 w .. 16 w + 15 (the MMA's
- * M), keys the N; lane (g, tq) takes dimensions 8 tq .. 8 tq + 7 of each 32
- * for both operands (the same permutation of K). The epilogue rounds each
+ * form each q . k exactly. Block (token, a run of tiles of 64 keys): the
+ * token's query is converted to BF16 in shared memory once; each tile's keys
+ * arrive by cp.async in one of two staging slots (dynamic shared memory), the
+ * next tile's copy in flight under this tile's MMAs. Warp w = keys 16 w ..
+ * 16 w + 15 of a tile (the MMA's M: its lanes decode their own rows' FP4 codes
+ * into the A fragments), the heads the N (8 tiles of 8, the query's fragments
+ * from shared memory); lane (g, tq) takes dimensions 8 tq .. 8 tq + 7 of each
+ * 32 for both operands (the same permutation of K). The epilogue rounds each
  * head's dot product, ReLU, times its BF16 weight, rounds, and sums the heads
- * in a fixed order: the lane's two heads, the 8 lanes of a key, then the 4
- * warps in order. */
+ * in a fixed order: within each group of 16 heads h and h + 8, then a tree
+ * over the pairs, then the 4 groups in order. Before v61 the warps took 16
+ * heads each as the M and every key as the N (the keys decoded once into
+ * shared memory for all four, the query's fragments moved into place for
+ * every MMA: 1,560 instructions a warp and tile at 16 x 128k under ncu); the
+ * same products, chains and order of sums, so the same bits. */
 #define IXT_KEYS 64
 __host__ __device__ constexpr int ixt_stride(int hd) { return hd * 2 + (192 - (hd * 2) % 128) % 128; }
 
