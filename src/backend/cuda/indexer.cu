@@ -131,8 +131,9 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
  * over the pairs, then the 4 groups in order. Before v61 the warps took 16
  * heads each as the M and every key as the N (the keys decoded once into
  * shared memory for all four, the query's fragments moved into place for
- * every MMA: 1,560 instructions a warp and tile at 16 x 128k under ncu); the
- * same products, chains and order of sums, so the same bits. */
+ * every MMA: 1,560 instructions a warp and tile at 16 x 128k under ncu,
+ * 1,041 since); the same products, chains and order of sums, so the same
+ * bits. */
 #define IXT_KEYS 64
 __host__ __device__ constexpr int ixt_stride(int hd) { return hd * 2 + (192 - (hd * 2) % 128) % 128; }
 
