@@ -9,6 +9,8 @@
 #   sh scripts/gpu_verify.sh
 #   call_trace new-b1 "--batch 1"
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
+#   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
+#   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
 #   call_end
 set -u
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
@@ -35,4 +37,28 @@ call_ab() {
   shift 2
   AB_REPEAT=$n AB_DECODE=64 AB_BINS=$bins sh scripts/gpu_ab.sh "$@"
   rm -f "$R"/ab-*.json
+}
+# call_kernels PREFIX ROUNDS BINS ARGS - bench_kernels-like programs alternating, ROUNDS rounds: BINS as
+# "NAME=COMMAND;NAME=COMMAND" (e.g. "new=$B/bench_kernels;base=$B/bench_kernels.base"), each run with ARGS into
+# $R/PREFIX-NAME-ROUND.txt (s39-s41's indexer tables: call_kernels attn 2 "..." "--attn-only --batch 1,16,64").
+call_kernels() {
+  pre=$1 n=$2 bins=$3 args=$4
+  i=1
+  while [ $i -le "$n" ]; do
+    rest=$bins
+    while [ -n "$rest" ]; do
+      one=${rest%%;*}
+      case $rest in *";"*) rest=${rest#*;} ;; *) rest= ;; esac
+      timeout 150 ${one#*=} $args > "$R/$pre-${one%%=*}-$i.txt" 2>&1
+    done
+    i=$((i + 1))
+  done
+}
+# call_memcheck KERNEL ARGS - compute-sanitizer's memcheck on KERNEL's launches in $B/bench_kernels ARGS (e.g.
+# k_idx_score_tc "--attn-only --batch 4 --reps 1") into $R/san-KERNEL.txt, printing its exit and summary.
+call_memcheck() {
+  timeout 150 compute-sanitizer --tool memcheck --kernel-name "kns=$1" --error-exitcode 3 $B/bench_kernels $2 \
+    > "$R/san-$1.txt" 2>&1
+  echo "== memcheck $1 exit $?"
+  grep -E "ERROR SUMMARY" "$R/san-$1.txt" | tail -1
 }
