@@ -199,6 +199,21 @@ __device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, 
     cp_async_commit();
 }
 
+/* A tile of IXT_KEYS keys within one page from row k0 on (the page's rows, and FP4's scales s0 on, contiguous)
+ * into kf, the same layout: the bytes copied as they are, 16 at a time, rows past the token's keys too (their
+ * slots exist; their scores are not stored, and a row's values reach only its own scores) */
+__device__ __forceinline__ void ixt_issue_ct(const int hd, bool fp4, bool bf16, const float *k0, const uint8_t *s0,
+                                             unsigned char *kf)
+{
+    const int rb = fp4 ? hd / 2 : bf16 ? hd * 2 : hd * 4;
+    for (int e = threadIdx.x; e < IXT_KEYS * rb / 16; e += 128)
+        cp_async<16>(kf + 16 * e, (const uint8_t *)k0 + 16 * e, true);
+    if (fp4)
+        for (int e = threadIdx.x; e < IXT_KEYS * (hd / 32) / 16; e += 128)
+            cp_async<16>(kf + (size_t)IXT_KEYS * rb + 16 * e, s0 + 16 * e, true);
+    cp_async_commit();
+}
+
 /* Two values rounded to BF16 at once (F2FP: round to nearest even, as dsv4_round_bf16 for every value but a
  * NaN, whose payload may differ - the epilogue below turns a NaN into 0 or its score into -inf either way). */
 __device__ __forceinline__ float2 ixt_round2(float a, float b)
@@ -238,8 +253,26 @@ __global__ void __launch_bounds__(128, 4)
     const dsv4_seg s = segs[tok_seg[t]];
     const bool al = ((uintptr_t)A.pages & 15) == 0 && ((A.page_floats | A.pg_off) & 3) == 0;
     const auto nk_at = [&](int64_t c0) { return (int)(N - c0 < IXT_KEYS ? N - c0 : IXT_KEYS); };
-    ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0], kps[0]);
-    if (ntl > 1) ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
+    /* ct: a tile never crosses a page (a page's keys a multiple of 64), its rows 16-byte aligned and (FP4)
+     * its scales staged: the tile's bytes copied whole from its first row's (Flash); else a row at a time */
+    const bool ct = al && (A.page_tokens / A.ratio) % IXT_KEYS == 0 && (KF != IXT_FP4 || ixt_sc_staged(hd));
+    const uint8_t *s0 = NULL;
+    const float *k0 = NULL;
+    if (ct)
+        k0 = idx_row(A, page_table, s.slot, cb, &s0);
+    else {
+        ixt_rows(A, page_table, s.slot, cb, nk_at(cb), kp[0], kps[0]);
+        if (ntl > 1) ixt_rows(A, page_table, s.slot, cb + IXT_KEYS, nk_at(cb + IXT_KEYS), kp[1], kps[1]);
+    }
+    /* tile ti (its keys from c0) into staging slot dst */
+    const auto issue = [&](int ti, int64_t c0, unsigned char *dst) {
+        if (ct) {
+            const uint8_t *sc = s0;
+            const float *kk = ti ? idx_row(A, page_table, s.slot, c0, &sc) : k0;
+            ixt_issue_ct(hd, KF == IXT_FP4, KF == IXT_BF16, kk, sc, dst);
+        } else
+            ixt_issue(hd, kp[ti % 3], kps[ti % 3], nk_at(c0), al, KF == IXT_FP4, KF == IXT_BF16, (float *)dst);
+    };
     pdl_start();
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
     /* with the width fixed and at most 64 heads (Flash's 64 x 128: 16 a thread), the query's loads all at once,
@@ -254,9 +287,9 @@ __global__ void __launch_bounds__(128, 4)
             const int e = tid + 128 * i, h = e / q4, hc = h < A.nh ? h : A.nh - 1; /* clamped: every load issued */
             qv[i] = *(const float4 *)(qt + (size_t)hc * hd + 4 * (e % q4));
         }
-    __syncthreads(); /* kp */
+    __syncthreads(); /* kp (the row-at-a-time path) */
     unsigned char *const slot0 = (unsigned char *)ixt_kf;
-    ixt_issue(hd, kp[0], kps[0], nk_at(cb), al, KF == IXT_FP4, KF == IXT_BF16, ixt_kf);
+    issue(0, cb, slot0);
     if (q_early) {
 #pragma unroll
         for (int i = 0; i < QE; i++) { /* heads past nh: zero */
@@ -278,8 +311,7 @@ __global__ void __launch_bounds__(128, 4)
         cp_async_wait<0>();
         __syncthreads();  /* tile ti staged (and the query written); every warp is done with tile ti - 1 */
         if (ti + 1 < ntl) /* the next tile's keys into the other slot, in flight under these MMAs */
-            ixt_issue(hd, kp[(ti + 1) % 3], kps[(ti + 1) % 3], nk_at(c0 + IXT_KEYS), al, KF == IXT_FP4, KF == IXT_BF16,
-                      (float *)(slot0 + (size_t)((ti + 1) & 1) * stage));
+            issue(ti + 1, c0 + IXT_KEYS, slot0 + (size_t)((ti + 1) & 1) * stage);
         const unsigned char *sl = slot0 + (size_t)(ti & 1) * stage;
         /* keys as the MMA's M (rows r0, r1 of the lane), heads as the N, the head dimension the K: lane (g, tq)
          * takes dimensions 8 tq .. 8 tq + 7 of each 32 for both operands (the same permutation of K as before
@@ -329,14 +361,12 @@ __global__ void __launch_bounds__(128, 4)
                              wb = *(const float2 *)(wsm + 16 * j + 8 + 2 * tq);
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    const int h0 = 16 * j + 2 * tq + e; /* and h0 + 8 */
                     const float2 dq = ixt_round2(acc[2 * j][2 * rr + e], acc[2 * j + 1][2 * rr + e]);
                     const float2 y =
                         ixt_round2(fmaxf(dq.x, 0.0f) * (e ? wa.y : wa.x), fmaxf(dq.y, 0.0f) * (e ? wb.y : wb.x));
-                    float v = 0;
-                    if (h0 < A.nh) v += y.x;
-                    if (h0 + 8 < A.nh) v += y.y;
-                    v2[e] = v;
+                    /* (0 + one) + the other: a head past nh adds +0 (its query and weight are zero, so its term
+                     * is BF16(ReLU(0 or NaN) x 0) = +0), which leaves 0 + one as it is (never -0) */
+                    v2[e] = (0.0f + y.x) + y.y;
                 }
                 float u = v2[0] + v2[1];
                 u += __shfl_xor_sync(0xffffffffu, u, 1);
@@ -350,7 +380,7 @@ __global__ void __launch_bounds__(128, 4)
                 (tq ? sg[1][3] : sg[0][3]));
             if (r < nk) scores[(size_t)t * 2 * A.max_n + c0 + r] = isnan(v) ? -INFINITY : v; /* NaN ranks last */
         }
-        if (ti + 2 < ntl) /* the rows of the tile after next (their slot's last reader, tile ti - 1, is done) */
+        if (!ct && ti + 2 < ntl) /* the rows of the tile after next (their slot's last reader, tile ti - 1, is done) */
             ixt_rows(A, page_table, s.slot, c0 + 2 * IXT_KEYS, nk_at(c0 + 2 * IXT_KEYS), kp[(ti + 2) % 3],
                      kps[(ti + 2) % 3]);
     }
