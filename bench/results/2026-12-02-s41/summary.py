@@ -52,6 +52,13 @@ res = {
                                  "base": x_floor(sw["b1"]["base"]["from_third_mean"], 1)},
         "ncu_16x128k": {"before (ntt/, c95983a's kernel)": ncu("ntt"), "after (unroll/, 584bcea's kernel)": ncu("unroll")},
     },
+    "scores_tile_copy": {
+        "what": "ct/: a tile within one page copied whole from its first row, the epilogue without the heads-past-nh "
+                "tests (landed, 1f1e3e3); base = 584bcea. gpu_bits, test_ops_cuda, memcheck passed (not the full "
+                "suite); one round, decode not timed",
+        "indexer_alone_us": {k: [indexer_tables(os.path.join(D, "ct", f"attn-{k}-1.txt"))["indexer, FP4 keys"]]
+                             for k in ("new", "base")},
+    },
     "not_kept": {
         "mma_fp8_ntt": {
             "what": "ntt/: s40's wip/mma-fp8-ntt (k_mma_fp8's two n tiles' MMA chains side by side at 9-32 tokens, "
