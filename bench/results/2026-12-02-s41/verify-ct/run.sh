@@ -1,16 +1,19 @@
 #!/bin/sh
 # Prepared in s41, NOT run (the device time ran out): the first call of the next session. 1f1e3e3 (the scores'
 # whole-tile copy within a page and the epilogue without the heads-past-nh tests) passed gpu_bits.sh,
-# test_ops_cuda and memcheck on the scores in ct/, not the full suite, and its decode was not timed. This call:
-# the suite (logits against 584bcea's build, with the 2,100-token cases), decode new / base at batch 1 (16
-# tokens, 4k), 16 x 32k, 16 x 128k, 64 x 32k (2 rounds), then the head figures at the new build (gpu_head.sh,
-# one run each, no server). Pack (main): BASE=<584bcea's build> NOTOK=1.
+# test_ops_cuda and memcheck on the scores in ct/, not the full suite, and its decode was not timed. Run from
+# wip/ix-short (one commit on main: the scores kernels leave at once where a token's candidates are at most the
+# top-k - contexts to 2k tokens, the 16-token prompts of b1 / b16 - after the PDL wait), whose effect shows at
+# the short-prompt cases while 1f1e3e3's shows at the long contexts. This call: the suite (logits against
+# 584bcea's build, with the 2,100-token cases), decode new / base at batch 1 (16 tokens, 4k), batch 16 (16
+# tokens), 16 x 32k, 16 x 128k, 64 x 32k (2 rounds), then the head figures at the new build (gpu_head.sh, one
+# run each, no server). Pack (wip/ix-short): BASE=<584bcea's build> NOTOK=1.
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin verify-ct
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
-call_ab 2 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b1-4k:--batch 1 --context 4096" \
+call_ab 2 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b1-4k:--batch 1 --context 4096" "b16:--batch 16" \
   "b16-32k:--batch 16 --context 32768" "b16-128k:--batch 16 --context 131072" "b64-32k:--batch 64 --context 32768"
 HEAD_RUNS=1 HEAD_SERVE=0 timeout 150 sh scripts/gpu_head.sh
 call_end
