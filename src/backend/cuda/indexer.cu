@@ -148,10 +148,7 @@ __device__ __forceinline__ void ixt_rows(const idx_args &A, const int32_t *page_
     }
 }
 
-/* Tile keys from rows kp (nk of them; the rest of the 64 rows: zeros) into kf [64][hd] floats: 16-byte
- * copies when the pool's rows are 16-byte aligned (al), else 4-byte ones. */
-/* bf16: [64][hd] BF16 values; fp4: [64][hd / 2] code bytes, then (hd a multiple of 128: whole 4-byte copies) [64][hd /
- * 32] scale bytes; other widths' scales are read where they are converted. */
+/* FP4 keys' scales go through the staging with the codes where a row's scale bytes are whole 4-byte words */
 __device__ __forceinline__ bool ixt_sc_staged(int hd) { return hd % 128 == 0; }
 
 /* The keys' first cb bytes (a multiple of 16) into k8 [64][cb]: 16-byte copies when the rows are so aligned
@@ -170,6 +167,10 @@ __device__ __forceinline__ void ixt_bytes(uint8_t *k8, const float *const *kp, i
         }
 }
 
+/* A tile's keys from rows kp (nk of them; the rest of the 64 rows: zeros) into staging kf, 16-byte copies when
+ * the pool's rows are 16-byte aligned (al), else 4-byte ones: FP32 [64][hd] floats; BF16 [64][hd] values; FP4
+ * [64][hd / 2] code bytes, then (ixt_sc_staged) [64][hd / 32] scale bytes - other widths' scales are read where
+ * they are converted. A cp.async group is committed. */
 __device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, const uint8_t *const *kps, int nk,
                                           bool al, bool fp4, bool bf16, float *kf)
 {
