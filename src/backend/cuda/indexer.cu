@@ -229,7 +229,7 @@ __device__ __forceinline__ float2 ixt_round2(float a, float b)
  * IXT_TMAX; the grid is sized for the largest context a launch may see, so blocks past the token's tiles
  * leave at once). Tiles arrive by cp.async in two alternating staging slots of `stage` bytes, tile i + 1's
  * copy in flight under tile i's MMAs; one barrier a tile. */
-#define IXT_TMAX 16 /* tiles a block at most */
+#define IXT_TMAX 16 /* tiles a block at most (DSV4_IXT_TMAX: another bound, to measure) */
 enum { IXT_F32, IXT_BF16, IXT_FP4 };
 template <int HDT, int KF>
 __global__ void __launch_bounds__(128, 4)
@@ -984,8 +984,10 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         /* blocks a token: the GPU's resident blocks shared among the tokens, at least enough that none takes more
          * than IXT_TMAX tiles, at most a tile each (of max_n: the blocks split the token's own tiles evenly) */
         const int64_t nt = (max_n + IXT_KEYS - 1) / IXT_KEYS, slots = (int64_t)im->n_sm * ixt_per_sm(kern, 2 * stage);
+        static int tmax = 0; /* DSV4_IXT_TMAX: the most tiles a block takes (a measurement knob; default 16) */
+        if (!tmax) tmax = cuda_env_int("DSV4_IXT_TMAX", IXT_TMAX);
         int64_t gy = slots / plan->n_tok;
-        if (gy < (nt + IXT_TMAX - 1) / IXT_TMAX) gy = (nt + IXT_TMAX - 1) / IXT_TMAX;
+        if (gy < (nt + tmax - 1) / tmax) gy = (nt + tmax - 1) / tmax;
         if (gy > nt) gy = nt;
         if (gy < 1) gy = 1;
         launch_pdl(kern, dim3((unsigned)plan->n_tok, (unsigned)gy), dim3(128), 2 * stage, im->stream, A,
