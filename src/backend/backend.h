@@ -397,6 +397,9 @@ void dsv4_cuda_indexer_topk_cap(int64_t cap);
 void dsv4_cuda_indexer_topk_small(int on);
 /* dsv4_cuda_indexer_time on FP4 indexer keys (dsv4_kv.fp4_keys, reference numerics) instead of FP32 ones. */
 void dsv4_cuda_indexer_bench_fp4(int on);
+/* The indexer op launching its scores and not its top-k (on: 1; the benchmark's scores-alone column): idx and
+ * cnt are then left as they were. For measurements only. */
+void dsv4_cuda_indexer_scores_only(int on);
 /* The tensor cores' rate in TFLOP/s (mma.sync, FP32 accumulation, no
  * memory traffic): BF16 m16n8k16 (fp8 = 0) or E4M3 m16n8k32; -1 on error.
  * For the benchmarks' rooflines. */

@@ -871,6 +871,11 @@ __global__ void k_indexer_naive(idx_args A, const dsv4_seg *segs, const int32_t 
 
 static int ix_naive;
 extern "C" void dsv4_cuda_indexer_naive(int on) { ix_naive = on; }
+static int ix_scores_only;
+extern "C" void dsv4_cuda_indexer_scores_only(int on)
+{
+    ix_scores_only = on;
+}
 static int64_t ix_topk_cap = -1;
 extern "C" void dsv4_cuda_indexer_topk_cap(int64_t cap) { ix_topk_cap = cap; }
 /* dsv4_cuda_indexer_topk_small's setting (-1: none, the environment's DSV4_IX_SMALL) */
@@ -998,6 +1003,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     }
     CK_LAUNCH();
+    if (ix_scores_only) return;                        /* a measurement of the scores alone */
     int64_t cap = (int64_t)(im->ix_topk_smem_max / 4); /* keys the top-k may keep in shared memory */
     if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
     if (max_n < cap) cap = max_n;
