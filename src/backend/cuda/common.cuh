@@ -536,8 +536,6 @@ __device__ __forceinline__ float block_max(float v, float *sh)
     return sh[0];
 }
 
-/* Inclusive scan over a block of 1024 threads in thread order; sh holds 32;
- * *total gets the block's sum. */
 /* An inclusive scan over a warp's lanes: lane i gets the sum of lanes 0 .. i. */
 template <typename T> __device__ __forceinline__ T warp_scan_incl(T v)
 {
@@ -549,6 +547,8 @@ template <typename T> __device__ __forceinline__ T warp_scan_incl(T v)
     return v;
 }
 
+/* Inclusive scan over a block of 1024 threads in thread order; sh holds 32;
+ * *total gets the block's sum. */
 template <typename T> __device__ T block_scan_incl(T v, T *sh, T *total)
 {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
