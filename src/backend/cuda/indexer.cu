@@ -206,7 +206,7 @@ __device__ __forceinline__ void ixt_issue(const int hd, const float *const *kp, 
 __device__ __forceinline__ void ixt_issue_ct(const int hd, bool fp4, bool bf16, const float *k0, const uint8_t *s0,
                                              unsigned char *kf)
 {
-    const int rb = fp4 ? hd / 2 : bf16 ? hd * 2 : hd * 4;
+    const int rb = fp4 ? hd / 2 : dsv4_row_floats(hd, bf16) * 4; /* a row's bytes (FP4: its codes) */
     for (int e = threadIdx.x; e < IXT_KEYS * rb / 16; e += 128)
         cp_async<16>(kf + 16 * e, (const uint8_t *)k0 + 16 * e, true);
     if (fp4)
