@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(256) k_idx_score(idx_args A, const dsv4_seg *s
     extern __shared__ float ix_sm[];
     const int t = blockIdx.x, hd = A.hd, qs = hd + 1;
     const int64_t N = (pos[t] + 1) / A.ratio, c0 = (int64_t)blockIdx.y * IX_KPB;
-    if (c0 >= N) return;
+    if (c0 >= N || N <= A.topk) return; /* N <= topk: every candidate is chosen, the scores are not read */
     const int nk = N - c0 < IX_KPB ? (int)(N - c0) : IX_KPB;
     const dsv4_seg s = segs[tok_seg[t]];
     const float *qt = q + (size_t)t * A.nh * hd, *wt = w + (size_t)t * A.nh;
@@ -246,7 +246,12 @@ __global__ void __launch_bounds__(128, 4)
     const int g = lane >> 2, tq = lane & 3, q4 = hd / 4;
     const int64_t N = (pos[t] + 1) / A.ratio, nt = (N + IXT_KEYS - 1) / IXT_KEYS,
                   per = (nt + gridDim.y - 1) / gridDim.y, tb = (int64_t)blockIdx.y * per;
-    if (tb >= nt) return;
+    if (N <= A.topk) { /* every candidate is chosen: k_idx_topk does not read the scores. After the wait, so that
+                        * this grid completes after the kernel before it (the kernels after wait on this one) */
+        pdl_start();
+        return;
+    }
+    if (tb >= nt) return;                                 /* past the token's tiles (others of the grid wait) */
     const int ntl = (int)(nt - tb < per ? nt - tb : per); /* this block's tiles */
     const int64_t cb = tb * IXT_KEYS;
     /* the rows' addresses (segment, page table: the step's constants) before griddepcontrol.wait, under the
