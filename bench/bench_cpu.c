@@ -109,6 +109,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_cpu: --moe-backend %s: not one of auto, w4a16, w4a8, w4a4\n", argv[i + 1]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--prefill-gemm")) {
+            if (strcmp(argv[i + 1], "ours") && strcmp(argv[i + 1], "cublaslt")) {
+                fprintf(stderr, "bench_cpu: --prefill-gemm %s: not one of ours, cublaslt\n", argv[i + 1]);
+                return 2;
+            }
+            o.prefill_gemm = strcmp(argv[i + 1], "ours") ? DSV4_PREFILL_CUBLASLT : DSV4_PREFILL_OURS;
         } else if (!strcmp(argv[i], "--backend"))
             o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {
@@ -117,10 +123,11 @@ int main(int argc, char **argv)
         }
     }
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
-        fprintf(stderr, "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
-                        "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
-                        "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--moe-backend "
-                        "auto|w4a16|w4a8|w4a4] [--temperature T] [--top-p P] [--overlap]\n");
+        fprintf(stderr,
+                "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
+                "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
+                "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--moe-backend "
+                "auto|w4a16|w4a8|w4a4] [--prefill-gemm ours|cublaslt] [--temperature T] [--top-p P] [--overlap]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {

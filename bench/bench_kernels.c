@@ -121,6 +121,17 @@ static void sync(dsv4_backend *be, void *dev)
 
 /* Microseconds per call of the linear op on B token rows: one call on each of the nc weight copies, then reps
  * back to back rotating over them (more bytes than L2 holds). */
+/* max |a - b| / max |b| over n values (infinite where a is not finite) */
+static double max_rel_diff(const float *a, const float *b, size_t n)
+{
+    double dm = 0, ym = 0;
+    for (size_t i = 0; i < n; i++) {
+        dm = fmax(dm, fabs((double)a[i] - b[i])), ym = fmax(ym, fabs((double)b[i]));
+        if (!isfinite(a[i])) dm = INFINITY;
+    }
+    return ym > 0 ? dm / ym : dm;
+}
+
 static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int nc, const float *x, int B, float *y,
                         int reps)
 {
@@ -467,7 +478,7 @@ int main(int argc, char **argv)
             const double ref_gbs = (double)wb / (ref_us * 1e-6) / 1e9;
             /* reference numerics' FP8 path (wgmma, wg8.cu) against mma.cu's F16 one in the same run: its time
              * and max |difference| / max |y| */
-            double wg_err = -1, f16_us = -1;
+            double wg_err = -1, f16_us = -1, lt_us = -1, lt_err = -1;
             if (s->fmt == DSV4_WF_FP8) {
                 const size_t ny = (size_t)B * s->rows;
                 float *ya = malloc(ny * 4), *yb = malloc(ny * 4);
@@ -478,12 +489,18 @@ int main(int argc, char **argv)
                 be->download(be, yb, y, ny * 4);
                 f16_us = linear_us(be, s, w, nc, x, B, y, reps);
                 dsv4_cuda_wg8_set(1);
-                double dm = 0, ym = 0;
-                for (size_t i = 0; i < ny; i++) {
-                    dm = fmax(dm, fabs((double)ya[i] - yb[i])), ym = fmax(ym, fabs((double)yb[i]));
-                    if (!isfinite(ya[i])) dm = INFINITY;
+                wg_err = max_rel_diff(ya, yb, ny);
+                /* the vendor's block-scaled FP8 GEMM on the same codes (--prefill-gemm cublaslt, prefill batches),
+                 * against wg8.cu's outputs */
+                char why[256];
+                if (B >= 128 && be->lt_check && be->lt_check(be, why, sizeof why)) {
+                    be->lt_prefill = true;
+                    be->linear(be, &w[0], x, (int)s->cols, B, y, (int)s->rows);
+                    be->download(be, yb, y, ny * 4);
+                    lt_err = max_rel_diff(yb, ya, ny);
+                    lt_us = linear_us(be, s, w, nc, x, B, y, reps);
+                    be->lt_prefill = false;
                 }
-                wg_err = ym > 0 ? dm / ym : dm;
                 free(ya), free(yb);
             }
             be->act_quant = false;
@@ -492,14 +509,16 @@ int main(int argc, char **argv)
             if (wg_err >= 0) printf("  (F16 path %.2f us, wg8 max err %.2e)", f16_us, wg_err);
             const double flop = 2.0 * (double)s->rows * (double)s->cols * B;
             if (B > 64) printf("  TFLOP/s %.0f, reference %.0f", flop / us * 1e-6, flop / ref_us * 1e-6);
+            if (lt_us > 0)
+                printf("  (cuBLASLt %.2f us, TFLOP/s %.0f, max err vs wg8 %.2e)", lt_us, flop / lt_us * 1e-6, lt_err);
             printf("\n");
             if (jf)
                 fprintf(jf,
                         ",\n  {\"kind\": \"linear\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, \"us\": %.3f, "
                         "\"gb_s\": %.1f, \"of_copy\": %.3f, \"ref_us\": %.3f, \"ref_of_copy\": %.3f, \"f16_us\": %.3f, "
-                        "\"wg8_err\": %.3g, \"ref_tflops\": %.1f}",
+                        "\"wg8_err\": %.3g, \"ref_tflops\": %.1f, \"cublaslt_us\": %.3f, \"cublaslt_err\": %.3g}",
                         s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs, f16_us, wg_err,
-                        flop / ref_us * 1e-6);
+                        flop / ref_us * 1e-6, lt_us, lt_err);
         }
         for (int c = 0; c < nc; c++) {
             be->free(be, w[c].dev);

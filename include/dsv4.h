@@ -52,11 +52,18 @@ typedef enum {
     DSV4_MOE_W4A4 = 3,  /* native FP4 tensor cores (Blackwell sm_100a / sm_120a) */
 } dsv4_moe_backend;
 
+typedef enum {
+    DSV4_PREFILL_OURS = 0,     /* the project's kernels: a token's bits the same in every step (batch invariance) */
+    DSV4_PREFILL_CUBLASLT = 1, /* CUDA, reference numerics: FP8 linears in steps of >= 128 tokens through cuBLASLt's
+                                  block-scaled FP8 GEMM - faster prefill, other bits than decode's kernels */
+} dsv4_prefill_gemm;
+
 typedef struct {
     const char *model_dir;     /* checkpoint folder (config.json + safetensors) */
     dsv4_backend_kind backend; /* AUTO picks CUDA when built and present, else CPU */
     dsv4_numerics numerics;
     dsv4_moe_backend moe_backend; /* an explicit choice the backend cannot run is refused at open */
+    dsv4_prefill_gemm prefill_gemm; /* --prefill-gemm; cublaslt where it cannot run is refused at open */
     int n_threads;             /* CPU threads; 0 = all cores */
     int max_seqs;              /* sequences alive at once; 0 = 16 */
     int64_t max_ctx;           /* longest sequence in tokens; 0 = 4096 */

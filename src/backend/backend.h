@@ -142,6 +142,12 @@ struct dsv4_backend {
      * expert width they take (multiples of 128), 0 without such kernels. */
     bool moe_a8;
     int moe_a8_kmax;
+    /* Reference numerics' FP8 linears in steps of many tokens (prefill) through the vendor's block-scaled FP8
+     * GEMM (--prefill-gemm cublaslt; the CUDA backend's lt.cu), not the bits of the one-token kernels. Set by
+     * the engine after lt_check accepted it. */
+    bool lt_prefill;
+    /* Whether lt_prefill can run here (NULL: never); false with the reason in err. */
+    bool (*lt_check)(dsv4_backend *be, char *err, size_t errlen);
     /* The state's cached rows may be BF16 (dsv4_kv.bf16_rows, reference
      * numerics): compress, indexer_topk, attn and kv_store read and write them
      * so. Set by the backend at creation. */
@@ -409,9 +415,13 @@ double dsv4_cuda_mma_rate(int fp8);
 void dsv4_cuda_wg8_set(int on);
 /* A prefill kernel's switch - "DSV4_MOE_WG" (the routed experts on wgmma), "DSV4_WGBF" (BF16 linears),
  * "DSV4_WGF8" (FP8 linears with unquantised activations), "DSV4_WG8_N64" (wg8.cu's 64-token tiles; 1 is
- * auto: they need enough blocks): -1 auto, 0 never, 1 every call it can take (the same bits either way). Starts from
- * the environment variable of that name; returns the setting before (-2: no such switch). For the tests. */
+ * auto: they need enough blocks): -1 auto, 0 never, 1 every call it can take (the same bits either way);
+ * "DSV4_LT" (lt.cu's cuBLASLt GEMM for steps of DSV4_LT_MIN tokens or more, other bits: -1 as be->lt_prefill
+ * says, 0 never, 1 always). Starts from the environment variable of that name; returns the setting before (-2:
+ * no such switch). For the tests. */
 int dsv4_cuda_prefill_knob(const char *name, int value);
+/* The GEMMs lt.cu (--prefill-gemm cublaslt) has launched in this process. For the tests. */
+unsigned long dsv4_cuda_lt_calls(void);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);

@@ -316,6 +316,21 @@ static dsv4_kv kv_of(ep_impl *m, const dsv4_kv *kv, int r)
     return k;
 }
 
+/* lt_check: every rank's (each runs the replicated linears) */
+static bool ep_lt_check(dsv4_backend *be, char *err, size_t errlen)
+{
+    ep_impl *m = ep_of(be);
+    for (int r = 0; r < m->R; r++) {
+        if (!m->rank[r]->lt_check) {
+            snprintf(err, errlen, "rank %d's %s backend has no cuBLASLt path", r, m->rank[r]->name);
+            return false;
+        }
+        bind(m, r);
+        if (!m->rank[r]->lt_check(m->rank[r], err, errlen)) return false;
+    }
+    return true;
+}
+
 static void ep_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv *kv)
 {
     ep_impl *m = ep_of(be);
@@ -323,6 +338,7 @@ static void ep_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv
         bind(m, r);
         m->rank[r]->act_quant = be->act_quant; /* the engine sets these on the composite */
         m->rank[r]->moe_a8 = be->moe_a8;
+        m->rank[r]->lt_prefill = be->lt_prefill;
         dsv4_kv k = kv_of(m, kv, r);
         m->rank[r]->step_begin(m->rank[r], plan, &k);
     }
@@ -742,6 +758,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     m->R = n_ranks;
     be->kv_bf16 = be->kv_fp4_keys = true;
     be->moe_a8_kmax = ranks[0]->moe_a8_kmax;
+    be->lt_check = ep_lt_check;
     for (int r = 0; r < n_ranks; r++) {
         m->rank[r] = ranks[r];
         be->kv_bf16 = be->kv_bf16 && ranks[r]->kv_bf16;

@@ -32,7 +32,7 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
 int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out);
 /* The engine options every command shares: --numerics, --backend,
- * --moe-backend, --threads, --tune. Returns -1 when opt is none of them, 1 after
+ * --moe-backend, --prefill-gemm, --ep, --cuda-graphs, --threads, --tune. Returns -1 when opt is none of them, 1 after
  * printing one line for a bad value, 0 when applied to o. */
 int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engine_opts *o);
 /* Print "dsv4 <cmd>: <msg>" to stderr and return 1 (the exit code). */

@@ -18,10 +18,11 @@
 
 static void logits_usage(FILE *f)
 {
-    fprintf(f, "usage: dsv4 logits [-m DIR] --ids 5,17,...|@FILE [--prefill P] [--chunk C]\n"
-               "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] [--profile]\n"
-               "                   [--moe-backend auto|w4a16|w4a8|w4a4] [--cuda-graphs on|off] [--ep N] [--fill-random]\n"
-               "                   [--tune FILE] -o FILE\n");
+    fprintf(f,
+            "usage: dsv4 logits [-m DIR] --ids 5,17,...|@FILE [--prefill P] [--chunk C]\n"
+            "                   [--numerics reference|plain] [--backend auto|cpu|cuda] [--threads N] [--profile]\n"
+            "                   [--moe-backend auto|w4a16|w4a8|w4a4] [--cuda-graphs on|off] [--ep N] [--fill-random]\n"
+            "                   [--tune FILE] [--prefill-gemm ours|cublaslt] -o FILE\n");
 }
 
 int cmd_logits(int argc, char **argv)

@@ -56,7 +56,8 @@ static void serve_usage(FILE *f)
         "                  [--context-length N] [--mem-fraction F] [--chunked-prefill-size N]\n"
         "                  [--backend auto|cpu|cuda] [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY]\n"
         "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
-        "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random]\n"
+        "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random] [--prefill-gemm "
+        "ours|cublaslt]\n"
         "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--overlap on|off]\n"
         "\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
@@ -65,7 +66,8 @@ static void serve_usage(FILE *f)
         "the GPU; capped at what the running requests can use). --tokenizer: a tokenizer.json other than the\n"
         "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks); --tune: kernel choices\n"
         "from `dsv4 tune` (default $DSV4_TUNE, else built in); --overlap off: finish each step before the next\n"
-        "is built (default on: the next is submitted first, following the picks on the device). See\n"
+        "is built (default on: the next is submitted first, following the picks on the device);\n"
+        "--prefill-gemm cublaslt: FP8 linears of prefill steps through cuBLASLt (faster, other bits). See\n"
         "docs/SERVER.md.\n",
         DSV4_DEFAULT_MODEL);
 }

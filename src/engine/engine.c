@@ -309,6 +309,31 @@ static dsv4_status moe_backend_check(dsv4_moe_backend m, dsv4_backend *be, const
     return DSV4_OK;
 }
 
+/* --prefill-gemm: cublaslt (reference numerics' FP8 linears in steps of many tokens through cuBLASLt) is
+ * honoured or refused, never replaced: it needs reference numerics (it takes act_quant's FP8 codes) and a
+ * backend whose lt_check accepts it (the CUDA one with libcublasLt 12.9 or later). Sets be->lt_prefill. */
+static dsv4_status prefill_gemm_check(dsv4_prefill_gemm g, dsv4_backend *be, dsv4_numerics numerics, char *err,
+                                      size_t errlen)
+{
+    be->lt_prefill = false;
+    if (g == DSV4_PREFILL_OURS) return DSV4_OK;
+    char why[256] = "";
+    if (numerics != DSV4_NUMERICS_REFERENCE)
+        snprintf(err, errlen,
+                 "--prefill-gemm cublaslt: needs --numerics reference (its GEMM takes the FP8 codes "
+                 "reference numerics computes)");
+    else if (!be->lt_check)
+        snprintf(err, errlen, "--prefill-gemm cublaslt: the %s backend has no cuBLASLt path (use --backend cuda)",
+                 be->name);
+    else if (!be->lt_check(be, why, sizeof why))
+        snprintf(err, errlen, "--prefill-gemm cublaslt: %s", why);
+    else {
+        be->lt_prefill = true;
+        return DSV4_OK;
+    }
+    return DSV4_ERR_UNSUPPORTED;
+}
+
 /* The kernel choices of the CUDA backends on GPU `device` (engine/tune.h):
  * --tune, else $DSV4_TUNE, else the built-in ones. Every choice gives the
  * same bits, so a file that cannot be used costs speed only: a warning. */
@@ -517,6 +542,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
 
     if ((st = backend_choose(o, &e->cfg, &e->w, &e->be, err, errlen)) != DSV4_OK) goto fail;
     if ((st = moe_backend_check(o->moe_backend, e->be, &e->cfg, &e->w, e->numerics, err, errlen)) != DSV4_OK) goto fail;
+    if ((st = prefill_gemm_check(o->prefill_gemm, e->be, e->numerics, err, errlen)) != DSV4_OK) goto fail;
     /* Reference numerics quantise activations to FP8 per 128 in front of
      * FP8 and FP4 linears, as the reference's act_quant does. */
     e->be->act_quant = e->numerics == DSV4_NUMERICS_REFERENCE;

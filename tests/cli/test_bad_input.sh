@@ -49,7 +49,10 @@ expect_refused() {
   fi
 }
 # bad arguments (the CPU backend: on a GPU machine auto also says which backend it took)
-for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1"; do
+# (--prefill-gemm cublaslt: the CPU backend has no such path; plain numerics have no FP8 codes for it; a value
+# that is not one)
+for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1" \
+  "--ids 1 --prefill-gemm cublaslt" "--ids 1 --numerics plain --prefill-gemm cublaslt" "--ids 1 --prefill-gemm fast"; do
   # shellcheck disable=SC2086
   expect_refused "args '$args'" "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin"
 done

@@ -31,7 +31,8 @@
  *       exact or correctly rounded in the shared quant.h code)
  *   linear, moe_experts (plain) ........... |d| <= 1e-5 (|ref| + mag)
  *   linear FP8 (E8M0) with act_quant ...... |d| <= 2^-11 (|ref| + mag) on the GPU: wg8.cu's wgmma keeps
- *       ~14 bits of each 32-column sum of exact products
+ *       ~14 bits of each 32-column sum of exact products; 2^-9 through cuBLASLt (--prefill-gemm cublaslt,
+ *       lt.cu), whose tensor-core chain runs over a 128-column block
  *   rmsnorm, swiglu, moe_route weights .... |d| <= 1e-5 |ref| (no cancellation)
  *   rope .................................. |d| <= 1e-5 (|ref| + |a| + |b|) of the rotated pair
  *   hc_pre / hc_head u, hc_post ........... |d| <= 1e-5 (|ref| + mag)
@@ -708,9 +709,21 @@ typedef struct {
  * the FP8 tensor cores, which keep about 14 bits of the sum: WG8_TOL of the
  * magnitude. */
 #define WG8_TOL 0x1p-11
+/* The cases run with DSV4_LT=1 (lt.cu: cuBLASLt's block-scaled FP8 GEMM at 128 tokens or more; lt_expect:
+ * whether the case's shape takes it): not the bits of a token alone (no batch-invariance probe), LT_TOL. */
+#define LT_TOL 0x1p-9
+static bool lt_case, lt_expect;
+static unsigned long lt_calls(void)
+{
+#ifdef DSV4_HAVE_CUDA
+    return dsv4_cuda_lt_calls();
+#else
+    return 0;
+#endif
+}
 static double fp8_aq_tol(wkind k, int bc, bool quantised)
 {
-    return quantised && !selftest && k == WK_FP8_E8M0 && bc % 128 == 0 ? WG8_TOL : 1e-5;
+    return quantised && !selftest && k == WK_FP8_E8M0 && bc % 128 == 0 ? (lt_case ? LT_TOL : WG8_TOL) : 1e-5;
 }
 
 /* A linear's outputs (rows of ldy floats, n tokens) from both backends:
@@ -759,11 +772,14 @@ static void linear_case(const lin_spec *c)
         w.no_act_quant = c->no_aq;
         be->act_quant = c->aq;
         float *dx = bdup(be, x, (size_t)n * ldx * 4), *dy = bpoison(be, (size_t)n * ldy * 4);
+        const unsigned long lt0 = lt_calls();
         be->linear(be, &w, dx, ldx, n, dy, ldy);
         res[s] = bhost(be, dy, (size_t)n * ldy * 4);
-        /* batch invariance: a token alone gives the bits it gives in the batch */
+        if (s && lt_case && (lt_calls() > lt0) != lt_expect)
+            fail_line("cuBLASLt", lt_expect ? "the case did not take lt.cu's GEMM" : "the case took lt.cu's GEMM");
+        /* batch invariance: a token alone gives the bits it gives in the batch (not through cuBLASLt) */
         const int probe[2] = {0, n - 1}; /* the first and the last token */
-        for (int k = 0; k < (n > 1 ? 2 : 1); k++) {
+        for (int k = 0; k < (lt_case ? 0 : n > 1 ? 2 : 1); k++) {
             const int t = probe[k];
             float *d1 = bpoison(be, (size_t)ldy * 4);
             be->linear(be, &w, dx + (size_t)t * ldx, ldx, 1, d1, ldy);
@@ -1074,6 +1090,45 @@ static void test_linear(void **state)
         };
         for (size_t j = 0; j < sizeof cs / sizeof cs[0]; j++) linear_case(&cs[j]);
     }
+#ifdef DSV4_HAVE_CUDA
+    /* --prefill-gemm cublaslt (lt.cu, DSV4_LT=1) where the library loads: reference numerics' FP8 linears of
+     * 128 tokens or more through cuBLASLt's block-scaled FP8 GEMM - a partial last block row, 128-column blocks of
+     * different scales (weights and tokens), a view from a block row, n % 8 tokens left to wg8.cu; the shapes it
+     * leaves to wg8.cu (y's rows not 16-byte multiples, a view off a block row, 127 tokens, one 128-row block);
+     * linear_multi with both kinds of weights, each as its own call. No NaN/Inf: the library's outputs are wrong
+     * across the whole step with one (v62's diag/; the option's documented limit) */
+    char why[256] = "DSV4_WG8=0 or DSV4_CUDA_MMA=0: no wgmma linears for it to replace";
+    const char *wg = getenv("DSV4_WG8"), *mm = getenv("DSV4_CUDA_MMA");
+    const bool wg_on = !(wg && wg[0] == '0') && !(mm && mm[0] == '0');
+    if (!selftest && wg_on && side[1]->lt_check && side[1]->lt_check(side[1], why, sizeof why)) {
+        const int kl = knob_set("DSV4_LT", 1);
+        const struct {
+            lin_spec c;
+            bool takes;
+        } lc[] = {
+            {{WK_FP8_E8M0, 200, 256, 1024, 128, 128, .aq = true}, true},
+            {{WK_FP8_E8M0, 130, 300, 512, 128, 128, .xpad = 3, .aq = true}, true},
+            {{WK_FP8_E8M0, 200, 256, 1024, 128, 128, .ypad = 4, .aq = true}, true},
+            {{WK_FP8_E8M0, 144, 512, 2048, 128, 128, .aq = true}, true},
+            {{WK_FP8_E8M0, 160, 640, 1024, 128, 128, .v0 = 128, .vn = 256, .aq = true}, true},
+            {{WK_FP8_E8M0, 140, 256, 1024, 128, 128, .ypad = 3, .aq = true}, false},
+            {{WK_FP8_E8M0, 140, 300, 1024, 128, 128, .v0 = 20, .vn = 200, .aq = true}, false},
+            {{WK_FP8_E8M0, 127, 256, 1024, 128, 128, .aq = true}, false},
+            {{WK_FP8_E8M0, 150, 128, 2048, 128, 128, .aq = true}, false}, /* one 128-row block (lt_takes) */
+        };
+        lt_case = true;
+        for (size_t j = 0; j < sizeof lc / sizeof lc[0]; j++) {
+            lt_expect = lc[j].takes;
+            linear_case(&lc[j].c);
+        }
+        lt_case = false;
+        const unsigned long lt0 = lt_calls();
+        multi_case(140, 1024, true);
+        if (lt_calls() == lt0) fail_line("cuBLASLt", "linear_multi at 140 tokens took no lt.cu GEMM");
+        knob_set("DSV4_LT", kl);
+    } else
+        printf("  (cuBLASLt cases skipped: %s)\n", side[1]->lt_check ? why : "no lt_check on this backend");
+#endif
     /* k_wgf8 for every call (DSV4_WGF8=1): a token tile, a row tile, a group */
     const lin_spec f81[] = {
         {WK_FP8_E8M0, 13, 37, 144, 128, 128, .xpad = 4, .ypad = 1},

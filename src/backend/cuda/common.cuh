@@ -243,7 +243,15 @@ static inline int multi_next(const int *P, int m, int i, int max, bool *done, in
 /* The prefill kernels' switches (dsv4_cuda_prefill_knob): -1 auto, 0 never, 1 every call they can take; read
  * from the environment once. DSV4_WG8_N64: wg8.cu's 64-token tiles (auto: where a launch keeps its blocks);
  * DSV4_MOE_BP: the routed experts' tiles of 2 pairs (moe16_bp2). */
-enum { CUDA_KNOB_MOE_WG, CUDA_KNOB_WGBF, CUDA_KNOB_WGF8, CUDA_KNOB_WG8_N64, CUDA_KNOB_MOE_BP, CUDA_KNOBS };
+enum {
+    CUDA_KNOB_MOE_WG,
+    CUDA_KNOB_WGBF,
+    CUDA_KNOB_WGF8,
+    CUDA_KNOB_WG8_N64,
+    CUDA_KNOB_MOE_BP,
+    CUDA_KNOB_LT,
+    CUDA_KNOBS
+};
 int cuda_knob(int k);
 
 /* A positive integer from the environment (a tuning knob), else dflt (0 reads as unset: a switch is cuda_env_on). */
@@ -341,6 +349,12 @@ void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, in
 void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                            const int *ldy);
 void cuda_wg8_init(void);
+/* lt.cu: reference numerics' FP8 linears through cuBLASLt (--prefill-gemm cublaslt; be->lt_prefill) */
+bool cuda_lt_takes(dsv4_backend *be, const wdesc &w, int n, const float *y, int ldy);
+int cuda_lt_tokens(int n);
+void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                    const int *ldy);
+bool cuda_lt_check(dsv4_backend *be, char *err, size_t errlen);
 void cuda_mma_init(void); /* mma.cu: the FP8 MMA kernels' shared memory, on every device */
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };

@@ -84,9 +84,9 @@ static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *
     CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
-static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8", "DSV4_WG8_N64",
-                                                 "DSV4_MOE_BP"};
-static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2}; /* -2: not read yet */
+static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG",  "DSV4_WGBF",   "DSV4_WGF8",
+                                                 "DSV4_WG8_N64", "DSV4_MOE_BP", "DSV4_LT"};
+static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2, -2}; /* -2: not read yet */
 
 int cuda_knob(int k)
 {
@@ -815,6 +815,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->kv_bf16 = true;     /* compress, kv_store, attention and the indexer read and write BF16 cached rows */
     be->kv_fp4_keys = true; /* compress packs the indexer keys, the indexer's scores read them (not its first kernel) */
     be->moe_a8_kmax = cuda_moe_a8_kmax();
+    be->lt_check = cuda_lt_check;
     be->sm = prop.major * 10 + prop.minor;
     be->ordinal = device;
     snprintf(be->device, sizeof be->device, "%s (sm_%d%d)", prop.name, prop.major, prop.minor);

@@ -163,6 +163,27 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
     return sc;
 }
 
+/* act_quant's E4M3 codes of a lane's four columns (a warp: 128 columns of one token) as the FP8 tensor cores take
+ * them, four bytes in column order, and the block's power-of-two scale (returned; f16_parts<true, 32>'s): a code
+ * is non-finite only as +-Inf (an Inf activation: the scale 2^127, the block's other codes 0), which becomes
+ * +-448 with the block's scale Inf, so the product is +-Inf (NaN where the weight is zero) where the FP32 sum has
+ * it. Every lane of the warp calls it. */
+__device__ __forceinline__ float act_codes4(const float *v, uint32_t *codes)
+{
+    __half hi[4], lo[4];
+    float sc = f16_parts<true, 32>(v, hi, lo);
+    bool inf = false;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        if (__hisinf(hi[e])) hi[e] = __float2half_rn(__hisinf(hi[e]) > 0 ? 448.0f : -448.0f), inf = true;
+    if (__any_sync(0xffffffffu, inf)) sc = INFINITY;
+    const __half2_raw a = {__half_as_ushort(hi[0]), __half_as_ushort(hi[1])};
+    const __half2_raw b = {__half_as_ushort(hi[2]), __half_as_ushort(hi[3])};
+    *codes = (uint32_t)__nv_cvt_halfraw2_to_fp8x2(a, __NV_SATFINITE, __NV_E4M3) |
+             (uint32_t)__nv_cvt_halfraw2_to_fp8x2(b, __NV_SATFINITE, __NV_E4M3) << 16;
+    return sc;
+}
+
 /* Where a warp of the activation packs works (k_mma_pack, k_mma_pack_bf16, k_wgbf_pack, k_wgf8_pack): one
  * warp per (group blockIdx.y, token, 128 columns); lane l takes columns c0 .. c0 + 3 of 64-column group kg,
  * q = l % 16. False past the last (token, 128 columns): the whole warp returns. A lane with kg >= nkg (an

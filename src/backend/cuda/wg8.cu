@@ -94,18 +94,8 @@ __global__ void k_wg8_pack(const float *x, int ldx, size_t xg, int n, int ntok, 
     const int tok = (int)(wg / nkg), kg = (int)(wg % nkg), c0 = kg * 128 + 4 * lane;
     float v[4];
     pack_load4(x, ldx, xg, grp, tok, n, c0, K, v);
-    __half hi[4], lo[4];
-    float sc = f16_parts<true, 32>(v, hi, lo);
-    /* a code is non-finite only as +-Inf (an Inf activation; the scale is 2^127, the rest of the block 0) */
-    bool inf = false;
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        if (__hisinf(hi[e])) hi[e] = __float2half_rn(__hisinf(hi[e]) > 0 ? 448.0f : -448.0f), inf = true;
-    if (__any_sync(0xffffffffu, inf)) sc = INFINITY;
-    const __half2_raw a = {__half_as_ushort(hi[0]), __half_as_ushort(hi[1])};
-    const __half2_raw b = {__half_as_ushort(hi[2]), __half_as_ushort(hi[3])};
-    const uint32_t codes = (uint32_t)__nv_cvt_halfraw2_to_fp8x2(a, __NV_SATFINITE, __NV_E4M3) |
-                           (uint32_t)__nv_cvt_halfraw2_to_fp8x2(b, __NV_SATFINITE, __NV_E4M3) << 16;
+    uint32_t codes;
+    const float sc = act_codes4(v, &codes);
     uint8_t *row = xq + (((size_t)grp * nkg + kg) * ntok + tok) * 128;
     *(uint32_t *)(row + (((lane >> 2) ^ (tok & 7)) << 4) + 4 * (lane & 3)) = codes;
     if (lane == 0) xs[((size_t)grp * nkg + kg) * ntok + tok] = sc;
@@ -541,6 +531,12 @@ static void wg_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G, 
 void cuda_linear_wg8(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
                      int ldy, size_t yg, float *parts)
 {
+    if (!parts && G == 1 && cuda_lt_takes(be, w, n, y, ldy)) { /* --prefill-gemm cublaslt: all but the last n % 8 */
+        const int nl = cuda_lt_tokens(n);
+        cuda_linear_lt(be, 1, &w, x, ldx, nl, &y, &ldy);
+        if (nl == n) return;
+        x += (size_t)nl * ldx, y += (size_t)nl * ldy, n -= nl;
+    }
     cuda_impl *im = impl_of(be);
     const int CH = wg_chunk();
     const int nkg = (int)((w.cols + 127) / 128), P = wg_parts(im->n_sm, wg_tiles(w) * G, nkg);
@@ -627,6 +623,26 @@ void cuda_linear_wg8_multi(dsv4_backend *be, int m, const wdesc *w, const float 
                            const int *ldy)
 {
     if (m <= 0 || n <= 0) return;
+    { /* --prefill-gemm cublaslt: the weights it takes (each as its own call would), the rest below */
+        wdesc lw[64], rw[64];
+        float *ly[64], *ry[64];
+        int lld[64], rld[64], nl = 0, nr = 0;
+        for (int i = 0; i < m && i < 64; i++)
+            if (cuda_lt_takes(be, w[i], n, y[i], ldy[i]))
+                lw[nl] = w[i], ly[nl] = y[i], lld[nl++] = ldy[i];
+            else
+                rw[nr] = w[i], ry[nr] = y[i], rld[nr++] = ldy[i];
+        if (nl && m <= 64) {
+            const int nt = cuda_lt_tokens(n); /* the last n % 8 tokens of its weights here, as their own calls do */
+            cuda_linear_lt(be, nl, lw, x, ldx, nt, ly, lld);
+            if (nt < n) {
+                for (int i = 0; i < nl; i++) ly[i] += (size_t)nt * lld[i];
+                cuda_linear_wg8_multi(be, nl, lw, x + (size_t)nt * ldx, ldx, n - nt, ly, lld);
+            }
+            if (nr) cuda_linear_wg8_multi(be, nr, rw, x, ldx, n, ry, rld);
+            return;
+        }
+    }
     cuda_impl *im = impl_of(be);
     const int CH = wg_chunk();
     const int nkg = (int)((w[0].cols + 127) / 128);

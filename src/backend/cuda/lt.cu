@@ -1,0 +1,366 @@
+/*
+ * lt.cu - reference numerics' FP8 linears through cuBLASLt's block-scaled FP8
+ * GEMM (--prefill-gemm cublaslt): steps of at least lt_min tokens (prefill
+ * chunks) take the vendor library's GEMM in place of wg8.cu's kernels.
+ *
+ * The operands are those of wg8.cu: the weight's E4M3 codes with one E8M0
+ * scale per 128 x 128 block (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+ * the scales widened to FP32 once per tensor), the tokens' act_quant codes
+ * with one power-of-two scale per token and 128 columns (VEC128_32F; the
+ * same codes as k_wg8_pack's: act_codes4), FP32 out. The library adds the
+ * products in an order of its own, so the outputs are not wg8.cu's bits: a
+ * token's logits then depend on whether it was in a step of lt_min tokens
+ * or more (prefill against decode, a long prompt against the same prompt in
+ * chunks), which is why it is an option and not the default (ARCHITECTURE's
+ * batch invariance holds with it off). Measured against wg8.cu in
+ * docs/PERFORMANCE.md.
+ *
+ * libcublasLt.so.13 is opened at run time (dlopen), as NCCL is: a build runs
+ * where it is missing, and the option is refused there with the reason
+ * (cuda_lt_check). One handle and 32 MB of workspace per GPU; the algorithm
+ * the library's heuristic picks for a shape is kept for the next call of it
+ * (these caches are the process's, used from the one thread that drives the
+ * backends, as the engine does; the library is opened under a lock).
+ *
+ * Limits measured on an H200 with cuBLASLt 13.1 (test_ops_cuda, PERFORMANCE
+ * v62): with one 128-row block the outputs were wrong (every element), so
+ * matrices of fewer than 256 rows stay on wg8.cu; an Inf or NaN activation or
+ * NaN weight code made nearly every output of the step wrong, not only where
+ * the FP32 sum is non-finite (the option's documented limit).
+ */
+#include <cublasLt.h>
+#include <dlfcn.h>
+#include <mutex>
+
+#include "backend/cuda/rowdot.cuh"
+
+#define LT_WS      (32u << 20) /* workspace bytes a GPU */
+#define LT_MAXDEV  16
+#define LT_PLANS   256    /* shapes whose algorithm is kept */
+#define LT_SCALES  512    /* weight tensors whose scales are widened */
+#define LT_VERSION 120900 /* VEC128_32F / BLK128x128_32F on Hopper: cuBLAS 12.9 */
+
+/* The library's entry points this file calls. */
+static struct {
+    void *lib;
+    size_t (*version)(void);
+    cublasStatus_t (*create)(cublasLtHandle_t *);
+    cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t *, cublasComputeType_t, cudaDataType_t);
+    cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void *, size_t);
+    cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
+    cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t *, cudaDataType, uint64_t, uint64_t, int64_t);
+    cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
+    cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t *);
+    cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *, size_t);
+    cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
+    cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                cublasLtMatmulHeuristicResult_t *, int *);
+    cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             const void *, cublasLtMatrixLayout_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             void *, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t *, void *, size_t,
+                             cudaStream_t);
+    char why[256]; /* empty: loaded */
+    bool tried;
+} lt;
+
+/* The library, opened once: false with lt.why set where it cannot be. */
+static bool lt_load(void)
+{
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lk(mu);
+    if (lt.tried) return !lt.why[0];
+    lt.tried = true;
+    const char *env = getenv("DSV4_CUBLASLT"), *names[] = {env, "libcublasLt.so.13", "libcublasLt.so.12"};
+    for (const char *n : names)
+        if (n && (lt.lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+    if (!lt.lib) {
+        snprintf(lt.why, sizeof lt.why, "libcublasLt.so.13 could not be loaded (%s)", dlerror());
+        return false;
+    }
+#define SYM(field, name)                                                                                               \
+    do {                                                                                                               \
+        *(void **)&lt.field = dlsym(lt.lib, name);                                                                     \
+        if (!lt.field) {                                                                                               \
+            snprintf(lt.why, sizeof lt.why, "libcublasLt has no %s", name);                                            \
+            return false;                                                                                              \
+        }                                                                                                              \
+    } while (0)
+    SYM(version, "cublasLtGetVersion");
+    SYM(create, "cublasLtCreate");
+    SYM(desc_create, "cublasLtMatmulDescCreate");
+    SYM(desc_set, "cublasLtMatmulDescSetAttribute");
+    SYM(desc_destroy, "cublasLtMatmulDescDestroy");
+    SYM(layout_create, "cublasLtMatrixLayoutCreate");
+    SYM(layout_destroy, "cublasLtMatrixLayoutDestroy");
+    SYM(pref_create, "cublasLtMatmulPreferenceCreate");
+    SYM(pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    SYM(pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    SYM(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    SYM(matmul, "cublasLtMatmul");
+#undef SYM
+    const size_t v = lt.version();
+    if (v < LT_VERSION) {
+        snprintf(lt.why, sizeof lt.why, "cuBLASLt %zu has no block-scaled FP8 GEMM (it needs %d or later)", v,
+                 LT_VERSION);
+        return false;
+    }
+    return true;
+}
+
+/* A GPU's handle and workspace, made at its first use. */
+static struct {
+    cublasLtHandle_t h;
+    void *ws;
+} lt_dev[LT_MAXDEV];
+
+/* A shape's descriptors and algorithm: N weight rows, K columns, M tokens, the weight's row stride, y's. */
+struct lt_plan {
+    int dev;
+    int64_t N, K, M, lda, ldy;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, d;
+    cublasLtMatmulAlgo_t algo;
+    bool ok; /* the heuristic had an algorithm */
+};
+static lt_plan lt_plans[LT_PLANS];
+static int lt_nplans, lt_next;
+static unsigned long lt_count; /* GEMMs launched (dsv4_cuda_lt_calls) */
+
+/* The plan of a shape (made, and its algorithm asked for, at its first call); NULL without an algorithm. */
+static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64_t lda, int64_t ldy)
+{
+    for (int i = 0; i < lt_nplans; i++) {
+        const lt_plan &p = lt_plans[i];
+        if (p.dev == dev && p.N == N && p.K == K && p.M == M && p.lda == lda && p.ldy == ldy) return p.ok ? &p : NULL;
+    }
+    lt_plan *p;
+    if (lt_nplans < LT_PLANS)
+        p = &lt_plans[lt_nplans++];
+    else { /* the oldest gives way */
+        p = &lt_plans[lt_next];
+        lt_next = (lt_next + 1) % LT_PLANS;
+        if (p->desc) lt.desc_destroy(p->desc);
+        for (cublasLtMatrixLayout_t l : {p->a, p->b, p->d})
+            if (l) lt.layout_destroy(l);
+    }
+    *p = lt_plan{dev, N, K, M, lda, ldy};
+    /* D [N x M] (column-major: y's rows of ldy floats, one a token) = A^T B, A the weight [K x N] (its rows are
+     * the columns here), B the tokens' codes [K x M] */
+    const int32_t tra = CUBLAS_OP_T, trb = CUBLAS_OP_N;
+    const int32_t sa = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trb, sizeof trb) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb) == CUBLAS_STATUS_SUCCESS;
+    /* the heuristic offers no algorithm for block scales without their pointers: the workspace's stands in
+     * (lt_gemm sets the call's) */
+    const void *sp = lt_dev[dev].ws;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.layout_create(&p->a, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.layout_create(&p->b, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)M, K) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
+    if (ok) {
+        cublasLtMatmulPreference_t pref;
+        const uint64_t wsb = LT_WS;
+        cublasLtMatmulHeuristicResult_t r = {};
+        int got = 0;
+        if (lt.pref_create(&pref) == CUBLAS_STATUS_SUCCESS) {
+            /* the pointers are 16-byte aligned (lt_gemm checks; the library assumes 256 unless told) */
+            const uint32_t al = 16;
+            bool pok =
+                lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb) == CUBLAS_STATUS_SUCCESS;
+            for (auto at : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+                pok = pok && lt.pref_set(pref, at, &al, sizeof al) == CUBLAS_STATUS_SUCCESS;
+            if (pok &&
+                lt.heuristic(lt_dev[dev].h, p->desc, p->a, p->b, p->d, p->d, pref, 1, &r, &got) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                got > 0 && r.state == CUBLAS_STATUS_SUCCESS)
+                p->algo = r.algo, p->ok = true;
+            lt.pref_destroy(pref);
+        }
+    }
+    return p->ok ? p : NULL;
+}
+
+/* The GPU's handle and workspace (false where they cannot be made: the library, or its handle). */
+static bool lt_ready(dsv4_backend *be)
+{
+    const int dev = impl_of(be)->device;
+    if (dev < 0 || dev >= LT_MAXDEV || !lt_load()) return false;
+    if (!lt_dev[dev].h) {
+        if (lt.create(&lt_dev[dev].h) != CUBLAS_STATUS_SUCCESS) {
+            snprintf(lt.why, sizeof lt.why, "cublasLtCreate failed on GPU %d", dev);
+            lt_dev[dev].h = NULL;
+            return false;
+        }
+        CK(cudaMalloc(&lt_dev[dev].ws, LT_WS));
+    }
+    return true;
+}
+
+/* Whether --prefill-gemm cublaslt can run on this backend's GPU: the library loads and has an algorithm for
+ * a block-scaled FP8 GEMM (256 x 128 x 128: the fewest rows lt.cu gives it); else false with the reason in err. */
+bool cuda_lt_check(dsv4_backend *be, char *err, size_t errlen)
+{
+    if (!lt_ready(be)) {
+        snprintf(err, errlen, "%s", lt.why);
+        return false;
+    }
+    if (!lt_plan_of(impl_of(be)->device, 256, 128, 128, 128, 256)) {
+        snprintf(err, errlen, "cuBLASLt %zu has no block-scaled FP8 GEMM for %s", lt.version(), be->device);
+        return false;
+    }
+    return true;
+}
+
+/* The tokens' act_quant codes, rows of K bytes [n][K] (cuBLASLt's B, column-major K x n), and their scales
+ * [K / 128][n] (VEC128_32F: a token's scales n apart): one warp per (token, 128 columns), k_wg8_pack's codes. */
+__global__ void k_lt_pack(const float *x, int ldx, int n, int K, uint8_t *xq, float *xs)
+{
+    pdl_start();
+    const int lane = threadIdx.x & 31, nkg = K / 128;
+    const int64_t wg = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (wg >= (int64_t)n * nkg) return;
+    const int tok = (int)(wg / nkg), kg = (int)(wg % nkg), c0 = kg * 128 + 4 * lane;
+    float v[4];
+    pack_load4(x, ldx, 0, 0, tok, n, c0, K, v);
+    uint32_t codes;
+    const float sc = act_codes4(v, &codes);
+    *(uint32_t *)(xq + (size_t)tok * K + c0) = codes;
+    if (lane == 0) xs[(size_t)kg * n + tok] = sc;
+}
+
+/* A weight tensor's E8M0 block scales widened to FP32, [block rows][block columns] as stored (the BLK128x128
+ * tensor of A, column-major K x N: a block column's K / 128 scales together). */
+__global__ void k_lt_wscale(const uint8_t *s, int64_t n, float *f)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) f[i] = dsv4_e8m0_to_f32(s[i]);
+}
+static struct {
+    int dev;
+    const void *scale;
+    int64_t nbr; /* block rows widened, from the tensor's first */
+    float *f;
+} lt_ws[LT_SCALES];
+static int lt_nws;
+
+/* The scales of w's block rows from the tensor's first to the view's last as FP32 (keyed by the tensor's scale
+ * address: views of one tensor share them; made at the first call reaching a row, outside a graph capture);
+ * NULL where they cannot be. */
+static const float *lt_wscales(dsv4_backend *be, const wdesc &w)
+{
+    cuda_impl *im = impl_of(be);
+    const int64_t nbr = (w.row0 + w.rows + 127) / 128, n = nbr * w.scale_cols;
+    int i = 0;
+    while (i < lt_nws && !(lt_ws[i].dev == im->device && lt_ws[i].scale == w.scale)) i++;
+    if (i < lt_nws && lt_ws[i].nbr >= nbr) return lt_ws[i].f;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CK(cudaStreamIsCapturing(im->stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone || (i == lt_nws && lt_nws == LT_SCALES)) return NULL;
+    if (i < lt_nws) CK(cudaFree(lt_ws[i].f)); /* a view reaching further than the ones before (cudaFree waits) */
+    float *f;
+    CK(cudaMalloc(&f, (size_t)n * sizeof(float)));
+    k_lt_wscale<<<(unsigned)((n + 255) / 256), 256, 0, im->stream>>>((const uint8_t *)w.scale, n, f);
+    CK_LAUNCH();
+    lt_ws[i] = {im->device, w.scale, nbr, f};
+    if (i == lt_nws) lt_nws++;
+    return f;
+}
+
+/* Steps of at least this many tokens take cuBLASLt (DSV4_LT_MIN, default 128). */
+static int lt_min(void)
+{
+    static int v = 0;
+    if (!v) v = cuda_env_int("DSV4_LT_MIN", 128);
+    return v;
+}
+
+/* Tokens a pack and GEMM take at once (bounds the scratch: a byte a value). */
+#define LT_CHUNK 4096
+
+/* The tokens of n that cuBLASLt takes: a multiple of 8 (the tokens' scale rows, [K / 128][M] floats, must stay
+ * 16-byte aligned: the library has no algorithm for 130 or 150 tokens, v62), the rest (< 8) left to wg8.cu. */
+int cuda_lt_tokens(int n)
+{
+    return n & ~7;
+}
+
+/* Whether w (cuda_wg8_eligible) takes cuBLASLt for n tokens into y (rows of ldy floats): the option on
+ * (be->lt_prefill, or DSV4_LT=1; DSV4_LT=0 never), at least lt_min tokens, a shape the library takes as it is
+ * (128 x 128 scale blocks whole along K, the view on a block row, 16-byte aligned operands: the plans promise
+ * the library that much), and the library's algorithm for it; the weight's scales widened here. A function of
+ * the weight, n and y's layout only, so a weight of linear_multi decides as its own call would. It takes the
+ * first cuda_lt_tokens(n) tokens; the caller the rest. */
+bool cuda_lt_takes(dsv4_backend *be, const wdesc &w, int n, const float *y, int ldy)
+{
+    const int k = cuda_knob(CUDA_KNOB_LT);
+    n = cuda_lt_tokens(n);
+    if (k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
+    /* rows >= 256: with one 128-row block (128 rows, K 1,024 or 2,048) the library's outputs were wrong at every
+     * element, finite inputs too (test_ops_cuda, v62's diag/); 256 and more were right */
+    if (w.rows < 256 || w.br != 128 || w.bc != 128 || w.cols % 128 || w.row0 % 128 || w.row_bytes != w.cols ||
+        ((uintptr_t)w.data & 15) || w.scale_cols != w.cols / 128 || (w.scale_cols * 4) % 16 || ((uintptr_t)y & 15) ||
+        ldy % 4)
+        return false;
+    if (!lt_ready(be) || !lt_wscales(be, w)) return false;
+    const int dev = impl_of(be)->device, c = n < LT_CHUNK ? n : LT_CHUNK, last = n - (n - 1) / LT_CHUNK * LT_CHUNK;
+    return lt_plan_of(dev, w.rows, w.cols, c, w.row_bytes, ldy) &&
+           lt_plan_of(dev, w.rows, w.cols, last, w.row_bytes, ldy);
+}
+
+/* One weight's GEMM over the packed tokens (cuda_lt_takes made its plan and scales): y [m tokens][ldy] = W x. */
+static void lt_gemm(dsv4_backend *be, const wdesc &w, const uint8_t *xq, const float *xs, int m, float *y, int ldy)
+{
+    cuda_impl *im = impl_of(be);
+    const float *wsf = lt_wscales(be, w);
+    const lt_plan *p = wsf ? lt_plan_of(im->device, w.rows, w.cols, m, w.row_bytes, ldy) : NULL;
+    if (!p) {
+        fprintf(stderr, "dsv4: lt.cu lost its plan for a %lld x %lld weight at %d tokens\n", (long long)w.rows,
+                (long long)w.cols, m);
+        abort();
+    }
+    const void *a = (const uint8_t *)w.data + w.row0 * w.row_bytes;
+    const float *as = wsf + (w.row0 / 128) * w.scale_cols;
+    cublasStatus_t s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as);
+    if (s == CUBLAS_STATUS_SUCCESS) s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof xs);
+    const float one = 1.0f, zero = 0.0f;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = lt.matmul(lt_dev[im->device].h, p->desc, &one, a, p->a, xq, p->b, &zero, y, p->d, y, p->d, &p->algo,
+                      lt_dev[im->device].ws, LT_WS, im->stream);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "dsv4: cublasLtMatmul failed (%d) for a %lld x %lld weight at %d tokens\n", (int)s,
+                (long long)w.rows, (long long)w.cols, m);
+        abort();
+    }
+    lt_count++;
+}
+
+/* y[i] = W[i] x through cuBLASLt for m weights of one input x [n][ldx] (every one cuda_lt_takes, the same K; n
+ * a multiple of 8: cuda_lt_tokens): each chunk of tokens packed once, then a GEMM a weight. */
+void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
+                    const int *ldy)
+{
+    cuda_impl *im = impl_of(be);
+    const int K = (int)w[0].cols, nkg = K / 128, ch = n < LT_CHUNK ? n : LT_CHUNK;
+    uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ch * K);
+    float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ch * nkg * sizeof(float));
+    for (int t0 = 0; t0 < n; t0 += LT_CHUNK) {
+        const int c = n - t0 < LT_CHUNK ? n - t0 : LT_CHUNK;
+        const int64_t warps = (int64_t)c * nkg;
+        launch_pdl(k_lt_pack, dim3((unsigned)((warps + 7) / 8)), dim3(256), 0, im->stream, x + (size_t)t0 * ldx, ldx, c,
+                   K, xq, xs);
+        CK_LAUNCH();
+        for (int i = 0; i < m; i++) lt_gemm(be, w[i], xq, xs, c, y[i] + (size_t)t0 * ldy[i], ldy[i]);
+    }
+}
+
+/* The GEMMs lt.cu has launched (the tests check that a case took it). */
+extern "C" unsigned long dsv4_cuda_lt_calls(void)
+{
+    return lt_count;
+}
