@@ -140,7 +140,8 @@ static void run_usage(FILE *f)
     fprintf(f, "usage: dsv4 run [-m DIR] [-p PROMPT] [--system TEXT] [--think] [--reasoning-effort high|max]\n"
                "                [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--max-tokens N]\n"
                "                [--stop STR]... [--context N] [--numerics reference|plain]\n"
-               "                [--backend auto|cpu|cuda] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n");
+               "                [--backend auto|cpu|cuda] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
+               "                [--prefill-gemm ours|cublaslt]\n");
 }
 
 static int parse_float(const char *C, const char *opt, const char *v, double lo, double hi, float *out)
