@@ -101,8 +101,12 @@ def main():
     form = None
     for tok in [int(t) for t in args.tokens.split(",")]:
         for name, n, k in SHAPES:
-            x = torch.randn(tok, k, device=dev)
-            w = torch.randn(n, k, device=dev) * 0.02
+            # blocks of 128 columns (and 128 x 128 weight blocks) at different powers of two, so a scale read
+            # from the wrong block shows in the error column (equal block scales would hide it)
+            xs_ = torch.exp2(torch.randint(-3, 3, (tok, k // 128), device=dev).float()).repeat_interleave(128, 1)
+            ws_ = torch.exp2(torch.randint(-3, 3, (n // 128, k // 128), device=dev).float())
+            x = torch.randn(tok, k, device=dev) * xs_
+            w = torch.randn(n, k, device=dev) * 0.02 * ws_.repeat_interleave(128, 0).repeat_interleave(128, 1)
             xq, xs = quant_act(x)
             wq, ws = quant_weight(w)
             f, info = blockwise_call(xq, xs, wq, ws)
