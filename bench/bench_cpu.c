@@ -110,11 +110,10 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(argv[i], "--prefill-gemm")) {
-            if (strcmp(argv[i + 1], "ours") && strcmp(argv[i + 1], "cublaslt")) {
+            if (dsv4_prefill_gemm_parse(argv[i + 1], &o.prefill_gemm)) {
                 fprintf(stderr, "bench_cpu: --prefill-gemm %s: not one of ours, cublaslt\n", argv[i + 1]);
                 return 2;
             }
-            o.prefill_gemm = strcmp(argv[i + 1], "ours") ? DSV4_PREFILL_CUBLASLT : DSV4_PREFILL_OURS;
         } else if (!strcmp(argv[i], "--backend"))
             o.backend = strcmp(argv[i + 1], "cuda") ? DSV4_BACKEND_CPU : DSV4_BACKEND_CUDA;
         else {

@@ -92,6 +92,8 @@ void dsv4_engine_opts_default(dsv4_engine_opts *o);
 /* "auto", "w4a16", "w4a8", "w4a4"; parse: 0, or -1 for another string (*m untouched). */
 const char *dsv4_moe_backend_name(dsv4_moe_backend m);
 int dsv4_moe_backend_parse(const char *s, dsv4_moe_backend *m);
+/* "ours" / "cublaslt" -> *g: 0, or -1 for anything else */
+int dsv4_prefill_gemm_parse(const char *s, dsv4_prefill_gemm *g);
 dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char *err, size_t errlen);
 void dsv4_engine_close(dsv4_engine *e);
 

@@ -134,13 +134,8 @@ int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engi
         return cli_fail(cmd, "--moe-backend: '%s' is not one of auto, w4a16, w4a8, w4a4", v);
     }
     if (!strcmp(opt, "--prefill-gemm")) {
-        if (!strcmp(v, "ours"))
-            o->prefill_gemm = DSV4_PREFILL_OURS;
-        else if (!strcmp(v, "cublaslt"))
-            o->prefill_gemm = DSV4_PREFILL_CUBLASLT;
-        else
-            return cli_fail(cmd, "--prefill-gemm: '%s' is not one of ours, cublaslt", v);
-        return 0;
+        if (!dsv4_prefill_gemm_parse(v, &o->prefill_gemm)) return 0;
+        return cli_fail(cmd, "--prefill-gemm: '%s' is not one of ours, cublaslt", v);
     }
     if (!strcmp(opt, "--ep")) {
         long long x = 0;

@@ -44,6 +44,17 @@ int dsv4_moe_backend_parse(const char *s, dsv4_moe_backend *m)
     return -1;
 }
 
+int dsv4_prefill_gemm_parse(const char *s, dsv4_prefill_gemm *g)
+{
+    if (!strcmp(s, "ours"))
+        *g = DSV4_PREFILL_OURS;
+    else if (!strcmp(s, "cublaslt"))
+        *g = DSV4_PREFILL_CUBLASLT;
+    else
+        return -1;
+    return 0;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
