@@ -1094,9 +1094,10 @@ static void test_linear(void **state)
     /* --prefill-gemm cublaslt (lt.cu, DSV4_LT=1) where the library loads: reference numerics' FP8 linears of
      * 128 tokens or more through cuBLASLt's block-scaled FP8 GEMM - a partial last block row, 128-column blocks of
      * different scales (weights and tokens), a view from a block row, n % 8 tokens left to wg8.cu; the shapes it
-     * leaves to wg8.cu (y's rows not 16-byte multiples, a view off a block row, 127 tokens, one 128-row block);
-     * linear_multi with both kinds of weights, each as its own call. No NaN/Inf: the library's outputs are wrong
-     * across the whole step with one (v62's diag/; the option's documented limit) */
+     * leaves to wg8.cu (y's rows not 16-byte multiples, a view off a block row, 127 tokens); one 128-row block;
+     * NaN/Inf planted; linear_multi with both kinds of weights, each as its own call. Case after case, weights are
+     * freed and new ones allocated at the same addresses (v62's cache of widened scales keyed by address failed
+     * here: v63) */
     char why[256] = "DSV4_WG8=0 or DSV4_CUDA_MMA=0: no wgmma linears for it to replace";
     const char *wg = getenv("DSV4_WG8"), *mm = getenv("DSV4_CUDA_MMA");
     const bool wg_on = !(wg && wg[0] == '0') && !(mm && mm[0] == '0');
@@ -1114,7 +1115,9 @@ static void test_linear(void **state)
             {{WK_FP8_E8M0, 140, 256, 1024, 128, 128, .ypad = 3, .aq = true}, false},
             {{WK_FP8_E8M0, 140, 300, 1024, 128, 128, .v0 = 20, .vn = 200, .aq = true}, false},
             {{WK_FP8_E8M0, 127, 256, 1024, 128, 128, .aq = true}, false},
-            {{WK_FP8_E8M0, 150, 128, 2048, 128, 128, .aq = true}, false}, /* one 128-row block (lt_takes) */
+            {{WK_FP8_E8M0, 150, 128, 2048, 128, 128, .aq = true}, true}, /* one 128-row block */
+            {{WK_FP8_E8M0, 152, 256, 2048, 128, 128, .xpad = 4, .aq = true, .nonfinite = true}, true},
+            {{WK_FP8_E8M0, 150, 128, 1024, 128, 128, .ypad = 4, .aq = true, .nonfinite = true}, true},
         };
         lt_case = true;
         for (size_t j = 0; j < sizeof lc / sizeof lc[0]; j++) {

@@ -51,6 +51,7 @@ enum {
     CS_MMA_PART, /* mma.cu, decode's streamed kernel: shared tiles' segment sums, and a counter per tile */
     CS_MMA_CNT,
     CS_LIN_PARTS, /* wg8.cu: a linear's parts for the next hc_post (cuda_impl.lin_pend) */
+    CS_LT_WS,     /* lt.cu: the weights' block scales as FP32 */
     CS_COUNT
 };
 

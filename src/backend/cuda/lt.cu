@@ -5,7 +5,9 @@
  *
  * The operands are those of wg8.cu: the weight's E4M3 codes with one E8M0
  * scale per 128 x 128 block (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
- * the scales widened to FP32 once per tensor), the tokens' act_quant codes
+ * the view's scales widened to FP32 in scratch at every call: a cache keyed
+ * by address served a freed tensor's scales to the next one allocated there,
+ * v63), the tokens' act_quant codes
  * with one power-of-two scale per token and 128 columns (VEC128_32F; the
  * same codes as k_wg8_pack's: act_codes4), FP32 out. The library adds the
  * products in an order of its own, so the outputs are not wg8.cu's bits: a
@@ -22,11 +24,9 @@
  * (these caches are the process's, used from the one thread that drives the
  * backends, as the engine does; the library is opened under a lock).
  *
- * Limits measured on an H200 with cuBLASLt 13.1 (test_ops_cuda, PERFORMANCE
- * v62): with one 128-row block the outputs were wrong (every element), so
- * matrices of fewer than 256 rows stay on wg8.cu; an Inf or NaN activation or
- * NaN weight code made nearly every output of the step wrong, not only where
- * the FP32 sum is non-finite (the option's documented limit).
+ * v62's limits (one 128-row block wrong at every element, an Inf or NaN
+ * making every output of the step wrong) were that cache's stale scales:
+ * test_ops_cuda frees and allocates weights case after case (v63).
  */
 #include <cublasLt.h>
 #include <dlfcn.h>
@@ -37,7 +37,6 @@
 #define LT_WS      (32u << 20) /* workspace bytes a GPU */
 #define LT_MAXDEV  16
 #define LT_PLANS   256    /* shapes whose algorithm is kept */
-#define LT_SCALES  512    /* weight tensors whose scales are widened */
 #define LT_VERSION 120900 /* VEC128_32F / BLK128x128_32F on Hopper: cuBLAS 12.9 */
 
 /* The library's entry points this file calls. */
@@ -234,42 +233,18 @@ __global__ void k_lt_pack(const float *x, int ldx, int n, int K, uint8_t *xq, fl
     if (lane == 0) xs[(size_t)kg * n + tok] = sc;
 }
 
-/* A weight tensor's E8M0 block scales widened to FP32, [block rows][block columns] as stored (the BLK128x128
+/* n of a weight's E8M0 block scales widened to FP32, [block rows][block columns] as stored (the BLK128x128
  * tensor of A, column-major K x N: a block column's K / 128 scales together). */
 __global__ void k_lt_wscale(const uint8_t *s, int64_t n, float *f)
 {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) f[i] = dsv4_e8m0_to_f32(s[i]);
 }
-static struct {
-    int dev;
-    const void *scale;
-    int64_t nbr; /* block rows widened, from the tensor's first */
-    float *f;
-} lt_ws[LT_SCALES];
-static int lt_nws;
 
-/* The scales of w's block rows from the tensor's first to the view's last as FP32 (keyed by the tensor's scale
- * address: views of one tensor share them; made at the first call reaching a row, outside a graph capture);
- * NULL where they cannot be. */
-static const float *lt_wscales(dsv4_backend *be, const wdesc &w)
+/* The FP32 scales of w's view: its block rows from row0 / 128 (row0 on a block row: cuda_lt_takes). */
+static int64_t lt_wscale_count(const wdesc &w)
 {
-    cuda_impl *im = impl_of(be);
-    const int64_t nbr = (w.row0 + w.rows + 127) / 128, n = nbr * w.scale_cols;
-    int i = 0;
-    while (i < lt_nws && !(lt_ws[i].dev == im->device && lt_ws[i].scale == w.scale)) i++;
-    if (i < lt_nws && lt_ws[i].nbr >= nbr) return lt_ws[i].f;
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    CK(cudaStreamIsCapturing(im->stream, &cs));
-    if (cs != cudaStreamCaptureStatusNone || (i == lt_nws && lt_nws == LT_SCALES)) return NULL;
-    if (i < lt_nws) CK(cudaFree(lt_ws[i].f)); /* a view reaching further than the ones before (cudaFree waits) */
-    float *f;
-    CK(cudaMalloc(&f, (size_t)n * sizeof(float)));
-    k_lt_wscale<<<(unsigned)((n + 255) / 256), 256, 0, im->stream>>>((const uint8_t *)w.scale, n, f);
-    CK_LAUNCH();
-    lt_ws[i] = {im->device, w.scale, nbr, f};
-    if (i == lt_nws) lt_nws++;
-    return f;
+    return (w.rows + 127) / 128 * w.scale_cols;
 }
 
 /* Steps of at least this many tokens take cuBLASLt (DSV4_LT_MIN, default 128). */
@@ -301,31 +276,29 @@ bool cuda_lt_takes(dsv4_backend *be, const wdesc &w, int n, const float *y, int 
     const int k = cuda_knob(CUDA_KNOB_LT);
     n = cuda_lt_tokens(n);
     if (k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
-    /* rows >= 256: with one 128-row block (128 rows, K 1,024 or 2,048) the library's outputs were wrong at every
-     * element, finite inputs too (test_ops_cuda, v62's diag/); 256 and more were right */
-    if (w.rows < 256 || w.br != 128 || w.bc != 128 || w.cols % 128 || w.row0 % 128 || w.row_bytes != w.cols ||
+    if (w.br != 128 || w.bc != 128 || w.cols % 128 || w.row0 % 128 || w.row_bytes != w.cols ||
         ((uintptr_t)w.data & 15) || w.scale_cols != w.cols / 128 || (w.scale_cols * 4) % 16 || ((uintptr_t)y & 15) ||
         ldy % 4)
         return false;
-    if (!lt_ready(be) || !lt_wscales(be, w)) return false;
+    if (!lt_ready(be)) return false;
     const int dev = impl_of(be)->device, c = n < LT_CHUNK ? n : LT_CHUNK, last = n - (n - 1) / LT_CHUNK * LT_CHUNK;
     return lt_plan_of(dev, w.rows, w.cols, c, w.row_bytes, ldy) &&
            lt_plan_of(dev, w.rows, w.cols, last, w.row_bytes, ldy);
 }
 
-/* One weight's GEMM over the packed tokens (cuda_lt_takes made its plan and scales): y [m tokens][ldy] = W x. */
-static void lt_gemm(dsv4_backend *be, const wdesc &w, const uint8_t *xq, const float *xs, int m, float *y, int ldy)
+/* One weight's GEMM over the packed tokens (cuda_lt_takes made its plan; as its view's FP32 scales): y [m
+ * tokens][ldy] = W x. */
+static void lt_gemm(dsv4_backend *be, const wdesc &w, const float *as, const uint8_t *xq, const float *xs, int m,
+                    float *y, int ldy)
 {
     cuda_impl *im = impl_of(be);
-    const float *wsf = lt_wscales(be, w);
-    const lt_plan *p = wsf ? lt_plan_of(im->device, w.rows, w.cols, m, w.row_bytes, ldy) : NULL;
+    const lt_plan *p = lt_plan_of(im->device, w.rows, w.cols, m, w.row_bytes, ldy);
     if (!p) {
         fprintf(stderr, "dsv4: lt.cu lost its plan for a %lld x %lld weight at %d tokens\n", (long long)w.rows,
                 (long long)w.cols, m);
         abort();
     }
     const void *a = (const uint8_t *)w.data + w.row0 * w.row_bytes;
-    const float *as = wsf + (w.row0 / 128) * w.scale_cols;
     cublasStatus_t s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as);
     if (s == CUBLAS_STATUS_SUCCESS) s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof xs);
     const float one = 1.0f, zero = 0.0f;
@@ -341,7 +314,8 @@ static void lt_gemm(dsv4_backend *be, const wdesc &w, const uint8_t *xq, const f
 }
 
 /* y[i] = W[i] x through cuBLASLt for m weights of one input x [n][ldx] (every one cuda_lt_takes, the same K; n
- * a multiple of 8: cuda_lt_tokens): each chunk of tokens packed once, then a GEMM a weight. */
+ * a multiple of 8: cuda_lt_tokens; m <= 64, as the callers keep it): each chunk of tokens packed once, then a GEMM
+ * a weight. */
 void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                     const int *ldy)
 {
@@ -349,13 +323,24 @@ void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int
     const int K = (int)w[0].cols, nkg = K / 128, ch = n < LT_CHUNK ? n : LT_CHUNK;
     uint8_t *xq = (uint8_t *)cuda_scratch(be, CS_MMA_X, (size_t)ch * K);
     float *xs = (float *)cuda_scratch(be, CS_MMA_S, (size_t)ch * nkg * sizeof(float));
+    int64_t nws = 0; /* the weights' views' scales, widened once for every chunk */
+    for (int i = 0; i < m; i++) nws += lt_wscale_count(w[i]);
+    float *ws = (float *)cuda_scratch(be, CS_LT_WS, (size_t)nws * sizeof(float));
+    const float *as[64];
+    for (int i = 0, o = 0; i < m; o += (int)lt_wscale_count(w[i]), i++) {
+        const int64_t c = lt_wscale_count(w[i]);
+        k_lt_wscale<<<(unsigned)((c + 255) / 256), 256, 0, im->stream>>>(
+            (const uint8_t *)w[i].scale + w[i].row0 / 128 * w[i].scale_cols, c, ws + o);
+        CK_LAUNCH();
+        as[i] = ws + o;
+    }
     for (int t0 = 0; t0 < n; t0 += LT_CHUNK) {
         const int c = n - t0 < LT_CHUNK ? n - t0 : LT_CHUNK;
         const int64_t warps = (int64_t)c * nkg;
         launch_pdl(k_lt_pack, dim3((unsigned)((warps + 7) / 8)), dim3(256), 0, im->stream, x + (size_t)t0 * ldx, ldx, c,
                    K, xq, xs);
         CK_LAUNCH();
-        for (int i = 0; i < m; i++) lt_gemm(be, w[i], xq, xs, c, y[i] + (size_t)t0 * ldy[i], ldy[i]);
+        for (int i = 0; i < m; i++) lt_gemm(be, w[i], as[i], xq, xs, c, y[i] + (size_t)t0 * ldy[i], ldy[i]);
     }
 }
 
