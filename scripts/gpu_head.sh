@@ -3,7 +3,9 @@
 # decode at batch 1 / 8 / 16 / 64, one sequence at a 4k context (the indexer's selection on the critical path,
 # which a 16-token prompt never reaches) and 16 at a 128k context, HEAD_RUNS runs each (default 2; 8
 # Flash layers, reference numerics, prompt 16, 32 steps: d<B>-c<C>-<i>.txt), a 4,096-token prefill
-# HEAD_RUNS times (pf-<i>.txt), one line each into $OUT/summary.txt (what bench/results/summary_lib.head
+# HEAD_RUNS times after an untimed one in the same process (--warm-prefill since v63: a process's first prefill
+# pays one-off costs, ~6 ms ours, ~27 with cuBLASLt), ours (pf-<i>.txt) and --prefill-gemm cublaslt
+# (pf-lt-<i>.txt) alternating, one line each into $OUT/summary.txt (what bench/results/summary_lib.head
 # reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
 # concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json). The machine's clocks into
 # $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh).
@@ -25,9 +27,14 @@ for i in $(seq 1 "${HEAD_RUNS:-2}"); do
   done
 done
 for i in $(seq 1 "${HEAD_RUNS:-2}"); do
-  # shellcheck disable=SC2086
-  timeout 60 $B/bench_cpu $BC --prompt 4096 --decode 2 > "$OUT/pf-$i.txt" 2>&1
-  echo "pf-$i: $(grep -m1 '^model' "$OUT/pf-$i.txt" | sed 's/.*prefill //; s/ (graphs.*//; s/decode.*//')" | tee -a "$OUT/summary.txt"
+  for g in ours lt; do
+    f=pf-$i
+    [ $g = lt ] && f=pf-lt-$i
+    # shellcheck disable=SC2086
+    timeout 60 $B/bench_cpu $BC --prompt 4096 --decode 2 --warm-prefill --prefill-gemm "$([ $g = lt ] && echo cublaslt || echo ours)" \
+      > "$OUT/$f.txt" 2>&1
+    echo "$f: $(grep -m1 '^model' "$OUT/$f.txt" | sed 's/.*prefill //; s/ (.*//; s/decode.*//')" | tee -a "$OUT/summary.txt"
+  done
 done
 rm -rf "$T"
 if [ "${HEAD_SERVE:-1}" = 1 ]; then

@@ -219,6 +219,8 @@ def head(call_dir, what, extra=None):
         "x_floor_min": {b: x_floor(min(pick(v, rf"d{b}-c0-\d")), b) for b in (1, 16, 64)},
         "prefill_4096_tok_s": pick(v, r"pf-\d"),
     }
+    if pick(v, r"pf-lt-\d"):  # since v63: --prefill-gemm cublaslt beside ours, both after a warm prefill
+        out["prefill_4096_cublaslt_tok_s"] = pick(v, r"pf-lt-\d")
     if not out["decode_ms"]["batch 1, context 4096"]:  # closing calls before s38 did not run it
         del out["decode_ms"]["batch 1, context 4096"]
     out.update(extra or {})

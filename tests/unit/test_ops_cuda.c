@@ -821,34 +821,44 @@ static void linear_case(const lin_spec *c)
 
 /* be->linear_groups against the CPU's linears: G groups of R rows of one FP8 matrix,
  * x [n][G * in] with group g's input at g * in, y [n][G * R + 3]. */
-static void groups_case(int G, int n, int R, int in, bool aq)
+/* no_aq: the weight marked no_act_quant (wo_a), x BF16 values as the model gives it; y's rows G R + ypad apart */
+static void groups_case_ex(int G, int n, int R, int in, bool aq, bool no_aq, int ypad)
 {
-    case_begin("linear_groups FP8 G=%d n=%d rows=%d in=%d%s", G, n, R, in, aq ? " act_quant" : "");
+    case_begin("linear_groups FP8 G=%d n=%d rows=%d in=%d ldy=%d%s%s", G, n, R, in, G * R + ypad,
+               aq ? " act_quant" : "", no_aq ? " no_act_quant" : "");
     wmat m;
     wmat_make(&m, WK_FP8_E8M0, G * R, in, 128, 128, false);
-    const int ldx = G * in, ldy = G * R + 3;
+    const int ldx = G * in, ldy = G * R + ypad;
     float *x = malloc((size_t)n * ldx * sizeof(float));
     for (int t = 0; t < n; t++)
-        for (int i = 0; i < ldx; i++) x[(size_t)t * ldx + i] = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+        for (int i = 0; i < ldx; i++) {
+            const float v = rnd_norm() * ldexpf(1.0f, (i / 128 + t) % 5 - 2);
+            x[(size_t)t * ldx + i] = no_aq ? dsv4_round_bf16(v) : v;
+        }
     float *res[2];
     for (int s = 0; s < 2; s++) {
         dsv4_backend *be = side[s];
         be->act_quant = aq;
+        dsv4_w w = m.on[s];
+        w.no_act_quant = no_aq;
         float *dx = bdup(be, x, (size_t)n * ldx * 4), *dy = bpoison(be, (size_t)n * ldy * 4);
+        const unsigned long lt0 = lt_calls();
         if (be->linear_groups)
-            be->linear_groups(be, &m.on[s], G, dx, ldx, (size_t)in, n, dy, ldy, (size_t)R);
+            be->linear_groups(be, &w, G, dx, ldx, (size_t)in, n, dy, ldy, (size_t)R);
         else /* as forward.c without the op */
             for (int g = 0; g < G; g++) {
-                const dsv4_w wg = dsv4_w_rows(&m.on[s], (int64_t)g * R, R);
+                const dsv4_w wg = dsv4_w_rows(&w, (int64_t)g * R, R);
                 be->linear(be, &wg, dx + (size_t)g * in, ldx, n, dy + (size_t)g * R, ldy);
             }
         res[s] = bhost(be, dy, (size_t)n * ldy * 4);
+        if (s && lt_case && (lt_calls() > lt0) != lt_expect)
+            fail_line("cuBLASLt", lt_expect ? "the case did not take lt.cu's GEMM" : "the case took lt.cu's GEMM");
         be->act_quant = false;
         bfree(be, dx);
         bfree(be, dy);
     }
     float *xa = malloc((size_t)n * ldx * sizeof(float));
-    if (aq)
+    if (aq && !no_aq)
         for (int g = 0; g < G; g++) {
             float *q = malloc((size_t)n * in * sizeof(float));
             act_quant_host(x + (size_t)g * in, ldx, n, in, q);
@@ -865,7 +875,7 @@ static void groups_case(int G, int n, int R, int in, bool aq)
             for (int t = 0; t < n; t++)
                 mag[(size_t)t * rows + r] += wv * fin(fabs((double)xa[(size_t)t * ldx + (size_t)(r / R) * in + i]));
         }
-    check_linear_out(res, n, rows, ldy, mag, false, fp8_aq_tol(WK_FP8_E8M0, 128, aq));
+    check_linear_out(res, n, rows, ldy, mag, false, fp8_aq_tol(WK_FP8_E8M0, 128, aq && !no_aq));
     free(mag);
     free(xa);
     free(x);
@@ -873,6 +883,10 @@ static void groups_case(int G, int n, int R, int in, bool aq)
     free(res[1]);
     wmat_free(&m);
     case_end();
+}
+static void groups_case(int G, int n, int R, int in, bool aq)
+{
+    groups_case_ex(G, n, R, in, aq, false, 3);
 }
 
 /* be->linear_multi against separate linear calls on the same backend, bit
@@ -1151,6 +1165,8 @@ static void test_linear(void **state)
     groups_case(3, 7, 37, 144, false);
     groups_case(2, 5, 20, 129, false); /* the GEMV path */
     groups_case(8, 150, 64, 512, false); /* prefill: k_wgf8 with 8 row groups */
+    groups_case_ex(8, 150, 64, 512, true, true, 4); /* wo_a's configuration: reference numerics, no_act_quant */
+    groups_case_ex(8, 5, 40, 256, true, true, 3);
     /* linear_multi (the projections of one input in fewer launches): the same bits as separate calls */
     multi_case(1, 2048, false);
     multi_case(1, 2048, true);
