@@ -1138,6 +1138,20 @@ static void test_linear(void **state)
             lt_expect = lc[j].takes;
             linear_case(&lc[j].c);
         }
+        /* wo_a's configuration (reference numerics, no_act_quant, BF16 values): lt.cu's BF16 GEMM of the groups,
+         * within 1e-5 of the magnitude (FP32 sums in another order); two chunks of tokens; G 1; y's rows not
+         * 16-byte multiples and 127 tokens left to k_wgf8 */
+        const struct {
+            int G, n, R, in, ypad;
+            bool takes;
+        } gc[] = {
+            {8, 160, 128, 512, 4, true},  {4, 1030, 64, 256, 0, true},  {1, 136, 384, 768, 0, true},
+            {8, 130, 128, 512, 3, false}, {8, 127, 128, 512, 0, false},
+        };
+        for (size_t j = 0; j < sizeof gc / sizeof gc[0]; j++) {
+            lt_expect = gc[j].takes;
+            groups_case_ex(gc[j].G, gc[j].n, gc[j].R, gc[j].in, true, true, gc[j].ypad);
+        }
         lt_case = false;
         const unsigned long lt0 = lt_calls();
         multi_case(140, 1024, true);
@@ -1404,6 +1418,16 @@ static void test_norms_rope(void **state)
     norm_rope_case(7, 3, 90, 16, true, DSV4_RND_OUT, false, DSV4_RND_IN | DSV4_RND_OUT, 74, false);
     norm_rope_case(2, 2, 300, 64, false, 0, true, 0, 0, true);
     norm_rope_case(2, 1, 5000, 64, true, DSV4_RND_IN, false, DSV4_RND_OUT, 4936, false); /* wide: the three kernels */
+    /* rows a warp each (k_norm_rope_w: no FP8SIM, head_dim a multiple of 32 up to 512; by default above 2,048
+     * rows, forced for the rest): a prefill's q heads, narrower heads (fewer elements a lane: some of the block's
+     * threads without any), a partial last block */
+    norm_rope_case(37, 64, 512, 64, false, 0, true, DSV4_RND_OUT, 0, false);
+    const int kn = knob_set("DSV4_NORM_ROPE_W", 1);
+    norm_rope_case(13, 64, 512, 64, false, DSV4_RND_IN | DSV4_RND_OUT, false, DSV4_RND_IN | DSV4_RND_OUT, 0, true);
+    norm_rope_case(9, 5, 128, 32, true, DSV4_RND_OUT, false, DSV4_RND_OUT, 0, false);
+    norm_rope_case(11, 3, 96, 64, false, 0, true, DSV4_RND_IN, 0, true);
+    norm_rope_case(6, 7, 320, 16, true, 0, false, 0, 0, false);
+    knob_set("DSV4_NORM_ROPE_W", kn);
     assert_int_equal(n_fail, 0);
 }
 

@@ -51,7 +51,7 @@ enum {
     CS_MMA_PART, /* mma.cu, decode's streamed kernel: shared tiles' segment sums, and a counter per tile */
     CS_MMA_CNT,
     CS_LIN_PARTS, /* wg8.cu: a linear's parts for the next hc_post (cuda_impl.lin_pend) */
-    CS_LT_WS,     /* lt.cu: the weights' block scales as FP32 */
+    CS_LT_WS,     /* lt.cu: the weights' block scales as FP32; wo_a's weights as BF16 */
     CS_COUNT
 };
 
@@ -251,6 +251,7 @@ enum {
     CUDA_KNOB_WG8_N64,
     CUDA_KNOB_MOE_BP,
     CUDA_KNOB_LT,
+    CUDA_KNOB_NRW, /* DSV4_NORM_ROPE_W: norm_rope's rows a warp each (1 every eligible call, 0 never) */
     CUDA_KNOBS
 };
 int cuda_knob(int k);
@@ -356,6 +357,9 @@ int cuda_lt_tokens(int n);
 void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int ldx, int n, float *const *y,
                     const int *ldy);
 bool cuda_lt_check(dsv4_backend *be, char *err, size_t errlen);
+bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const float *y, int ldy, size_t yg);
+void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                       int ldy, size_t yg);
 void cuda_mma_init(void); /* mma.cu: the FP8 MMA kernels' shared memory, on every device */
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };

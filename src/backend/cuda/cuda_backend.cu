@@ -84,9 +84,9 @@ static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *
     CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
-static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG",  "DSV4_WGBF",   "DSV4_WGF8",
-                                                 "DSV4_WG8_N64", "DSV4_MOE_BP", "DSV4_LT"};
-static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2, -2}; /* -2: not read yet */
+static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8",       "DSV4_WG8_N64",
+                                                 "DSV4_MOE_BP", "DSV4_LT",   "DSV4_NORM_ROPE_W"};
+static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2, -2, -2}; /* -2: not read yet */
 
 int cuda_knob(int k)
 {
@@ -578,6 +578,83 @@ __global__ void __launch_bounds__(256) k_norm_rope(float *x, int n_heads, int he
     for (int i = threadIdx.x; i < head_dim; i += blockDim.x) out[i] = v[i];
 }
 
+/* k_norm_rope's rows (without FP8SIM) a warp each, NRW_ROWS a block: the block kernel's rows were short-lived
+ * blocks waiting in barriers (a 4,096-token prefill's q, 262,144 blocks of one 512-wide row: 1.5 ms a layer
+ * for 1.07 GB of traffic, v63). The same bits: lane l holds the row's elements l + 32 m (m < head_dim / 32 <= 16),
+ * and the 256-thread block's sum is rebuilt as block_sum forms it - thread 32 v + l's partial (its elements
+ * 32 v + l + 256 k in increasing k, from 0) for each of the 8 warps v, each warp's xor tree over its lanes, then
+ * warp 0's tree over the 8 sums and 24 zeros; RoPE's pairs (at most 32: a lane each) through shared memory. */
+#define NRW_ROWS     8
+#define NRW_MIN_ROWS 2048 /* more rows than this take it by default (batch 16's 1,024 were even) */
+template <bool BF>
+__global__ void __launch_bounds__(32 * NRW_ROWS)
+    k_norm_rope_w(float *x, int rows, int n_heads, int head_dim, const float *w, float eps, unsigned nrnd, int rope_dim,
+                  const int64_t *pos, const float *freqs, unsigned rrnd)
+{
+    __shared__ float rb[NRW_ROWS][512];
+    const int lane = threadIdx.x & 31, wr = threadIdx.x >> 5, row = blockIdx.x * NRW_ROWS + wr;
+    const int half = rope_dim / 2, M = head_dim / 32;
+    const bool live = row < rows;
+    float cs = 0.0f, sn = 0.0f, wv[16];
+    if (live && lane < half) rope_cs(pos[row / n_heads], freqs[lane], false, cs, sn);
+#pragma unroll
+    for (int m = 0; m < 16; m++) wv[m] = !BF && w && m < M ? w[lane + 32 * m] : 1.0f;
+    pdl_start();
+    if (!live) return;
+    float *out = x + (size_t)row * head_dim, v[16];
+#pragma unroll
+    for (int m = 0; m < 16; m++) v[m] = m < M ? out[lane + 32 * m] : 0.0f;
+    float part[8]; /* thread 32 q + lane's partial sum, warp q of the block kernel */
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        float a = 0.0f;
+#pragma unroll
+        for (int m = q; m < 16; m += 8)
+            if (m < M) {
+                if (BF) {
+                    const float b = dsv4_round_bf16(v[m]);
+                    a += dsv4_round_bf16(b * b);
+                } else {
+                    const float b = rnd_in(nrnd, v[m]);
+                    a += b * b;
+                }
+            }
+        part[q] = warp_sum(a);
+    }
+    float t = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+        if (lane == q) t = part[q];
+    const float tot = warp_sum(t);
+    float k;
+    if (BF) {
+        const float ms = dsv4_round_bf16(tot / (float)head_dim);
+        k = dsv4_round_bf16(1.0f / sqrtf(dsv4_round_bf16(ms + 1e-6f)));
+    } else
+        k = 1.0f / sqrtf(tot / (float)head_dim + eps);
+    float *r = rb[wr];
+    const int nope = head_dim - rope_dim;
+#pragma unroll
+    for (int m = 0; m < 16; m++)
+        if (m < M) {
+            const int j = lane + 32 * m;
+            float y;
+            if (BF)
+                y = dsv4_round_bf16(dsv4_round_bf16(v[m]) * k);
+            else {
+                const float b = rnd_in(nrnd, v[m]);
+                y = rnd_out(nrnd, w ? wv[m] * (b * k) : b * k);
+            }
+            r[j] = j < nope && (rrnd & DSV4_RND_IN) ? dsv4_round_bf16(y) : y;
+        }
+    __syncwarp();
+    if (lane < half) rope_pair(r + nope, lane, cs, sn, rrnd);
+    __syncwarp();
+#pragma unroll
+    for (int m = 0; m < 16; m++)
+        if (m < M) out[lane + 32 * m] = r[lane + 32 * m];
+}
+
 void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head_dim, const float *w, float eps,
                     unsigned nrnd, bool bf16, int rope_dim, const int64_t *pos, const float *freqs, unsigned rrnd,
                     int sim_nope)
@@ -594,6 +671,23 @@ void cuda_norm_rope(dsv4_backend *be, float *x, int n_tok, int n_heads, int head
         return;
     }
     (void)pos; /* the plan's host array: the device copy holds the same positions */
+    /* rows a warp each where there are many (prefill: a 4,096-token q 1.5 -> ~0.45 ms a layer); at decode's 64 rows
+     * a token the block kernel is faster (batch 1 1.463 against 1.483 ms a step with the warp kernel, v63);
+     * DSV4_NORM_ROPE_W=1 every eligible call, 0 never */
+    const int wk = cuda_knob(CUDA_KNOB_NRW);
+    if ((wk == 1 || (wk < 0 && rows > NRW_MIN_ROWS)) && sim_nope <= 0 && head_dim % 32 == 0 && head_dim <= 512 &&
+        rope_dim % 2 == 0 && rope_dim <= head_dim && rope_dim <= 64) {
+        const dim3 g((unsigned)((rows + NRW_ROWS - 1) / NRW_ROWS));
+        const int64_t *dp = (const int64_t *)impl_of(be)->d_pos;
+        if (bf16)
+            launch_pdl(k_norm_rope_w<true>, g, dim3(32 * NRW_ROWS), 0, impl_of(be)->stream, x, rows, n_heads, head_dim,
+                       w, eps, nrnd, rope_dim, dp, freqs, rrnd);
+        else
+            launch_pdl(k_norm_rope_w<false>, g, dim3(32 * NRW_ROWS), 0, impl_of(be)->stream, x, rows, n_heads, head_dim,
+                       w, eps, nrnd, rope_dim, dp, freqs, rrnd);
+        CK_LAUNCH();
+        return;
+    }
     launch_pdl(k_norm_rope, dim3((unsigned)rows), dim3(256), (size_t)head_dim * sizeof(float), impl_of(be)->stream, x,
                n_heads, head_dim, w, eps, nrnd, bf16, rope_dim, (const int64_t *)impl_of(be)->d_pos, freqs, rrnd,
                sim_nope);

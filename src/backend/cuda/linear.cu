@@ -187,6 +187,11 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
         cuda_linear_wg8(be, d0, G, x, ldx, xg, n, y, ldy, yg);
         return;
     }
+    /* --prefill-gemm cublaslt: wo_a's BF16 activations (reference numerics rounds them) through a BF16 GEMM */
+    if (be->act_quant && w->no_act_quant && cuda_lt_bf_takes(be, d0, G, n, y, ldy, yg)) {
+        cuda_linear_lt_bf(be, d0, G, x, ldx, xg, n, y, ldy, yg);
+        return;
+    }
     if (cuda_mma_eligible(d0)) {
         cuda_linear_mma(be, d0, G, x, ldx, xg, n, y, ldy, yg, ref);
         return;

@@ -49,6 +49,7 @@ static struct {
     cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t);
     cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t *, cudaDataType, uint64_t, uint64_t, int64_t);
     cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
+    cublasStatus_t (*layout_set)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, const void *, size_t);
     cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t *);
     cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *, size_t);
     cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
@@ -92,6 +93,7 @@ static bool lt_load(void)
     SYM(desc_destroy, "cublasLtMatmulDescDestroy");
     SYM(layout_create, "cublasLtMatrixLayoutCreate");
     SYM(layout_destroy, "cublasLtMatrixLayoutDestroy");
+    SYM(layout_set, "cublasLtMatrixLayoutSetAttribute");
     SYM(pref_create, "cublasLtMatmulPreferenceCreate");
     SYM(pref_set, "cublasLtMatmulPreferenceSetAttribute");
     SYM(pref_destroy, "cublasLtMatmulPreferenceDestroy");
@@ -113,10 +115,12 @@ static struct {
     void *ws;
 } lt_dev[LT_MAXDEV];
 
-/* A shape's descriptors and algorithm: N weight rows, K columns, M tokens, the weight's row stride, y's. */
+/* A shape's descriptors and algorithm: N weight rows, K columns, M tokens, the weight's row stride, y's; bf: the
+ * BF16 GEMM of G groups (cuda_linear_lt_bf: y's groups yg floats apart), else the block-scaled FP8 one (G 1). */
 struct lt_plan {
     int dev;
-    int64_t N, K, M, lda, ldy;
+    bool bf;
+    int64_t N, K, M, lda, ldy, G, yg;
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
@@ -126,12 +130,39 @@ static lt_plan lt_plans[LT_PLANS];
 static int lt_nplans, lt_next;
 static unsigned long lt_count; /* GEMMs launched (dsv4_cuda_lt_calls) */
 
+/* The heuristic's first algorithm for p's descriptors (p->ok where there is one). */
+static void lt_algo(lt_plan *p)
+{
+    const int dev = p->dev;
+    cublasLtMatmulPreference_t pref;
+    const uint64_t wsb = LT_WS;
+    cublasLtMatmulHeuristicResult_t r = {};
+    int got = 0;
+    if (lt.pref_create(&pref) == CUBLAS_STATUS_SUCCESS) {
+        /* the pointers are 16-byte aligned (lt_gemm checks; the library assumes 256 unless told) */
+        const uint32_t al = 16;
+        bool pok =
+            lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb) == CUBLAS_STATUS_SUCCESS;
+        for (auto at : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+            pok = pok && lt.pref_set(pref, at, &al, sizeof al) == CUBLAS_STATUS_SUCCESS;
+        if (pok &&
+            lt.heuristic(lt_dev[dev].h, p->desc, p->a, p->b, p->d, p->d, pref, 1, &r, &got) == CUBLAS_STATUS_SUCCESS &&
+            got > 0 && r.state == CUBLAS_STATUS_SUCCESS)
+            p->algo = r.algo, p->ok = true;
+        lt.pref_destroy(pref);
+    }
+}
+
 /* The plan of a shape (made, and its algorithm asked for, at its first call); NULL without an algorithm. */
-static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64_t lda, int64_t ldy)
+static const lt_plan *lt_plan_make(lt_plan *p);
+static const lt_plan *lt_plan_get(const lt_plan &key)
 {
     for (int i = 0; i < lt_nplans; i++) {
         const lt_plan &p = lt_plans[i];
-        if (p.dev == dev && p.N == N && p.K == K && p.M == M && p.lda == lda && p.ldy == ldy) return p.ok ? &p : NULL;
+        if (p.dev == key.dev && p.bf == key.bf && p.N == key.N && p.K == key.K && p.M == key.M && p.lda == key.lda &&
+            p.ldy == key.ldy && p.G == key.G && p.yg == key.yg)
+            return p.ok ? &p : NULL;
     }
     lt_plan *p;
     if (lt_nplans < LT_PLANS)
@@ -143,10 +174,52 @@ static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64
         for (cublasLtMatrixLayout_t l : {p->a, p->b, p->d})
             if (l) lt.layout_destroy(l);
     }
-    *p = lt_plan{dev, N, K, M, lda, ldy};
+    *p = key;
+    p->desc = NULL, p->a = p->b = p->d = NULL, p->ok = false;
+    return lt_plan_make(p);
+}
+static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64_t lda, int64_t ldy)
+{
+    lt_plan key = {};
+    key.dev = dev, key.N = N, key.K = K, key.M = M, key.lda = lda, key.ldy = ldy, key.G = 1;
+    return lt_plan_get(key);
+}
+static const lt_plan *lt_plan_bf(int dev, int64_t N, int64_t K, int64_t M, int G, int64_t ldy, int64_t yg)
+{
+    lt_plan key = {};
+    key.dev = dev, key.bf = true, key.N = N, key.K = K, key.M = M, key.lda = K, key.ldy = ldy, key.G = G;
+    key.yg = G > 1 ? yg : 0;
+    return lt_plan_get(key);
+}
+
+/* p's descriptors, layouts and algorithm. */
+static const lt_plan *lt_plan_make(lt_plan *p)
+{
+    const int dev = p->dev;
+    const int64_t N = p->N, K = p->K, M = p->M, lda = p->lda, ldy = p->ldy;
     /* D [N x M] (column-major: y's rows of ldy floats, one a token) = A^T B, A the weight [K x N] (its rows are
-     * the columns here), B the tokens' codes [K x M] */
+     * the columns here), B the tokens' codes [K x M] (BF16: the tokens' values, G groups K apart in rows of G K,
+     * the weight's groups N K apart, y's yg) */
     const int32_t tra = CUBLAS_OP_T, trb = CUBLAS_OP_N;
+    if (p->bf) {
+        bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trb, sizeof trb) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.layout_create(&p->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.layout_create(&p->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, p->G * K) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
+        if (p->G > 1) {
+            const int32_t bc = (int32_t)p->G;
+            const int64_t so[3] = {N * K, K, p->yg};
+            const cublasLtMatrixLayout_t l[3] = {p->a, p->b, p->d};
+            for (int i = 0; i < 3 && ok; i++)
+                ok = lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc) == CUBLAS_STATUS_SUCCESS &&
+                     lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &so[i], sizeof so[i]) ==
+                         CUBLAS_STATUS_SUCCESS;
+        }
+        if (ok) lt_algo(p);
+        return p->ok ? p : NULL;
+    }
     const int32_t sa = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
@@ -161,27 +234,7 @@ static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64
     ok = ok && lt.layout_create(&p->a, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.layout_create(&p->b, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)M, K) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
-    if (ok) {
-        cublasLtMatmulPreference_t pref;
-        const uint64_t wsb = LT_WS;
-        cublasLtMatmulHeuristicResult_t r = {};
-        int got = 0;
-        if (lt.pref_create(&pref) == CUBLAS_STATUS_SUCCESS) {
-            /* the pointers are 16-byte aligned (lt_gemm checks; the library assumes 256 unless told) */
-            const uint32_t al = 16;
-            bool pok =
-                lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb) == CUBLAS_STATUS_SUCCESS;
-            for (auto at : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                            CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-                pok = pok && lt.pref_set(pref, at, &al, sizeof al) == CUBLAS_STATUS_SUCCESS;
-            if (pok &&
-                lt.heuristic(lt_dev[dev].h, p->desc, p->a, p->b, p->d, p->d, pref, 1, &r, &got) ==
-                    CUBLAS_STATUS_SUCCESS &&
-                got > 0 && r.state == CUBLAS_STATUS_SUCCESS)
-                p->algo = r.algo, p->ok = true;
-            lt.pref_destroy(pref);
-        }
-    }
+    if (ok) lt_algo(p);
     return p->ok ? p : NULL;
 }
 
@@ -202,7 +255,7 @@ static bool lt_ready(dsv4_backend *be)
 }
 
 /* Whether --prefill-gemm cublaslt can run on this backend's GPU: the library loads and has an algorithm for
- * a block-scaled FP8 GEMM (256 x 128 x 128: the fewest rows lt.cu gives it); else false with the reason in err. */
+ * a block-scaled FP8 GEMM (256 x 128 x 128); else false with the reason in err. */
 bool cuda_lt_check(dsv4_backend *be, char *err, size_t errlen)
 {
     if (!lt_ready(be)) {
@@ -341,6 +394,91 @@ void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int
                    K, xq, xs);
         CK_LAUNCH();
         for (int i = 0; i < m; i++) lt_gemm(be, w[i], as[i], xq, xs, c, y[i] + (size_t)t0 * ldy[i], ldy[i]);
+    }
+}
+
+/* wo_a (reference numerics: FP8 weights the reference dequantises to BF16, BF16 activations: no_act_quant) as
+ * one BF16 GEMM batched over its G groups: the view's weights dequantised into scratch at every call (exact: an
+ * E4M3 code times a power of two, within BF16's range), the tokens' values as BF16 (exact: the model rounds them
+ * first), FP32 out. Chunks of LT_BF_CHUNK tokens bound the activations' scratch (64 MB at wo_a's 32,768 columns). */
+#define LT_BF_CHUNK 1024
+
+/* rows x K weights from row r0 of w (FP8, K % 8 == 0, rows of whole 8-byte words) to BF16 [rows][K]: 8 a thread. */
+__global__ void k_lt_wbf16(wdesc w, int64_t r0, int64_t rows, uint4 *out)
+{
+    const int64_t K = w.cols, i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    if (i >= rows * K) return;
+    const int64_t r = r0 + i / K, c = i % K, k = (r / w.br) * w.scale_cols + c / w.bc;
+    const float s =
+        w.sdtype == DSV4_DT_F32 ? ((const float *)w.scale)[k] : dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
+    const uint2 q = *(const uint2 *)((const uint8_t *)w.data + r * w.row_bytes + c);
+    float v[8];
+    for (int e = 0; e < 8; e++) v[e] = dsv4_e4m3_to_f32((uint8_t)((e < 4 ? q.x : q.y) >> (8 * (e & 3)))) * s;
+    out[i / 8] = make_uint4(bf2_rn(v[0], v[1]), bf2_rn(v[2], v[3]), bf2_rn(v[4], v[5]), bf2_rn(v[6], v[7]));
+}
+
+/* n tokens' G groups of K values (group g of token t at x + t ldx + g xg) as BF16 rows of G K: 4 a thread. */
+__global__ void k_lt_xbf16(const float *x, int ldx, size_t xg, int G, int K, int n, uint2 *out)
+{
+    const int64_t GK = (int64_t)G * K, i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (i >= (int64_t)n * GK) return;
+    const int64_t t = i / GK, j = i % GK;
+    const float *p = x + t * ldx + (j / K) * xg + j % K;
+    out[i / 4] = make_uint2(bf2_rn(p[0], p[1]), bf2_rn(p[2], p[3]));
+}
+
+/* Whether w (group 0's view; G groups of w.rows rows, w.rows apart) with BF16 activations takes the BF16 GEMM for
+ * n tokens into y (groups yg floats apart): the option on (as cuda_lt_takes; DSV4_LT_WOA=0 never), at least
+ * lt_min tokens, FP8 codes in whole 8-byte words, K a multiple of 8, y 16-byte aligned in rows and groups, and
+ * an algorithm for the shape. The caller knows the activations are BF16 values (reference numerics,
+ * no_act_quant). */
+bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const float *y, int ldy, size_t yg)
+{
+    static const bool on = cuda_env_on("DSV4_LT_WOA");
+    const int k = cuda_knob(CUDA_KNOB_LT);
+    if (!on || k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
+    if (w.fmt != DSV4_WF_FP8 || w.dtype != DSV4_DT_F8_E4M3 || w.br <= 0 || w.bc % 8 || w.cols % 8 || w.row_bytes % 8 ||
+        ((uintptr_t)w.data & 7) || ((uintptr_t)y & 15) || ldy % 4 || (G > 1 && yg % 4))
+        return false;
+    if (!lt_ready(be)) return false;
+    const int dev = impl_of(be)->device, c = n < LT_BF_CHUNK ? n : LT_BF_CHUNK;
+    const int last = n - (n - 1) / LT_BF_CHUNK * LT_BF_CHUNK;
+    return lt_plan_bf(dev, w.rows, w.cols, c, G, ldy, (int64_t)yg) &&
+           lt_plan_bf(dev, w.rows, w.cols, last, G, ldy, (int64_t)yg);
+}
+
+/* y's G groups = W_g x_g through the BF16 GEMM (cuda_lt_bf_takes made its plans). */
+void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
+                       int ldy, size_t yg)
+{
+    cuda_impl *im = impl_of(be);
+    const int64_t K = w.cols, nw = (int64_t)G * w.rows * K, ch = n < LT_BF_CHUNK ? n : LT_BF_CHUNK;
+    uint4 *wb = (uint4 *)cuda_scratch(be, CS_LT_WS, (size_t)nw * 2);
+    uint2 *xb = (uint2 *)cuda_scratch(be, CS_MMA_X, (size_t)ch * G * K * 2);
+    k_lt_wbf16<<<(unsigned)((nw / 8 + 255) / 256), 256, 0, im->stream>>>(w, w.row0, (int64_t)G * w.rows, wb);
+    CK_LAUNCH();
+    for (int t0 = 0; t0 < n; t0 += LT_BF_CHUNK) {
+        const int c = n - t0 < LT_BF_CHUNK ? n - t0 : LT_BF_CHUNK;
+        const int64_t nx = (int64_t)c * G * K;
+        k_lt_xbf16<<<(unsigned)((nx / 4 + 255) / 256), 256, 0, im->stream>>>(x + (size_t)t0 * ldx, ldx, xg, G, (int)K,
+                                                                             c, xb);
+        CK_LAUNCH();
+        const lt_plan *p = lt_plan_bf(im->device, w.rows, K, c, G, ldy, (int64_t)yg);
+        if (!p) {
+            fprintf(stderr, "dsv4: lt.cu lost its BF16 plan for %d x %lld x %lld at %d tokens\n", G, (long long)w.rows,
+                    (long long)K, c);
+            abort();
+        }
+        const float one = 1.0f, zero = 0.0f;
+        float *yc = y + (size_t)t0 * ldy;
+        const cublasStatus_t s = lt.matmul(lt_dev[im->device].h, p->desc, &one, wb, p->a, xb, p->b, &zero, yc, p->d, yc,
+                                           p->d, &p->algo, lt_dev[im->device].ws, LT_WS, im->stream);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "dsv4: cublasLtMatmul failed (%d) for a BF16 %d x %lld x %lld GEMM at %d tokens\n", (int)s,
+                    G, (long long)w.rows, (long long)K, c);
+            abort();
+        }
+        lt_count++;
     }
 }
 
