@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
-call_begin next
+call_begin verify-next
 timeout 120 compute-sanitizer --tool memcheck --kernel-name kns=k_norm_rope_w --error-exitcode 3 $B/test_ops_cuda \
   > "$R/san-ops.txt" 2>&1; echo "memcheck test_ops_cuda exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$R/san-ops.txt" | tail -3
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
