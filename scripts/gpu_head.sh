@@ -7,7 +7,8 @@
 # pays one-off costs, ~6 ms ours, ~27 with cuBLASLt), ours (pf-<i>.txt) and --prefill-gemm cublaslt
 # (pf-lt-<i>.txt) alternating, one line each into $OUT/summary.txt (what bench/results/summary_lib.head
 # reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
-# concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json). The machine's clocks into
+# concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json), and with HEAD_SERVE_LONG=1
+# (default) 4,000-token prompts at 1 / 4, ours and --prefill-gemm cublaslt (serve-flash-long[-lt]-c*.json). The machine's clocks into
 # $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh).
 set -u
 cd "$(dirname "$0")/.."
@@ -38,7 +39,8 @@ for i in $(seq 1 "${HEAD_RUNS:-2}"); do
 done
 rm -rf "$T"
 if [ "${HEAD_SERVE:-1}" = 1 ]; then
-  TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 timeout 220 sh scripts/gpu_suite.sh > "$OUT/serve.txt" 2>&1
+  TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 SERVE_LONG="${HEAD_SERVE_LONG:-1}" \
+    timeout 300 sh scripts/gpu_suite.sh > "$OUT/serve.txt" 2>&1
   echo "serve rc=$?"
   grep -A1 "conc" "$OUT/serve.txt" | grep -v "^--" | grep -v conc
 fi

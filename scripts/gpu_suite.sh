@@ -39,17 +39,18 @@ sh scripts/gpu_bits.sh
 . scripts/serve_wait.sh
 # serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
 # then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}
+# serve_bench NAME CONCURRENCIES SERVE-ARGS...: SB_INPUT prompt tokens (default 64), SB_CTX the context (1024)
 serve_bench() {
   name=$1 conc=$2
   shift 2
-  $B/dsv4 serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length 1024 \
+  $B/dsv4 serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length "${SB_CTX:-1024}" \
     "$@" > "$OUT/$name.log" 2>&1 &
   spid=$!
   port=$(serve_wait "$OUT/$name.log" $spid 600 0.5)
   if [ -n "$port" ]; then
     for c in $conc; do
       np=$((2 * c)); [ $np -lt 8 ] && np=8
-      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len 64 \
+      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len "${SB_INPUT:-64}" \
         --output-len 32 --vocab-range 1000,100000 --json "$OUT/$name-c$c.json" > "$OUT/$name-c$c.txt" 2>&1
       tail -4 "$OUT/$name-c$c.txt"
     done
@@ -243,6 +244,12 @@ if [ "${SERVE_FLASH:-0}" != 0 ] && [ -f $B/tokenizer-v4.json ]; then
   rm -rf /tmp/flash-serve
   $B/dsv4 mkmodel --preset flash --layers "${SERVE_LAYERS:-8}" --sparse -o /tmp/flash-serve >/dev/null 2>&1
   serve_bench serve-flash "${SERVE_CONCURRENCY:-1 8 16 64}" -m /tmp/flash-serve --fill-random
+  if [ "${SERVE_LONG:-0}" = 1 ]; then
+    # 4,000-token prompts (TTFT is the prefill's), ours and --prefill-gemm cublaslt: serve-flash-long[-lt]-c*.json
+    SB_INPUT=4000 SB_CTX=8192 serve_bench serve-flash-long "1 4" -m /tmp/flash-serve --fill-random
+    SB_INPUT=4000 SB_CTX=8192 serve_bench serve-flash-long-lt "1 4" -m /tmp/flash-serve --fill-random \
+      --prefill-gemm cublaslt
+  fi
 fi
 if [ "${HF_BASELINE:-0}" = 1 ]; then
   # transformers' eager model on HF_LAYERS Flash layers (HF_ARGS: more options, e.g. --batch 1,8)
