@@ -189,10 +189,10 @@ def profile(path, section):
     return fam
 
 
-def serve(call_dir):
-    """dsv4 bench's JSON per concurrency (serve-flash-c*.json)."""
+def serve(call_dir, name="serve-flash"):
+    """dsv4 bench's JSON per concurrency (NAME-c*.json: serve-flash, and since v63 serve-flash-long[-lt])."""
     out = {}
-    for f in sorted(glob.glob(os.path.join(call_dir, "serve-flash-c*.json"))):
+    for f in sorted(glob.glob(os.path.join(call_dir, name + "-c*.json"))):
         r = json.load(open(f))["results"][0]
         out[f"concurrency_{r['concurrency']}"] = {
             "completed": r["completed"], "failed": r["failed"], "ttft_ms_p50": round(r["ttft_ms"]["p50"], 1),
@@ -227,6 +227,9 @@ def head(call_dir, what, extra=None):
     out["serve_command"] = ("TESTS=0 SANITIZE=0 KERNELS=0 FIXTURES=0 SERVE_FLASH=1 SERVE_LAYERS=8 sh "
                             "scripts/gpu_suite.sh (dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)")
     out["serve"] = serve(call_dir)
+    for name in ("serve-flash-long", "serve-flash-long-lt"):  # 4,000-token prompts (SERVE_LONG=1, since v63)
+        if serve(call_dir, name):
+            out[name.replace("-", "_")] = serve(call_dir, name)
     return out
 
 
