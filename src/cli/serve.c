@@ -207,7 +207,7 @@ int cmd_serve(int argc, char **argv)
             st = dsv4_step(e, &we, 1, err, sizeof err);
             dsv4_seq_free(e, ws);
         } else if (!ids || wn < 1)
-            snprintf(err, sizeof err, "no memory");
+            snprintf(err, sizeof err, "%s", wn < 1 ? "a context of one token" : "no memory");
         if (st == DSV4_OK)
             logf_("warm-up: a %d-token prefill [%.3f s]", wn, now_s() - t0);
         else
