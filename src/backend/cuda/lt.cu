@@ -311,6 +311,31 @@ static int lt_min(void)
 /* Tokens a pack and GEMM take at once (bounds the scratch: a byte a value). */
 #define LT_CHUNK 4096
 
+/* The token counts of n's GEMMs in chunks of ch: the first's (c) and the last's (last). */
+static void lt_chunks(int n, int ch, int *c, int *last)
+{
+    *c = n < ch ? n : ch;
+    *last = n - (n - 1) / ch * ch;
+}
+
+/* p's GEMM on the stream, y = A^T B (scale pointers, where the plan has them, set by the caller); a plan lost
+ * between the check and the call, or the library failing, aborts with the shape (what: the GEMM's kind). */
+static void lt_run(cuda_impl *im, const lt_plan *p, const void *a, const void *b, float *y, const char *what,
+                   int64_t rows, int64_t K, int m)
+{
+    cublasStatus_t s = CUBLAS_STATUS_NOT_INITIALIZED;
+    const float one = 1.0f, zero = 0.0f;
+    if (p)
+        s = lt.matmul(lt_dev[im->device].h, p->desc, &one, a, p->a, b, p->b, &zero, y, p->d, y, p->d, &p->algo,
+                      lt_dev[im->device].ws, LT_WS, im->stream);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "dsv4: lt.cu's %s GEMM of a %lld x %lld weight at %d tokens %s (%d)\n", what, (long long)rows,
+                (long long)K, m, p ? "failed" : "lost its plan", (int)s);
+        abort();
+    }
+    lt_count++;
+}
+
 /* The tokens of n that cuBLASLt takes: a multiple of 8 (the tokens' scale rows, [K / 128][M] floats, must stay
  * 16-byte aligned: the library has no algorithm for 130 or 150 tokens, v62), the rest (< 8) left to wg8.cu. */
 int cuda_lt_tokens(int n)
@@ -321,7 +346,7 @@ int cuda_lt_tokens(int n)
 /* Whether w (cuda_wg8_eligible) takes cuBLASLt for n tokens into y (rows of ldy floats): the option on
  * (be->lt_prefill, or DSV4_LT=1; DSV4_LT=0 never), at least lt_min tokens, a shape the library takes as it is
  * (128 x 128 scale blocks whole along K, the view on a block row, 16-byte aligned operands: the plans promise
- * the library that much), and the library's algorithm for it; the weight's scales widened here. A function of
+ * the library that much), and the library's algorithm for it. A function of
  * the weight, n and y's layout only, so a weight of linear_multi decides as its own call would. It takes the
  * first cuda_lt_tokens(n) tokens; the caller the rest. */
 bool cuda_lt_takes(dsv4_backend *be, const wdesc &w, int n, const float *y, int ldy)
@@ -334,7 +359,9 @@ bool cuda_lt_takes(dsv4_backend *be, const wdesc &w, int n, const float *y, int 
         ldy % 4)
         return false;
     if (!lt_ready(be)) return false;
-    const int dev = impl_of(be)->device, c = n < LT_CHUNK ? n : LT_CHUNK, last = n - (n - 1) / LT_CHUNK * LT_CHUNK;
+    const int dev = impl_of(be)->device;
+    int c, last;
+    lt_chunks(n, LT_CHUNK, &c, &last);
     return lt_plan_of(dev, w.rows, w.cols, c, w.row_bytes, ldy) &&
            lt_plan_of(dev, w.rows, w.cols, last, w.row_bytes, ldy);
 }
@@ -346,24 +373,13 @@ static void lt_gemm(dsv4_backend *be, const wdesc &w, const float *as, const uin
 {
     cuda_impl *im = impl_of(be);
     const lt_plan *p = lt_plan_of(im->device, w.rows, w.cols, m, w.row_bytes, ldy);
-    if (!p) {
-        fprintf(stderr, "dsv4: lt.cu lost its plan for a %lld x %lld weight at %d tokens\n", (long long)w.rows,
-                (long long)w.cols, m);
+    if (p && (lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as) != CUBLAS_STATUS_SUCCESS ||
+              lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof xs) != CUBLAS_STATUS_SUCCESS)) {
+        fprintf(stderr, "dsv4: lt.cu could not set the scales of a %lld x %lld weight's GEMM\n", (long long)w.rows,
+                (long long)w.cols);
         abort();
     }
-    const void *a = (const uint8_t *)w.data + w.row0 * w.row_bytes;
-    cublasStatus_t s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &as, sizeof as);
-    if (s == CUBLAS_STATUS_SUCCESS) s = lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &xs, sizeof xs);
-    const float one = 1.0f, zero = 0.0f;
-    if (s == CUBLAS_STATUS_SUCCESS)
-        s = lt.matmul(lt_dev[im->device].h, p->desc, &one, a, p->a, xq, p->b, &zero, y, p->d, y, p->d, &p->algo,
-                      lt_dev[im->device].ws, LT_WS, im->stream);
-    if (s != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "dsv4: cublasLtMatmul failed (%d) for a %lld x %lld weight at %d tokens\n", (int)s,
-                (long long)w.rows, (long long)w.cols, m);
-        abort();
-    }
-    lt_count++;
+    lt_run(im, p, (const uint8_t *)w.data + w.row0 * w.row_bytes, xq, y, "FP8", w.rows, w.cols, m);
 }
 
 /* y[i] = W[i] x through cuBLASLt for m weights of one input x [n][ldx] (every one cuda_lt_takes, the same K; n
@@ -380,12 +396,13 @@ void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int
     for (int i = 0; i < m; i++) nws += lt_wscale_count(w[i]);
     float *ws = (float *)cuda_scratch(be, CS_LT_WS, (size_t)nws * sizeof(float));
     const float *as[64];
-    for (int i = 0, o = 0; i < m; o += (int)lt_wscale_count(w[i]), i++) {
+    for (int i = 0; i < m; i++) {
         const int64_t c = lt_wscale_count(w[i]);
+        as[i] = ws;
         k_lt_wscale<<<(unsigned)((c + 255) / 256), 256, 0, im->stream>>>(
-            (const uint8_t *)w[i].scale + w[i].row0 / 128 * w[i].scale_cols, c, ws + o);
+            (const uint8_t *)w[i].scale + w[i].row0 / 128 * w[i].scale_cols, c, ws);
         CK_LAUNCH();
-        as[i] = ws + o;
+        ws += c;
     }
     for (int t0 = 0; t0 < n; t0 += LT_CHUNK) {
         const int c = n - t0 < LT_CHUNK ? n - t0 : LT_CHUNK;
@@ -403,17 +420,15 @@ void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int
  * first), FP32 out. Chunks of LT_BF_CHUNK tokens bound the activations' scratch (64 MB at wo_a's 32,768 columns). */
 #define LT_BF_CHUNK 1024
 
-/* rows x K weights from row r0 of w (FP8, K % 8 == 0, rows of whole 8-byte words) to BF16 [rows][K]: 8 a thread. */
+/* rows x K weights from row r0 of w (w_at's values, exact in BF16 for FP8 codes times powers of two; K % 8 == 0)
+ * to BF16 [rows][K]: 8 a thread. */
 __global__ void k_lt_wbf16(wdesc w, int64_t r0, int64_t rows, uint4 *out)
 {
     const int64_t K = w.cols, i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 8;
     if (i >= rows * K) return;
-    const int64_t r = r0 + i / K, c = i % K, k = (r / w.br) * w.scale_cols + c / w.bc;
-    const float s =
-        w.sdtype == DSV4_DT_F32 ? ((const float *)w.scale)[k] : dsv4_e8m0_to_f32(((const uint8_t *)w.scale)[k]);
-    const uint2 q = *(const uint2 *)((const uint8_t *)w.data + r * w.row_bytes + c);
+    const int64_t r = r0 + i / K, c = i % K;
     float v[8];
-    for (int e = 0; e < 8; e++) v[e] = dsv4_e4m3_to_f32((uint8_t)((e < 4 ? q.x : q.y) >> (8 * (e & 3)))) * s;
+    for (int e = 0; e < 8; e++) v[e] = w_at(w, r, c + e);
     out[i / 8] = make_uint4(bf2_rn(v[0], v[1]), bf2_rn(v[2], v[3]), bf2_rn(v[4], v[5]), bf2_rn(v[6], v[7]));
 }
 
@@ -429,7 +444,7 @@ __global__ void k_lt_xbf16(const float *x, int ldx, size_t xg, int G, int K, int
 
 /* Whether w (group 0's view; G groups of w.rows rows, w.rows apart) with BF16 activations takes the BF16 GEMM for
  * n tokens into y (groups yg floats apart): the option on (as cuda_lt_takes; DSV4_LT_WOA=0 never), at least
- * lt_min tokens, FP8 codes in whole 8-byte words, K a multiple of 8, y 16-byte aligned in rows and groups, and
+ * lt_min tokens, FP8 rows of K codes (w_at's layout), K a multiple of 8, y 16-byte aligned in rows and groups, and
  * an algorithm for the shape. The caller knows the activations are BF16 values (reference numerics,
  * no_act_quant). */
 bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const float *y, int ldy, size_t yg)
@@ -437,12 +452,13 @@ bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const floa
     static const bool on = cuda_env_on("DSV4_LT_WOA");
     const int k = cuda_knob(CUDA_KNOB_LT);
     if (!on || k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
-    if (w.fmt != DSV4_WF_FP8 || w.dtype != DSV4_DT_F8_E4M3 || w.br <= 0 || w.bc % 8 || w.cols % 8 || w.row_bytes % 8 ||
-        ((uintptr_t)w.data & 7) || ((uintptr_t)y & 15) || ldy % 4 || (G > 1 && yg % 4))
+    if (w.fmt != DSV4_WF_FP8 || w.dtype != DSV4_DT_F8_E4M3 || w.br <= 0 || w.cols % 8 || w.row_bytes != w.cols ||
+        ((uintptr_t)y & 15) || ldy % 4 || (G > 1 && yg % 4))
         return false;
     if (!lt_ready(be)) return false;
-    const int dev = impl_of(be)->device, c = n < LT_BF_CHUNK ? n : LT_BF_CHUNK;
-    const int last = n - (n - 1) / LT_BF_CHUNK * LT_BF_CHUNK;
+    const int dev = impl_of(be)->device;
+    int c, last;
+    lt_chunks(n, LT_BF_CHUNK, &c, &last);
     return lt_plan_bf(dev, w.rows, w.cols, c, G, ldy, (int64_t)yg) &&
            lt_plan_bf(dev, w.rows, w.cols, last, G, ldy, (int64_t)yg);
 }
@@ -463,22 +479,8 @@ void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, 
         k_lt_xbf16<<<(unsigned)((nx / 4 + 255) / 256), 256, 0, im->stream>>>(x + (size_t)t0 * ldx, ldx, xg, G, (int)K,
                                                                              c, xb);
         CK_LAUNCH();
-        const lt_plan *p = lt_plan_bf(im->device, w.rows, K, c, G, ldy, (int64_t)yg);
-        if (!p) {
-            fprintf(stderr, "dsv4: lt.cu lost its BF16 plan for %d x %lld x %lld at %d tokens\n", G, (long long)w.rows,
-                    (long long)K, c);
-            abort();
-        }
-        const float one = 1.0f, zero = 0.0f;
-        float *yc = y + (size_t)t0 * ldy;
-        const cublasStatus_t s = lt.matmul(lt_dev[im->device].h, p->desc, &one, wb, p->a, xb, p->b, &zero, yc, p->d, yc,
-                                           p->d, &p->algo, lt_dev[im->device].ws, LT_WS, im->stream);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "dsv4: cublasLtMatmul failed (%d) for a BF16 %d x %lld x %lld GEMM at %d tokens\n", (int)s,
-                    G, (long long)w.rows, (long long)K, c);
-            abort();
-        }
-        lt_count++;
+        lt_run(im, lt_plan_bf(im->device, w.rows, K, c, G, ldy, (int64_t)yg), wb, xb, y + (size_t)t0 * ldy, "BF16",
+               G * w.rows, K, c);
     }
 }
 
