@@ -142,7 +142,7 @@ struct cuda_impl {
     bool prof_lost_said; /* --profile: the message about untimed spans was printed */
     /* the weights' device buffers (cuda_weight_malloc), freed with the backend */
     void **wmem;
-    int n_wmem, cap_wmem;
+    int n_wmem, cap_wmem, wmem_at; /* wmem_at: where c_free looks first (entries it freed are NULL) */
     /* weight upload: two pinned staging buffers, each with the event of its last copy */
     void *pin[2];
     cudaEvent_t pin_ev[2];

@@ -26,16 +26,20 @@ static void *c_alloc(dsv4_backend *be, size_t bytes)
     return p;
 }
 
-/* A buffer of c_alloc's, or a weight's (a test freeing what weight_load made): out of the weights' list first, so
- * c_destroy does not free it again (test_ops_cuda's 1,858 failed cudaFree calls at its end under memcheck, v63) */
+/* A buffer of c_alloc's, or a weight's (what weight_load made, freed by a test or by --ep's teardown of its
+ * ranks' copies): its entry in the weights' list cleared first, so c_destroy does not free it again
+ * (test_ops_cuda's 1,858 failed cudaFree calls at its end under memcheck, v63). Weights are freed in the order
+ * they were loaded, so the search starts after the last one found. */
 static void c_free(dsv4_backend *be, void *p)
 {
     cuda_impl *im = impl_of(be);
-    for (int i = im->n_wmem - 1; i >= 0; i--)
+    for (int k = 0; p && k < im->n_wmem; k++) {
+        const int i = (im->wmem_at + k) % im->n_wmem;
         if (im->wmem[i] == p) {
-            im->wmem[i] = im->wmem[--im->n_wmem];
+            im->wmem[i] = NULL, im->wmem_at = i + 1;
             break;
         }
+    }
     CK(cudaFree(p));
 }
 
