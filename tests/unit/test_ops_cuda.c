@@ -1132,6 +1132,16 @@ static void test_linear(void **state)
             {{WK_FP8_E8M0, 150, 128, 2048, 128, 128, .aq = true}, true}, /* one 128-row block */
             {{WK_FP8_E8M0, 152, 256, 2048, 128, 128, .xpad = 4, .aq = true, .nonfinite = true}, true},
             {{WK_FP8_E8M0, 150, 128, 1024, 128, 128, .ypad = 4, .aq = true, .nonfinite = true}, true},
+            /* BF16 weights: BF16(x) through lt.cu's BF16 GEMM (a view from row 128, NaN/Inf); three activation
+             * parts (no_act_quant), y's rows not 16-byte multiples and rows not whole 16-byte chunks left to
+             * k_wgbf */
+            {{WK_BF16, 200, 256, 1024, 0, 0, .aq = true}, true},
+            {{WK_BF16, 136, 300, 512, 0, 0, .ypad = 4, .aq = true}, true},
+            {{WK_BF16, 160, 640, 512, 0, 0, .v0 = 128, .vn = 256, .aq = true}, true},
+            {{WK_BF16, 144, 256, 1024, 0, 0, .xpad = 4, .aq = true, .nonfinite = true}, true},
+            {{WK_BF16, 140, 256, 1024, 0, 0, .ypad = 3, .aq = true}, false},
+            {{WK_BF16, 150, 256, 1024, 0, 0, .aq = true, .no_aq = true}, false},
+            {{WK_BF16, 130, 64, 1004, 0, 0, .aq = true}, false},
         };
         lt_case = true;
         for (size_t j = 0; j < sizeof lc / sizeof lc[0]; j++) {

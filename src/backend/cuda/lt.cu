@@ -184,10 +184,10 @@ static const lt_plan *lt_plan_of(int dev, int64_t N, int64_t K, int64_t M, int64
     key.dev = dev, key.N = N, key.K = K, key.M = M, key.lda = lda, key.ldy = ldy, key.G = 1;
     return lt_plan_get(key);
 }
-static const lt_plan *lt_plan_bf(int dev, int64_t N, int64_t K, int64_t M, int G, int64_t ldy, int64_t yg)
+static const lt_plan *lt_plan_bf(int dev, int64_t N, int64_t K, int64_t M, int64_t lda, int G, int64_t ldy, int64_t yg)
 {
     lt_plan key = {};
-    key.dev = dev, key.bf = true, key.N = N, key.K = K, key.M = M, key.lda = K, key.ldy = ldy, key.G = G;
+    key.dev = dev, key.bf = true, key.N = N, key.K = K, key.M = M, key.lda = lda, key.ldy = ldy, key.G = G;
     key.yg = G > 1 ? yg : 0;
     return lt_plan_get(key);
 }
@@ -205,12 +205,12 @@ static const lt_plan *lt_plan_make(lt_plan *p)
         bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
         ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
         ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trb, sizeof trb) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.layout_create(&p->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, K) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.layout_create(&p->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
         ok = ok && lt.layout_create(&p->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, p->G * K) == CUBLAS_STATUS_SUCCESS;
         ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
         if (p->G > 1) {
             const int32_t bc = (int32_t)p->G;
-            const int64_t so[3] = {N * K, K, p->yg};
+            const int64_t so[3] = {N * lda, K, p->yg};
             const cublasLtMatrixLayout_t l[3] = {p->a, p->b, p->d};
             for (int i = 0; i < 3 && ok; i++)
                 ok = lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc) == CUBLAS_STATUS_SUCCESS &&
@@ -442,25 +442,33 @@ __global__ void k_lt_xbf16(const float *x, int ldx, size_t xg, int G, int K, int
     out[i / 4] = make_uint2(bf2_rn(p[0], p[1]), bf2_rn(p[2], p[3]));
 }
 
+/* The weights' BF16 rows as cuBLASLt reads them: FP8 dequantised into scratch (K apart), BF16 where they are. */
+static int64_t lt_bf_lda(const wdesc &w)
+{
+    return w.fmt == DSV4_WF_FP8 ? w.cols : w.row_bytes / 2;
+}
+
 /* Whether w (group 0's view; G groups of w.rows rows, w.rows apart) with BF16 activations takes the BF16 GEMM for
- * n tokens into y (groups yg floats apart): the option on (as cuda_lt_takes; DSV4_LT_WOA=0 never), at least
- * lt_min tokens, FP8 rows of K codes (w_at's layout), K a multiple of 8, y 16-byte aligned in rows and groups, and
- * an algorithm for the shape. The caller knows the activations are BF16 values (reference numerics,
- * no_act_quant). */
+ * n tokens into y (groups yg floats apart): the option on (as cuda_lt_takes), at least lt_min tokens; FP8 rows of
+ * K codes (w_at's layout; DSV4_LT_WOA=0: never), or BF16 rows in whole 16-byte chunks from a 16-byte aligned
+ * view (DSV4_LT_BF16=0: never); K a multiple of 8, y 16-byte aligned in rows and groups, and an algorithm for
+ * the shape. The caller knows the activations are BF16 values (reference numerics: wo_a's no_act_quant input,
+ * or BF16(x) in front of a BF16 weight). */
 bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const float *y, int ldy, size_t yg)
 {
-    static const bool on = cuda_env_on("DSV4_LT_WOA");
+    static const bool on8 = cuda_env_on("DSV4_LT_WOA"), on16 = cuda_env_on("DSV4_LT_BF16");
     const int k = cuda_knob(CUDA_KNOB_LT);
-    if (!on || k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
-    if (w.fmt != DSV4_WF_FP8 || w.dtype != DSV4_DT_F8_E4M3 || w.br <= 0 || w.cols % 8 || w.row_bytes != w.cols ||
-        ((uintptr_t)y & 15) || ldy % 4 || (G > 1 && yg % 4))
-        return false;
+    if (k == 0 || (k != 1 && !be->lt_prefill) || n < lt_min()) return false;
+    const bool f8 = on8 && w.fmt == DSV4_WF_FP8 && w.dtype == DSV4_DT_F8_E4M3 && w.br > 0 && w.row_bytes == w.cols;
+    const bool b16 = on16 && w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16 && w.row_bytes % 16 == 0 &&
+                     ((uintptr_t)((const uint8_t *)w.data + w.row0 * w.row_bytes) & 15) == 0;
+    if ((!f8 && !b16) || w.cols % 8 || ((uintptr_t)y & 15) || ldy % 4 || (G > 1 && yg % 4)) return false;
     if (!lt_ready(be)) return false;
     const int dev = impl_of(be)->device;
     int c, last;
     lt_chunks(n, LT_BF_CHUNK, &c, &last);
-    return lt_plan_bf(dev, w.rows, w.cols, c, G, ldy, (int64_t)yg) &&
-           lt_plan_bf(dev, w.rows, w.cols, last, G, ldy, (int64_t)yg);
+    return lt_plan_bf(dev, w.rows, w.cols, c, lt_bf_lda(w), G, ldy, (int64_t)yg) &&
+           lt_plan_bf(dev, w.rows, w.cols, last, lt_bf_lda(w), G, ldy, (int64_t)yg);
 }
 
 /* y's G groups = W_g x_g through the BF16 GEMM (cuda_lt_bf_takes made its plans). */
@@ -468,18 +476,22 @@ void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, 
                        int ldy, size_t yg)
 {
     cuda_impl *im = impl_of(be);
-    const int64_t K = w.cols, nw = (int64_t)G * w.rows * K, ch = n < LT_BF_CHUNK ? n : LT_BF_CHUNK;
-    uint4 *wb = (uint4 *)cuda_scratch(be, CS_LT_WS, (size_t)nw * 2);
+    const int64_t K = w.cols, nw = (int64_t)G * w.rows * K, ch = n < LT_BF_CHUNK ? n : LT_BF_CHUNK, lda = lt_bf_lda(w);
+    const void *wb = (const uint8_t *)w.data + w.row0 * w.row_bytes;
+    if (w.fmt == DSV4_WF_FP8) {
+        uint4 *d = (uint4 *)cuda_scratch(be, CS_LT_WS, (size_t)nw * 2);
+        k_lt_wbf16<<<(unsigned)((nw / 8 + 255) / 256), 256, 0, im->stream>>>(w, w.row0, (int64_t)G * w.rows, d);
+        CK_LAUNCH();
+        wb = d;
+    }
     uint2 *xb = (uint2 *)cuda_scratch(be, CS_MMA_X, (size_t)ch * G * K * 2);
-    k_lt_wbf16<<<(unsigned)((nw / 8 + 255) / 256), 256, 0, im->stream>>>(w, w.row0, (int64_t)G * w.rows, wb);
-    CK_LAUNCH();
     for (int t0 = 0; t0 < n; t0 += LT_BF_CHUNK) {
         const int c = n - t0 < LT_BF_CHUNK ? n - t0 : LT_BF_CHUNK;
         const int64_t nx = (int64_t)c * G * K;
         k_lt_xbf16<<<(unsigned)((nx / 4 + 255) / 256), 256, 0, im->stream>>>(x + (size_t)t0 * ldx, ldx, xg, G, (int)K,
                                                                              c, xb);
         CK_LAUNCH();
-        lt_run(im, lt_plan_bf(im->device, w.rows, K, c, G, ldy, (int64_t)yg), wb, xb, y + (size_t)t0 * ldy, "BF16",
+        lt_run(im, lt_plan_bf(im->device, w.rows, K, c, lda, G, ldy, (int64_t)yg), wb, xb, y + (size_t)t0 * ldy, "BF16",
                G * w.rows, K, c);
     }
 }

@@ -1114,6 +1114,20 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
 void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
                       int n, float *const *y, const int *ldy, size_t yg, bool one)
 {
+    if (one && m <= 64) { /* --prefill-gemm cublaslt: BF16(x) times the weights it takes, each as its own call */
+        wdesc rw[64];
+        int rp[64], rl[64], nr = 0;
+        float *ry[64];
+        for (int i = 0; i < m; i++)
+            if (cuda_lt_bf_takes(be, w[i], G, n, y[i], ldy[i], yg))
+                cuda_linear_lt_bf(be, w[i], G, x, ldx, xg, n, y[i], ldy[i], yg);
+            else
+                rw[nr] = w[i], rp[nr] = P[i], ry[nr] = y[i], rl[nr++] = ldy[i];
+        if (nr < m) {
+            wgmm_run(be, false, nr, rw, rp, G, x, ldx, xg, n, ry, rl, yg, one);
+            return;
+        }
+    }
     wgmm_run(be, false, m, w, P, G, x, ldx, xg, n, y, ldy, yg, one);
 }
 void cuda_linear_wgf8(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
