@@ -9,7 +9,8 @@
 # reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
 # concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json), and with HEAD_SERVE_LONG=1
 # (default) 4,000-token prompts at 1 / 4, ours and --prefill-gemm cublaslt (serve-flash-long[-lt]-c*.json). The machine's clocks into
-# $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh).
+# $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh). More than 8 files (the device tool
+# returns 8) go back as $OUT/head.tgz beside summary.txt.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
@@ -43,4 +44,9 @@ if [ "${HEAD_SERVE:-1}" = 1 ]; then
     timeout 300 sh scripts/gpu_suite.sh > "$OUT/serve.txt" 2>&1
   echo "serve rc=$?"
   grep -A1 "conc" "$OUT/serve.txt" | grep -v "^--" | grep -v conc
+fi
+# the device tool returns at most 8 files from $OUT: past that, everything as $OUT/head.tgz (summary.txt beside it)
+if [ "$(find "$OUT" -maxdepth 1 -type f | wc -l)" -gt 8 ]; then
+  (cd "$OUT" && tar czf head.tgz --exclude=head.tgz --exclude=summary.txt $(find . -maxdepth 1 -type f ! -name head.tgz ! -name summary.txt) &&
+    find . -maxdepth 1 -type f ! -name head.tgz ! -name summary.txt -delete)
 fi
