@@ -344,16 +344,6 @@ static void bfree(dsv4_backend *be, void *p)
     if (p) be->free(be, p);
 }
 
-/* Keep until the end: the CUDA backend caches MoE descriptor tables by the
- * host address of the expert arrays, so those addresses must not be reused. */
-static void *kept[1024];
-static int n_kept;
-static void keep(void *p)
-{
-    if (n_kept == (int)(sizeof kept / sizeof kept[0])) abort();
-    kept[n_kept++] = p;
-}
-
 /* Ops that take the plan's tokens or positions (embed, rope, moe_route) read
  * them, on the GPU, from the copy step_begin made: each case begins a step. */
 static int32_t dummy_page_table[1];
@@ -1961,10 +1951,12 @@ static void moe_experts_case(const moe_spec *c)
     float *res[2];
     for (int s = 0; s < 2; s++) {
         dsv4_backend *be = side[s];
-        /* the arrays stay allocated: the CUDA backend keys its tables by them */
+        /* freed after the case, as the weights are: the CUDA backend keys its tables by the weights' device
+         * memory and drops a table when that memory is freed, so the next cases' arrays and weights, often at
+         * the same addresses, get tables of their own (keyed by the host arrays, a stale table described the
+         * freed weights and their FP4 words were not laid out) */
         dsv4_w *a1 = malloc((size_t)E * sizeof(dsv4_w)), *a3 = malloc((size_t)E * sizeof(dsv4_w));
         dsv4_w *a2 = malloc((size_t)E * sizeof(dsv4_w));
-        keep(a1), keep(a3), keep(a2);
         for (int e = 0; e < E; e++) a1[e] = w1[e].on[s], a3[e] = w3[e].on[s], a2[e] = w2[e].on[s];
         dsv4_moe_params p = {.n_experts = E,
                              .k = K,
@@ -1991,6 +1983,7 @@ static void moe_experts_case(const moe_spec *c)
         be->act_quant = false;
         be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
+        free(a1), free(a3), free(a2);
     }
     /* magnitudes: a double-precision pass over the same computation, summing
      * absolute values (and the sensitivity of silu(g) u to g and u) */
@@ -3231,6 +3224,5 @@ int main(void)
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     side[1]->destroy(side[1]);
     side[0]->destroy(side[0]);
-    for (int i = 0; i < n_kept; i++) free(kept[i]);
     return rc;
 }

@@ -119,7 +119,7 @@ struct cuda_impl {
     /* grow-only scratch, one set per queue (work on the two queues runs at the same time) */
     void *scratch[2][CS_COUNT];
     size_t scratch_cap[2][CS_COUNT];
-    /* expert descriptor tables, keyed by the host address of the dsv4_w array */
+    /* expert descriptor tables, keyed by their first gate weight's device memory (expert_key; NULL: a free slot) */
     const void *moe_key[MAX_MOE_TABLES];
     wdesc *moe_tab[MAX_MOE_TABLES];
     int moe_mma[MAX_MOE_TABLES]; /* the layer's experts' tensor-core path, MOE_* (cuda_moe_mma_eligible) */
@@ -366,6 +366,7 @@ enum { MOE_NONE, MOE_BF16, MOE_F16 };
 int cuda_moe_mma_eligible(const dsv4_moe_params *p);
 void cuda_moe_fp4_layout(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab);
 void cuda_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p);
+void cuda_moe_forget(dsv4_backend *be, const void *p);
 /* Kernel attributes set once per backend, at its creation: more than 48 KB
  * of dynamic shared memory for the kernels that take it. */
 void cuda_attn_init(size_t smem_optin);

@@ -33,6 +33,7 @@ static void *c_alloc(dsv4_backend *be, size_t bytes)
 static void c_free(dsv4_backend *be, void *p)
 {
     cuda_impl *im = impl_of(be);
+    cuda_moe_forget(be, p); /* a layer's expert table keyed by this memory */
     for (int k = 0; p && k < im->n_wmem; k++) {
         const int i = (im->wmem_at + k) % im->n_wmem;
         if (im->wmem[i] == p) {

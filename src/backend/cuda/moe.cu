@@ -226,14 +226,33 @@ void cuda_moe_flush(dsv4_backend *be)
     im->moe_pend.out = NULL;
 }
 
+/* The key of a layer's table: the device memory of its first gate weight (expert parallelism: of this rank's
+ * experts). The weights' own address, not the host array's: a table describes device memory, and the F16 path
+ * rewrites that memory's FP4 words in place once, so two arrays of the same weights share one table, and
+ * weights freed (c_free drops the table: cuda_moe_forget) and others loaded at the same addresses get a new one. */
+static const void *expert_key(const dsv4_moe_params *p)
+{
+    const bool part = p->expert_hi > p->expert_lo;
+    for (int e = part ? p->expert_lo : 0; e < (part ? p->expert_hi : p->n_experts); e++)
+        if (p->w1[e].dev) return p->w1[e].dev;
+    return p->w1;
+}
+
 /* The device descriptor table of a layer's experts (w1 | w3 | w2), made
  * once with whether they take the tensor-core path: its index. */
 static int expert_table(dsv4_backend *be, const dsv4_moe_params *p)
 {
     cuda_impl *im = impl_of(be);
-    for (int i = 0; i < im->n_moe; i++)
-        if (im->moe_key[i] == (const void *)p->w1) return i;
-    if (im->n_moe == MAX_MOE_TABLES) abort();
+    const void *key = expert_key(p);
+    int slot = -1; /* a slot dropped by cuda_moe_forget, else a new one */
+    for (int i = 0; i < im->n_moe; i++) {
+        if (im->moe_key[i] == key) return i;
+        if (!im->moe_key[i] && slot < 0) slot = i;
+    }
+    if (slot < 0) {
+        if (im->n_moe == MAX_MOE_TABLES) abort();
+        slot = im->n_moe++;
+    }
     const int E = p->n_experts;
     wdesc *h = (wdesc *)malloc((size_t)3 * E * sizeof(wdesc));
     for (int e = 0; e < E; e++) {
@@ -245,12 +264,23 @@ static int expert_table(dsv4_backend *be, const dsv4_moe_params *p)
     CK(cudaMalloc((void **)&d, (size_t)3 * E * sizeof(wdesc)));
     CK(cudaMemcpy(d, h, (size_t)3 * E * sizeof(wdesc), cudaMemcpyHostToDevice));
     free(h);
-    im->moe_key[im->n_moe] = p->w1;
-    im->moe_tab[im->n_moe] = d;
-    im->moe_mma[im->n_moe] = cuda_moe_mma_eligible(p);
+    im->moe_key[slot] = key;
+    im->moe_tab[slot] = d;
+    im->moe_mma[slot] = cuda_moe_mma_eligible(p);
     /* the F16 path reads its FP4 words in its own layout: made here, once per layer's weights */
-    if (im->moe_mma[im->n_moe] == MOE_F16) cuda_moe_fp4_layout(be, p, d);
-    return im->n_moe++;
+    if (im->moe_mma[slot] == MOE_F16) cuda_moe_fp4_layout(be, p, d);
+    return slot;
+}
+
+/* Device memory p is being freed: the table keyed by it (expert_key) goes with it. */
+void cuda_moe_forget(dsv4_backend *be, const void *p)
+{
+    cuda_impl *im = impl_of(be);
+    for (int i = 0; p && i < im->n_moe; i++)
+        if (im->moe_key[i] == p) {
+            CK(cudaFree(im->moe_tab[i]));
+            im->moe_key[i] = NULL, im->moe_tab[i] = NULL, im->moe_mma[i] = 0;
+        }
 }
 
 /* be->moe_prepare: the table (and the F16 path's layout) at load, not in the first step. */
