@@ -3,14 +3,15 @@
 # and could not run: the CUDA backend's expert tables keyed by their weights' device memory and dropped when it is
 # freed (cuda_moe_forget from c_free; keyed by the host array before, a table outlived its weights and the F16
 # path's FP4 layout was not made for weights loaded at the same addresses). test_ops_cuda no longer keeps its
-# expert arrays alive, so its MoE cases exercise the reuse. This call: test_ops_cuda under memcheck (expect
+# expert arrays alive, so its MoE cases exercise the reuse. This call: test_ops_cuda under memcheck (the k_moe*
+# kernels; expect
 # ERROR SUMMARY 0 and every case passing), then the whole suite. Pack: BASE=<a build of 381561b or later>
 # NOTOK=1 sh scripts/gpu_pack.sh.
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin verify-next
-timeout 200 compute-sanitizer --tool memcheck --error-exitcode 3 $B/test_ops_cuda > "$R/san-ops.txt" 2>&1
+timeout 200 compute-sanitizer --tool memcheck --kernel-name kns=k_moe --error-exitcode 3 $B/test_ops_cuda > "$R/san-ops.txt" 2>&1
 echo "memcheck test_ops_cuda exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$R/san-ops.txt" | tail -3
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
 call_end
