@@ -77,6 +77,23 @@ def call_rounds(d, call, ctx=False):
     return out
 
 
+def prefills(call_dir, pat=r"pf-(.+)-(\d+)\.txt"):
+    """A call's bench_cpu prefill outputs (files matching pat, the variant its first group; "prefill N tokens
+    each: X tok/s (Y ms)"): variant -> {"ms": [...], "tok_s": [...], "mean_ms"} in file order."""
+    out = {}
+    for f in sorted(os.listdir(call_dir)):
+        m = re.fullmatch(pat, f)
+        t = re.search(r"prefill \d+ tokens each: ([\d.]+) tok/s \(([\d.]+) ms\)",
+                      open(os.path.join(call_dir, f)).read()) if m else None
+        if t:
+            r = out.setdefault(m.group(1), {"ms": [], "tok_s": []})
+            r["ms"].append(float(t.group(2)))
+            r["tok_s"].append(float(t.group(1)))
+    for r in out.values():
+        r["mean_ms"] = round(statistics.mean(r["ms"]), 2)
+    return out
+
+
 def ktrace_step(path):
     """bench/ktrace.py's first line: the step, the replay, the time outside it (us, medians)."""
     m = re.match(r"step .*? ([\d.]+) us: the replay ([\d.]+), from its end to the next's start ([\d.]+)",

@@ -6,35 +6,11 @@ printed figures (head/out.txt); standard library only."""
 import json
 import os
 import re
-import statistics
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-PF = re.compile(r"prefill \d+ tokens each: ([\d.]+) tok/s \(([\d.]+) ms\)")
-
-
-def prefills(call):
-    """pf-<name>-<round>.txt -> name -> {ms: [...], tok_s: [...], mean_ms}."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, call))):
-        m = re.fullmatch(r"pf-(.+)-(\d+)\.txt", f)
-        t = PF.search(open(os.path.join(D, call, f)).read()) if m else None
-        if t:
-            r = out.setdefault(m.group(1), {"ms": [], "tok_s": []})
-            r["ms"].append(float(t.group(2)))
-            r["tok_s"].append(float(t.group(1)))
-    for r in out.values():
-        r["mean_ms"] = round(statistics.mean(r["ms"]), 2)
-    return out
-
-
-def decode(call):
-    """ab.txt: name -> [ms a step from the third]."""
-    out = {}
-    for line in open(os.path.join(D, call, "ab.txt")):
-        m = re.match(r"(\S+) \((\d+)\): .*?([\d.]+) ms/step from the third", line)
-        if m:
-            out.setdefault(m.group(1), []).append(float(m.group(3)))
-    return out
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import call_rounds, prefills  # noqa: E402
 
 
 def head():
@@ -67,15 +43,15 @@ print(json.dumps({
     "head_c3dcefa": head(),
     "prefill_4096_warm": {
         "combo": {"what": "wip/kv-store + wip/lt-bf16 merged (new) against c3dcefa (base); new-lt-nobf16: "
-                          "DSV4_LT_BF16=0", "runs": prefills("combo")},
+                          "DSV4_LT_BF16=0", "runs": prefills(os.path.join(D, "combo"))},
         "wga": {"what": "k_moe_wga (new, not kept) against k_moe_wg (wg: DSV4_MOE_WGA=0) and c3dcefa (base)",
-                "runs": prefills("wga")},
+                "runs": prefills(os.path.join(D, "wga"))},
         "pipe": {"what": "k_moe_wg's units two in flight (new, not kept) against DSV4_MOE_WG_PIPE=0 and c3dcefa; "
-                         "new-wgs2: DSV4_MOE_WGS=2", "runs": prefills("pipe")},
+                         "new-wgs2: DSV4_MOE_WGS=2", "runs": prefills(os.path.join(D, "pipe"))},
     },
     "decode_ab": {
-        "combo": {"what": "kv-store + lt-bf16 (b1, b16) against c3dcefa", "ms": decode("combo")},
+        "combo": {"what": "kv-store + lt-bf16 (b1, b16) against c3dcefa", "ms": call_rounds(D, "combo")},
         "fuse": {"what": "k_wg8 packing its own codes (not kept) / DSV4_WG8_FUSE=0 (off) / c3dcefa (base)",
-                 "ms": decode("fuse")},
+                 "ms": call_rounds(D, "fuse")},
     },
 }, indent=1))
