@@ -6,25 +6,17 @@ and lt.cu's error against wg8.cu after the scale-cache fix (ltfix/); standard li
 import json
 import os
 import re
-import statistics
+import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
-PF = re.compile(r"prefill \d+ tokens each: ([\d.]+) tok/s \(([\d.]+) ms\)")
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import prefills as lib_prefills  # noqa: E402
+
 
 
 def prefills(call, pat):
-    """pf-<name>[-<round>].txt -> name -> {runs: [ms], mean_ms, tok_s: [...]}."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, call))):
-        m = re.fullmatch(pat, f)
-        t = PF.search(open(os.path.join(D, call, f)).read()) if m else None
-        if t:
-            r = out.setdefault(m.group(1), {"ms": [], "tok_s": []})
-            r["ms"].append(float(t.group(2)))
-            r["tok_s"].append(float(t.group(1)))
-    for r in out.values():
-        r["mean_ms"] = round(statistics.mean(r["ms"]), 2)
-    return out
+    """pf-<name>[-<round>].txt -> name -> {ms: [...], tok_s: [...], mean_ms} (summary_lib.prefills)."""
+    return lib_prefills(os.path.join(D, call), pat)
 
 
 def decode(call):
