@@ -120,6 +120,14 @@ DSV4_HD float dsv4_pow2_ceil_scale(float amax, float qmax)
     return dsv4_bits_f32((uint32_t)(e + 127) << 23);
 }
 
+/* 1 / s for a power of two s in [2^-126, 2^127] (dsv4_pow2_ceil_scale's range), exactly: x * dsv4_pow2_recip(s)
+ * is x / s bit for bit (both are the correctly rounded x 2^-k), without a division's instruction sequence. */
+DSV4_HD float dsv4_pow2_recip(float s)
+{
+    const int k = (int)((dsv4_f32_bits(s) >> 23) & 0xff) - 127;
+    return k < 127 ? dsv4_bits_f32((uint32_t)(127 - k) << 23) : dsv4_bits_f32(0x00400000u); /* 2^-127 */
+}
+
 /* ---- FP8 E4M3 (fn) ---------------------------------------------------- */
 
 DSV4_HD float dsv4_e4m3_to_f32(uint8_t b)
@@ -142,16 +150,18 @@ DSV4_HD float dsv4_e4m3_round(float x)
     int e;
     if (a < 0.015625f) e = -6;
     else e = (int)((dsv4_f32_bits(a) >> 23) & 0xff) - 127;
-    float q = dsv4_bits_f32((uint32_t)(e - 3 + 127) << 23);
-    float r = rintf(a / q) * q; /* rintf rounds half to even under the default mode */
+    float q = dsv4_bits_f32((uint32_t)(e - 3 + 127) << 23), qi = dsv4_bits_f32((uint32_t)(3 - e + 127) << 23);
+    float r = rintf(a * qi) * q; /* a * qi is a / q exactly (powers of two); rintf rounds half to even */
     return x < 0 ? -r : r;
 }
 
-/* The E4M3 code of v at a power-of-two scale sc (v / sc clamped to +-448, then rounded): the step every FP8
- * quantisation here shares (FP8SIM, the reference's act_quant); the value is the code times sc. */
+/* The E4M3 code of v at a power-of-two scale sc in [2^-126, 2^127] (dsv4_pow2_ceil_scale's; v / sc clamped to
+ * +-448, then rounded): the step every FP8 quantisation here shares (FP8SIM, the reference's act_quant); the value
+ * is the code times sc. The division as a multiplication by the exact reciprocal: the same bits (test_codecs),
+ * one instruction instead of a division's sequence on the GPU's critical path (the activation packs). */
 DSV4_HD float dsv4_e4m3_code(float v, float sc)
 {
-    return dsv4_e4m3_round(fminf(fmaxf(v / sc, -448.0f), 448.0f));
+    return dsv4_e4m3_round(fminf(fmaxf(v * dsv4_pow2_recip(sc), -448.0f), 448.0f));
 }
 
 /* ---- FP4 E2M1 --------------------------------------------------------- */

@@ -63,6 +63,69 @@ static void test_e8m0_range(void **state)
     }
 }
 
+/* The E4M3 rounding and code as first written, with divisions (the oracle of the multiplications that replaced
+ * them: x / 2^k and x * 2^-k are both the correctly rounded x 2^-k). */
+static float e4m3_round_div(float x)
+{
+    float a = fabsf(x);
+    if (!(a == a)) return x;
+    if (a >= 448.0f) return x < 0 ? -448.0f : 448.0f;
+    int e;
+    if (a < 0.015625f)
+        e = -6;
+    else
+        e = (int)((dsv4_f32_bits(a) >> 23) & 0xff) - 127;
+    float q = dsv4_bits_f32((uint32_t)(e - 3 + 127) << 23);
+    float r = rintf(a / q) * q;
+    return x < 0 ? -r : r;
+}
+
+static uint32_t bits_of(float v)
+{
+    return isnan(v) ? 0x7fc00000u : dsv4_f32_bits(v);
+}
+
+static void test_e4m3_code_exact(void **state)
+{
+    /* the reciprocal of every scale dsv4_pow2_ceil_scale returns, 2^-126 .. 2^127 */
+    for (int k = -126; k <= 127; k++) assert_true((double)dsv4_pow2_recip(ldexpf(1.0f, k)) == ldexp(1.0, -k));
+    /* codes at every scale: values on and between the grid's points (ties), at the edges of the normal and
+     * subnormal ranges, +-0, +-Inf, NaN, and random bit patterns */
+    float vals[4096];
+    int nv = 0;
+    const float fixed[] = {
+        0.0f,          -0.0f,        INFINITY, -INFINITY,       NAN,           448.0f,         -448.0f,
+        464.0f,        1e-45f,       -1e-45f,  1.17549435e-38f, 3.4028235e38f, -3.4028235e38f, 0.001953125f,
+        0.0009765625f, 0.0029296875f};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) vals[nv++] = fixed[i];
+    for (int b = 0; b < 256; b++) { /* every E4M3 value and the midpoints above it */
+        const float g = dsv4_e4m3_to_f32((uint8_t)b);
+        vals[nv++] = g;
+        vals[nv++] = (g + dsv4_e4m3_to_f32((uint8_t)(b + 1 < 256 ? b + 1 : b))) * 0.5f;
+    }
+    uint32_t st = 12345u;
+    while (nv < 4096) {
+        st = st * 1664525u + 1013904223u;
+        vals[nv++] = dsv4_bits_f32(st);
+    }
+    for (int k = -126; k <= 127; k++) {
+        const float sc = ldexpf(1.0f, k);
+        for (int i = 0; i < nv; i++) {
+            /* values at this scale: v, and v times the scale (the codes' own range) */
+            const float v[2] = {vals[i], vals[i] * sc};
+            for (int j = 0; j < 2; j++) {
+                const float want = e4m3_round_div(fminf(fmaxf(v[j] / sc, -448.0f), 448.0f));
+                if (bits_of(dsv4_e4m3_code(v[j], sc)) != bits_of(want))
+                    fail_msg("code of %a at 2^%d: %a, the division gives %a", (double)v[j], k,
+                             (double)dsv4_e4m3_code(v[j], sc), (double)want);
+            }
+            if (bits_of(dsv4_e4m3_round(vals[i])) != bits_of(e4m3_round_div(vals[i])))
+                fail_msg("round of %a: %a, the division gives %a", (double)vals[i], (double)dsv4_e4m3_round(vals[i]),
+                         (double)e4m3_round_div(vals[i]));
+        }
+    }
+}
+
 static void test_e2m1_codes(void **state)
 {
     const double table[16] = {0, .5, 1, 1.5, 2, 3, 4, 6, -0.0, -.5, -1, -1.5, -2, -3, -4, -6};
@@ -316,9 +379,10 @@ static void test_fp4_pack(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_all_bytes),    cmocka_unit_test(test_e8m0_range), cmocka_unit_test(test_e2m1_codes),
-        cmocka_unit_test(test_fp8_block_linear),  cmocka_unit_test(test_fp4_linear), cmocka_unit_test(test_fp4_pack),
-        cmocka_unit_test(test_linear_reads_bf16),
+        cmocka_unit_test(test_e4m3_all_bytes),   cmocka_unit_test(test_e8m0_range),
+        cmocka_unit_test(test_e2m1_codes),       cmocka_unit_test(test_e4m3_code_exact),
+        cmocka_unit_test(test_fp8_block_linear), cmocka_unit_test(test_fp4_linear),
+        cmocka_unit_test(test_fp4_pack),         cmocka_unit_test(test_linear_reads_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
