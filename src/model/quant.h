@@ -213,9 +213,9 @@ DSV4_HD void dsv4_fp4sim(float *v, int n, int block)
         int b1 = b0 + block < n ? b0 + block : n;
         float amax = tiny;
         for (int i = b0; i < b1; i++) amax = fmaxf(amax, fabsf(v[i]));
-        float s = dsv4_pow2_ceil_scale(amax, 6.0f);
+        float s = dsv4_pow2_ceil_scale(amax, 6.0f), si = dsv4_pow2_recip(s); /* v / s exactly */
         for (int i = b0; i < b1; i++) {
-            float q = fminf(fmaxf(v[i] / s, -6.0f), 6.0f);
+            float q = fminf(fmaxf(v[i] * si, -6.0f), 6.0f);
             v[i] = dsv4_round_bf16(dsv4_e2m1_round(q) * s);
         }
     }

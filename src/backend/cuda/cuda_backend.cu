@@ -768,9 +768,9 @@ template <int E> __global__ void k_idx_sim_w(float *x, int rows)
     for (int e = 0; e < E; e++) amax = fmaxf(amax, fabsf(v[e]));
 #pragma unroll
     for (int o = 1; o < 32 / E; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float sc = dsv4_pow2_ceil_scale(amax, 6.0f);
+    const float sc = dsv4_pow2_ceil_scale(amax, 6.0f), si = dsv4_pow2_recip(sc); /* v / sc exactly */
 #pragma unroll
-    for (int e = 0; e < E; e++) row[e] = dsv4_round_bf16(dsv4_e2m1_round(fminf(fmaxf(v[e] / sc, -6.0f), 6.0f)) * sc);
+    for (int e = 0; e < E; e++) row[e] = dsv4_round_bf16(dsv4_e2m1_round(fminf(fmaxf(v[e] * si, -6.0f), 6.0f)) * sc);
 }
 
 void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)

@@ -152,7 +152,7 @@ template <bool REF, int LANES> __device__ __forceinline__ float f16_parts(const 
             hi[e] = __float2half_rn(isfinite(o) ? q : o);
             lo[e] = __float2half_rn(0.0f);
         } else if (isfinite(v[e])) {
-            const float s = v[e] / sc; /* exact: sc is a power of two */
+            const float s = v[e] * dsv4_pow2_recip(sc); /* v / sc exactly: sc is a power of two */
             hi[e] = __float2half_rn(s);
             lo[e] = __float2half_rn(s - __half2float(hi[e]));
         } else {
