@@ -8,7 +8,7 @@
 # them against the divisions on the CPU; every activation pack and FP8SIM on the GPU's critical path runs
 # them). This call: test_ops_cuda under memcheck (the k_moe* kernels; expect ERROR SUMMARY 0 and every case
 # passing), the whole suite (its gpu_bits against the base: identical expected), decode b1 / b16 new / base.
-# Pack: BASE=<a build of 381561b..88efce6, before both changes> NOTOK=1 sh scripts/gpu_pack.sh.
+# Pack: BASE=<a build before both changes: /tmp/wmain (c3dcefa) if it is still there> NOTOK=1 sh scripts/gpu_pack.sh.
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
