@@ -201,39 +201,32 @@ static const lt_plan *lt_plan_make(lt_plan *p)
      * the columns here), B the tokens' codes [K x M] (BF16: the tokens' values, G groups K apart in rows of G K,
      * the weight's groups N K apart, y's yg) */
     const int32_t tra = CUBLAS_OP_T, trb = CUBLAS_OP_N;
-    if (p->bf) {
-        bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trb, sizeof trb) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.layout_create(&p->a, CUDA_R_16BF, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.layout_create(&p->b, CUDA_R_16BF, (uint64_t)K, (uint64_t)M, p->G * K) == CUBLAS_STATUS_SUCCESS;
-        ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
-        if (p->G > 1) {
-            const int32_t bc = (int32_t)p->G;
-            const int64_t so[3] = {N * lda, K, p->yg};
-            const cublasLtMatrixLayout_t l[3] = {p->a, p->b, p->d};
-            for (int i = 0; i < 3 && ok; i++)
-                ok = lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc) == CUBLAS_STATUS_SUCCESS &&
-                     lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &so[i], sizeof so[i]) ==
-                         CUBLAS_STATUS_SUCCESS;
-        }
-        if (ok) lt_algo(p);
-        return p->ok ? p : NULL;
-    }
-    const int32_t sa = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const cudaDataType ty = p->bf ? CUDA_R_16BF : CUDA_R_8F_E4M3;
     bool ok = lt.desc_create(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &tra, sizeof tra) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &trb, sizeof trb) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb) == CUBLAS_STATUS_SUCCESS;
-    /* the heuristic offers no algorithm for block scales without their pointers: the workspace's stands in
-     * (lt_gemm sets the call's) */
-    const void *sp = lt_dev[dev].ws;
-    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && lt.layout_create(&p->a, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
-    ok = ok && lt.layout_create(&p->b, CUDA_R_8F_E4M3, (uint64_t)K, (uint64_t)M, K) == CUBLAS_STATUS_SUCCESS;
+    if (!p->bf) { /* the FP8 GEMM's block scales */
+        const int32_t sa = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &sa, sizeof sa) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &sb, sizeof sb) == CUBLAS_STATUS_SUCCESS;
+        /* the heuristic offers no algorithm for block scales without their pointers: the workspace's stands in
+         * (lt_gemm sets the call's) */
+        const void *sp = lt_dev[dev].ws;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
+        ok = ok && lt.desc_set(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sp, sizeof sp) == CUBLAS_STATUS_SUCCESS;
+    }
+    ok = ok && lt.layout_create(&p->a, ty, (uint64_t)K, (uint64_t)N, lda) == CUBLAS_STATUS_SUCCESS;
+    ok = ok && lt.layout_create(&p->b, ty, (uint64_t)K, (uint64_t)M, p->G * K) == CUBLAS_STATUS_SUCCESS;
     ok = ok && lt.layout_create(&p->d, CUDA_R_32F, (uint64_t)N, (uint64_t)M, ldy) == CUBLAS_STATUS_SUCCESS;
+    if (p->G > 1) { /* the BF16 GEMM's groups, one batch each */
+        const int32_t bc = (int32_t)p->G;
+        const int64_t so[3] = {N * lda, K, p->yg};
+        const cublasLtMatrixLayout_t l[3] = {p->a, p->b, p->d};
+        for (int i = 0; i < 3 && ok; i++)
+            ok = lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc) == CUBLAS_STATUS_SUCCESS &&
+                 lt.layout_set(l[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &so[i], sizeof so[i]) ==
+                     CUBLAS_STATUS_SUCCESS;
+    }
     if (ok) lt_algo(p);
     return p->ok ? p : NULL;
 }
