@@ -358,8 +358,8 @@ void cuda_linear_lt(dsv4_backend *be, int m, const wdesc *w, const float *x, int
                     const int *ldy);
 bool cuda_lt_check(dsv4_backend *be, char *err, size_t errlen);
 bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const float *y, int ldy, size_t yg);
-void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
-                       int ldy, size_t yg);
+void cuda_linear_lt_bf(dsv4_backend *be, int m, const wdesc *w, int G, const float *x, int ldx, size_t xg, int n,
+                       float *const *y, const int *ldy, size_t yg);
 void cuda_mma_init(void); /* mma.cu: the FP8 MMA kernels' shared memory, on every device */
 /* moe_mma.cu: tensor-core FP4 experts */
 enum { MOE_NONE, MOE_BF16, MOE_F16 };

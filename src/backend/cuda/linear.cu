@@ -189,7 +189,7 @@ void cuda_linear_groups(dsv4_backend *be, const dsv4_w *w, int G, const float *x
     }
     /* --prefill-gemm cublaslt: wo_a's BF16 activations (reference numerics rounds them) through a BF16 GEMM */
     if (be->act_quant && w->no_act_quant && cuda_lt_bf_takes(be, d0, G, n, y, ldy, yg)) {
-        cuda_linear_lt_bf(be, d0, G, x, ldx, xg, n, y, ldy, yg);
+        cuda_linear_lt_bf(be, 1, &d0, G, x, ldx, xg, n, &y, &ldy, yg);
         return;
     }
     if (cuda_mma_eligible(d0)) {

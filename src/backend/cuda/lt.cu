@@ -464,18 +464,27 @@ bool cuda_lt_bf_takes(dsv4_backend *be, const wdesc &w, int G, int n, const floa
            lt_plan_bf(dev, w.rows, w.cols, last, lt_bf_lda(w), G, ldy, (int64_t)yg);
 }
 
-/* y's G groups = W_g x_g through the BF16 GEMM (cuda_lt_bf_takes made its plans). */
-void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, int ldx, size_t xg, int n, float *y,
-                       int ldy, size_t yg)
+/* y[i]'s G groups = W[i]_g x_g through the BF16 GEMM for m weights of one input (each cuda_lt_bf_takes, the same
+ * K; m <= 64, as the callers keep it): FP8 weights dequantised into scratch once, each chunk of tokens as BF16
+ * once, then a GEMM a weight. */
+void cuda_linear_lt_bf(dsv4_backend *be, int m, const wdesc *w, int G, const float *x, int ldx, size_t xg, int n,
+                       float *const *y, const int *ldy, size_t yg)
 {
     cuda_impl *im = impl_of(be);
-    const int64_t K = w.cols, nw = (int64_t)G * w.rows * K, ch = n < LT_BF_CHUNK ? n : LT_BF_CHUNK, lda = lt_bf_lda(w);
-    const void *wb = (const uint8_t *)w.data + w.row0 * w.row_bytes;
-    if (w.fmt == DSV4_WF_FP8) {
-        uint4 *d = (uint4 *)cuda_scratch(be, CS_LT_WS, (size_t)nw * 2);
-        k_lt_wbf16<<<(unsigned)((nw / 8 + 255) / 256), 256, 0, im->stream>>>(w, w.row0, (int64_t)G * w.rows, d);
+    const int64_t K = w[0].cols, ch = n < LT_BF_CHUNK ? n : LT_BF_CHUNK;
+    int64_t nw = 0; /* the FP8 weights' values */
+    for (int i = 0; i < m; i++)
+        if (w[i].fmt == DSV4_WF_FP8) nw += (int64_t)G * w[i].rows * K;
+    uint4 *d = nw ? (uint4 *)cuda_scratch(be, CS_LT_WS, (size_t)nw * 2) : NULL;
+    const void *wb[64];
+    for (int i = 0; i < m; i++) {
+        wb[i] = (const uint8_t *)w[i].data + w[i].row0 * w[i].row_bytes;
+        if (w[i].fmt != DSV4_WF_FP8) continue;
+        const int64_t c = (int64_t)G * w[i].rows * K;
+        k_lt_wbf16<<<(unsigned)((c / 8 + 255) / 256), 256, 0, im->stream>>>(w[i], w[i].row0, (int64_t)G * w[i].rows, d);
         CK_LAUNCH();
-        wb = d;
+        wb[i] = d;
+        d += c / 8;
     }
     uint2 *xb = (uint2 *)cuda_scratch(be, CS_MMA_X, (size_t)ch * G * K * 2);
     for (int t0 = 0; t0 < n; t0 += LT_BF_CHUNK) {
@@ -484,8 +493,9 @@ void cuda_linear_lt_bf(dsv4_backend *be, const wdesc &w, int G, const float *x, 
         k_lt_xbf16<<<(unsigned)((nx / 4 + 255) / 256), 256, 0, im->stream>>>(x + (size_t)t0 * ldx, ldx, xg, G, (int)K,
                                                                              c, xb);
         CK_LAUNCH();
-        lt_run(im, lt_plan_bf(im->device, w.rows, K, c, lda, G, ldy, (int64_t)yg), wb, xb, y + (size_t)t0 * ldy, "BF16",
-               G * w.rows, K, c);
+        for (int i = 0; i < m; i++)
+            lt_run(im, lt_plan_bf(im->device, w[i].rows, K, c, lt_bf_lda(w[i]), G, ldy[i], (int64_t)yg), wb[i], xb,
+                   y[i] + (size_t)t0 * ldy[i], "BF16", G * w[i].rows, K, c);
     }
 }
 

@@ -1114,16 +1114,18 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
 void cuda_linear_wgbf(dsv4_backend *be, int m, const wdesc *w, const int *P, int G, const float *x, int ldx, size_t xg,
                       int n, float *const *y, const int *ldy, size_t yg, bool one)
 {
-    if (one && m <= 64) { /* --prefill-gemm cublaslt: BF16(x) times the weights it takes, each as its own call */
-        wdesc rw[64];
-        int rp[64], rl[64], nr = 0;
-        float *ry[64];
+    if (one && m <= 64) { /* --prefill-gemm cublaslt: BF16(x) once times the weights it takes (each decided as its
+                           * own call would be), the rest here */
+        wdesc lw[64], rw[64];
+        int rp[64], ll[64], rl[64], nl = 0, nr = 0;
+        float *ly[64], *ry[64];
         for (int i = 0; i < m; i++)
             if (cuda_lt_bf_takes(be, w[i], G, n, y[i], ldy[i], yg))
-                cuda_linear_lt_bf(be, w[i], G, x, ldx, xg, n, y[i], ldy[i], yg);
+                lw[nl] = w[i], ly[nl] = y[i], ll[nl++] = ldy[i];
             else
                 rw[nr] = w[i], rp[nr] = P[i], ry[nr] = y[i], rl[nr++] = ldy[i];
-        if (nr < m) {
+        if (nl) {
+            cuda_linear_lt_bf(be, nl, lw, G, x, ldx, xg, n, ly, ll, yg);
             wgmm_run(be, false, nr, rw, rp, G, x, ldx, xg, n, ry, rl, yg, one);
             return;
         }
