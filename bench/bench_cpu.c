@@ -81,8 +81,11 @@ int main(int argc, char **argv)
             continue;
         }
         if (!strcmp(argv[i], "--overlap") || !strcmp(argv[i], "--warm-prefill")) {
-            *(argv[i][2] == 'o' ? &overlap : &warm) = 1;
-            i--;
+            if (!strcmp(argv[i], "--overlap"))
+                overlap = 1;
+            else
+                warm = 1;
+            i--; /* a flag: no value */
             continue;
         }
         if (!strcmp(argv[i], "--no-graphs") || !strcmp(argv[i], "--host-argmax")) {

@@ -38,8 +38,8 @@ if [ -x $B/dsv4.base ]; then echo "== logits against the base build, and repeate
 sh scripts/gpu_bits.sh
 . scripts/serve_wait.sh
 # serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
-# then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}
-# serve_bench NAME CONCURRENCIES SERVE-ARGS...: SB_INPUT prompt tokens (default 64), SB_CTX the context (1024)
+# then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt};
+# SB_INPUT prompt tokens (default 64), SB_CTX the context (1024)
 serve_bench() {
   name=$1 conc=$2
   shift 2

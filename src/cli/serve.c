@@ -199,15 +199,16 @@ int cmd_serve(int argc, char **argv)
     if (strcmp(info.backend, "cpu")) {
         t0 = now_s();
         const int wn = (int)(chunk < ctx - 1 ? chunk : ctx - 1);
-        int32_t *ids = calloc((size_t)(wn > 0 ? wn : 1), sizeof *ids);
+        int32_t *ids = wn >= 1 ? calloc((size_t)wn, sizeof *ids) : NULL;
         int ws = -1;
-        dsv4_status st = ids && wn >= 1 ? dsv4_seq_create(e, &ws, err, sizeof err) : DSV4_ERR_NOMEM;
-        if (st == DSV4_OK) {
+        dsv4_status st = DSV4_ERR_NOMEM;
+        if (!ids)
+            snprintf(err, sizeof err, "%s", wn < 1 ? "a context of one token" : "no memory");
+        else if ((st = dsv4_seq_create(e, &ws, err, sizeof err)) == DSV4_OK) {
             dsv4_batch_entry we = {.seq = ws, .n_tokens = wn, .tokens = ids};
             st = dsv4_step(e, &we, 1, err, sizeof err);
             dsv4_seq_free(e, ws);
-        } else if (!ids || wn < 1)
-            snprintf(err, sizeof err, "%s", wn < 1 ? "a context of one token" : "no memory");
+        }
         if (st == DSV4_OK)
             logf_("warm-up: a %d-token prefill [%.3f s]", wn, now_s() - t0);
         else
