@@ -8,9 +8,10 @@
 # (pf-lt-<i>.txt) alternating, one line each into $OUT/summary.txt (what bench/results/summary_lib.head
 # reads), and with HEAD_SERVE=1 (default) dsv4 serve on the same 8 layers driven by dsv4 bench at
 # concurrency 1 / 8 / 16 / 64 (gpu_suite.sh's SERVE_FLASH: serve-flash-c*.json), and with HEAD_SERVE_LONG=1
-# (default) 4,000-token prompts at 1 / 4, ours and --prefill-gemm cublaslt (serve-flash-long[-lt]-c*.json). The machine's clocks into
-# $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh). More than 8 files (the device tool
-# returns 8) go back as $OUT/head.tgz beside summary.txt.
+# (default) 4,000-token prompts at 1 / 4, ours and --prefill-gemm cublaslt (serve-flash-long[-lt]-c*.json). The
+# machine's clocks into $OUT/machine.txt. Unpacks the bundle when it is not yet (scripts/gpu_env.sh). More than 8
+# files (the device tool returns 8) go back as $OUT/head.tgz beside summary.txt: unpack it where summary_lib.head
+# reads the call's folder.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked

@@ -245,8 +245,9 @@ def head(call_dir, what, extra=None):
                             "scripts/gpu_suite.sh (dsv4 serve on 8 Flash layers, dsv4 bench: 64-token prompts, 32 out)")
     out["serve"] = serve(call_dir)
     for name in ("serve-flash-long", "serve-flash-long-lt"):  # 4,000-token prompts (SERVE_LONG=1, since v63)
-        if serve(call_dir, name):
-            out[name.replace("-", "_")] = serve(call_dir, name)
+        s = serve(call_dir, name)
+        if s:
+            out[name.replace("-", "_")] = s
     return out
 
 
