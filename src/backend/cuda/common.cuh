@@ -51,7 +51,7 @@ enum {
     CS_MMA_PART, /* mma.cu, decode's streamed kernel: shared tiles' segment sums, and a counter per tile */
     CS_MMA_CNT,
     CS_LIN_PARTS, /* wg8.cu: a linear's parts for the next hc_post (cuda_impl.lin_pend) */
-    CS_LT_WS,     /* lt.cu: the weights' block scales as FP32; wo_a's weights as BF16 */
+    CS_LT_WS,     /* lt.cu: the FP8 weights' block scales as FP32, or (the BF16 GEMM) their values as BF16 */
     CS_COUNT
 };
 
