@@ -1,13 +1,15 @@
 #!/bin/sh
-# Prepared in s44 (NOT run: the device time ran out), the next session's first call (~400 s). What s44 changed
+# Prepared in s44 (NOT run: the device time ran out), the next session's first call (~450 s). What s44 changed
 # and could not run: the CUDA backend's expert tables keyed by their weights' device memory and dropped when it is
 # freed (cuda_moe_forget from c_free; keyed by the host array before, a table outlived its weights and the F16
 # path's FP4 layout was not made for weights loaded at the same addresses). test_ops_cuda no longer keeps its
 # expert arrays alive, so its MoE cases exercise the reuse. And the E4M3 codes' divisions by a power-of-two
 # scale as multiplications by its exact reciprocal (quant.h: the same bits by construction, test_codecs checks
 # them against the divisions on the CPU; every activation pack and FP8SIM on the GPU's critical path runs
-# them). This call: test_ops_cuda under memcheck (the k_moe* kernels; expect ERROR SUMMARY 0 and every case
-# passing), the whole suite (its gpu_bits against the base: identical expected), decode b1 / b16 new / base.
+# them). And the review's lt.cu mends: one plan builder for both GEMMs, the BF16 weights of one input converted
+# once (cuda_linear_lt_bf over m weights). This call: test_ops_cuda under memcheck (the k_moe* kernels; expect ERROR SUMMARY 0 and every case
+# passing), the whole suite (its gpu_bits against the base: identical expected), decode b1 / b16 new / base, the
+# warm 4k prefill with --prefill-gemm cublaslt new / base (its test_ops_cuda cases are in the suite).
 # Pack: BASE=<a build before both changes: /tmp/wmain (c3dcefa) if it is still there> NOTOK=1 sh scripts/gpu_pack.sh.
 set -u
 cd "$(dirname "$0")/../../../.."
@@ -17,4 +19,13 @@ timeout 200 compute-sanitizer --tool memcheck --kernel-name kns=k_moe --error-ex
 echo "memcheck test_ops_cuda exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$R/san-ops.txt" | tail -3
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
 call_ab 2 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
+[ -d /tmp/f8 ] || $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/f8 > /dev/null 2>&1
+for r in 1 2; do
+  for k in new base; do
+    b=$B/bench_cpu; [ $k = base ] && b=$B/bench_cpu.base
+    timeout 150 $b -m /tmp/f8 --backend cuda --numerics reference --fill-random --prompt 4096 --decode 2 \
+      --warm-prefill --prefill-gemm cublaslt > "$R/pf-lt-$k-$r.txt" 2>&1
+    echo "prefill 4096 cublaslt $k ($r): $(grep -oE 'prefill [0-9]+ tokens each[^)]*\)' "$R/pf-lt-$k-$r.txt")"
+  done
+done
 call_end
