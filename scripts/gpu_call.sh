@@ -11,6 +11,7 @@
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
+#   call_prefill 2 "new=$B/bench_cpu;base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
 #   call_end
 set -u
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
@@ -61,4 +62,25 @@ call_memcheck() {
     > "$R/san-$1.txt" 2>&1
   echo "== memcheck $1 exit $?"
   grep -E "ERROR SUMMARY" "$R/san-$1.txt" | tail -1
+}
+# call_prefill ROUNDS BINS [ARGS] - the warm 4,096-token prefill the records since s42 time (8 Flash-shaped layers
+# made once at /tmp/f8, reference numerics): BINS as call_kernels' ("new=$B/bench_cpu;base=env X=0
+# $B/bench_cpu.base"), each with --warm-prefill and ARGS (e.g. --prefill-gemm cublaslt), ROUNDS rounds alternating,
+# into $R/pf-NAME-ROUND.txt (summary_lib.prefills reads them), one line each printed.
+call_prefill() {
+  n=$1 bins=$2 args=${3:-}
+  [ -d /tmp/f8 ] || $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/f8 > /dev/null 2>&1
+  i=1
+  while [ $i -le "$n" ]; do
+    rest=$bins
+    while [ -n "$rest" ]; do
+      one=${rest%%;*}
+      case $rest in *";"*) rest=${rest#*;} ;; *) rest= ;; esac
+      # shellcheck disable=SC2086
+      timeout 150 ${one#*=} -m /tmp/f8 --backend cuda --numerics reference --fill-random --prompt 4096 --decode 2 \
+        --warm-prefill $args > "$R/pf-${one%%=*}-$i.txt" 2>&1
+      echo "prefill 4096 ${one%%=*} ($i): $(grep -oE 'prefill [0-9]+ tokens each[^)]*\)' "$R/pf-${one%%=*}-$i.txt")"
+    done
+    i=$((i + 1))
+  done
 }

@@ -19,13 +19,5 @@ timeout 200 compute-sanitizer --tool memcheck --kernel-name kns=k_moe --error-ex
 echo "memcheck test_ops_cuda exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$R/san-ops.txt" | tail -3
 VERIFY_TIMEOUT=300 sh scripts/gpu_verify.sh
 call_ab 2 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
-[ -d /tmp/f8 ] || $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/f8 > /dev/null 2>&1
-for r in 1 2; do
-  for k in new base; do
-    b=$B/bench_cpu; [ $k = base ] && b=$B/bench_cpu.base
-    timeout 150 $b -m /tmp/f8 --backend cuda --numerics reference --fill-random --prompt 4096 --decode 2 \
-      --warm-prefill --prefill-gemm cublaslt > "$R/pf-lt-$k-$r.txt" 2>&1
-    echo "prefill 4096 cublaslt $k ($r): $(grep -oE 'prefill [0-9]+ tokens each[^)]*\)' "$R/pf-lt-$k-$r.txt")"
-  done
-done
+call_prefill 2 "lt-new=$B/bench_cpu;lt-base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
 call_end
