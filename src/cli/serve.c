@@ -245,14 +245,20 @@ int cmd_serve(int argc, char **argv)
     srv_http_draining(http);
     srv_sched_drain(sched);
     /* wait for in-flight requests; a second signal or the timeout cancels them */
-    double t_end = now_s() + shutdown_timeout;
+    double t_end = now_s() + shutdown_timeout, t_flush = 0;
     for (;;) {
         int running, waiting;
         srv_sched_counts(sched, &running, &waiting);
-        if (running + waiting == 0) break;
-        struct timespec ts = {0, 50 * 1000000L};
+        if (running + waiting == 0) {
+            /* the answers' last bytes ([DONE], the JSON body) follow the scheduler's end of each request: wait
+               for them, a few seconds at most (a client that stopped reading holds its connection) */
+            if (t_flush == 0) t_flush = now_s() + 5;
+            if (srv_http_answering(http) == 0 || now_s() > t_flush) break;
+        }
+        struct timespec ts = {0, 20 * 1000000L};
         siginfo_t si;
         int got = sigtimedwait(&sigs, &si, &ts);
+        if (got > 0 && running + waiting == 0) break;
         if (got > 0 || now_s() > t_end) {
             logf_("cancelling %d running and %d waiting requests", running, waiting);
             srv_sched_cancel_all(sched);

@@ -41,6 +41,7 @@ struct srv_http {
     /* set once by srv_http_ready (then read-only) */
     atomic_int ready;
     atomic_int draining;
+    atomic_int answering; /* generation requests submitted whose answer is not yet all written */
     char model[256];
     const dsv4_tokenizer *tok;
     srv_sched *sched;
@@ -58,6 +59,7 @@ typedef struct {
     dsv4_strbuf body;
     int too_big;
     srv_req *req;        /* a non-streaming request being waited for */
+    int answering;       /* counted in srv_http.answering until the connection completes the request */
 } conn_ctx;
 
 /* A stream's state; owned by the response, freed by its free callback. */
@@ -362,6 +364,9 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         if (st == DSV4_ERR_STATE) return fail(h, c, 503, "service_unavailable", "", err);
         return fail(h, c, 400, "invalid_request_error", "max_tokens", err);
     }
+    /* from here the scheduler may finish the request before its last bytes are written: shutdown waits for those */
+    cc->answering = 1;
+    atomic_fetch_add(&h->answering, 1);
 
     char id[48];
     make_id(h, chat ? "chatcmpl" : "cmpl", id, sizeof id);
@@ -568,6 +573,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     srv_http *h = cls;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
+    if (cc->answering) atomic_fetch_sub(&h->answering, 1);
     if (cc->req) {
         if (!cc->req->done) srv_req_cancel(h->sched, cc->req);
         srv_req_release(h->sched, cc->req);
@@ -633,6 +639,11 @@ void srv_http_ready(srv_http *h, const char *model_name, const dsv4_tokenizer *t
 }
 
 void srv_http_draining(srv_http *h) { atomic_store(&h->draining, 1); }
+
+int srv_http_answering(srv_http *h)
+{
+    return atomic_load(&h->answering);
+}
 
 void srv_http_stop(srv_http *h)
 {

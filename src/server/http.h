@@ -32,6 +32,9 @@ void srv_http_ready(srv_http *h, const char *model_name, const dsv4_tokenizer *t
                     const dsv4_model_info *info);
 /* Shutting down: new generation requests get 503; health says so. */
 void srv_http_draining(srv_http *h);
+/* Generation requests whose answers are still being written (streams included): the scheduler lets go of a
+   request when its last token is out, a moment before the connection has sent the end of the answer. */
+int srv_http_answering(srv_http *h);
 /* Closes the listener and every connection (waits for their threads). */
 void srv_http_stop(srv_http *h);
 

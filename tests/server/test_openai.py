@@ -787,8 +787,19 @@ class Options(unittest.TestCase):
             srv.stop()
 
     def test_sigterm_is_graceful(self):
+        """Requests in flight at SIGTERM, one streamed and one not, are answered in full (the last bytes follow the
+        scheduler's end of a request: shutdown waits for them)."""
         srv = Server("--context-length", "2048")
+        answer = {}
+
+        def plain():
+            body = dict(long_stream(300), stream=False)
+            answer["status"], answer["data"], _ = srv.request("POST", "/v1/completions", body)
+
+        t = threading.Thread(target=plain)
+        t.start()
         s = read_some_events(srv.port, long_stream(300), 2)
+        self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 2), "both requests running")
         srv.proc.send_signal(signal.SIGTERM)
         buf = b""
         while True:
@@ -797,8 +808,11 @@ class Options(unittest.TestCase):
                 break
             buf += chunk
         s.close()
-        self.assertIn(b"data: [DONE]", buf, "the stream in flight was finished")
+        self.assertIn(b"data: [DONE]", buf, buf[-600:])
         self.assertIn(b'"finish_reason":"length"', buf, buf[-600:])
+        t.join(60)
+        self.assertEqual(answer.get("status"), 200, answer)
+        self.assertEqual(json.loads(answer["data"])["choices"][0]["finish_reason"], "length")
         log = srv.stop()
         self.assertIn("shutting down", log)
         self.assertIn("stopped", log)
