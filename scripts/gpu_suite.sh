@@ -127,7 +127,7 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     # overlapped steps: the picks fed on the device (k_tok_feed reading mapped memory), two sample slots
     DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda san memcheck "test_overlap" $B/test_overlap
   else
-  for f in tiny_a tiny_b tiny_c q_stock q_nvfp4 q_mma; do
+  for f in tiny_a tiny_b tiny_c tiny_d q_stock q_nvfp4 q_mma; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain
   done
   san memcheck "q_stock reference" $B/bench_cpu -m tests/fixtures/q_stock --prompt 40 --decode 6 --batch 3 --backend cuda

@@ -171,6 +171,39 @@ FIXTURES = {
             tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
         ),
     ),
+    # transformers-native too, the shapes tools/sweep_oracle.py found the others do not cover: a prompt
+    # shorter than one state page (256 tokens), norm_topk_prob false (transformers renormalises anyway),
+    # one hyper-connection stream, compress rates 8 / 32, hash layers between top-k ones, index keys of 16
+    # (not a multiple of the FP4 block), one output group, the compressed layers' RoPE without YaRN
+    # (transformers' default)
+    "tiny_d": dict(
+        base_seed=7000,
+        T=200,                      # 200 // 32 = 6 HCA rows, 200 // 8 = 25 CSA rows > index_topk
+        prefill=97,                 # 97 % 8 = 1, 97 % 32 = 1
+        layout="transformers",
+        max_shard_size="700KB",
+        dtype_exceptions={},
+        config=dict(
+            vocab_size=256, hidden_size=64, num_hidden_layers=5, num_nextn_predict_layers=0,
+            num_attention_heads=8, num_key_value_heads=1, head_dim=32, partial_rotary_factor=0.25,
+            q_lora_rank=32, o_groups=1, o_lora_rank=24, sliding_window=16,
+            layer_types=["compressed_sparse_attention", "sliding_attention", "heavily_compressed_attention",
+                         "compressed_sparse_attention", "heavily_compressed_attention"],
+            compress_rates={"compressed_sparse_attention": 8, "heavily_compressed_attention": 32},
+            mlp_layer_types=["moe", "hash_moe", "moe", "hash_moe", "moe"],
+            index_n_heads=16, index_head_dim=16, index_topk=10,
+            n_routed_experts=9, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=24,
+            scoring_func="sqrtsoftplus", norm_topk_prob=False, routed_scaling_factor=2.5, swiglu_limit=5.0,
+            hc_mult=1, hc_sinkhorn_iters=3, hc_eps=1e-6, rms_norm_eps=1e-5,
+            rope_theta=10000, compress_rope_theta=160000,
+            rope_parameters={
+                "main": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": 0.25},
+                "compress": {"rope_type": "default", "rope_theta": 160000, "partial_rotary_factor": 0.25},
+            },
+            max_position_embeddings=1048576, hidden_act="silu", attention_bias=False, attention_dropout=0.0,
+            tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
+        ),
+    ),
 }
 
 # Acceptance thresholds

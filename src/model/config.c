@@ -609,7 +609,12 @@ static dsv4_status parse_root(const cfg_ctx *c, const json_t *root, dsv4_config 
                         cfg->n_experts_per_tok, cfg->n_routed_experts);
     TRY(require_str(c, root, "scoring_func", "sqrtsoftplus", "dsv4 implements the sqrtsoftplus router"));
     TRY(require_str(c, root, "topk_method", "noaux_tc", "dsv4 implements bias-corrected top-k, noaux_tc"));
-    TRY(get_bool(c, root, "norm_topk_prob", true, &cfg->norm_topk_prob));
+    /* Read (a wrong type is still an error) but not followed: DeepSeek's reference and transformers'
+       DeepseekV4ForCausalLM renormalise the selected sqrtsoftplus weights whatever it says, and the release
+       says true. A tiny model saved with false is run as transformers runs it. */
+    bool norm_topk_prob;
+    TRY(get_bool(c, root, "norm_topk_prob", true, &norm_topk_prob));
+    (void)norm_topk_prob;
     TRY(get_num(c, root, "routed_scaling_factor", 1.5, true, &cfg->routed_scaling_factor));
     TRY(get_num(c, root, "swiglu_limit", 10.0, false, &cfg->swiglu_limit));
     TRY(require_str(c, root, "hidden_act", "silu", "dsv4 implements SwiGLU with silu"));

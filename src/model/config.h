@@ -58,7 +58,6 @@ typedef struct {
     int n_experts_per_tok;
     int moe_inter_dim;
     double routed_scaling_factor;
-    bool norm_topk_prob;
     double swiglu_limit; /* <= 0: no clamp */
     /* hyper-connections */
     int hc_mult;

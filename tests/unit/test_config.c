@@ -139,7 +139,6 @@ static void expect_flash(const dsv4_config *c)
     assert_int_equal(c->n_experts_per_tok, 6);
     assert_int_equal(c->moe_inter_dim, 2048);
     assert_true(c->routed_scaling_factor == 1.5);
-    assert_true(c->norm_topk_prob);
     assert_true(c->swiglu_limit == 10.0);
     assert_int_equal(c->hc_mult, 4);
     assert_int_equal(c->hc_sinkhorn_iters, 20);
