@@ -334,8 +334,40 @@ static dsv4_status check_layer_array_len(const cfg_ctx *c, const char *key, size
                     key, len, n, nm);
 }
 
-static dsv4_status parse_compress_ratios(const cfg_ctx *c, const json_t *arr, dsv4_attn_kind *kind, int *ratio,
-                                         const dsv4_config *cfg)
+/* The compression rates of CSA and HCA layers: 4 and 128, or compress_rates {compressed_sparse_attention,
+ * heavily_compressed_attention}, or the scalars compress_rate_csa / compress_rate_hca over those (transformers
+ * folds them in so). The layer kinds come from layer_types or compress_ratios; the rates from here. */
+static dsv4_status parse_rates(const cfg_ctx *c, const json_t *root, int *csa, int *hca)
+{
+    json_t *rates;
+    TRY(get_obj(c, root, "compress_rates", &rates));
+    const struct {
+        const json_t *obj;
+        const char *key, *name;
+        int *out;
+    } src[] = {
+        {rates, "compressed_sparse_attention", "compress_rates.compressed_sparse_attention", csa},
+        {rates, "heavily_compressed_attention", "compress_rates.heavily_compressed_attention", hca},
+        {root, "compress_rate_csa", "compress_rate_csa", csa},
+        {root, "compress_rate_hca", "compress_rate_hca", hca},
+    };
+    *csa = 4, *hca = 128;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+        json_t *v = src[i].obj ? field(src[i].obj, src[i].key) : NULL;
+        int64_t r;
+        if (!v) continue;
+        TRY(read_int(c, v, src[i].name, &r));
+        if (r < 1 || r >= CFG_SIZE_LIMIT)
+            return cfg_fail(c, DSV4_ERR_FORMAT, "%s: %lld is out of range (expected >= 1)", src[i].name, (long long)r);
+        *src[i].out = (int)r;
+    }
+    return DSV4_OK;
+}
+
+/* compress_ratios (the official key): 0, 4 and 128 name the kinds (sliding, CSA, HCA), as in transformers,
+ * whose rates then apply. */
+static dsv4_status parse_compress_ratios(const cfg_ctx *c, const json_t *arr, int rate_csa, int rate_hca,
+                                         dsv4_attn_kind *kind, int *ratio, const dsv4_config *cfg)
 {
     TRY(check_layer_array_len(c, "compress_ratios", json_array_size(arr), cfg));
     char p[48];
@@ -352,42 +384,21 @@ static dsv4_status parse_compress_ratios(const cfg_ctx *c, const json_t *arr, ds
             continue;
         }
         if (r == 0)
-            kind[i] = DSV4_ATTN_SLIDING;
+            kind[i] = DSV4_ATTN_SLIDING, ratio[i] = 0;
         else if (r == 4)
-            kind[i] = DSV4_ATTN_CSA;
+            kind[i] = DSV4_ATTN_CSA, ratio[i] = rate_csa;
         else if (r == 128)
-            kind[i] = DSV4_ATTN_HCA;
+            kind[i] = DSV4_ATTN_HCA, ratio[i] = rate_hca;
         else
             return cfg_fail(c, DSV4_ERR_FORMAT, "%s: %lld is not a DeepSeek-V4 ratio (0 sliding, 4 CSA, 128 HCA)", p,
                             (long long)r);
-        ratio[i] = (int)r;
     }
     return DSV4_OK;
 }
 
-static dsv4_status parse_layer_types(const cfg_ctx *c, const json_t *root, const json_t *arr, dsv4_attn_kind *kind,
-                                     int *ratio, const dsv4_config *cfg)
+static dsv4_status parse_layer_types(const cfg_ctx *c, const json_t *arr, int rate_csa, int rate_hca,
+                                     dsv4_attn_kind *kind, int *ratio, const dsv4_config *cfg)
 {
-    json_t *rates;
-    TRY(get_obj(c, root, "compress_rates", &rates));
-    int64_t rate_csa = 4, rate_hca = 128;
-    if (rates) {
-        json_t *v;
-        if ((v = field(rates, "compressed_sparse_attention")))
-            TRY(read_int(c, v, "compress_rates.compressed_sparse_attention", &rate_csa));
-        if ((v = field(rates, "heavily_compressed_attention")))
-            TRY(read_int(c, v, "compress_rates.heavily_compressed_attention", &rate_hca));
-        if (rate_csa < 1 || rate_csa >= CFG_SIZE_LIMIT)
-            return cfg_fail(c, DSV4_ERR_FORMAT,
-                            "compress_rates.compressed_sparse_attention: %lld is out of range "
-                            "(expected >= 1)",
-                            (long long)rate_csa);
-        if (rate_hca < 1 || rate_hca >= CFG_SIZE_LIMIT)
-            return cfg_fail(c, DSV4_ERR_FORMAT,
-                            "compress_rates.heavily_compressed_attention: %lld is out of "
-                            "range (expected >= 1)",
-                            (long long)rate_hca);
-    }
     TRY(check_layer_array_len(c, "layer_types", json_array_size(arr), cfg));
     char p[48];
     for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -401,9 +412,9 @@ static dsv4_status parse_layer_types(const cfg_ctx *c, const json_t *root, const
         if (strcmp(s, "sliding_attention") == 0)
             k = DSV4_ATTN_SLIDING, r = 0;
         else if (strcmp(s, "compressed_sparse_attention") == 0)
-            k = DSV4_ATTN_CSA, r = (int)rate_csa;
+            k = DSV4_ATTN_CSA, r = rate_csa;
         else if (strcmp(s, "heavily_compressed_attention") == 0)
-            k = DSV4_ATTN_HCA, r = (int)rate_hca;
+            k = DSV4_ATTN_HCA, r = rate_hca;
         else
             return cfg_fail(c, DSV4_ERR_FORMAT,
                             "%s: \"%s\" is not a DeepSeek-V4 layer type (sliding_attention, "
@@ -435,20 +446,21 @@ static dsv4_status parse_layers(const cfg_ctx *c, const json_t *root, dsv4_confi
         return cfg_fail(c, DSV4_ERR_FORMAT,
                         "compress_ratios: missing (and no layer_types either); the per-layer attention kinds "
                         "are required");
-    if (lt) TRY(parse_layer_types(c, root, lt, cfg->layer_kind, cfg->layer_ratio, cfg));
+    int rate_csa = 4, rate_hca = 128;
+    TRY(parse_rates(c, root, &rate_csa, &rate_hca));
+    if (lt) TRY(parse_layer_types(c, lt, rate_csa, rate_hca, cfg->layer_kind, cfg->layer_ratio, cfg));
     if (cr) {
         dsv4_attn_kind kind[DSV4_MAX_LAYERS];
         int ratio[DSV4_MAX_LAYERS];
-        TRY(parse_compress_ratios(c, cr, kind, ratio, cfg));
+        TRY(parse_compress_ratios(c, cr, rate_csa, rate_hca, kind, ratio, cfg));
         if (!lt) {
             memcpy(cfg->layer_kind, kind, sizeof kind);
             memcpy(cfg->layer_ratio, ratio, sizeof ratio);
         } else {
             for (int i = 0; i < n; i++)
-                if (kind[i] != cfg->layer_kind[i] || ratio[i] != cfg->layer_ratio[i])
-                    return cfg_fail(c, DSV4_ERR_FORMAT,
-                                    "layer_types[%d] (%s, ratio %d) disagrees with compress_ratios[%d] (%d)", i,
-                                    kind_name(cfg->layer_kind[i]), cfg->layer_ratio[i], i, ratio[i]);
+                if (kind[i] != cfg->layer_kind[i])
+                    return cfg_fail(c, DSV4_ERR_FORMAT, "layer_types[%d] (%s) disagrees with compress_ratios[%d] (%s)",
+                                    i, kind_name(cfg->layer_kind[i]), i, kind_name(kind[i]));
         }
     }
 

@@ -326,6 +326,29 @@ static void test_defaults_and_variants(void **state)
     assert_int_equal(c->layer_ratio[1], 4);
     json_object_set_new(j, "compress_rates", json_pack("{s:i}", "compressed_sparse_attention", 0));
     expect_refused(json_deep_copy(j), DSV4_ERR_FORMAT, "compress_rates.compressed_sparse_attention", NULL);
+    /* the official compress_ratios name the kinds; the rates come from compress_rates and the scalars
+       compress_rate_csa / compress_rate_hca over them, as transformers reads them */
+    json_object_del(j, "layer_types");
+    json_object_set_new(j, "compress_ratios", json_pack("[i,i]", 128, 4));
+    json_object_set_new(j, "compress_rates", json_pack("{s:i}", "heavily_compressed_attention", 16));
+    if (parse_json(j, c, err, sizeof err)) fail_msg("compress_ratios with compress_rates refused: %s", err);
+    assert_int_equal(c->layer_kind[0], DSV4_ATTN_HCA);
+    assert_int_equal(c->layer_ratio[0], 16);
+    assert_int_equal(c->layer_ratio[1], 4);
+    json_object_set_new(j, "compress_rate_hca", json_integer(32));
+    json_object_set_new(j, "compress_rate_csa", json_integer(8));
+    if (parse_json(j, c, err, sizeof err)) fail_msg("compress_rate_hca refused: %s", err);
+    assert_int_equal(c->layer_ratio[0], 32);
+    assert_int_equal(c->layer_ratio[1], 8);
+    json_object_set_new(j, "compress_rate_csa", json_integer(0));
+    expect_refused(json_deep_copy(j), DSV4_ERR_FORMAT, "compress_rate_csa", NULL);
+    json_object_del(j, "compress_rate_csa");
+    json_object_del(j, "compress_rate_hca");
+    json_object_set_new(j, "compress_ratios", json_pack("[i,i]", 64, 4));
+    expect_refused(json_deep_copy(j), DSV4_ERR_FORMAT, "compress_ratios[0]", NULL);
+    json_object_del(j, "compress_ratios");
+    json_object_set_new(j, "layer_types",
+                        json_pack("[s,s]", "heavily_compressed_attention", "compressed_sparse_attention"));
 
     /* null counts as absent */
     json_object_set_new(j, "compress_rates", json_null());
