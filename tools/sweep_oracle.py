@@ -26,6 +26,15 @@ import sys
 import make_fixtures as mf
 
 mf.MIN_CLAMP_FRAC = 0.0   # any clamp fraction: the sweep is about shapes
+_check_hf = mf.check_constraints_hf
+
+
+def check_constraints(name, c, T):
+    """make_fixtures' checks but any number of indexer heads (the fixtures keep Flash's >= 16)."""
+    _check_hf(name, dict(c, index_n_heads=max(16, c["index_n_heads"])), T)
+
+
+mf.check_constraints_hf = check_constraints
 
 
 def draw(rng):
@@ -40,13 +49,13 @@ def draw(rng):
         rng.shuffle(mt)
     csa = rng.choice([4, 4, 4, 2, 8])
     hca = rng.choice([16, 32, 64, 128])
-    heads = rng.choice([2, 4, 8, 16])
-    o_groups = rng.choice([g for g in (1, 2, 4, 8) if heads % g == 0])
-    head_dim = rng.choice([16, 32, 64])
+    heads = rng.choice([2, 3, 4, 6, 8, 16])
+    o_groups = rng.choice([g for g in (1, 2, 3, 4, 8) if heads % g == 0])
+    head_dim = rng.choice([16, 24, 32, 48, 64])
     prf = rng.choice([f for f in (0.125, 0.25, 0.5) if (head_dim * f) % 2 == 0 and head_dim * f >= 4])
     rope = int(head_dim * prf)
     T = rng.randint(max(2 * hca, 96), max(2 * hca, 96) + 160)
-    window = rng.choice([8, 16, 24, 32, 64])
+    window = rng.choice([8, 16, 24, 32, 64, 128])
     index_topk = rng.randint(4, max(5, T // csa - 1))
     index_head_dim = rng.choice([d for d in (16, 32, 64) if d > rope])
     n_exp = rng.randint(4, 16)
@@ -57,14 +66,14 @@ def draw(rng):
                     "factor": rng.choice([4, 16]), "original_max_position_embeddings": rng.choice([4096, 65536]),
                     "beta_fast": 32, "beta_slow": 1, "attention_factor": 1.0}
     cfg = dict(
-        vocab_size=rng.choice([100, 257, 320, 500, 1000]), hidden_size=rng.choice([32, 48, 64, 96, 128]),
+        vocab_size=rng.choice([100, 257, 320, 500, 1000]), hidden_size=rng.choice([32, 40, 48, 64, 72, 96, 128]),
         num_hidden_layers=n, num_nextn_predict_layers=0,
         num_attention_heads=heads, num_key_value_heads=1, head_dim=head_dim, partial_rotary_factor=prf,
         q_lora_rank=rng.choice([16, 32, 48, 64]), o_groups=o_groups, o_lora_rank=rng.choice([16, 24, 32, 64]),
         sliding_window=window, layer_types=lt,
         compress_rates={"compressed_sparse_attention": csa, "heavily_compressed_attention": hca},
         mlp_layer_types=mt,
-        index_n_heads=rng.choice([16, 32]), index_head_dim=index_head_dim, index_topk=index_topk,
+        index_n_heads=rng.choice([4, 8, 16, 32]), index_head_dim=index_head_dim, index_topk=index_topk,
         n_routed_experts=n_exp, n_shared_experts=1, num_experts_per_tok=topk,
         moe_intermediate_size=rng.choice([16, 24, 32, 48]),
         scoring_func="sqrtsoftplus", norm_topk_prob=rng.random() < 0.7,
@@ -104,7 +113,7 @@ def main():
         print(f"[{name}] T={T} {summary} layers={cfg['layer_types']} mlp={cfg['mlp_layer_types']} "
               f"compress-rope={cfg['rope_parameters']['compress']['rope_type']}", flush=True)
         try:
-            mf.check_constraints_hf(name, cfg, T)
+            check_constraints(name, cfg, T)
             mf.make_fixture(root, name, fx, args.max_tries, False)
         except (AssertionError, SystemExit, ValueError) as e:   # a draw transformers or the checks refuse
             print(f"[{name}] skipped: {e}", flush=True)
