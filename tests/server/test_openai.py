@@ -796,9 +796,9 @@ class Options(unittest.TestCase):
             body = dict(long_stream(300), stream=False)
             answer["status"], answer["data"], _ = srv.request("POST", "/v1/completions", body)
 
-        t = threading.Thread(target=plain)
-        t.start()
         s = read_some_events(srv.port, long_stream(300), 2)
+        t = threading.Thread(target=plain)  # after the stream: it ends after it too
+        t.start()
         self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 2), "both requests running")
         srv.proc.send_signal(signal.SIGTERM)
         buf = b""
