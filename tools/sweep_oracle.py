@@ -89,12 +89,53 @@ def draw(rng):
     return cfg, T
 
 
+def draw_quant(rng):
+    """One random official-layout config (compress_ratios 0 / 4 / 128, num_hash_layers) for a quantized
+    checkpoint: FP8 128x128 blocks (partial where a width is not a multiple of 128), MXFP4 or NVFP4 experts
+    (widths multiples of 32), one FP8 weight with an F32 block scale, the prompt past two HCA rows."""
+    n = rng.randint(3, 5)
+    ratios = [0, 4, 128] + [rng.choice([0, 4, 128]) for _ in range(n - 3)]
+    rng.shuffle(ratios)
+    heads = rng.choice([2, 4, 8])
+    head_dim = rng.choice([32, 64])
+    T = rng.randint(256, 300)
+    cfg = dict(
+        vocab_size=rng.choice([256, 300]), hidden_size=rng.choice([64, 96, 160, 256]), num_hidden_layers=n,
+        num_nextn_predict_layers=rng.choice([0, 1]), num_attention_heads=heads, head_dim=head_dim,
+        qk_rope_head_dim=rng.choice([8, 16]), q_lora_rank=rng.choice([48, 96, 144]),
+        o_groups=rng.choice([g for g in (1, 2, 4) if heads % g == 0]), o_lora_rank=rng.choice([32, 48, 80]),
+        sliding_window=rng.choice([16, 32, 64]), compress_ratios=ratios + [0],
+        index_n_heads=16, index_head_dim=rng.choice([32, 64]), index_topk=rng.randint(8, 40),
+        n_routed_experts=rng.randint(4, 16), num_experts_per_tok=2, moe_intermediate_size=rng.choice([32, 64, 96]),
+        num_hash_layers=rng.randint(1, n - 1), hc_mult=rng.randint(1, 4),
+    )
+    cfg["num_experts_per_tok"] = rng.randint(1, min(6, cfg["n_routed_experts"] - 1))
+    return cfg, T
+
+
+def make_quant(root, i, rng, seed, max_tries):
+    import make_quant_fixtures as mq
+    cfg, T = draw_quant(rng)
+    layout = rng.choice(["stock", "nvfp4"])
+    name = f"sweep_q{i:02d}"
+    fx = dict(base_seed=seed * 1000 + 500 + i * 10, T=T, prefill=T // 2, layout=layout,
+              shards=[(r"^embed\.weight$", r"^layers\.0\."), (r".",)], f32_scale=["layers.1.attn.wq_a.weight"],
+              config=cfg)
+    print(f"[{name}] {layout} T={T} {cfg}", flush=True)
+    try:
+        mf.check_constraints(name, mf.official_config(cfg), T)
+        mq.make_q_fixture(root, name, fx, max_tries, False)
+    except (AssertionError, SystemExit, ValueError) as e:
+        print(f"[{name}] skipped: {e}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="/tmp/dsv4-sweep")
     ap.add_argument("--count", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-tries", type=int, default=6)
+    ap.add_argument("--quant", action="store_true", help="quantized checkpoints (stock FP8 + MXFP4, NVFP4)")
     ap.add_argument("--run", action="store_true", help="run build/tests/test_golden on the sweep afterwards")
     args = ap.parse_args()
     mf.torch.set_num_threads(2)
@@ -103,6 +144,9 @@ def main():
     os.makedirs(root, exist_ok=True)
     rng = random.Random(args.seed)
     for i in range(args.count):
+        if args.quant:
+            make_quant(root, i, rng, args.seed, args.max_tries)
+            continue
         cfg, T = draw(rng)
         name = f"sweep_{i:02d}"
         fx = dict(base_seed=args.seed * 1000 + i * 10, T=T, prefill=T // 2, layout="transformers",
