@@ -3,7 +3,7 @@
 
 Usage (from the repository root, after `make`):
 
-    .venv/bin/python tools/sweep_oracle.py [--out /tmp/dsv4-sweep] [--count 8] [--seed 1] [--run]
+    .venv/bin/python tools/sweep_oracle.py [--out /tmp/dsv4-sweep] [--count 8] [--seed 1] [--quant] [--run]
 
 Draws `--count` random transformers-native configurations (DeepseekV4Config keys as save_pretrained writes
 them: layer_types in any order, hash layers anywhere, compress rates other than 4 / 128, rope "default" or
@@ -12,7 +12,9 @@ builds each as tools/make_fixtures.py builds tiny_c (every parameter randomised,
 save_pretrained, the float64 forward of DeepseekV4ForCausalLM as the oracle) and writes it to
 OUT/tests/fixtures/sweep_NN/. With --run it then runs build/tests/test_golden on them (DSV4_SRC=OUT): whole
 prefill, decode steps and chunked prefill within 1e-3 of the oracle with the same argmax, the modes equal bit
-for bit, batching invariant. Not part of `make test` (it needs torch); a finding becomes a committed fixture.
+for bit, batching invariant. --quant: official-layout checkpoints written by tools/make_quant_fixtures.py
+instead (stock FP8 + MXFP4 or NVFP4 experts, random shapes). Not part of `make test` (it needs torch); a finding
+becomes a committed fixture.
 
 A configuration whose indexer or router has near-ties (a top-k that float rounding may decide either way) is
 drawn again from the next seed, as make_fixtures.py does; the SwiGLU clamp is not required to fire.
