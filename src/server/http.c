@@ -313,8 +313,20 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         srv_params_free(&p);
         return send_error(h, c, &e);
     }
-    /* context: the prompt must leave room for at least one token; max_tokens, when given, must fit too */
     const char *pname = chat ? "messages" : "prompt";
+    /* a text prompt whose tokenizer ids the model does not have (a tokenizer larger than the vocabulary):
+       the request's input, refused as such before it is queued */
+    for (int i = 0; i < r->n_prompt; i++)
+        if (r->prompt[i] < 0 || r->prompt[i] >= h->info.vocab_size) {
+            srv_error_set(&e, 400, "invalid_request_error", pname,
+                          "%s: the tokenizer gives token %d (at position %d), outside this model's vocabulary "
+                          "of %d ids",
+                          pname, (int)r->prompt[i], i, (int)h->info.vocab_size);
+            srv_req_release(h->sched, r);
+            srv_params_free(&p);
+            return send_error(h, c, &e);
+        }
+    /* context: the prompt must leave room for at least one token; max_tokens, when given, must fit too */
     int64_t ctx = h->info.max_ctx;
     if (r->n_prompt >= ctx || (p.max_tokens > 0 && r->n_prompt + (int64_t)p.max_tokens > ctx)) {
         if (p.max_tokens > 0 && r->n_prompt < ctx)

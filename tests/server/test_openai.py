@@ -786,6 +786,32 @@ class Options(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_tokenizer_beyond_vocabulary(self):
+        """A tokenizer with more ids than the model (tiny_d: 256 ids; the test tokenizer: 512): a text prompt that
+        tokenizes past the vocabulary is the request's fault, 400 before it is queued, streamed or not."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        fx = os.path.join(here, "..", "fixtures", "tiny_d")
+        d = tempfile.mkdtemp(prefix="dsv4-vocab-")
+        for f in os.listdir(fx):
+            os.symlink(os.path.abspath(os.path.join(fx, f)), os.path.join(d, f))
+        os.symlink(os.path.join(here, "tokenizer.json"), os.path.join(d, "tokenizer.json"))
+        srv = Server(model=d)
+        try:
+            text = "hello world, the quick brown fox"
+            for stream in (False, True):
+                body = {"messages": [{"role": "user", "content": text}], "max_tokens": 2, "stream": stream}
+                status, data, _ = srv.request("POST", "/v1/chat/completions", body)
+                err = error_of(self, status, data, 400)
+                self.assertEqual(err["param"], "messages")
+                self.assertIn("vocabulary of 256", err["message"])
+            status, data, _ = srv.request("POST", "/v1/completions", {"prompt": text, "max_tokens": 2})
+            self.assertEqual(error_of(self, status, data, 400)["param"], "prompt")
+            status, data, _ = srv.request("POST", "/v1/completions", {"prompt": [5, 6, 7], "max_tokens": 2})
+            self.assertEqual(status, 200, data)
+            self.assertIn("ids beyond the model are never generated", srv.logtext())
+        finally:
+            srv.stop()
+
     def test_sigterm_is_graceful(self):
         """Requests in flight at SIGTERM, one streamed and one not, are answered in full (the last bytes follow the
         scheduler's end of a request: shutdown waits for them)."""
