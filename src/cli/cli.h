@@ -35,6 +35,11 @@ int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo,
  * --moe-backend, --prefill-gemm, --ep, --cuda-graphs, --threads, --tune. Returns -1 when opt is none of them, 1 after
  * printing one line for a bad value, 0 when applied to o. */
 int cli_engine_option(const char *cmd, const char *opt, const char *v, dsv4_engine_opts *o);
+/* The tokenizer of a model: FILE (--tokenizer) when given, else the model folder's tokenizer.json (a folder
+ * without one is told to name one with --tokenizer). Its path into path[pathlen]; on failure prints one line
+ * and returns 1. */
+int cli_open_tokenizer(const char *cmd, const char *model_dir, const char *file, dsv4_tokenizer **tok, char *path,
+                       size_t pathlen);
 /* Print "dsv4 <cmd>: <msg>" to stderr and return 1 (the exit code). */
 int cli_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

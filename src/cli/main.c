@@ -67,6 +67,20 @@ int cli_fail(const char *cmd, const char *fmt, ...)
     return 1;
 }
 
+int cli_open_tokenizer(const char *cmd, const char *model_dir, const char *file, dsv4_tokenizer **tok, char *path,
+                       size_t pathlen)
+{
+    char err[1024];
+    if (file)
+        snprintf(path, pathlen, "%s", file);
+    else
+        snprintf(path, pathlen, "%s/tokenizer.json", model_dir);
+    if (!dsv4_tokenizer_open(path, tok, err, sizeof err)) return 0;
+    if (!file && access(path, F_OK) != 0)
+        return cli_fail(cmd, "%s (the model folder has no tokenizer.json: name one with --tokenizer FILE)", err);
+    return cli_fail(cmd, "%s", err);
+}
+
 static int is_model_dir(const char *d)
 {
     char p[4200];

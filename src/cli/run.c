@@ -137,7 +137,8 @@ done:
 
 static void run_usage(FILE *f)
 {
-    fprintf(f, "usage: dsv4 run [-m DIR] [-p PROMPT] [--system TEXT] [--think] [--reasoning-effort high|max]\n"
+    fprintf(f, "usage: dsv4 run [-m DIR] [--tokenizer FILE] [-p PROMPT] [--system TEXT] [--think]\n"
+               "                [--reasoning-effort high|max]\n"
                "                [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--max-tokens N]\n"
                "                [--stop STR]... [--context N] [--numerics reference|plain]\n"
                "                [--backend auto|cpu|cuda] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
@@ -173,7 +174,7 @@ int cmd_run(int argc, char **argv)
     r.sp.temperature = 0;
     dsv4_chat_opts_default(&r.chat);
     r.chat.thinking = 0;
-    const char *prompt = NULL, *system = NULL;
+    const char *prompt = NULL, *system = NULL, *tokenizer = NULL;
     const char *stops[16];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -191,6 +192,8 @@ int cmd_run(int argc, char **argv)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) eo.model_dir = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) prompt = v;
         else if (!strcmp(a, "--system")) system = v;
+        else if (!strcmp(a, "--tokenizer"))
+            tokenizer = v;
         else if (!strcmp(a, "--reasoning-effort")) {
             char err[256];
             if (dsv4_chat_effort_parse(v, &r.chat.reasoning_effort, err, sizeof err)) return cli_fail(C, "%s", err);
@@ -218,8 +221,7 @@ int cmd_run(int argc, char **argv)
     }
     r.stops = stops;
     char err[1024], path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer.json", eo.model_dir);
-    if (dsv4_tokenizer_open(path, &r.tok, err, sizeof err)) return cli_fail(C, "%s", err);
+    if (cli_open_tokenizer(C, eo.model_dir, tokenizer, &r.tok, path, sizeof path)) return 1;
     if (dsv4_engine_open(&eo, &r.e, err, sizeof err)) {
         dsv4_tokenizer_close(r.tok);
         return cli_fail(C, "%s", err);

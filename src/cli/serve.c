@@ -158,12 +158,7 @@ int cmd_serve(int argc, char **argv)
     int rc = 1;
     char path[4096];
     t0 = now_s();
-    if (tokenizer) snprintf(path, sizeof path, "%s", tokenizer);
-    else snprintf(path, sizeof path, "%s/tokenizer.json", eo.model_dir);
-    if (dsv4_tokenizer_open(path, &tok, err, sizeof err)) {
-        cli_fail(C, "%s", err);
-        goto out;
-    }
+    if (cli_open_tokenizer(C, eo.model_dir, tokenizer, &tok, path, sizeof path)) goto out;
     logf_("tokenizer %s: %d ids [%.3f s]", path, (int)dsv4_tokenizer_vocab_size(tok), now_s() - t0);
 
     t0 = now_s();

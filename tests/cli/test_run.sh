@@ -36,4 +36,12 @@ for args in "--temperature -1" "--top-p 0" "--bogus 1"; do
   [ "$(wc -l < "$tmp/err")" -ge 1 ] || fail "$args: no message"
 done
 if "$DSV4" run -m "$tmp/nothing" -p hi 2> "$tmp/err"; then fail "ran without a model"; fi
+# a model folder without tokenizer.json: told to name one; --tokenizer names it
+mkdir "$tmp/notok"
+for f in "$m"/*; do [ "$(basename "$f")" = tokenizer.json ] || ln -s "$f" "$tmp/notok/"; done
+if "$DSV4" run -m "$tmp/notok" -p hi 2> "$tmp/err"; then fail "ran without a tokenizer"; fi
+grep -q -- "--tokenizer" "$tmp/err" || fail "no --tokenizer hint: $(cat "$tmp/err")"
+"$DSV4" run -m "$tmp/notok" --tokenizer "$tok" -p "What is 17*23? Number only." --max-tokens 12 > "$tmp/h.txt" \
+  2> "$tmp/h.err" || fail "run --tokenizer: $(cat "$tmp/h.err")"
+cmp -s "$tmp/a.txt" "$tmp/h.txt" || fail "--tokenizer FILE answers otherwise than the folder's copy of it"
 echo "ok"

@@ -856,6 +856,12 @@ class Options(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("/nonexistent", p.stderr)
+        # a model folder without tokenizer.json (a fixture): told to name one
+        fx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "tiny_d")
+        p = subprocess.run([DSV4, "serve", "-m", fx, "--port", str(free_port())], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--tokenizer", p.stderr)
 
     def test_check_command(self):
         p = subprocess.run([DSV4, "check", "--url", S.base, "--timeout", "30"], capture_output=True, text=True,
