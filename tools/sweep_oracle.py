@@ -62,11 +62,17 @@ def draw(rng):
     index_head_dim = rng.choice([d for d in (16, 32, 64) if d > rope])
     n_exp = rng.randint(4, 16)
     topk = rng.randint(1, min(6, n_exp - 1))
-    compress = {"rope_type": "default", "rope_theta": 160000, "partial_rotary_factor": prf}
-    if rng.random() < 0.6:
-        compress = {"rope_type": "yarn", "rope_theta": 160000, "partial_rotary_factor": prf,
+    theta, ctheta = rng.choice([10000, 50000]), rng.choice([160000, 40000])
+
+    def rope(t):
+        if rng.random() < 0.6:
+            return {"rope_type": "yarn", "rope_theta": t, "partial_rotary_factor": prf,
                     "factor": rng.choice([4, 16]), "original_max_position_embeddings": rng.choice([4096, 65536]),
-                    "beta_fast": 32, "beta_slow": 1, "attention_factor": 1.0}
+                    "beta_fast": rng.choice([32, 16]), "beta_slow": rng.choice([1, 2]), "attention_factor": 1.0}
+        return {"rope_type": "default", "rope_theta": t, "partial_rotary_factor": prf}
+    compress = rope(ctheta)
+    main = rope(theta) if rng.random() < 0.25 else {"rope_type": "default", "rope_theta": theta,
+                                                     "partial_rotary_factor": prf}
     cfg = dict(
         vocab_size=rng.choice([100, 257, 320, 500, 1000]), hidden_size=rng.choice([32, 40, 48, 64, 72, 96, 128]),
         num_hidden_layers=n, num_nextn_predict_layers=0,
@@ -82,9 +88,7 @@ def draw(rng):
         routed_scaling_factor=rng.choice([1.0, 1.5, 2.5]), swiglu_limit=rng.choice([5.0, 7.0, 10.0]),
         hc_mult=rng.randint(1, 4), hc_sinkhorn_iters=rng.choice([1, 3, 20]), hc_eps=1e-6,
         rms_norm_eps=rng.choice([1e-6, 1e-5]),
-        rope_theta=10000, compress_rope_theta=160000,
-        rope_parameters={"main": {"rope_type": "default", "rope_theta": 10000, "partial_rotary_factor": prf},
-                         "compress": compress},
+        rope_theta=theta, compress_rope_theta=ctheta, rope_parameters={"main": main, "compress": compress},
         max_position_embeddings=1048576, hidden_act="silu", attention_bias=False, attention_dropout=0.0,
         tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, initializer_range=0.02, use_cache=True,
     )
