@@ -293,6 +293,15 @@ static void bench_usage(FILE *f)
                "Greedy unless --temperature T > 0 (each request seeded with S + its index; --top-p P beside it).\n");
 }
 
+/* A count option: an integer in [lo, 2^24]; 1 (the exit code) after one line when it is not. */
+static int parse_count(const char *C, const char *opt, const char *v, long long lo, int *out)
+{
+    long long x;
+    if (cli_parse_int(C, opt, v, lo, 1 << 24, &x)) return 1;
+    *out = (int)x;
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *C = "bench";
@@ -309,14 +318,19 @@ int cmd_bench(int argc, char **argv)
         }
         if (!v) return cli_fail(C, "%s needs a value", a);
         i++;
+        int bad = 0;
         if (!strcmp(a, "--url")) url = v;
         else if (!strcmp(a, "--concurrency")) conc_s = v;
-        else if (!strcmp(a, "--num-prompts")) num_prompts = atoi(v);
-        else if (!strcmp(a, "--input-len")) in_len = atoi(v);
-        else if (!strcmp(a, "--output-len")) out_len = atoi(v);
+        else if (!strcmp(a, "--num-prompts"))
+            bad = parse_count(C, a, v, 0, &num_prompts);
+        else if (!strcmp(a, "--input-len"))
+            bad = parse_count(C, a, v, 1, &in_len);
+        else if (!strcmp(a, "--output-len"))
+            bad = parse_count(C, a, v, 1, &out_len);
         else if (!strcmp(a, "--dataset")) dataset = v;
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--temperature")) {
+        else if (!strcmp(a, "--seed")) {
+            if (cli_parse_seed(C, a, v, &seed)) return 1;
+        } else if (!strcmp(a, "--temperature")) {
             char *end;
             temperature = strtod(v, &end);
             if (*end || !(temperature >= 0 && temperature <= 2))
@@ -336,6 +350,7 @@ int cmd_bench(int argc, char **argv)
             bench_usage(stderr);
             return cli_fail(C, "unknown option %s", a);
         }
+        if (bad) return 1;
     }
     if (in_len < 1 || out_len < 1) return cli_fail(C, "--input-len and --output-len must be positive");
     int levels[MAX_LEVELS], n_levels = 0;

@@ -90,8 +90,9 @@ int cmd_check(int argc, char **argv)
             timeout = strtod(v, &end);
             if (*end || !(timeout > 0)) return cli_fail(C, "--timeout: '%s' is not a positive number of seconds", v);
         } else if (!strcmp(a, "--max-tokens")) {
-            max_tokens = atoi(v);
-            if (max_tokens < 1) return cli_fail(C, "--max-tokens: '%s' is not a positive integer", v);
+            long long x;
+            if (cli_parse_int(C, a, v, 1, 1 << 24, &x)) return 1;
+            max_tokens = (int)x;
         } else {
             check_usage(stderr);
             return cli_fail(C, "unknown option %s", a);

@@ -30,6 +30,8 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
 /* Parse a numeric option value within [lo, hi]; on failure print one line
  * naming the option and return 1 (the exit code), else 0. */
 int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo, long long hi, long long *out);
+/* A seed: any unsigned 64-bit integer, in decimal. */
+int cli_parse_seed(const char *cmd, const char *opt, const char *v, uint64_t *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out);
 /* The engine options every command shares: --numerics, --backend,
  * --moe-backend, --prefill-gemm, --ep, --cuda-graphs, --threads, --tune. Returns -1 when opt is none of them, 1 after

@@ -119,6 +119,17 @@ int cli_parse_int(const char *cmd, const char *opt, const char *v, long long lo,
     return 0;
 }
 
+int cli_parse_seed(const char *cmd, const char *opt, const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || end == v || *v == '-' || *v == '+' || *v == ' ')
+        return cli_fail(cmd, "%s: '%s' is not an unsigned 64-bit integer", opt, v);
+    *out = (uint64_t)x;
+    return 0;
+}
+
 int cli_parse_double(const char *cmd, const char *opt, const char *v, double lo, double hi, double *out)
 {
     char *end;

@@ -61,7 +61,7 @@ int cmd_mkmodel(int argc, char **argv)
             else if (!strcmp(v, "bf16")) o.experts = DSV4_XF_FLOAT;
             else return cli_fail(C, "--experts: '%s' is not one of mxfp4, nvfp4, bf16", v);
         } else if (!strcmp(a, "--seed")) {
-            o.seed = strtoull(v, NULL, 10);
+            if (cli_parse_seed(C, a, v, &o.seed)) return 1;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o.out_dir = v;
         } else {

@@ -202,7 +202,7 @@ int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--min-p")) bad = parse_float(C, a, v, 0, 1, &r.sp.min_p);
         else if (!strcmp(a, "--top-k")) bad = parse_int(C, a, v, 0, 1 << 24, &r.sp.top_k);
         else if (!strcmp(a, "--seed")) {
-            r.sp.seed = strtoull(v, NULL, 10);
+            if (cli_parse_seed(C, a, v, &r.sp.seed)) return 1;
             r.sp.has_seed = 1;
         } else if (!strcmp(a, "--max-tokens")) bad = parse_int(C, a, v, 0, 1 << 24, &r.sp.max_tokens);
         else if (!strcmp(a, "--stop")) {

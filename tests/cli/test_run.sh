@@ -30,7 +30,7 @@ cmp -s "$tmp/c.txt" "$tmp/e.txt" && fail "the seed makes no difference"
 printf 'Hello\nAnd then?\n' | "$DSV4" run -m "$m" --max-tokens 6 > "$tmp/g.txt" 2>/dev/null || fail "stdin conversation"
 [ "$(wc -l < "$tmp/g.txt")" -ge 2 ] || fail "expected an answer per turn"
 # refusals: one line, non-zero
-for args in "--temperature -1" "--top-p 0" "--bogus 1"; do
+for args in "--temperature -1" "--top-p 0" "--bogus 1" "--seed abc" "--seed -1"; do
   # shellcheck disable=SC2086
   if "$DSV4" run -m "$m" -p hi $args > /dev/null 2> "$tmp/err"; then fail "accepted $args"; fi
   [ "$(wc -l < "$tmp/err")" -ge 1 ] || fail "$args: no message"

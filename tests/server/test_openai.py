@@ -875,6 +875,12 @@ class Options(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 1)
         self.assertIn("no server", p.stderr)
+        # bad option values: one line naming the option, exit 1, before any request
+        for cmd, opt, val in (("check", "--max-tokens", "x"), ("bench", "--num-prompts", "abc"),
+                              ("bench", "--input-len", "0"), ("bench", "--seed", "-3"), ("bench", "--output-len", "5x")):
+            p = subprocess.run([DSV4, cmd, "--url", S.base, opt, val], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 1, (cmd, opt, val, p.stdout, p.stderr))
+            self.assertTrue(p.stderr.startswith(f"dsv4 {cmd}: {opt}"), p.stderr)
 
     def test_bench_sampling(self):
         """--temperature / --top-p: drawing requests (each seeded), their settings in the JSON."""
