@@ -58,19 +58,22 @@ typedef struct {
     int route;
     dsv4_strbuf body;
     int too_big;
-    srv_req *req;        /* a non-streaming request being waited for */
+    srv_req *reqs[SRV_MAX_N]; /* a non-streaming request's choices being waited for */
+    int n_req;
     int answering;       /* counted in srv_http.answering until the connection completes the request */
 } conn_ctx;
 
 /* A stream's state; owned by the response, freed by its free callback. */
 typedef struct {
     srv_http *h;
-    srv_req *req;
+    srv_req *reqs[SRV_MAX_N]; /* its choices (n) */
+    int n;
     int chat, logprobs, include_usage;
-    srv_stream_pos pos;
+    srv_stream_pos pos[SRV_MAX_N];
+    int done[SRV_MAX_N]; /* the choice's finish is out */
     dsv4_strbuf pending;
     size_t sent;         /* bytes of pending already handed to MHD */
-    int complete;
+    int complete;        /* every choice done and the stream's end out */
     int fd;
     char id[48];
     srv_resp_meta meta;
@@ -158,21 +161,33 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         if (s->complete) return MHD_CONTENT_READER_END_OF_STREAM;
         s->pending.len = 0;
         s->sent = 0;
-        srv_req *r = s->req;
-        pthread_mutex_lock(&r->mu);
         for (;;) {
-            int before = (int)s->pending.len;
-            s->complete = s->chat ? srv_chat_stream(&s->meta, r, s->logprobs, s->include_usage, &s->pos, &s->pending)
-                                  : srv_completion_stream(&s->meta, r, s->logprobs, s->include_usage, &s->pos,
-                                                          &s->pending);
-            if (s->complete || (int)s->pending.len > before) break;
-            wait_a_little(r);
+            /* what every choice has made since; a choice's chunks carry its index */
+            int open = -1;
+            for (int k = 0; k < s->n; k++) {
+                if (s->done[k]) continue;
+                srv_req *r = s->reqs[k];
+                pthread_mutex_lock(&r->mu);
+                s->done[k] = (s->chat ? srv_chat_stream : srv_completion_stream)(&s->meta, r, k, s->logprobs,
+                                                                                 &s->pos[k], &s->pending);
+                pthread_mutex_unlock(&r->mu);
+                if (!s->done[k] && open < 0) open = k;
+            }
+            if (open < 0) { /* every choice done: the usage chunk and [DONE] */
+                srv_stream_end(&s->meta, s->reqs, s->n, s->chat, s->include_usage, &s->pending);
+                s->complete = 1;
+                break;
+            }
+            if (s->pending.len) break;
+            srv_req *r = s->reqs[open];
+            pthread_mutex_lock(&r->mu);
+            if (!r->done) wait_a_little(r);
+            pthread_mutex_unlock(&r->mu);
             if (peer_gone(s->fd)) break;
         }
-        pthread_mutex_unlock(&r->mu);
         if (s->pending.len == 0 && !s->complete) {
             /* the client hung up: stop generating for it, and end the response */
-            srv_req_cancel(s->h->sched, r);
+            for (int k = 0; k < s->n; k++) srv_req_cancel(s->h->sched, s->reqs[k]);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
@@ -186,8 +201,10 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 static void stream_free(void *cls)
 {
     stream_ctx *s = cls;
-    if (!s->complete) srv_req_cancel(s->h->sched, s->req); /* the connection ended before the stream did */
-    srv_req_release(s->h->sched, s->req);
+    for (int k = 0; k < s->n; k++) {
+        if (!s->complete) srv_req_cancel(s->h->sched, s->reqs[k]); /* the connection ended before the stream did */
+        srv_req_release(s->h->sched, s->reqs[k]);
+    }
     dsv4_strbuf_free(&s->pending);
     free(s);
 }
@@ -365,13 +382,26 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     r->n_stops = p.n_stops;
     p.n_stops = 0;
     if (h->o.request_timeout > 0) r->deadline = r->t_arrive + h->o.request_timeout;
-    int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs;
+    int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs, n_choices = p.n;
     srv_params_free(&p);
 
+    /* n choices: n requests of the same prompt and settings (each a sequence of the batch; seeds s, s + 1, ...) */
+    srv_req *rs[SRV_MAX_N] = {r};
+    int n = 1;
     char err[512];
-    dsv4_status st = srv_sched_submit(h->sched, r, err, sizeof err);
+    dsv4_status st = DSV4_OK;
+    while (n < n_choices && (rs[n] = srv_req_clone(r, n))) n++;
+    if (n < n_choices) st = DSV4_ERR_NOMEM, snprintf(err, sizeof err, "out of memory");
+    int submitted = 0;
+    while (st == DSV4_OK && submitted < n &&
+           (st = srv_sched_submit(h->sched, rs[submitted], err, sizeof err)) == DSV4_OK)
+        submitted++;
     if (st != DSV4_OK) {
-        srv_req_release(h->sched, r);
+        for (int k = 0; k < n; k++) {
+            if (k < submitted) srv_req_cancel(h->sched, rs[k]);
+            srv_req_release(h->sched, rs[k]);
+        }
+        if (n < n_choices) return fail(h, c, 500, "server_error", "", err);
         if (st == DSV4_ERR_NOMEM) return fail(h, c, 429, "rate_limit_error", "", err);
         if (st == DSV4_ERR_STATE) return fail(h, c, 503, "service_unavailable", "", err);
         return fail(h, c, 400, "invalid_request_error", "max_tokens", err);
@@ -385,12 +415,15 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     if (stream) {
         stream_ctx *s = calloc(1, sizeof *s);
         if (!s) {
-            srv_req_cancel(h->sched, r);
-            srv_req_release(h->sched, r);
+            for (int k = 0; k < n; k++) {
+                srv_req_cancel(h->sched, rs[k]);
+                srv_req_release(h->sched, rs[k]);
+            }
             return fail(h, c, 500, "server_error", "", "out of memory");
         }
         s->h = h;
-        s->req = r;
+        memcpy(s->reqs, rs, (size_t)n * sizeof rs[0]);
+        s->n = n;
         s->chat = chat;
         s->logprobs = logprobs;
         s->include_usage = include_usage;
@@ -412,30 +445,38 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         return ok;
     }
 
-    /* not streamed: wait for the end, watching the client */
-    cc->req = r;
+    /* not streamed: wait for the end of every choice, watching the client */
+    memcpy(cc->reqs, rs, (size_t)n * sizeof rs[0]);
+    cc->n_req = n;
     int fd = conn_fd(c), gone = 0;
-    pthread_mutex_lock(&r->mu);
-    while (!r->done) {
-        wait_a_little(r);
-        if (!r->done && peer_gone(fd)) {
-            gone = 1;
-            break;
+    for (int k = 0; k < n && !gone; k++) {
+        srv_req *q = rs[k];
+        pthread_mutex_lock(&q->mu);
+        while (!q->done) {
+            wait_a_little(q);
+            if (!q->done && peer_gone(fd)) {
+                gone = 1;
+                break;
+            }
         }
+        pthread_mutex_unlock(&q->mu);
     }
-    pthread_mutex_unlock(&r->mu);
     if (gone) {
-        srv_req_cancel(h->sched, r);
+        for (int k = 0; k < n; k++) srv_req_cancel(h->sched, rs[k]);
         return MHD_NO; /* closes the connection */
     }
     srv_resp_meta meta = {.id = id, .model = h->model, .created = (long long)time(NULL), .tok = h->tok};
-    if (r->outcome == SRV_OUTCOME_ERROR)
-        return fail(h, c, 500, "server_error", "", r->error[0] ? r->error : "internal error");
-    if (r->outcome == SRV_OUTCOME_TIMEOUT)
-        return fail(h, c, 504, "timeout_error", "", "the request's deadline passed (--request-timeout)");
-    if (r->outcome == SRV_OUTCOME_CANCELLED)
-        return fail(h, c, 503, "service_unavailable", "", "the request was cancelled (the server is shutting down)");
-    char *json = chat ? srv_chat_response(&meta, r, logprobs) : srv_completion_response(&meta, r, logprobs);
+    for (int k = 0; k < n; k++) {
+        const srv_req *q = rs[k];
+        if (q->outcome == SRV_OUTCOME_ERROR)
+            return fail(h, c, 500, "server_error", "", q->error[0] ? q->error : "internal error");
+        if (q->outcome == SRV_OUTCOME_TIMEOUT)
+            return fail(h, c, 504, "timeout_error", "", "the request's deadline passed (--request-timeout)");
+        if (q->outcome == SRV_OUTCOME_CANCELLED)
+            return fail(h, c, 503, "service_unavailable", "",
+                        "the request was cancelled (the server is shutting down)");
+    }
+    char *json = chat ? srv_chat_response(&meta, rs, n, logprobs) : srv_completion_response(&meta, rs, n, logprobs);
     return send_json(h, c, 200, json);
 }
 
@@ -586,9 +627,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
     conn_ctx *cc = *con_cls;
     if (!cc) return;
     if (cc->answering) atomic_fetch_sub(&h->answering, 1);
-    if (cc->req) {
-        if (!cc->req->done) srv_req_cancel(h->sched, cc->req);
-        srv_req_release(h->sched, cc->req);
+    for (int k = 0; k < cc->n_req; k++) {
+        if (!cc->reqs[k]->done) srv_req_cancel(h->sched, cc->reqs[k]);
+        srv_req_release(h->sched, cc->reqs[k]);
     }
     dsv4_strbuf_free(&cc->body);
     free(cc);

@@ -156,11 +156,8 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
         sp->seed = (uint64_t)x;
         sp->has_seed = 1;
     }
-    if (get_int(root, "n", 1, 1, &x, NULL, e)) {
-        if (e->message[0] && strstr(e->message, "outside"))
-            BAD(e, "n", "n: only n = 1 is supported (one choice per request)");
-        return -1;
-    }
+    if (get_int(root, "n", 1, SRV_MAX_N, &x, &given, e)) return -1;
+    p->n = given ? (int)x : 1;
     if (get_bool(root, "ignore_eos", &p->ignore_eos, e)) return -1;
     /* stop: a string or up to SRV_MAX_STOPS strings */
     if ((v = field(root, "stop"))) {
@@ -534,10 +531,13 @@ static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
     return s;
 }
 
-static json_t *usage_json(const srv_req *r)
+/* The prompt once, every choice's tokens */
+static json_t *usage_json(srv_req *const *rs, int n)
 {
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", r->n_prompt, "completion_tokens", r->n_gen,
-                     "total_tokens", r->n_prompt + r->n_gen);
+    int gen = 0;
+    for (int k = 0; k < n; k++) gen += rs[k]->n_gen;
+    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", rs[0]->n_prompt, "completion_tokens", gen, "total_tokens",
+                     rs[0]->n_prompt + gen);
 }
 
 /* chat: {"content": [{token, logprob, bytes, top_logprobs}]} for toks [a, b) */
@@ -597,7 +597,7 @@ static json_t *strn(const dsv4_strbuf *b, size_t from)
     return s ? s : json_string("\xef\xbf\xbd"); /* cannot happen: the detokeniser emits whole characters */
 }
 
-char *srv_chat_response(const srv_resp_meta *m, const srv_req *r, int logprobs)
+static json_t *chat_choice(const srv_resp_meta *m, const srv_req *r, int index, int logprobs)
 {
     json_t *msg = json_object();
     json_object_set_new(msg, "role", json_string("assistant"));
@@ -608,21 +608,36 @@ char *srv_chat_response(const srv_resp_meta *m, const srv_req *r, int logprobs)
         for (int i = 0; i < r->n_tools; i++) json_array_append_new(tcs, tool_call_json(&r->tools[i], i, 0));
         json_object_set_new(msg, "tool_calls", tcs);
     }
-    json_t *choice = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
-                               logprobs ? chat_logprobs(m, r, 0, r->n_toks) : json_null(), "finish_reason",
-                               srv_finish_reason(r));
-    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", m->id, "object", "chat.completion", "created",
-                          (json_int_t)m->created, "model", m->model, "choices", choice, "usage", usage_json(r)));
+    return json_pack("{s:i, s:o, s:o, s:s}", "index", index, "message", msg, "logprobs",
+                     logprobs ? chat_logprobs(m, r, 0, r->n_toks) : json_null(), "finish_reason", srv_finish_reason(r));
 }
 
-char *srv_completion_response(const srv_resp_meta *m, const srv_req *r, int logprobs)
+static json_t *completion_choice(const srv_resp_meta *m, const srv_req *r, int index, int logprobs)
 {
     size_t off = 0;
-    json_t *choice = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text", strn(&r->content, 0), "logprobs",
-                               logprobs ? completion_logprobs(m, r, 0, r->n_toks, &off) : json_null(),
-                               "finish_reason", srv_finish_reason(r));
-    return dump(json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", m->id, "object", "text_completion", "created",
-                          (json_int_t)m->created, "model", m->model, "choices", choice, "usage", usage_json(r)));
+    return json_pack("{s:i, s:o, s:o, s:s}", "index", index, "text", strn(&r->content, 0), "logprobs",
+                     logprobs ? completion_logprobs(m, r, 0, r->n_toks, &off) : json_null(), "finish_reason",
+                     srv_finish_reason(r));
+}
+
+static char *response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs, int chat)
+{
+    json_t *choices = json_array();
+    for (int k = 0; k < n; k++)
+        json_array_append_new(choices, (chat ? chat_choice : completion_choice)(m, rs[k], k, logprobs));
+    return dump(json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", m->id, "object",
+                          chat ? "chat.completion" : "text_completion", "created", (json_int_t)m->created, "model",
+                          m->model, "choices", choices, "usage", usage_json(rs, n)));
+}
+
+char *srv_chat_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs)
+{
+    return response(m, rs, n, logprobs, 1);
+}
+
+char *srv_completion_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs)
+{
+    return response(m, rs, n, logprobs, 0);
 }
 
 static void sse(dsv4_strbuf *out, json_t *j)
@@ -641,10 +656,14 @@ static json_t *chunk(const srv_resp_meta *m, const char *object, json_t *choice)
                      "model", m->model, "choices", choice);
 }
 
-/* The end of a stream: an error event for requests that failed, the usage chunk, [DONE]. */
-static void stream_end(const srv_resp_meta *m, const srv_req *r, const char *object, int include_usage,
-                       dsv4_strbuf *out)
+void srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out)
 {
+    const srv_req *r = rs[0]; /* the first choice that failed, if one did */
+    for (int k = 0; k < n; k++)
+        if (rs[k]->outcome == SRV_OUTCOME_ERROR || rs[k]->outcome == SRV_OUTCOME_TIMEOUT) {
+            r = rs[k];
+            break;
+        }
     if (r->outcome == SRV_OUTCOME_ERROR || r->outcome == SRV_OUTCOME_TIMEOUT) {
         srv_error e;
         if (r->outcome == SRV_OUTCOME_TIMEOUT)
@@ -660,20 +679,22 @@ static void stream_end(const srv_resp_meta *m, const srv_req *r, const char *obj
         }
     }
     if (include_usage) {
-        json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", m->id, "object", object, "created",
-                              (json_int_t)m->created, "model", m->model, "choices", "usage", usage_json(r));
+        json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", m->id, "object",
+                              chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)m->created,
+                              "model", m->model, "choices", "usage", usage_json(rs, n));
         sse(out, u);
     }
     dsv4_strbuf_put(out, "data: [DONE]\n\n", 14);
 }
 
-int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage, srv_stream_pos *pos,
+int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
                     dsv4_strbuf *out)
 {
     const char *obj = "chat.completion.chunk";
     if (!pos->role_sent) {
-        sse(out, chunk(m, obj, json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", 0, "delta", "role", "assistant",
-                                         "content", "", "logprobs", "finish_reason")));
+        sse(out, chunk(m, obj,
+                       json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", index, "delta", "role", "assistant",
+                                 "content", "", "logprobs", "finish_reason")));
         pos->role_sent = 1;
     }
     int new_toks = logprobs && r->n_toks > pos->toks;
@@ -687,43 +708,43 @@ int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int 
             pos->toks = r->n_toks;
             new_toks = 0;
         }
-        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "delta", d, "logprobs", lp,
-                                         "finish_reason")));
+        sse(out, chunk(m, obj,
+                       json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason")));
     }
     if (r->content.len > pos->content || new_toks) {
         json_t *d = json_pack("{s:o}", "content", strn(&r->content, pos->content));
         pos->content = r->content.len;
         json_t *lp = new_toks ? chat_logprobs(m, r, pos->toks, r->n_toks) : json_null();
         pos->toks = r->n_toks;
-        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "delta", d, "logprobs", lp,
-                                         "finish_reason")));
+        sse(out, chunk(m, obj,
+                       json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason")));
     }
     while (pos->tools < r->n_tools) {
         json_t *d = json_pack("{s:[o]}", "tool_calls", tool_call_json(&r->tools[pos->tools], pos->tools, 1));
         pos->tools++;
-        sse(out, chunk(m, obj, json_pack("{s:i, s:o, s:n, s:n}", "index", 0, "delta", d, "logprobs",
-                                         "finish_reason")));
+        sse(out,
+            chunk(m, obj, json_pack("{s:i, s:o, s:n, s:n}", "index", index, "delta", d, "logprobs", "finish_reason")));
     }
     if (!r->done) return 0;
     if (!pos->finish_sent) {
         if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
-            sse(out, chunk(m, obj, json_pack("{s:i, s:{}, s:n, s:s}", "index", 0, "delta", "logprobs",
-                                             "finish_reason", srv_finish_reason(r))));
-        stream_end(m, r, obj, include_usage, out);
+            sse(out, chunk(m, obj,
+                           json_pack("{s:i, s:{}, s:n, s:s}", "index", index, "delta", "logprobs", "finish_reason",
+                                     srv_finish_reason(r))));
         pos->finish_sent = 1;
     }
     return 1;
 }
 
-int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage,
-                          srv_stream_pos *pos, dsv4_strbuf *out)
+int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
+                          dsv4_strbuf *out)
 {
     const char *obj = "text_completion";
     int new_toks = logprobs && r->n_toks > pos->toks;
     if (r->content.len > pos->content || new_toks) {
         size_t off = pos->content; /* text offsets continue from the text sent so far */
         json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, &off) : json_null();
-        json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text", strn(&r->content, pos->content),
+        json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", index, "text", strn(&r->content, pos->content),
                               "logprobs", lp, "finish_reason");
         pos->content = r->content.len;
         pos->toks = r->n_toks;
@@ -732,9 +753,9 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int logprobs
     if (!r->done) return 0;
     if (!pos->finish_sent) {
         if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
-            sse(out, chunk(m, obj, json_pack("{s:i, s:s, s:n, s:s}", "index", 0, "text", "", "logprobs",
-                                             "finish_reason", srv_finish_reason(r))));
-        stream_end(m, r, obj, include_usage, out);
+            sse(out, chunk(m, obj,
+                           json_pack("{s:i, s:s, s:n, s:s}", "index", index, "text", "", "logprobs", "finish_reason",
+                                     srv_finish_reason(r))));
         pos->finish_sent = 1;
     }
     return 1;

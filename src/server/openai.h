@@ -37,6 +37,9 @@ typedef enum {
 } srv_tool_choice;
 
 /* Limits the parser enforces (set by the server from the model). */
+/* The most choices a request may ask for (n): each is a sequence of its own in the running batch. */
+#define SRV_MAX_N 16
+
 typedef struct {
     int vocab_size;   /* logit_bias and token-id prompts must be below it */
     int max_stops;    /* at most SRV_MAX_STOPS */
@@ -54,6 +57,7 @@ typedef struct {
     char *stops[SRV_MAX_STOPS];
     int n_stops;
     int max_tokens;              /* 0: not given */
+    int n;                       /* choices: 1..SRV_MAX_N */
     int logprobs, top_logprobs;
     int ignore_eos;
     /* chat */
@@ -88,9 +92,10 @@ typedef struct {
 
 const char *srv_finish_reason(const srv_req *r);
 
-/* The whole response of a finished request (r->mu held or r done). Malloc'ed JSON. */
-char *srv_chat_response(const srv_resp_meta *m, const srv_req *r, int logprobs);
-char *srv_completion_response(const srv_resp_meta *m, const srv_req *r, int logprobs);
+/* The whole response of finished requests, one choice each (index k: rs[k]; every rs[k] done). The usage counts
+ * the prompt once and every choice's tokens. Malloc'ed JSON. */
+char *srv_chat_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs);
+char *srv_completion_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs);
 
 /* Streaming: the reader's position in a request's output. */
 typedef struct {
@@ -100,13 +105,15 @@ typedef struct {
     int role_sent, finish_sent;
 } srv_stream_pos;
 
-/* Appends SSE events ("data: {...}\n\n") for what r produced since pos
- * (r->mu held) to out, and moves pos. When r is done it adds the finish chunk,
- * the usage chunk (include_usage) and "data: [DONE]". Returns 1 when the
- * stream is complete, 0 otherwise. */
-int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage, srv_stream_pos *pos,
+/* Appends SSE events ("data: {...}\n\n") for what r, choice `index`, produced since pos (r->mu held) to out,
+ * and moves pos. When r is done it adds the choice's finish chunk (none for an error or a timeout) and returns
+ * 1; else 0. */
+int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
                     dsv4_strbuf *out);
-int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int logprobs, int include_usage,
-                          srv_stream_pos *pos, dsv4_strbuf *out);
+int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
+                          dsv4_strbuf *out);
+/* The end of a stream once every choice is done: an error event when one failed or timed out, the usage chunk
+ * (include_usage; the prompt once, every choice's tokens) and "data: [DONE]". */
+void srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out);
 
 #endif

@@ -124,6 +124,42 @@ srv_req *srv_req_create(const int32_t *prompt, int n_prompt)
     return r;
 }
 
+static void req_destroy(srv_req *r);
+
+srv_req *srv_req_clone(const srv_req *r, int k)
+{
+    srv_req *c = srv_req_create(r->prompt, r->n_prompt);
+    if (!c) return NULL;
+    c->sp = r->sp;
+    memcpy(c->stop_ids, r->stop_ids, sizeof c->stop_ids);
+    if (r->sp.stop_ids == r->stop_ids) c->sp.stop_ids = c->stop_ids;
+    const int nb = r->sp.n_logit_bias;
+    int bad = 0;
+    if (r->bias_ids) {
+        c->bias_ids = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *c->bias_ids);
+        c->bias = malloc((size_t)(nb > 0 ? nb : 1) * sizeof *c->bias);
+        bad |= !c->bias_ids || !c->bias;
+        if (!bad && nb > 0) {
+            memcpy(c->bias_ids, r->bias_ids, (size_t)nb * sizeof *c->bias_ids);
+            memcpy(c->bias, r->bias, (size_t)nb * sizeof *c->bias);
+        }
+    }
+    c->sp.logit_bias_ids = c->bias_ids;
+    c->sp.logit_bias = c->bias;
+    for (int i = 0; i < r->n_stops; i++) bad |= !(c->stops[c->n_stops++] = strdup(r->stops[i]));
+    c->chat = r->chat;
+    c->thinking = r->thinking;
+    if (r->forced_text) bad |= !(c->forced_text = strdup(r->forced_text));
+    c->t_arrive = r->t_arrive;
+    c->deadline = r->deadline;
+    if (r->sp.has_seed) c->sp.seed = r->sp.seed + (uint64_t)k;
+    if (bad) {
+        req_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
 static void req_destroy(srv_req *r)
 {
     free(r->prompt);

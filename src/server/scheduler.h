@@ -78,6 +78,9 @@ double srv_now(void);
 
 /* A request with prompt ids copied in (sampling defaults, one reference). */
 srv_req *srv_req_create(const int32_t *prompt, int n_prompt);
+/* Another choice of r (not yet submitted): its prompt and settings copied, the seed (when r has one) plus k,
+ * one reference. NULL when out of memory. */
+srv_req *srv_req_clone(const srv_req *r, int k);
 
 typedef struct {
     int max_running;         /* sequences in the running batch */

@@ -249,6 +249,43 @@ class Basics(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual(a, c)
 
+    def test_n_choices(self):
+        """n choices: each its own sequence; with a seed s, choice k is what seed s + k alone gives; the usage counts
+        the prompt once; streamed, the chunks of each choice (by index) give its text, one usage chunk at the end."""
+        cl = S.client()
+        msgs = [{"role": "user", "content": QUESTION}]
+        kw = dict(model=MODEL_NAME, messages=msgs, temperature=1.0, max_tokens=16, extra_body={"ignore_eos": True})
+        r = cl.chat.completions.create(n=3, seed=11, **kw)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        alone = [cl.chat.completions.create(seed=11 + k, **kw) for k in range(3)]
+        for k in range(3):
+            self.assertEqual(r.choices[k].message.content, alone[k].choices[0].message.content, k)
+            self.assertEqual(r.choices[k].finish_reason, "length")
+        self.assertEqual(r.usage.prompt_tokens, alone[0].usage.prompt_tokens)
+        self.assertEqual(r.usage.completion_tokens, 3 * 16)
+        chunks = list(cl.chat.completions.create(n=3, seed=11, stream=True, stream_options={"include_usage": True},
+                                                 **kw))
+        self.assertEqual(len({c.id for c in chunks}), 1)
+        texts, finishes = ["", "", ""], [[], [], []]
+        for c in chunks[:-1]:
+            self.assertEqual(len(c.choices), 1)
+            ch = c.choices[0]
+            texts[ch.index] += ch.delta.content or ""
+            if ch.finish_reason:
+                finishes[ch.index].append(ch.finish_reason)
+        self.assertEqual(texts, [c.message.content for c in r.choices])
+        self.assertEqual(finishes, [["length"]] * 3)
+        self.assertEqual(chunks[-1].choices, [])
+        self.assertEqual(chunks[-1].usage.completion_tokens, 3 * 16)
+        # completions: greedy, n equal choices; drawn without a seed, different ones
+        one = cl.completions.create(model=MODEL_NAME, prompt="Hello", temperature=0, max_tokens=8)
+        c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=2, temperature=0, max_tokens=8)
+        self.assertEqual([x.text for x in c.choices], [one.choices[0].text] * 2)
+        self.assertEqual(c.usage.completion_tokens, 2 * one.usage.completion_tokens)
+        c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=4, temperature=1.0, max_tokens=24,
+                                  extra_body={"ignore_eos": True})
+        self.assertGreater(len({x.text for x in c.choices}), 1, "drawn choices differ")
+
     def test_logprobs(self):
         r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
                                                temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
@@ -446,7 +483,8 @@ class Errors(unittest.TestCase):
             (chat_body(logit_bias={"abc": 1}), "logit_bias"),
             (chat_body(logit_bias={"5": 1000}), "logit_bias"),
             (chat_body(logit_bias={"99999999": 1}), "logit_bias"),
-            (chat_body(n=2), "n"),
+            (chat_body(n=17), "n"),
+            (chat_body(n=0), "n"),
             (chat_body(seed="x"), "seed"),
             (chat_body(presence_penalty=3), "presence_penalty"),
             (chat_body(reasoning_effort="extreme"), "reasoning_effort"),
@@ -616,6 +654,18 @@ class Concurrency(unittest.TestCase):
         self.assertTrue(wait_for(lambda: S.metrics()['dsv4_requests_total{outcome="cancelled"}'] >
                                  before['dsv4_requests_total{outcome="cancelled"}']), "not cancelled")
         self.assertTrue(wait_for(lambda: S.metrics()["dsv4_kv_pages_used"] == 0), "pages not freed")
+        # n choices, streamed and not: every choice cancelled with its client
+        for stream in (True, False):
+            before = S.metrics()
+            c = http.client.HTTPConnection("127.0.0.1", S.port, timeout=30)
+            c.request("POST", "/v1/completions", json.dumps(dict(long_stream(CTX - 64), n=3, stream=stream)),
+                      {"Content-Type": "application/json"})
+            self.assertTrue(wait_for(lambda: S.metrics()["dsv4_requests_running"] == 3), stream)
+            c.sock.shutdown(socket.SHUT_RDWR)
+            c.close()
+            self.assertTrue(wait_for(lambda: S.metrics()['dsv4_requests_total{outcome="cancelled"}'] >=
+                                     before['dsv4_requests_total{outcome="cancelled"}'] + 3), stream)
+            self.assertTrue(wait_for(lambda: S.metrics()["dsv4_kv_pages_used"] == 0), "pages not freed")
 
     def test_32_concurrent_streams_match_sequential(self):
         cl = S.client()

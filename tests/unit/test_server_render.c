@@ -40,7 +40,8 @@ static void test_chat_tool_calls(void **state)
     r.n_tools = 2;
     r.done = 1;
     r.outcome = SRV_OUTCOME_TOOL_CALLS;
-    char *s = srv_chat_response(&meta, &r, 0);
+    srv_req *rs[] = {&r};
+    char *s = srv_chat_response(&meta, rs, 1, 0);
     json_t *j = load(s);
     assert_string_equal(json_string_value(json_object_get(j, "object")), "chat.completion");
     json_t *c = json_array_get(json_object_get(j, "choices"), 0);
@@ -74,7 +75,8 @@ static void test_chat_reasoning_and_content(void **state)
     r.thinking = 1;
     r.done = 1;
     r.outcome = SRV_OUTCOME_STOP;
-    char *s = srv_chat_response(&meta, &r, 0);
+    srv_req *rs[] = {&r};
+    char *s = srv_chat_response(&meta, rs, 1, 0);
     json_t *j = load(s);
     json_t *m = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "message");
     assert_string_equal(json_string_value(json_object_get(m, "content")), "391");
@@ -111,7 +113,7 @@ static void test_chat_stream_increments(void **state)
     srv_stream_pos pos = {0};
     dsv4_strbuf out = {0};
     /* nothing yet: only the role chunk */
-    assert_int_equal(srv_chat_stream(&meta, &r, 0, 1, &pos, &out), 0);
+    assert_int_equal(srv_chat_stream(&meta, &r, 0, 0, &pos, &out), 0);
     assert_int_equal(events(out.p, ev, 32), 1);
     json_t *j = load(ev[0]);
     json_t *d = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "delta");
@@ -120,11 +122,11 @@ static void test_chat_stream_increments(void **state)
     /* reasoning, then more reasoning and content: only what is new */
     out.len = 0;
     put(&r.reasoning, "let me");
-    srv_chat_stream(&meta, &r, 0, 1, &pos, &out);
+    srv_chat_stream(&meta, &r, 0, 0, &pos, &out);
     put(&r.reasoning, " think");
     put(&r.content, "391");
     out.len = 0;
-    srv_chat_stream(&meta, &r, 0, 1, &pos, &out);
+    srv_chat_stream(&meta, &r, 0, 0, &pos, &out);
     assert_int_equal(events(out.p, ev, 32), 2);
     j = load(ev[0]);
     d = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "delta");
@@ -141,7 +143,9 @@ static void test_chat_stream_increments(void **state)
     r.done = 1;
     r.outcome = SRV_OUTCOME_TOOL_CALLS;
     out.len = 0;
-    assert_int_equal(srv_chat_stream(&meta, &r, 0, 1, &pos, &out), 1);
+    assert_int_equal(srv_chat_stream(&meta, &r, 0, 0, &pos, &out), 1);
+    srv_req *rs[] = {&r};
+    srv_stream_end(&meta, rs, 1, 1, 1, &out);
     int n = events(out.p, ev, 32);
     assert_int_equal(n, 5);
     for (int i = 0; i < 2; i++) {
@@ -169,11 +173,62 @@ static void test_chat_stream_increments(void **state)
     assert_string_equal(ev[4], "[DONE]");
     /* finished: nothing more */
     out.len = 0;
-    assert_int_equal(srv_chat_stream(&meta, &r, 0, 1, &pos, &out), 1);
+    assert_int_equal(srv_chat_stream(&meta, &r, 0, 0, &pos, &out), 1);
     assert_int_equal(out.len, 0);
     dsv4_strbuf_free(&out);
     dsv4_strbuf_free(&r.reasoning);
     dsv4_strbuf_free(&r.content);
+}
+
+/* n = 2: a choice each (index 0, 1), the usage of the prompt once and of both choices' tokens; a stream's
+ * chunks carry their choice's index, its end (usage, [DONE]) comes once */
+static void test_two_choices(void **state)
+{
+    (void)state;
+    static char ev[16][4096];
+    srv_req a = {0}, b = {0};
+    a.n_prompt = b.n_prompt = 7;
+    put(&a.content, "one");
+    put(&b.content, "two");
+    a.n_gen = 3, b.n_gen = 5;
+    a.done = b.done = 1;
+    a.outcome = SRV_OUTCOME_STOP, b.outcome = SRV_OUTCOME_LENGTH;
+    srv_req *rs[] = {&a, &b};
+    char *s = srv_completion_response(&meta, rs, 2, 0);
+    json_t *j = load(s);
+    json_t *ch = json_object_get(j, "choices");
+    assert_int_equal(json_array_size(ch), 2);
+    for (int k = 0; k < 2; k++) {
+        json_t *c = json_array_get(ch, k);
+        assert_int_equal(json_integer_value(json_object_get(c, "index")), k);
+        assert_string_equal(json_string_value(json_object_get(c, "text")), k ? "two" : "one");
+        assert_string_equal(json_string_value(json_object_get(c, "finish_reason")), k ? "length" : "stop");
+    }
+    json_t *u = json_object_get(j, "usage");
+    assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), 7);
+    assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")), 8);
+    assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), 15);
+    json_decref(j);
+    free(s);
+    srv_stream_pos pos[2] = {{0}};
+    dsv4_strbuf out = {0};
+    for (int k = 0; k < 2; k++) assert_int_equal(srv_chat_stream(&meta, rs[k], k, 0, &pos[k], &out), 1);
+    srv_stream_end(&meta, rs, 2, 1, 1, &out);
+    int n = events(out.p, ev, 16);
+    assert_int_equal(n, 8); /* role, content, finish a choice; usage; [DONE] */
+    for (int i = 0; i < 6; i++) {
+        j = load(ev[i]);
+        json_t *c = json_array_get(json_object_get(j, "choices"), 0);
+        assert_int_equal(json_integer_value(json_object_get(c, "index")), i / 3);
+        json_decref(j);
+    }
+    j = load(ev[6]);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens")), 8);
+    json_decref(j);
+    assert_string_equal(ev[7], "[DONE]");
+    dsv4_strbuf_free(&out);
+    dsv4_strbuf_free(&a.content);
+    dsv4_strbuf_free(&b.content);
 }
 
 static void test_stream_error_event(void **state)
@@ -186,7 +241,9 @@ static void test_stream_error_event(void **state)
     snprintf(r.error, sizeof r.error, "the state pool is full");
     srv_stream_pos pos = {0};
     dsv4_strbuf out = {0};
-    srv_completion_stream(&meta, &r, 0, 0, &pos, &out);
+    assert_int_equal(srv_completion_stream(&meta, &r, 0, 0, &pos, &out), 1);
+    srv_req *rs[] = {&r};
+    srv_stream_end(&meta, rs, 1, 0, 0, &out);
     int n = events(out.p, ev, 8);
     assert_int_equal(n, 2); /* no finish chunk: the error, then [DONE] */
     json_t *j = load(ev[0]);
@@ -208,7 +265,7 @@ static void test_parse_refusals_name_the_field(void **state)
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"temperature\": \"hot\"}", "temperature"},
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": \"required\"}", "tool_choice"},
         {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"logit_bias\": {\"512\": 1}}", "logit_bias"},
-        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"n\": 3}", "n"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"n\": 17}", "n"},
         {"{\"messages\": 7}", "messages"},
         {"{}", "messages"},
     };
@@ -239,11 +296,9 @@ static void test_parse_refusals_name_the_field(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_chat_tool_calls),
-        cmocka_unit_test(test_chat_reasoning_and_content),
-        cmocka_unit_test(test_chat_stream_increments),
-        cmocka_unit_test(test_stream_error_event),
-        cmocka_unit_test(test_parse_refusals_name_the_field),
+        cmocka_unit_test(test_chat_tool_calls),        cmocka_unit_test(test_chat_reasoning_and_content),
+        cmocka_unit_test(test_chat_stream_increments), cmocka_unit_test(test_two_choices),
+        cmocka_unit_test(test_stream_error_event),     cmocka_unit_test(test_parse_refusals_name_the_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
