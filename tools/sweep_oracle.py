@@ -39,6 +39,9 @@ def check_constraints(name, c, T):
 mf.check_constraints_hf = check_constraints
 
 
+LONG = False  # --long: prompts to ~850 tokens (several state pages)
+
+
 def draw(rng):
     """One random transformers-native config and its prompt length."""
     n = rng.randint(3, 6)
@@ -56,7 +59,7 @@ def draw(rng):
     head_dim = rng.choice([16, 24, 32, 48, 64])
     prf = rng.choice([f for f in (0.125, 0.25, 0.5) if (head_dim * f) % 2 == 0 and head_dim * f >= 4])
     rope = int(head_dim * prf)
-    T = rng.randint(max(2 * hca, 96), max(2 * hca, 96) + 160)
+    T = rng.randint(max(2 * hca, 96), max(2 * hca, 96) + (600 if LONG else 160))
     window = rng.choice([8, 16, 24, 32, 64, 128])
     index_topk = rng.randint(4, max(5, T // csa - 1))
     index_head_dim = rng.choice([d for d in (16, 32, 64) if d > rope])
@@ -142,8 +145,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-tries", type=int, default=6)
     ap.add_argument("--quant", action="store_true", help="quantized checkpoints (stock FP8 + MXFP4, NVFP4)")
+    ap.add_argument("--long", action="store_true", help="prompts to ~850 tokens (several state pages)")
     ap.add_argument("--run", action="store_true", help="run build/tests/test_golden on the sweep afterwards")
     args = ap.parse_args()
+    global LONG
+    LONG = args.long
     mf.torch.set_num_threads(2)
     mf.torch.use_deterministic_algorithms(True)
     root = os.path.join(args.out, "tests", "fixtures")
