@@ -30,6 +30,15 @@ static void put(dsv4_strbuf *b, const char *s) { dsv4_strbuf_put(b, s, strlen(s)
 static srv_tool_call calls[2] = {{.id = "call_1", .name = "get_weather", .arguments = "{\"city\": \"Paris\"}"},
                                  {.id = "call_2", .name = "get_time", .arguments = "{}"}};
 
+/* A response's usage: the prompt's and the completions' tokens, and their sum. */
+static void expect_usage(json_t *j, int prompt, int completion)
+{
+    json_t *u = json_object_get(j, "usage");
+    assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), prompt);
+    assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")), completion);
+    assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), prompt + completion);
+}
+
 static void test_chat_tool_calls(void **state)
 {
     (void)state;
@@ -58,10 +67,7 @@ static void test_chat_tool_calls(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(t0, "function"), "arguments")),
                         "{\"city\": \"Paris\"}");
     assert_null(json_object_get(t0, "index")); /* index only in stream deltas */
-    json_t *u = json_object_get(j, "usage");
-    assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), 12);
-    assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")), 30);
-    assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), 42);
+    expect_usage(j, 12, 30);
     json_decref(j);
     free(s);
 }
@@ -204,10 +210,7 @@ static void test_two_choices(void **state)
         assert_string_equal(json_string_value(json_object_get(c, "text")), k ? "two" : "one");
         assert_string_equal(json_string_value(json_object_get(c, "finish_reason")), k ? "length" : "stop");
     }
-    json_t *u = json_object_get(j, "usage");
-    assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), 7);
-    assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")), 8);
-    assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), 15);
+    expect_usage(j, 7, 8);
     json_decref(j);
     free(s);
     srv_stream_pos pos[2] = {{0}};
