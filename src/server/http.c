@@ -325,6 +325,14 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         srv_params_free(&p);
         return send_error(h, c, &e);
     }
+    if (p.n > srv_sched_capacity(h->sched)) {
+        srv_error_set(&e, 400, "invalid_request_error", "n",
+                      "n: %d choices can never be held at once by this server (--max-running-requests plus "
+                      "--max-queue: %d)",
+                      p.n, srv_sched_capacity(h->sched));
+        srv_params_free(&p);
+        return send_error(h, c, &e);
+    }
     srv_req *r = NULL;
     if ((chat ? chat_prompt : completion_prompt)(h, &p, &r, &e)) {
         srv_params_free(&p);

@@ -244,6 +244,11 @@ void srv_sched_counts(srv_sched *s, int *running, int *waiting)
     pthread_mutex_unlock(&s->mu);
 }
 
+int srv_sched_capacity(const srv_sched *s)
+{
+    return s->o.max_running + s->o.max_queue;
+}
+
 void srv_sched_drain(srv_sched *s)
 {
     pthread_mutex_lock(&s->mu);

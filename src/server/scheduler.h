@@ -104,6 +104,8 @@ void srv_req_cancel(srv_sched *s, srv_req *r);
 void srv_req_release(srv_sched *s, srv_req *r);
 /* Counts for /metrics and shutdown. */
 void srv_sched_counts(srv_sched *s, int *running, int *waiting);
+/* The most requests it holds at once: running plus queued (a request of n choices needs n of them). */
+int srv_sched_capacity(const srv_sched *s);
 /* Refuse new requests from now on; requests already in go on. */
 void srv_sched_drain(srv_sched *s);
 /* Cancel everything still running or waiting. */

@@ -801,6 +801,12 @@ class Options(unittest.TestCase):
             s1.close()
             t.join()
             self.assertEqual(res["r"][0], 200)
+            # n choices beyond what the server ever holds (running + queue): 400, not "busy"; n = 2 fits
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2, n=3))
+            self.assertIn("--max-queue", error_of(self, status, data, 400, "n")["message"])
+            self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
+            status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2, n=2))
+            self.assertEqual(len(json.loads(data)["choices"]), 2, data)
         finally:
             srv.stop()
 
