@@ -277,12 +277,12 @@ class Basics(unittest.TestCase):
         self.assertEqual(finishes, [["length"]] * 3)
         self.assertEqual(chunks[-1].choices, [])
         self.assertEqual(chunks[-1].usage.completion_tokens, 3 * 16)
-        # completions: greedy, n equal choices; drawn without a seed, different ones
+        # completions: greedy, n equal choices; drawn (seeds 5..8), different ones
         one = cl.completions.create(model=MODEL_NAME, prompt="Hello", temperature=0, max_tokens=8)
         c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=2, temperature=0, max_tokens=8)
         self.assertEqual([x.text for x in c.choices], [one.choices[0].text] * 2)
         self.assertEqual(c.usage.completion_tokens, 2 * one.usage.completion_tokens)
-        c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=4, temperature=1.0, max_tokens=24,
+        c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=4, temperature=1.0, max_tokens=24, seed=5,
                                   extra_body={"ignore_eos": True})
         self.assertGreater(len({x.text for x in c.choices}), 1, "drawn choices differ")
 
