@@ -254,6 +254,10 @@ dsv4_status dsv4_sampler_create(const dsv4_sampling_params *p, int vocab_size, c
 void dsv4_sampler_free(dsv4_sampler *s);
 /* Picks the next token from logits[vocab_size] (left unchanged). Does not record it: call accept. */
 dsv4_status dsv4_sampler_sample(dsv4_sampler *s, const float *logits, dsv4_sample *out);
+/* The logprob of `token` in logits[vocab_size] (the raw distribution, over p's vocab_limit) and p's top_logprobs
+ * alternatives, as a sampler with logprobs reports them for its picks: a prompt token's, say. */
+void dsv4_logprobs_of(const dsv4_sampling_params *p, int vocab_size, const float *logits, int32_t token,
+                      dsv4_sample *out);
 /* Records a generated token (sampled or forced) for the penalties; says whether to stop. */
 dsv4_finish dsv4_sampler_accept(dsv4_sampler *s, int32_t token);
 /* 1 when the sampler's draws depend on neither the tokens it accepted nor logits read on the host (no

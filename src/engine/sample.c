@@ -254,9 +254,8 @@ dsv4_finish dsv4_sampler_accept(dsv4_sampler *s, int32_t token)
 
 /* logprob of the raw distribution for every requested entry: one pass for the
  * log-sum-exp, one for the top alternatives. */
-static void fill_logprobs(const dsv4_sampler *s, const float *logits, dsv4_sample *out)
+static void logprobs_over(int v, int k, const float *logits, dsv4_sample *out)
 {
-    int v = s->pick_vocab, k = s->p.top_logprobs;
     float m = -INFINITY;
     for (int i = 0; i < v; i++)
         if (logits[i] > m)
@@ -284,6 +283,20 @@ static void fill_logprobs(const dsv4_sampler *s, const float *logits, dsv4_sampl
     }
     for (int j = 0; j < out->n_top; j++)
         out->top_logprobs[j] = (float)(logits[out->top_ids[j]] - lse);
+}
+
+static void fill_logprobs(const dsv4_sampler *s, const float *logits, dsv4_sample *out)
+{
+    logprobs_over(s->pick_vocab, s->p.top_logprobs, logits, out);
+}
+
+void dsv4_logprobs_of(const dsv4_sampling_params *p, int vocab_size, const float *logits, int32_t token,
+                      dsv4_sample *out)
+{
+    const int v = p->vocab_limit > 0 && p->vocab_limit < vocab_size ? p->vocab_limit : vocab_size;
+    memset(out, 0, sizeof *out);
+    out->token = token;
+    logprobs_over(v, p->top_logprobs, logits, out);
 }
 
 static int by_prob_desc(const void *a, const void *b, void *ctx)

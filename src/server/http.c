@@ -390,6 +390,24 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     r->n_stops = p.n_stops;
     p.n_stops = 0;
     if (h->o.request_timeout > 0) r->deadline = r->t_arrive + h->o.request_timeout;
+    if (p.echo) { /* the prompt as text, and with logprobs each prompt token's */
+        size_t tl = 0;
+        char derr[256];
+        if (p.prompt_text)
+            r->echo_text = strndup(p.prompt_text, p.prompt_len);
+        else if (dsv4_detokenize(h->tok, r->prompt, (size_t)r->n_prompt, &r->echo_text, &tl, derr, sizeof derr))
+            r->echo_text = NULL;
+        if (p.logprobs) r->ptoks = calloc((size_t)r->n_prompt, sizeof *r->ptoks);
+        if (!r->echo_text || (p.logprobs && !r->ptoks)) {
+            srv_req_release(h->sched, r);
+            srv_params_free(&p);
+            return fail(h, c, 500, "server_error", "", "out of memory");
+        }
+    }
+    if (p.no_gen) {
+        r->no_gen = 1;
+        r->sp.max_tokens = 1; /* what its pages are reserved for; it never samples */
+    }
     int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs, n_choices = p.n;
     srv_params_free(&p);
 

@@ -2,7 +2,7 @@
  * openai.c - OpenAI request parsing and response rendering.
  *
  * Parsing is strict where a mistake would silently change the answer (types,
- * ranges, unknown values of enums, n > 1, echo) and lenient where clients
+ * ranges, unknown values of enums, best_of, suffix) and lenient where clients
  * differ harmlessly (unknown fields are ignored, null means "not given").
  * Every refusal names the field in both the message and `param`, so a 400
  * says what to fix. Rendering builds jansson objects and dumps them compactly
@@ -216,8 +216,9 @@ static int parse_max_tokens(json_t *root, const char *key, srv_params *p, srv_er
 {
     long long x = 0;
     int given = 0;
-    if (get_int(root, key, 1, 1 << 30, &x, &given, e)) return -1;
+    if (get_int(root, key, p->chat ? 1 : 0, 1 << 30, &x, &given, e)) return -1;
     if (given) p->max_tokens = (int)x;
+    if (given && x == 0) p->no_gen = 1; /* completions only, and only with echo (checked there) */
     return 0;
 }
 
@@ -404,10 +405,9 @@ int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim
         p->logprobs = 1;
         p->top_logprobs = (int)x;
     }
-    int echo = 0;
-    if (get_bool(root, "echo", &echo, e)) goto done;
-    if (echo) {
-        BAD(e, "echo", "echo: not supported");
+    if (get_bool(root, "echo", &p->echo, e)) goto done;
+    if (p->no_gen && !p->echo) {
+        BAD(e, "max_tokens", "max_tokens: 0 asks for nothing (it is allowed with echo: the prompt and its logprobs)");
         goto done;
     }
     if (get_int(root, "best_of", 1, 1, &x, NULL, e)) {
@@ -561,15 +561,24 @@ static json_t *chat_logprobs(const srv_resp_meta *m, const srv_req *r, int a, in
 }
 
 /* completions: {tokens, token_logprobs, top_logprobs, text_offset} for toks [a, b) */
-static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b, size_t *offset)
+/* completions: {tokens, token_logprobs, top_logprobs, text_offset} for ts [a, b); with the prompt's (an echo):
+ * its tokens first, the first one's logprob and alternatives null */
+static json_t *completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts, int a, int b, int first_null,
+                                      json_t *lp, size_t *offset)
 {
-    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    json_t *tokens = json_object_get(lp, "tokens"), *lps = json_object_get(lp, "token_logprobs"),
+           *tops = json_object_get(lp, "top_logprobs"), *offs = json_object_get(lp, "text_offset");
     for (int i = a; i < b; i++) {
-        const srv_tok *t = &r->toks[i];
+        const srv_tok *t = &ts[i];
         json_t *tok = token_text(m->tok, t->token, NULL);
         json_array_append_new(offs, json_integer((json_int_t)*offset));
         *offset += json_string_length(tok);
         json_array_append_new(tokens, tok);
+        if (first_null && i == 0) {
+            json_array_append_new(lps, json_null());
+            json_array_append_new(tops, json_null());
+            continue;
+        }
         json_array_append_new(lps, json_real(finite_lp(t->logprob)));
         json_t *top = json_object();
         for (int k = 0; k < t->n_top; k++) {
@@ -579,8 +588,26 @@ static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int
         }
         json_array_append_new(tops, top);
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
-                     "text_offset", offs);
+    return lp;
+}
+
+static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b, int with_prompt,
+                                   size_t *offset)
+{
+    json_t *lp = json_pack("{s:[], s:[], s:[], s:[]}", "tokens", "token_logprobs", "top_logprobs", "text_offset");
+    if (with_prompt && r->ptoks) completion_logprobs_of(m, r->ptoks, 0, r->n_prompt, 1, lp, offset);
+    return completion_logprobs_of(m, r->toks, a, b, 0, lp, offset);
+}
+
+/* the echo's prompt text then the completion's */
+static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
+{
+    dsv4_strbuf t = {0};
+    if (r->echo_text) dsv4_strbuf_put(&t, r->echo_text, strlen(r->echo_text));
+    if (b->len > from) dsv4_strbuf_put(&t, b->p + from, b->len - from);
+    json_t *s = json_stringn(t.p ? t.p : "", t.len);
+    dsv4_strbuf_free(&t);
+    return s ? s : json_string("\xef\xbf\xbd");
 }
 
 static json_t *tool_call_json(const srv_tool_call *tc, int index, int with_index)
@@ -615,8 +642,8 @@ static json_t *chat_choice(const srv_resp_meta *m, const srv_req *r, int index, 
 static json_t *completion_choice(const srv_resp_meta *m, const srv_req *r, int index, int logprobs)
 {
     size_t off = 0;
-    return json_pack("{s:i, s:o, s:o, s:s}", "index", index, "text", strn(&r->content, 0), "logprobs",
-                     logprobs ? completion_logprobs(m, r, 0, r->n_toks, &off) : json_null(), "finish_reason",
+    return json_pack("{s:i, s:o, s:o, s:s}", "index", index, "text", echo_and(r, &r->content, 0), "logprobs",
+                     logprobs ? completion_logprobs(m, r, 0, r->n_toks, 1, &off) : json_null(), "finish_reason",
                      srv_finish_reason(r));
 }
 
@@ -740,10 +767,21 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
                           dsv4_strbuf *out)
 {
     const char *obj = "text_completion";
+    /* an echo: the prompt (and its logprobs, once all are in) in the first chunk */
+    const size_t echo_len = r->echo_text ? strlen(r->echo_text) : 0;
+    if (r->echo_text && !pos->echo_sent) {
+        if (r->ptoks && r->n_ptoks < r->n_prompt && !r->done) return 0;
+        size_t off = 0;
+        json_t *lp = logprobs ? completion_logprobs(m, r, 0, 0, 1, &off) : json_null();
+        sse(out, chunk(m, obj,
+                       json_pack("{s:i, s:s, s:o, s:n}", "index", index, "text", r->echo_text, "logprobs", lp,
+                                 "finish_reason")));
+        pos->echo_sent = 1;
+    }
     int new_toks = logprobs && r->n_toks > pos->toks;
     if (r->content.len > pos->content || new_toks) {
-        size_t off = pos->content; /* text offsets continue from the text sent so far */
-        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, &off) : json_null();
+        size_t off = echo_len + pos->content; /* text offsets continue from the text sent so far */
+        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, 0, &off) : json_null();
         json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", index, "text", strn(&r->content, pos->content),
                               "logprobs", lp, "finish_reason");
         pos->content = r->content.len;

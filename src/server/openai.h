@@ -58,6 +58,9 @@ typedef struct {
     int n_stops;
     int max_tokens;              /* 0: not given */
     int n;                       /* choices: 1..SRV_MAX_N */
+    int echo;                    /* completions: the prompt comes back before the completion (with logprobs: its
+                                    tokens' logprobs too, the first one's null) */
+    int no_gen;                  /* completions: max_tokens 0 (with echo): the prompt alone, nothing generated */
     int logprobs, top_logprobs;
     int ignore_eos;
     /* chat */
@@ -103,6 +106,7 @@ typedef struct {
     int tools;                  /* tool calls sent */
     int toks;                   /* logprob entries sent */
     int role_sent, finish_sent;
+    int echo_sent; /* completions' echo: the prompt's chunk is out */
 } srv_stream_pos;
 
 /* Appends SSE events ("data: {...}\n\n") for what r, choice `index`, produced since pos (r->mu held) to out,

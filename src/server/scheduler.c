@@ -57,7 +57,14 @@ typedef struct srv_sched_slot {
     int inflight;       /* submitted steps not yet finished that hold it */
     int ending;         /* its request is over; the slot is cleared once no step holds it */
     int64_t pick_step;  /* the step in which it picks last (srv_step.id), 0 none */
+    /* echo with logprobs: the prompt's logits, PLP_ROWS rows a step, read when that step is finished */
+    float *plogits;       /* [PLP_ROWS][V] */
+    int plp_at, plp_take; /* the chunk in flight: its first position and rows */
+    int plp_inflight;     /* a chunk's logits are being computed: no further chunk until it is read */
 } srv_slot;
+
+/* Prompt rows whose logits a step keeps for an echo with logprobs (a chunk of the prompt at most this long) */
+#define PLP_ROWS 32
 
 /* A submitted step's members, read when it is finished (a slot is not reused while a step holds it). */
 typedef struct {
@@ -150,6 +157,9 @@ srv_req *srv_req_clone(const srv_req *r, int k)
     c->chat = r->chat;
     c->thinking = r->thinking;
     if (r->forced_text) bad |= !(c->forced_text = strdup(r->forced_text));
+    if (r->echo_text) bad |= !(c->echo_text = strdup(r->echo_text));
+    c->no_gen = r->no_gen;
+    if (r->ptoks) bad |= !(c->ptoks = calloc((size_t)r->n_prompt, sizeof *c->ptoks));
     c->t_arrive = r->t_arrive;
     c->deadline = r->deadline;
     if (r->sp.has_seed) c->sp.seed = r->sp.seed + (uint64_t)k;
@@ -167,6 +177,8 @@ static void req_destroy(srv_req *r)
     free(r->bias);
     for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
     free(r->forced_text);
+    free(r->echo_text);
+    free(r->ptoks);
     dsv4_strbuf_free(&r->content);
     dsv4_strbuf_free(&r->reasoning);
     for (int i = 0; i < r->n_tools; i++) {
@@ -296,6 +308,7 @@ static void slot_clear(srv_sched *s, srv_slot *sl)
     dsv4_detok_free(sl->dt);
     dsv4_stop_free(sl->sm);
     dsv4_chat_parser_free(sl->ps);
+    free(sl->plogits);
     s->reserved -= sl->pages;
     memset(sl, 0, sizeof *sl);
     sl->seq = -1;
@@ -489,6 +502,10 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, char *err, size_t 
             pthread_mutex_unlock(&r->mu);
         }
     }
+    if (r->ptoks && !(sl->plogits = malloc((size_t)PLP_ROWS * s->V * sizeof(float)))) {
+        snprintf(err, errlen, "out of memory for the prompt's logits");
+        return -1;
+    }
     if (dsv4_seq_create(s->e, &sl->seq, err, errlen)) return -1;
     sl->pages = pages_for(s, r);
     s->reserved += sl->pages;
@@ -582,6 +599,36 @@ static void step_submit(srv_sched *s, int n, int n_tok)
     }
 }
 
+/* An echo's prompt logprobs from the rows of the chunk just computed: row i gives the distribution of the
+ * token after position plp_at + i, the prompt's own next token (the last prompt row's is the first pick's). */
+static void prompt_logprobs(srv_sched *s, srv_slot *sl)
+{
+    srv_req *r = sl->r;
+    dsv4_sampling_params sp;
+    dsv4_sampling_params_default(&sp);
+    sp.logprobs = 1;
+    sp.top_logprobs = r->sp.top_logprobs;
+    sp.vocab_limit = s->tok_vocab;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < sl->plp_take; i++) {
+        const int p = sl->plp_at + i + 1; /* the prompt token this row predicts */
+        if (p >= r->n_prompt) break;
+        dsv4_sample d;
+        dsv4_logprobs_of(&sp, s->V, sl->plogits + (size_t)i * s->V, r->prompt[p], &d);
+        srv_tok *t = &r->ptoks[p];
+        t->token = r->prompt[p];
+        t->logprob = d.logprob;
+        t->n_top = d.n_top;
+        memcpy(t->top_ids, d.top_ids, sizeof t->top_ids);
+        memcpy(t->top_lp, d.top_logprobs, sizeof t->top_lp);
+    }
+    r->ptoks[0].token = r->prompt[0];
+    r->n_ptoks = sl->plp_at + sl->plp_take;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    sl->plp_inflight = 0;
+}
+
 /* Finishes the oldest step in flight: its picks go to their requests (those still running it). */
 static void step_finish(srv_sched *s)
 {
@@ -604,9 +651,12 @@ static void step_finish(srv_sched *s)
             finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
             continue;
         }
+        if (sl->plp_inflight) prompt_logprobs(s, sl);
         if (t->m[i].sample) {
             if (sl->pick_step == t->id) sl->pick_step = 0;
             slot_sample(s, sl);
+        } else if (sl->r->no_gen && sl->prefilled == sl->r->n_prompt && !sl->inflight) {
+            finish_slot(s, sl, SRV_OUTCOME_LENGTH, NULL); /* the prompt is in, nothing to generate */
         }
     }
     /* the step after it moves to the front, its arrays with it */
@@ -678,7 +728,7 @@ static void *worker(void *arg)
         for (int k = 0; k < R; k++) {
             srv_slot *sl = &s->slots[k];
             sl->in_batch = -1;
-            if (!sl->r || sl->ending || sl->prefilled < sl->r->n_prompt) continue;
+            if (!sl->r || sl->ending || sl->prefilled < sl->r->n_prompt || sl->r->no_gen) continue;
             s->entries[n] = (dsv4_batch_entry){.seq = sl->seq,
                                                .n_tokens = 1,
                                                .tokens = &sl->last,
@@ -695,17 +745,23 @@ static void *worker(void *arg)
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
                 if (!sl->r || sl->ending || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
+                if (sl->plp_inflight) continue; /* its last chunk's logits are not read yet */
                 if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
             }
             if (best < 0 || budget <= 0) break;
             srv_slot *sl = &s->slots[best];
             int take = sl->r->n_prompt - sl->prefilled;
             if (take > budget) take = budget;
-            sl->sample = sl->prefilled + take == sl->r->n_prompt;
-            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq, .n_tokens = take,
+            if (sl->plogits && take > PLP_ROWS) take = PLP_ROWS;
+            sl->sample = sl->prefilled + take == sl->r->n_prompt && !sl->r->no_gen;
+            s->entries[n] = (dsv4_batch_entry){.seq = sl->seq,
+                                               .n_tokens = take,
                                                .tokens = sl->r->prompt + sl->prefilled,
+                                               .all_logits = sl->plogits != NULL,
+                                               .logits = sl->plogits,
                                                .sampler = sl->sample ? sl->smp : NULL,
                                                .sample = sl->sample ? &sl->picked : NULL};
+            if (sl->plogits) sl->plp_at = sl->prefilled, sl->plp_take = take, sl->plp_inflight = 1;
             sl->in_batch = n++;
             budget -= take;
             n_tok += take;

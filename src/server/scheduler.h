@@ -48,6 +48,8 @@ typedef struct srv_req {
     int chat;                  /* 1: run the V4 output parser (reasoning, content, tool calls) */
     int thinking;              /* the prompt ends in "<think>" */
     char *forced_text;         /* chat: text of forced tokens at the end of the prompt, fed to the parser first */
+    char *echo_text;           /* completions' echo: the prompt as text (owned); NULL without echo */
+    int no_gen;                /* generate nothing: the request ends once its prompt is in (echo, max_tokens 0) */
     double t_arrive;           /* srv_now() at arrival */
     double deadline;           /* srv_now() after which the request is abandoned; 0 = none */
 
@@ -60,6 +62,9 @@ typedef struct srv_req {
     int n_tools, cap_tools;
     srv_tok *toks;             /* generated tokens (with logprobs when sp.logprobs) */
     int n_toks, cap_toks;
+    srv_tok *ptoks;            /* echo with logprobs: [n_prompt] the prompt tokens' logprobs, each given those before
+                                  (allocated by the submitter; ptoks[0] has none) */
+    int n_ptoks;               /* the prompt tokens done: n_prompt once the prompt is in */
     int n_gen;                 /* tokens generated (EOS included) */
     int done;                  /* 1: finished; nothing more will be appended */
     srv_outcome outcome;

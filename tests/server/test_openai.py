@@ -7,11 +7,13 @@ tokenizer.json). Each test class starts its own server on a free port; the share
 """
 import http.client
 import json
+import math
 import os
 import re
 import signal
 import socket
 import subprocess
+import struct
 import sys
 import tempfile
 import threading
@@ -286,6 +288,65 @@ class Basics(unittest.TestCase):
                                   extra_body={"ignore_eos": True})
         self.assertGreater(len({x.text for x in c.choices}), 1, "drawn choices differ")
 
+    def test_echo(self):
+        """completions' echo: the prompt comes back before the completion; with logprobs each prompt token's logprob
+        given those before it (the first one null) - those of `dsv4 logits` over the same ids; max_tokens 0 asks for
+        the prompt alone; streamed, the prompt is the first chunk."""
+        prompt = "What is 2+3?"
+        st, data, _ = S.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 0, "echo": True,
+                                                              "logprobs": 2})
+        self.assertEqual(st, 200, data)
+        r = json.loads(data)
+        ch = r["choices"][0]
+        self.assertEqual(ch["text"], prompt)
+        self.assertEqual(ch["finish_reason"], "length")
+        self.assertEqual(r["usage"]["completion_tokens"], 0)
+        lp = ch["logprobs"]
+        n = r["usage"]["prompt_tokens"]
+        self.assertEqual(len(lp["tokens"]), n)
+        self.assertIsNone(lp["token_logprobs"][0])
+        self.assertIsNone(lp["top_logprobs"][0])
+        self.assertEqual("".join(lp["tokens"]), prompt)
+        # the oracle: log-softmax of `dsv4 logits` over the prompt's ids (the tokenizer's ids only, as served)
+        ids = subprocess.run([DSV4, "tokenize", "--tokenizer", MODEL], input=prompt.encode(), capture_output=True,
+                             check=True).stdout.decode().strip()
+        out = tempfile.NamedTemporaryFile(suffix=".bin", delete=False).name
+        subprocess.run([DSV4, "logits", "-m", MODEL, "--ids", ids, "-o", out], check=True, capture_output=True)
+        with open(out, "rb") as f:
+            raw = f.read()
+        os.unlink(out)
+        idl = [int(x) for x in ids.split(",")]
+        V = len(raw) // 4 // len(idl)
+        with open(os.path.join(MODEL, "tokenizer.json"), encoding="utf-8") as f:
+            tj = json.load(f)
+        vt = min(V, max(list(tj["model"]["vocab"].values()) + [a["id"] for a in tj.get("added_tokens", [])]) + 1)
+        for t in range(1, n):
+            row = struct.unpack_from(f"<{V}f", raw, (t - 1) * V * 4)[:vt]
+            mx = max(row)
+            lse = mx + math.log(sum(math.exp(x - mx) for x in row))
+            self.assertAlmostEqual(lp["token_logprobs"][t], row[idl[t]] - lse, places=4)
+            self.assertEqual(len(lp["top_logprobs"][t]), 2)
+        # with a completion: the prompt, then what the request without echo gives
+        plain = S.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, logprobs=1)
+        both = S.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, logprobs=1,
+                                             echo=True)
+        self.assertEqual(both.choices[0].text, prompt + plain.choices[0].text)
+        self.assertEqual(both.choices[0].logprobs.tokens, lp["tokens"] + plain.choices[0].logprobs.tokens)
+        for x, y in zip(both.choices[0].logprobs.token_logprobs[1:], lp["token_logprobs"][1:] +
+                        plain.choices[0].logprobs.token_logprobs):
+            self.assertAlmostEqual(x, y, places=5)
+        # streamed: the prompt first, then the completion's chunks
+        chunks = list(S.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0,
+                                                    logprobs=1, echo=True, stream=True))
+        self.assertEqual(chunks[0].choices[0].text, prompt)
+        self.assertEqual(chunks[0].choices[0].logprobs.tokens, lp["tokens"])
+        self.assertEqual("".join(c.choices[0].text for c in chunks if c.choices), both.choices[0].text)
+        # n choices of the prompt alone; max_tokens 0 without echo asks for nothing
+        st, data, _ = S.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 0, "echo": True, "n": 2})
+        self.assertEqual([c["text"] for c in json.loads(data)["choices"]], [prompt, prompt])
+        st, data, _ = S.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 0})
+        error_of(self, st, data, 400, "max_tokens")
+
     def test_logprobs(self):
         r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
                                                temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
@@ -504,7 +565,7 @@ class Errors(unittest.TestCase):
                     self.assertTrue(e["param"].startswith("messages"), e)
         for body, param in (({"max_tokens": 3}, "prompt"), ({"prompt": 5}, "prompt"), ({"prompt": ""}, "prompt"),
                             ({"prompt": [1, -1]}, "prompt"), ({"prompt": [1, 999999]}, "prompt"),
-                            ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "a", "echo": True}, "echo"),
+                            ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "a", "echo": "yes"}, "echo"),
                             ({"prompt": "a", "logprobs": 50}, "logprobs")):
             with self.subTest(body=body):
                 status, data, _ = self.post(body, path="/v1/completions")
