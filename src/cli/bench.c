@@ -100,7 +100,7 @@ static double mean(const vec *a)
 static void on_event(bench_conn *c, const char *data, size_t n)
 {
     if (n == 6 && !memcmp(data, "[DONE]", 6)) return;
-    json_t *j = json_loadb(data, n, 0, NULL);
+    json_t *j = json_loadb(data, n, JSON_ALLOW_NUL, NULL); /* a token's text may hold U+0000 */
     if (!j) return;
     json_t *err = json_object_get(j, "error");
     if (err) {

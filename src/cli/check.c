@@ -147,7 +147,7 @@ int cmd_check(int argc, char **argv)
         else cli_fail(C, "POST /v1/chat/completions: no answer within %.0f s", timeout);
         goto out;
     }
-    j = json_loadb(body.p, body.len, 0, NULL);
+    j = json_loadb(body.p, body.len, JSON_ALLOW_NUL, NULL);
     json_t *choice = json_array_get(json_object_get(j, "choices"), 0);
     json_t *content = json_object_get(json_object_get(choice, "message"), "content");
     if (!json_is_string(content) && !json_is_null(content)) {

@@ -325,7 +325,7 @@ class Basics(unittest.TestCase):
             mx = max(row)
             lse = mx + math.log(sum(math.exp(x - mx) for x in row))
             self.assertAlmostEqual(lp["token_logprobs"][t], row[idl[t]] - lse, places=4)
-            self.assertEqual(len(lp["top_logprobs"][t]), 2)
+            self.assertIn(len(lp["top_logprobs"][t]), (1, 2))  # keyed by text: two tokens may print alike
         # with a completion: the prompt, then what the request without echo gives
         plain = S.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, logprobs=1)
         both = S.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, logprobs=1,
