@@ -108,6 +108,12 @@ static json_t *load_body(const char *body, size_t n, srv_error *e)
 {
     json_error_t je;
     json_t *root = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+    if (!root && json_error_code(&je) == json_error_null_character) {
+        /* valid JSON, but the prompt and message texts are C strings here: refused rather than cut at the NUL */
+        BAD(e, "", "a string holds U+0000 (line %d, column %d), which dsv4 does not accept in a request", je.line,
+            je.column);
+        return NULL;
+    }
     if (!root) {
         BAD(e, "", "the body is not valid JSON (line %d, column %d): %s", je.line, je.column, je.text);
         return NULL;

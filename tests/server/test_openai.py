@@ -521,6 +521,9 @@ class Errors(unittest.TestCase):
         error_of(self, status, data, 400)
         status, data, _ = self.post(b'{"prompt": "ab\xc3", "max_tokens": 2}', path="/v1/completions")
         error_of(self, status, data, 400)
+        # U+0000 in a string: valid JSON, refused by name (the texts are C strings here; not cut at the NUL)
+        status, data, _ = self.post(b'{"prompt": "a\\u0000b", "max_tokens": 2}', path="/v1/completions")
+        self.assertIn("U+0000", error_of(self, status, data, 400)["message"])
 
     def test_missing_and_wrong_types(self):
         cases = [
