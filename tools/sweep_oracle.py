@@ -39,11 +39,8 @@ def check_constraints(name, c, T):
 mf.check_constraints_hf = check_constraints
 
 
-LONG = False  # --long: prompts to ~850 tokens (several state pages)
-
-
-def draw(rng):
-    """One random transformers-native config and its prompt length."""
+def draw(rng, long=False):
+    """One random transformers-native config and its prompt length (long: to ~850 tokens, several pages)."""
     n = rng.randint(3, 6)
     kinds = ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"]
     lt = kinds + [rng.choice(kinds) for _ in range(n - 3)]
@@ -59,7 +56,7 @@ def draw(rng):
     head_dim = rng.choice([16, 24, 32, 48, 64])
     prf = rng.choice([f for f in (0.125, 0.25, 0.5) if (head_dim * f) % 2 == 0 and head_dim * f >= 4])
     rope = int(head_dim * prf)
-    T = rng.randint(max(2 * hca, 96), max(2 * hca, 96) + (600 if LONG else 160))
+    T = rng.randint(max(2 * hca, 96), max(2 * hca, 96) + (600 if long else 160))
     window = rng.choice([8, 16, 24, 32, 64, 128])
     index_topk = rng.randint(4, max(5, T // csa - 1))
     index_head_dim = rng.choice([d for d in (16, 32, 64) if d > rope])
@@ -148,8 +145,6 @@ def main():
     ap.add_argument("--long", action="store_true", help="prompts to ~850 tokens (several state pages)")
     ap.add_argument("--run", action="store_true", help="run build/tests/test_golden on the sweep afterwards")
     args = ap.parse_args()
-    global LONG
-    LONG = args.long
     mf.torch.set_num_threads(2)
     mf.torch.use_deterministic_algorithms(True)
     root = os.path.join(args.out, "tests", "fixtures")
@@ -159,7 +154,7 @@ def main():
         if args.quant:
             make_quant(root, i, rng, args.seed, args.max_tries)
             continue
-        cfg, T = draw(rng)
+        cfg, T = draw(rng, args.long)
         name = f"sweep_{i:02d}"
         fx = dict(base_seed=args.seed * 1000 + i * 10, T=T, prefill=T // 2, layout="transformers",
                   max_shard_size="100KB", dtype_exceptions={}, config=cfg)

@@ -393,10 +393,15 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     if (p.echo) { /* the prompt as text, and with logprobs each prompt token's */
         size_t tl = 0;
         char derr[256];
-        if (p.prompt_text)
-            r->echo_text = strndup(p.prompt_text, p.prompt_len);
-        else if (dsv4_detokenize(h->tok, r->prompt, (size_t)r->n_prompt, &r->echo_text, &tl, derr, sizeof derr))
-            r->echo_text = NULL;
+        if (!p.prompt_text &&
+            dsv4_detokenize(h->tok, r->prompt, (size_t)r->n_prompt, &r->echo_text, &tl, derr, sizeof derr)) {
+            /* an id the model has but the tokenizer cannot print: no text to echo */
+            srv_error_set(&e, 400, "invalid_request_error", "prompt", "prompt: echo: %s", derr);
+            srv_req_release(h->sched, r);
+            srv_params_free(&p);
+            return send_error(h, c, &e);
+        }
+        if (p.prompt_text) r->echo_text = strndup(p.prompt_text, p.prompt_len);
         if (p.logprobs) r->ptoks = calloc((size_t)r->n_prompt, sizeof *r->ptoks);
         if (!r->echo_text || (p.logprobs && !r->ptoks)) {
             srv_req_release(h->sched, r);

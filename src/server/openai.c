@@ -566,7 +566,6 @@ static json_t *chat_logprobs(const srv_resp_meta *m, const srv_req *r, int a, in
     return json_pack("{s:o}", "content", content);
 }
 
-/* completions: {tokens, token_logprobs, top_logprobs, text_offset} for toks [a, b) */
 /* completions: {tokens, token_logprobs, top_logprobs, text_offset} for ts [a, b); with the prompt's (an echo):
  * its tokens first, the first one's logprob and alternatives null */
 static json_t *completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts, int a, int b, int first_null,
@@ -605,17 +604,6 @@ static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int
     return completion_logprobs_of(m, r->toks, a, b, 0, lp, offset);
 }
 
-/* the echo's prompt text then the completion's */
-static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
-{
-    dsv4_strbuf t = {0};
-    if (r->echo_text) dsv4_strbuf_put(&t, r->echo_text, strlen(r->echo_text));
-    if (b->len > from) dsv4_strbuf_put(&t, b->p + from, b->len - from);
-    json_t *s = json_stringn(t.p ? t.p : "", t.len);
-    dsv4_strbuf_free(&t);
-    return s ? s : json_string("\xef\xbf\xbd");
-}
-
 static json_t *tool_call_json(const srv_tool_call *tc, int index, int with_index)
 {
     json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", tc->id, "type", "function", "function", "name", tc->name,
@@ -628,6 +616,18 @@ static json_t *strn(const dsv4_strbuf *b, size_t from)
 {
     json_t *s = json_stringn(b->p ? b->p + from : "", b->len - from);
     return s ? s : json_string("\xef\xbf\xbd"); /* cannot happen: the detokeniser emits whole characters */
+}
+
+/* the echo's prompt text then the completion's */
+static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
+{
+    if (!r->echo_text) return strn(b, from);
+    dsv4_strbuf t = {0};
+    dsv4_strbuf_put(&t, r->echo_text, strlen(r->echo_text));
+    if (b->len > from) dsv4_strbuf_put(&t, b->p + from, b->len - from);
+    json_t *s = strn(&t, 0);
+    dsv4_strbuf_free(&t);
+    return s;
 }
 
 static json_t *chat_choice(const srv_resp_meta *m, const srv_req *r, int index, int logprobs)

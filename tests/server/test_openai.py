@@ -931,6 +931,21 @@ class Options(unittest.TestCase):
             self.assertIn("ids beyond the model are never generated", srv.logtext())
         finally:
             srv.stop()
+        # the other way round (models/tiny: 783 ids; the test tokenizer: 512): an echo of ids the tokenizer cannot
+        # print is the request's fault too
+        tiny = os.path.join(here, "..", "..", "models", "tiny")
+        d = tempfile.mkdtemp(prefix="dsv4-vocab-")
+        for f in os.listdir(tiny):
+            if f != "tokenizer.json":
+                os.symlink(os.path.abspath(os.path.join(tiny, f)), os.path.join(d, f))
+        os.symlink(os.path.join(here, "tokenizer.json"), os.path.join(d, "tokenizer.json"))
+        srv = Server(model=d)
+        try:
+            status, data, _ = srv.request("POST", "/v1/completions", {"prompt": [5, 600], "max_tokens": 0,
+                                                                        "echo": True})
+            self.assertIn("600", error_of(self, status, data, 400, "prompt")["message"])
+        finally:
+            srv.stop()
 
     def test_sigterm_is_graceful(self):
         """Requests in flight at SIGTERM, one streamed and one not, are answered in full (the last bytes follow the
