@@ -280,6 +280,7 @@ template <class P, class W> __device__ __forceinline__ float am_den(float sink, 
  * the tensor cores) and written as k_attn_pv's A fragments, a pair per 4-byte
  * store; rows from nr to the next multiple of 16 get weight 0. n = tokens x
  * heads. */
+#define MD_NV 12 /* k_attn_md16: row pairs a lane holds in registers (up to 64 MD_NV rows; 56 registers) */
 __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                    const float *scores, uint16_t *pb, float *den, int n)
 {
@@ -294,6 +295,44 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair am_den reads) */
     const float *sc = scores + (size_t)gw * A.max_rows;
+    const auto put = [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); };
+    const int n16 = (nr + 15) & ~15;
+    if (n16 <= 64 * MD_NV) {
+        /* up to 64 MD_NV rows (CSA's 640, HCA's to an ~82k context): the lane's pairs loaded at once into
+         * registers, one round trip rather than the loops' six or more (v65's ncu: the max's loads were 40 % of
+         * the kernel's samples); the same max, and the sum in am_den's order (its loop written out: pairs
+         * 2 l + 256 i + 64 k for i, then k, in order; past n16 nothing): the same bits */
+        float2 v[MD_NV];
+#pragma unroll
+        for (int k = 0; k < MD_NV; k++) {
+            const int j = 2 * lane + 64 * k;
+            v[k] = j < n16 ? *(const float2 *)(sc + j) : make_float2(0.0f, 0.0f);
+        }
+        float mx = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < MD_NV; k++) {
+            const int j = 2 * lane + 64 * k;
+            if (j < nr) mx = fmaxf(mx, j + 1 < nr ? fmaxf(v[k].x, v[k].y) : v[k].x);
+        }
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        float sum = 0;
+#pragma unroll
+        for (int i = 0; i < (MD_NV + 3) / 4; i++) {
+            if (2 * lane + 256 * i >= n16) break;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int j = 2 * lane + 256 * i + 64 * k;
+                const float2 u = 4 * i + k < MD_NV ? v[4 * i + k] : make_float2(0.0f, 0.0f);
+                const float e0 = expf(j < nr ? u.x - mx : -INFINITY), e1 = expf(j + 1 < nr ? u.y - mx : -INFINITY);
+                sum += e0;
+                sum += e1;
+                if (j < n16) put(j, e0, e1);
+            }
+        }
+        sum = warp_sum(sum);
+        if (lane == 0) den[gw] = sum + expf(sink - mx);
+        return;
+    }
     float mx = -INFINITY;
 #pragma unroll 4
     for (int j = 2 * lane; j < nr; j += 64) {
@@ -302,8 +341,7 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     const float d = am_den(
-        sink, nr, mx, [&](int j) { return *(const float2 *)(sc + j); },
-        [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); });
+        sink, nr, mx, [&](int j) { return *(const float2 *)(sc + j); }, put);
     if (lane == 0) den[gw] = d;
 }
 
@@ -960,17 +998,42 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
     }
     acc_ready();
     fold_empty(AM_PARTS);
-    if (!active) return;
-    const float d0 = m0 ? den[t * A.H + 16 * w + g] : 1.0f, d1 = m1 ? den[t * A.H + 16 * w + g + 8] : 1.0f;
+    /* The epilogue through shared memory (the ring is free now): the sums as [head][SL] floats, then a loop of
+     * column pairs a thread - the heads' denominators and the pairs' (cos, sin) once a block - divided,
+     * de-rotated and stored as attn_store_quad does (the same operations on the same values: the same bits).
+     * Written out per accumulator quad, with the division and the rotation's sincos inlined 8 NA times, the
+     * epilogue was ~100 KB of code and 40 % of the kernel's warp samples, most of them instruction-cache
+     * misses (v65's ncu: bench/results/2026-12-02-s46/attn-src/). */
+    constexpr int EST = SL + 8; /* floats a head: a half warp's 8-byte stores on 32 distinct banks */
+    static_assert(64 * EST * 4 + 64 * 4 + SL * 4 <= S * SB, "k_attn_pvw: the epilogue's staging fits the ring");
+    float *ep = (float *)ring, *dsm = ep + 64 * EST;
+    float2 *csn = (float2 *)(dsm + 64);
+    cp_async_wait<0>();
+    __syncthreads(); /* every warp done with the ring */
 #pragma unroll
     for (int a = 0; a < NA; a++)
 #pragma unroll
         for (int i = 0; i < 8; i++) { /* tot[a][4 i ..]: wgmma's D quad, mma.sync's accumulator layout */
-            const int c = dbase + 64 * a + 8 * i + 2 * tq;
-            float cs = 0.0f, sn = 0.0f;
-            if (A.ofreq) attn_derot_cs(A, pos, c, cs, sn);
-            attn_store_quad(A, t, 16 * w + g, c, &tot[a][4 * i], d0, d1, cs, sn, out);
+            const int c = 64 * a + 8 * i + 2 * tq, h = 16 * w + g;
+            *(float2 *)(ep + h * EST + c) = make_float2(tot[a][4 * i], tot[a][4 * i + 1]);
+            *(float2 *)(ep + (h + 8) * EST + c) = make_float2(tot[a][4 * i + 2], tot[a][4 * i + 3]);
         }
+    if (tid < 64) dsm[tid] = tid < A.H ? den[t * A.H + tid] : 1.0f;
+    if (A.ofreq && tid < SL / 2) {
+        float cs = 0.0f, sn = 0.0f;
+        attn_derot_cs(A, pos, dbase + 2 * tid, cs, sn);
+        csn[tid] = make_float2(cs, sn);
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (int e = tid; e < A.H * (SL / 2); e += 128) {
+        const int h = e / (SL / 2), pr = e % (SL / 2), c = dbase + 2 * pr;
+        const float2 v = *(const float2 *)(ep + h * EST + 2 * pr);
+        const float d = dsm[h];
+        float v0 = v.x / d, v1 = v.y / d;
+        if (A.ofreq) attn_derot2(A, c, csn[pr].x, csn[pr].y, v0, v1);
+        *(float2 *)(out + ((size_t)t * A.H + h) * A.hd + c) = make_float2(v0, v1);
+    }
 }
 
 /* k_attn_pvw's ring a width (rows a stage, stages), from four of each measured alone at 16 / 64 tokens
