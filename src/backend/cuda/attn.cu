@@ -560,7 +560,9 @@ __global__ void __launch_bounds__(256)
     /* BF: BF16 rows, each chunk by cp.async straight into its tile (two tiles: the next chunk lands during this
      * chunk's MMAs); else FP32 rows, a chunk ahead in registers, rounded to BF16 on the way */
     uint2 kr[BF ? 1 : LD];
-    unsigned char *kt[2] = {ks, BF ? (unsigned char *)(rps + RT) : ks};
+    /* the two tiles chosen by a select, not indexed in an array: an array of pointers lives in local memory and
+     * its loads lose the shared space - the tile's fragment loads were generic LD.E.128 behind an LDL (v65's ncu) */
+    unsigned char *const kt0 = ks, *const kt1 = BF ? (unsigned char *)(rps + RT) : ks;
     auto load_chunk = [&](int c) {
 #pragma unroll
         for (int i = 0; i < LD; i++) {
@@ -589,12 +591,12 @@ __global__ void __launch_bounds__(256)
         cp_async_commit();
     };
     if (BF)
-        issue_chunk(0, kt[0], 1);
+        issue_chunk(0, kt0, 1);
     else
         load_chunk(0);
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* k_attn_qpack's q and BF16 rows (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    if (BF) issue_chunk(0, kt[0], 2);
+    if (BF) issue_chunk(0, kt0, 2);
     /* the token's BF16 q (heads past H zero) without registers */
     const int H16 = (A.H + 15) & ~15, q16 = hd / 8;
     for (int e = tid; e < H16 * q16; e += 256) {
@@ -608,11 +610,11 @@ __global__ void __launch_bounds__(256)
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
     const bool active = 16 * w < A.H;
     for (int c = 0, ci = 0; c < hd; c += CH, ci++) {
-        const unsigned char *kc = kt[ci & 1];
+        const unsigned char *kc = ci & 1 ? kt1 : kt0;
         if (BF) {
             cp_async_wait<0>(); /* this chunk (and q) */
             __syncthreads();    /* ... for every thread; the MMAs of the chunk before are done with the other tile */
-            if (c + CH < hd) issue_chunk(c + CH, kt[(ci + 1) & 1], 0);
+            if (c + CH < hd) issue_chunk(c + CH, ci & 1 ? kt0 : kt1, 0);
         } else {
             if (c == 0) cp_async_wait<0>();
             __syncthreads(); /* the previous chunk's MMAs are done with ks; q has landed */
@@ -686,7 +688,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     /* BF: BF16 rows, each tile by cp.async straight into one of two tiles (the next lands during this one's
      * MMAs); else FP32 rows, a tile ahead in registers, rounded to BF16 on the way */
     __shared__ __align__(16) unsigned char vs[(BF ? 2 : 1) * TILE * VS];
-    unsigned char *vt[2] = {vs, vs + (BF ? TILE * VS : 0)};
+    unsigned char *const vt0 = vs, *const vt1 = vs + (BF ? TILE * VS : 0); /* a select, not an array (k_attn_qk) */
     __shared__ __align__(16) float red[WALK ? 1 : 64 * SL];
     extern __shared__ const float *prs[]; /* WALK: the token's row addresses */
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -745,7 +747,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
      * values are there once k_attn_md16's blocks have passed their wait */
     if (pn < p_hi) {
         if (BF)
-            issue_values(vt[0]);
+            issue_values(vt0);
         else
             load_values();
     }
@@ -766,7 +768,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
         for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
         const int j1 = am_part_lo(nr, p + 1);
         for (int jt = am_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
-            const unsigned char *vc = vt[ti & 1];
+            const unsigned char *vc = ti & 1 ? vt1 : vt0;
             if (BF) {
                 cp_async_wait<0>(); /* this tile */
                 __syncthreads();    /* ... for every thread; the tile before's MMAs are done with the other tile */
@@ -786,7 +788,7 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
             skip();
             if (pn < p_hi) {
                 if (BF)
-                    issue_values(vt[(ti + 1) & 1]);
+                    issue_values(ti & 1 ? vt0 : vt1);
                 else
                     load_values();
                 load_weights();
