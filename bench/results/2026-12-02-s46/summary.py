@@ -45,8 +45,11 @@ print(json.dumps({
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B [--context C]",
     "attention_us": {"what": "k_attn_pvw's epilogue through shared memory + k_attn_md16's scores in registers "
                              "(new) against 9b93896 (base)", "rows": attn_rounds("epi")},
+    "attention_us_lds": {"what": "the same and the scores' row tiles chosen by a select (e762394, new) against "
+                                 "9b93896 (base)", "rows": attn_rounds("lds")},
     "decode_ab": {
         "epi": {"what": "the same change (new) against 9b93896 (base)", "ms": call_rounds(D, "epi")},
+        "lds": {"what": "e762394 (new) against 9b93896 (base)", "ms": call_rounds(D, "lds")},
         "verify": {"what": "9b93896 (new) against c3dcefa (base)", "ms": call_rounds(D, "verify")},
         "fuse": {"what": "k_wg8 packing its own real tokens' codes (new, not kept) / DSV4_WG8_FUSE=0 (off) / "
                          "9b93896 (base)", "ms": call_rounds(D, "fuse")},
