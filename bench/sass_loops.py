@@ -6,7 +6,9 @@ instruction waits for. Standard library only.
 
 (cuobjdump comes with the device machine's CUDA toolkit; here, the one in the triton wheel from PyPI:
 `pip download triton==3.1.0 --no-deps` and unzip, triton/backends/nvidia/bin/cuobjdump.) REGEX keeps the
-functions whose mangled name it matches; --kinds adds each loop's instructions by opcode, most first (the
+functions whose mangled name it matches; --audit prints one line a function instead (instructions, code size,
+MMAs, local-memory and generic loads / stores: where an array went to local memory or a shared-memory pointer
+lost its space); --kinds adds each loop's instructions by opcode, most first (the
 routed experts' decode loop: 180 of its 352 instructions decode FP4, KERNEL_NOTES "State after v50"). The
 counts are static: a branch taken once a tile (k_mma_fp8s's next-tile setup, with its integer divisions) counts
 as much as the MMAs it sits beside.
@@ -96,12 +98,28 @@ def kinds(body):
     return collections.Counter(PRED.sub("", t).split()[0] for _, t, _, _ in body).most_common()
 
 
+def audit(name, ins):
+    """One line a function: its size and what its SASS should not hold where shared memory or registers were
+    meant - local memory (LDL / STL: an array indexed at run time, a spill) and generic loads and stores (LD / ST
+    without G or S: the compiler lost the address space; reads of shared memory that way cost more than LDS,
+    and the pointer often came out of local memory too - k_attn_qk's row tiles until e762394, v65)."""
+    ops = [t.split()[1] if t.startswith("@") else t.split()[0] for _, t, _, _ in ins]
+    local = sum(1 for o in ops if o.startswith(("LDL", "STL")))
+    generic = sum(1 for o in ops if re.match(r"(LD|ST)(\.|$)", o))
+    mma = sum(1 for _, t, _, _ in ins if is_mma(t))
+    print(f"{len(ins):6d} instructions {16 * len(ins) / 1024:7.1f} KB  {mma:4d} MMA  {local:3d} local  "
+          f"{generic:3d} generic  {name}")
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "--kinds"]
-    show_kinds = len(args) < len(sys.argv) - 1
+    args = [a for a in sys.argv[1:] if a not in ("--kinds", "--audit")]
+    show_kinds = "--kinds" in sys.argv[1:]
     pat = re.compile(args[0]) if args else None
     for name, ins in functions(sys.stdin.read()):
         if pat and not pat.search(name):
+            continue
+        if "--audit" in sys.argv[1:]:
+            audit(name, ins)
             continue
         rows = []
         for lo, hi in inner_loops(ins):
