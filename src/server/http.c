@@ -58,7 +58,7 @@ typedef struct {
     int route;
     dsv4_strbuf body;
     int too_big;
-    srv_req *reqs[SRV_MAX_N]; /* a non-streaming request's choices being waited for */
+    srv_req *reqs[SRV_MAX_CHOICES]; /* a non-streaming request's choices being waited for */
     int n_req;
     int answering;       /* counted in srv_http.answering until the connection completes the request */
 } conn_ctx;
@@ -66,11 +66,11 @@ typedef struct {
 /* A stream's state; owned by the response, freed by its free callback. */
 typedef struct {
     srv_http *h;
-    srv_req *reqs[SRV_MAX_N]; /* its choices (n) */
+    srv_req *reqs[SRV_MAX_CHOICES]; /* its choices (prompts x n) */
     int n;
     int chat, logprobs, include_usage;
-    srv_stream_pos pos[SRV_MAX_N];
-    int done[SRV_MAX_N]; /* the choice's finish is out */
+    srv_stream_pos pos[SRV_MAX_CHOICES];
+    int done[SRV_MAX_CHOICES]; /* the choice's finish is out */
     dsv4_strbuf pending;
     size_t sent;         /* bytes of pending already handed to MHD */
     int complete;        /* every choice done and the stream's end out */
@@ -279,25 +279,25 @@ done:
     return rc;
 }
 
-static int completion_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
+static int completion_prompt(srv_http *h, const srv_prompt *pr, const char *pn, srv_req **out, srv_error *e)
 {
-    int32_t *ids = p->prompt_ids;
-    size_t n = (size_t)p->n_prompt_ids;
+    int32_t *ids = pr->ids;
+    size_t n = (size_t)pr->n_ids;
     char err[512];
-    if (p->prompt_text) {
+    if (pr->text) {
         /* a raw prompt: special-token strings in it are the client's to use */
-        if (dsv4_tokenize(h->tok, p->prompt_text, p->prompt_len, true, &ids, &n, err, sizeof err)) {
-            srv_error_set(e, 400, "invalid_request_error", "prompt", "prompt: %s", err);
+        if (dsv4_tokenize(h->tok, pr->text, pr->len, true, &ids, &n, err, sizeof err)) {
+            srv_error_set(e, 400, "invalid_request_error", "prompt", "%s: %s", pn, err);
             return -1;
         }
         if (n == 0) {
             free(ids);
-            srv_error_set(e, 400, "invalid_request_error", "prompt", "prompt: tokenizes to nothing");
+            srv_error_set(e, 400, "invalid_request_error", "prompt", "%s: tokenizes to nothing", pn);
             return -1;
         }
     }
     *out = srv_req_create(ids, (int)n);
-    if (ids != p->prompt_ids) free(ids);
+    if (ids != pr->ids) free(ids);
     if (!*out) {
         srv_error_set(e, 500, "server_error", "", "out of memory");
         return -1;
@@ -325,104 +325,132 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         srv_params_free(&p);
         return send_error(h, c, &e);
     }
-    if (p.n > srv_sched_capacity(h->sched)) {
-        srv_error_set(&e, 400, "invalid_request_error", "n",
-                      "n: %d choices can never be held at once by this server (--max-running-requests plus "
-                      "--max-queue: %d)",
-                      p.n, srv_sched_capacity(h->sched));
-        srv_params_free(&p);
-        return send_error(h, c, &e);
-    }
-    srv_req *r = NULL;
-    if ((chat ? chat_prompt : completion_prompt)(h, &p, &r, &e)) {
+    /* a completions batch: P prompts, n choices each (choice index = prompt index x n + choice) */
+    const int P = chat ? 1 : p.n_prompts, n_per = p.n, n_choices = P * n_per;
+    if (n_choices > srv_sched_capacity(h->sched)) {
+        if (P == 1)
+            srv_error_set(&e, 400, "invalid_request_error", "n",
+                          "n: %d choices can never be held at once by this server (--max-running-requests plus "
+                          "--max-queue: %d)",
+                          p.n, srv_sched_capacity(h->sched));
+        else
+            srv_error_set(&e, 400, "invalid_request_error", "prompt",
+                          "prompt: %d prompts x n %d choices can never be held at once by this server "
+                          "(--max-running-requests plus --max-queue: %d)",
+                          P, p.n, srv_sched_capacity(h->sched));
         srv_params_free(&p);
         return send_error(h, c, &e);
     }
     const char *pname = chat ? "messages" : "prompt";
-    /* a text prompt whose tokenizer ids the model does not have (a tokenizer larger than the vocabulary):
-       the request's input, refused as such before it is queued */
-    for (int i = 0; i < r->n_prompt; i++)
-        if (r->prompt[i] < 0 || r->prompt[i] >= h->info.vocab_size) {
-            srv_error_set(&e, 400, "invalid_request_error", pname,
-                          "%s: the tokenizer gives token %d (at position %d), outside this model's vocabulary "
-                          "of %d ids",
-                          pname, (int)r->prompt[i], i, (int)h->info.vocab_size);
-            srv_req_release(h->sched, r);
-            srv_params_free(&p);
-            return send_error(h, c, &e);
-        }
-    /* context: the prompt must leave room for at least one token; max_tokens, when given, must fit too */
-    int64_t ctx = h->info.max_ctx;
-    if (r->n_prompt >= ctx || (p.max_tokens > 0 && r->n_prompt + (int64_t)p.max_tokens > ctx)) {
-        if (p.max_tokens > 0 && r->n_prompt < ctx)
-            srv_error_set(&e, 400, "invalid_request_error", chat ? "max_tokens" : "max_tokens",
-                          "This model's maximum context length is %lld tokens. However, you requested %lld tokens "
-                          "(%d in the %s, %d for the completion). Please reduce the length of the %s or max_tokens.",
-                          (long long)ctx, (long long)r->n_prompt + p.max_tokens, r->n_prompt, pname, p.max_tokens,
-                          pname);
+    const int64_t ctx = h->info.max_ctx;
+    srv_req *rs[SRV_MAX_CHOICES] = {0};
+    for (int i = 0; i < P; i++) {
+        char pn[32]; /* the prompt named in errors: prompt[i] in a batch */
+        if (P > 1)
+            snprintf(pn, sizeof pn, "prompt[%d]", i);
         else
-            srv_error_set(&e, 400, "invalid_request_error", pname,
-                          "This model's maximum context length is %lld tokens. However, your %s is %d tokens. "
-                          "Please reduce the length of the %s.", (long long)ctx, pname, r->n_prompt, pname);
-        e.code = "context_length_exceeded";
-        srv_req_release(h->sched, r);
-        srv_params_free(&p);
-        return send_error(h, c, &e);
-    }
-    /* the request's settings */
-    r->sp = p.sp;
-    r->sp.max_tokens = p.max_tokens > 0 ? p.max_tokens : (int)(ctx - r->n_prompt);
-    r->sp.logprobs = p.logprobs;
-    r->sp.top_logprobs = p.top_logprobs;
-    if (!p.ignore_eos) {
-        r->stop_ids[0] = h->info.eos_id;
-        r->sp.stop_ids = r->stop_ids;
-        r->sp.n_stop_ids = 1;
-    }
-    r->bias_ids = p.bias_ids;
-    r->bias = p.bias;
-    r->sp.logit_bias_ids = p.bias_ids;
-    r->sp.logit_bias = p.bias;
-    r->sp.n_logit_bias = p.n_bias;
-    p.bias_ids = NULL;
-    p.bias = NULL;
-    for (int i = 0; i < p.n_stops; i++) r->stops[i] = p.stops[i];
-    r->n_stops = p.n_stops;
-    p.n_stops = 0;
-    if (h->o.request_timeout > 0) r->deadline = r->t_arrive + h->o.request_timeout;
-    if (p.echo) { /* the prompt as text, and with logprobs each prompt token's */
-        size_t tl = 0;
-        char derr[256];
-        if (!p.prompt_text &&
-            dsv4_detokenize(h->tok, r->prompt, (size_t)r->n_prompt, &r->echo_text, &tl, derr, sizeof derr)) {
-            /* an id the model has but the tokenizer cannot print: no text to echo */
-            srv_error_set(&e, 400, "invalid_request_error", "prompt", "prompt: echo: %s", derr);
-            srv_req_release(h->sched, r);
-            srv_params_free(&p);
-            return send_error(h, c, &e);
+            snprintf(pn, sizeof pn, "%s", pname);
+        srv_req *r = NULL;
+        if (chat ? chat_prompt(h, &p, &r, &e) : completion_prompt(h, &p.prompts[i], pn, &r, &e)) goto refuse;
+        if (i > 0) { /* the first prompt's settings, this prompt */
+            srv_req *o = r;
+            r = srv_req_clone_prompt(rs[0], o->prompt, o->n_prompt, 0);
+            srv_req_release(h->sched, o);
+            if (!r) {
+                srv_error_set(&e, 500, "server_error", "", "out of memory");
+                goto refuse;
+            }
         }
-        if (p.prompt_text) r->echo_text = strndup(p.prompt_text, p.prompt_len);
-        if (p.logprobs) r->ptoks = calloc((size_t)r->n_prompt, sizeof *r->ptoks);
-        if (!r->echo_text || (p.logprobs && !r->ptoks)) {
-            srv_req_release(h->sched, r);
-            srv_params_free(&p);
-            return fail(h, c, 500, "server_error", "", "out of memory");
+        rs[i * n_per] = r;
+        /* a text prompt whose tokenizer ids the model does not have (a tokenizer larger than the vocabulary):
+           the request's input, refused as such before it is queued */
+        for (int j = 0; j < r->n_prompt; j++)
+            if (r->prompt[j] < 0 || r->prompt[j] >= h->info.vocab_size) {
+                srv_error_set(&e, 400, "invalid_request_error", pname,
+                              "%s: the tokenizer gives token %d (at position %d), outside this model's vocabulary "
+                              "of %d ids",
+                              pn, (int)r->prompt[j], j, (int)h->info.vocab_size);
+                goto refuse;
+            }
+        /* context: the prompt must leave room for at least one token; max_tokens, when given, must fit too */
+        if (r->n_prompt >= ctx || (p.max_tokens > 0 && r->n_prompt + (int64_t)p.max_tokens > ctx)) {
+            if (p.max_tokens > 0 && r->n_prompt < ctx)
+                srv_error_set(&e, 400, "invalid_request_error", "max_tokens",
+                              "This model's maximum context length is %lld tokens. However, you requested %lld "
+                              "tokens (%d in the %s, %d for the completion). Please reduce the length of the %s or "
+                              "max_tokens.",
+                              (long long)ctx, (long long)r->n_prompt + p.max_tokens, r->n_prompt, pn, p.max_tokens, pn);
+            else
+                srv_error_set(&e, 400, "invalid_request_error", pname,
+                              "This model's maximum context length is %lld tokens. However, your %s is %d tokens. "
+                              "Please reduce the length of the %s.",
+                              (long long)ctx, pn, r->n_prompt, pn);
+            e.code = "context_length_exceeded";
+            goto refuse;
+        }
+        if (i == 0) { /* the request's settings (the other prompts' requests copy them) */
+            r->sp = p.sp;
+            r->sp.logprobs = p.logprobs;
+            r->sp.top_logprobs = p.top_logprobs;
+            if (!p.ignore_eos) {
+                r->stop_ids[0] = h->info.eos_id;
+                r->sp.stop_ids = r->stop_ids;
+                r->sp.n_stop_ids = 1;
+            }
+            r->bias_ids = p.bias_ids;
+            r->bias = p.bias;
+            r->sp.logit_bias_ids = p.bias_ids;
+            r->sp.logit_bias = p.bias;
+            r->sp.n_logit_bias = p.n_bias;
+            p.bias_ids = NULL;
+            p.bias = NULL;
+            for (int k = 0; k < p.n_stops; k++) r->stops[k] = p.stops[k];
+            r->n_stops = p.n_stops;
+            p.n_stops = 0;
+            if (h->o.request_timeout > 0) r->deadline = r->t_arrive + h->o.request_timeout;
+        }
+        r->sp.max_tokens = p.max_tokens > 0 ? p.max_tokens : (int)(ctx - r->n_prompt);
+        if (p.echo) { /* the prompt as text, and with logprobs each prompt token's */
+            const srv_prompt *pr = chat ? NULL : &p.prompts[i];
+            size_t tl = 0;
+            char derr[256];
+            if ((!pr || !pr->text) &&
+                dsv4_detokenize(h->tok, r->prompt, (size_t)r->n_prompt, &r->echo_text, &tl, derr, sizeof derr)) {
+                /* an id the model has but the tokenizer cannot print: no text to echo */
+                srv_error_set(&e, 400, "invalid_request_error", "prompt", "%s: echo: %s", pn, derr);
+                goto refuse;
+            }
+            if (pr && pr->text) r->echo_text = strndup(pr->text, pr->len);
+            if (p.logprobs && !r->ptoks) r->ptoks = calloc((size_t)r->n_prompt, sizeof *r->ptoks);
+            if (!r->echo_text || (p.logprobs && !r->ptoks)) {
+                srv_error_set(&e, 500, "server_error", "", "out of memory");
+                goto refuse;
+            }
+        }
+        if (p.no_gen) {
+            r->no_gen = 1;
+            r->sp.max_tokens = 1; /* what its pages are reserved for; it never samples */
         }
     }
-    if (p.no_gen) {
-        r->no_gen = 1;
-        r->sp.max_tokens = 1; /* what its pages are reserved for; it never samples */
-    }
-    int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs, n_choices = p.n;
+    int stream = p.stream, include_usage = p.include_usage, logprobs = p.logprobs;
     srv_params_free(&p);
 
-    /* n choices: n requests of the same prompt and settings (each a sequence of the batch; seeds s, s + 1, ...) */
-    srv_req *rs[SRV_MAX_N] = {r};
-    int n = 1;
+    /* n choices of each prompt: n requests of the same prompt and settings (each a sequence of the batch; seeds
+     * s, s + 1, ...) */
+    int n = n_choices;
     char err[512];
     dsv4_status st = DSV4_OK;
-    while (n < n_choices && (rs[n] = srv_req_clone(r, n))) n++;
-    if (n < n_choices) st = DSV4_ERR_NOMEM, snprintf(err, sizeof err, "out of memory");
+    for (int i = 0; i < P && st == DSV4_OK; i++)
+        for (int k = 1; k < n_per; k++)
+            if (!(rs[i * n_per + k] = srv_req_clone(rs[i * n_per], k))) {
+                st = DSV4_ERR_NOMEM, snprintf(err, sizeof err, "out of memory");
+                break;
+            }
+    if (st != DSV4_OK) {
+        for (int k = 0; k < n; k++)
+            if (rs[k]) srv_req_release(h->sched, rs[k]);
+        return fail(h, c, 500, "server_error", "", err);
+    }
     int submitted = 0;
     while (st == DSV4_OK && submitted < n &&
            (st = srv_sched_submit(h->sched, rs[submitted], err, sizeof err)) == DSV4_OK)
@@ -432,7 +460,6 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
             if (k < submitted) srv_req_cancel(h->sched, rs[k]);
             srv_req_release(h->sched, rs[k]);
         }
-        if (n < n_choices) return fail(h, c, 500, "server_error", "", err);
         if (st == DSV4_ERR_NOMEM) return fail(h, c, 429, "rate_limit_error", "", err);
         if (st == DSV4_ERR_STATE) return fail(h, c, 503, "service_unavailable", "", err);
         return fail(h, c, 400, "invalid_request_error", "max_tokens", err);
@@ -509,6 +536,11 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     }
     char *json = chat ? srv_chat_response(&meta, rs, n, logprobs) : srv_completion_response(&meta, rs, n, logprobs);
     return send_json(h, c, 200, json);
+refuse: /* a prompt refused before anything was submitted */
+    for (int k = 0; k < SRV_MAX_CHOICES; k++)
+        if (rs[k]) srv_req_release(h->sched, rs[k]);
+    srv_params_free(&p);
+    return send_error(h, c, &e);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */

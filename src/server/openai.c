@@ -394,6 +394,44 @@ done:
     return rc;
 }
 
+/* One prompt of a completions request: a string or an array of token ids (element i of a batch: errors name
+ * prompt[i]). */
+static int parse_prompt(json_t *v, int batch, size_t i, const srv_parse_limits *lim, srv_prompt *pr, srv_error *e)
+{
+    char nm[32];
+    if (batch)
+        snprintf(nm, sizeof nm, "prompt[%zu]", i);
+    else
+        snprintf(nm, sizeof nm, "prompt");
+    if (json_is_string(v)) {
+        if (json_string_length(v) == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
+        pr->len = json_string_length(v);
+        pr->text = malloc(pr->len + 1);
+        if (!pr->text) return BAD(e, "prompt", "%s: out of memory", nm);
+        memcpy(pr->text, json_string_value(v), pr->len + 1);
+        return 0;
+    }
+    if (json_is_array(v)) {
+        size_t m = json_array_size(v);
+        if (m == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
+        pr->ids = malloc(m * sizeof(int32_t));
+        if (!pr->ids) return BAD(e, "prompt", "%s: out of memory", nm);
+        for (size_t k = 0; k < m; k++) {
+            json_t *t = json_array_get(v, k);
+            if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->vocab_size)
+                return BAD(e, "prompt", "%s[%zu]: expected a token id in [0, %d)", nm, k, lim->vocab_size);
+            pr->ids[k] = (int32_t)json_integer_value(t);
+        }
+        pr->n_ids = (int)m;
+        return 0;
+    }
+    if (batch)
+        return BAD(e, "prompt", "%s: expected a string or an array of token ids like the batch's first, got %s", nm,
+                   dsv4_json_type_name(v));
+    return BAD(e, "prompt", "prompt: expected a string, an array of token ids or an array of prompts, got %s",
+               dsv4_json_type_name(v));
+}
+
 int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim, srv_params *p, srv_error *e)
 {
     memset(p, 0, sizeof *p);
@@ -429,51 +467,28 @@ int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim
         BAD(e, "prompt", "prompt: required");
         goto done;
     }
-    /* a batch of one is the same as one prompt */
-    if (json_is_array(v) && json_array_size(v) == 1 &&
-        (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0))))
-        v = json_array_get(v, 0);
-    if (json_is_string(v)) {
-        if (json_string_length(v) == 0) {
-            BAD(e, "prompt", "prompt: must not be empty");
-            goto done;
-        }
-        p->prompt_len = json_string_length(v);
-        p->prompt_text = malloc(p->prompt_len + 1);
-        if (!p->prompt_text) {
-            BAD(e, "prompt", "prompt: out of memory");
-            goto done;
-        }
-        memcpy(p->prompt_text, json_string_value(v), p->prompt_len + 1);
-    } else if (json_is_array(v)) {
-        size_t m = json_array_size(v);
-        if (m == 0) {
-            BAD(e, "prompt", "prompt: must not be empty");
-            goto done;
-        }
-        if (!json_is_integer(json_array_get(v, 0))) {
-            BAD(e, "prompt", "prompt: expected a string, an array of token ids, or a batch of one; batches of "
-                             "several prompts are not supported");
-            goto done;
-        }
-        p->prompt_ids = malloc(m * sizeof(int32_t));
-        if (!p->prompt_ids) {
-            BAD(e, "prompt", "prompt: out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < m; i++) {
-            json_t *t = json_array_get(v, i);
-            if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->vocab_size) {
-                BAD(e, "prompt", "prompt[%zu]: expected a token id in [0, %d)", i, lim->vocab_size);
-                goto done;
-            }
-            p->prompt_ids[i] = (int32_t)json_integer_value(t);
-        }
-        p->n_prompt_ids = (int)m;
-    } else {
-        BAD(e, "prompt", "prompt: expected a string or an array of token ids, got %s", dsv4_json_type_name(v));
+    /* a batch: an array of strings or of token-id arrays (one element: the same as that prompt alone) */
+    size_t np = 1;
+    const int batch = json_is_array(v) && json_array_size(v) > 0 &&
+                      (json_is_string(json_array_get(v, 0)) || json_is_array(json_array_get(v, 0)));
+    if (batch) np = json_array_size(v);
+    if (np > SRV_MAX_PROMPTS) {
+        BAD(e, "prompt", "prompt: %zu prompts in one request; at most %d", np, SRV_MAX_PROMPTS);
         goto done;
     }
+    if (np * (size_t)p->n > SRV_MAX_CHOICES) {
+        BAD(e, "n", "n: %zu prompts x n %d choices is %zu sequences; at most %d in one request", np, p->n,
+            np * (size_t)p->n, SRV_MAX_CHOICES);
+        goto done;
+    }
+    p->prompts = calloc(np, sizeof *p->prompts);
+    if (!p->prompts) {
+        BAD(e, "prompt", "prompt: out of memory");
+        goto done;
+    }
+    p->n_prompts = (int)np;
+    for (size_t i = 0; i < np; i++)
+        if (parse_prompt(batch ? json_array_get(v, i) : v, batch, i, lim, &p->prompts[i], e)) goto done;
     rc = 0;
 done:
     json_decref(root);
@@ -488,8 +503,11 @@ void srv_params_free(srv_params *p)
     for (int i = 0; i < p->n_stops; i++) free(p->stops[i]);
     if (p->has_conv) dsv4_chat_conv_free(&p->conv);
     free(p->tool_name);
-    free(p->prompt_text);
-    free(p->prompt_ids);
+    for (int i = 0; i < p->n_prompts; i++) {
+        free(p->prompts[i].text);
+        free(p->prompts[i].ids);
+    }
+    free(p->prompts);
     memset(p, 0, sizeof *p);
 }
 
@@ -537,13 +555,16 @@ static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
     return s;
 }
 
-/* The prompt once, every choice's tokens */
+/* Each prompt once (its choice 0's), every choice's tokens */
 static json_t *usage_json(srv_req *const *rs, int n)
 {
-    int gen = 0;
-    for (int k = 0; k < n; k++) gen += rs[k]->n_gen;
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", rs[0]->n_prompt, "completion_tokens", gen, "total_tokens",
-                     rs[0]->n_prompt + gen);
+    int gen = 0, prompt = 0;
+    for (int k = 0; k < n; k++) {
+        gen += rs[k]->n_gen;
+        if (rs[k]->choice == 0) prompt += rs[k]->n_prompt;
+    }
+    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", prompt, "completion_tokens", gen, "total_tokens",
+                     prompt + gen);
 }
 
 /* chat: {"content": [{token, logprob, bytes, top_logprobs}]} for toks [a, b) */

@@ -39,11 +39,23 @@ typedef enum {
 /* Limits the parser enforces (set by the server from the model). */
 /* The most choices a request may ask for (n): each is a sequence of its own in the running batch. */
 #define SRV_MAX_N 16
+/* The most prompts of a completions batch (prompt as an array of prompts), and the most sequences one request
+ * makes (prompts x n). */
+#define SRV_MAX_PROMPTS 64
+#define SRV_MAX_CHOICES 64
 
 typedef struct {
     int vocab_size;   /* logit_bias and token-id prompts must be below it */
     int max_stops;    /* at most SRV_MAX_STOPS */
 } srv_parse_limits;
+
+/* A completions prompt: text (NUL-terminated) or token ids. */
+typedef struct {
+    char *text; /* or NULL when ids */
+    size_t len;
+    int32_t *ids;
+    int n_ids;
+} srv_prompt;
 
 /* A validated request. */
 typedef struct {
@@ -71,11 +83,9 @@ typedef struct {
     srv_tool_choice tool_choice;
     char *tool_name;             /* SRV_TOOL_CHOICE_NAMED */
     int has_tools;
-    /* completions */
-    char *prompt_text;           /* NUL-terminated; or NULL when prompt_ids */
-    size_t prompt_len;
-    int32_t *prompt_ids;
-    int n_prompt_ids;
+    /* completions: n_prompts prompts (a batch: choice index = prompt index x n + choice) */
+    srv_prompt *prompts;
+    int n_prompts;
 } srv_params;
 
 /* Parse and validate a request body. Return 0, or -1 with e filled (status 400 and the field). */

@@ -135,8 +135,15 @@ static void req_destroy(srv_req *r);
 
 srv_req *srv_req_clone(const srv_req *r, int k)
 {
-    srv_req *c = srv_req_create(r->prompt, r->n_prompt);
+    return srv_req_clone_prompt(r, r->prompt, r->n_prompt, k);
+}
+
+srv_req *srv_req_clone_prompt(const srv_req *r, const int32_t *prompt, int n_prompt, int k)
+{
+    const int same = prompt == r->prompt;
+    srv_req *c = srv_req_create(prompt, n_prompt);
     if (!c) return NULL;
+    c->choice = k;
     c->sp = r->sp;
     memcpy(c->stop_ids, r->stop_ids, sizeof c->stop_ids);
     if (r->sp.stop_ids == r->stop_ids) c->sp.stop_ids = c->stop_ids;
@@ -157,9 +164,9 @@ srv_req *srv_req_clone(const srv_req *r, int k)
     c->chat = r->chat;
     c->thinking = r->thinking;
     if (r->forced_text) bad |= !(c->forced_text = strdup(r->forced_text));
-    if (r->echo_text) bad |= !(c->echo_text = strdup(r->echo_text));
+    if (r->echo_text && same) bad |= !(c->echo_text = strdup(r->echo_text));
     c->no_gen = r->no_gen;
-    if (r->ptoks) bad |= !(c->ptoks = calloc((size_t)r->n_prompt, sizeof *c->ptoks));
+    if (r->ptoks) bad |= !(c->ptoks = calloc((size_t)n_prompt, sizeof *c->ptoks));
     c->t_arrive = r->t_arrive;
     c->deadline = r->deadline;
     if (r->sp.has_seed) c->sp.seed = r->sp.seed + (uint64_t)k;

@@ -50,6 +50,8 @@ typedef struct srv_req {
     char *forced_text;         /* chat: text of forced tokens at the end of the prompt, fed to the parser first */
     char *echo_text;           /* completions' echo: the prompt as text (owned); NULL without echo */
     int no_gen;                /* generate nothing: the request ends once its prompt is in (echo, max_tokens 0) */
+    int choice;                /* k of the choices of one prompt (srv_req_clone's k): the usage counts choice 0's
+                                  prompt only */
     double t_arrive;           /* srv_now() at arrival */
     double deadline;           /* srv_now() after which the request is abandoned; 0 = none */
 
@@ -86,6 +88,9 @@ srv_req *srv_req_create(const int32_t *prompt, int n_prompt);
 /* Another choice of r (not yet submitted): its prompt and settings copied, the seed (when r has one) plus k,
  * one reference. NULL when out of memory. */
 srv_req *srv_req_clone(const srv_req *r, int k);
+/* The same for another prompt (a completions batch): r's settings, prompt [n_prompt] instead of r's, choice k;
+ * an echo's text is not copied (it is the prompt's), its logprobs sized for this prompt. */
+srv_req *srv_req_clone_prompt(const srv_req *r, const int32_t *prompt, int n_prompt, int k);
 
 typedef struct {
     int max_running;         /* sequences in the running batch */

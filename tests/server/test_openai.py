@@ -288,6 +288,54 @@ class Basics(unittest.TestCase):
                                   extra_body={"ignore_eos": True})
         self.assertGreater(len({x.text for x in c.choices}), 1, "drawn choices differ")
 
+    def test_prompt_batch(self):
+        """a completions batch (prompt as an array of prompts, texts or token ids): choice i x n + k is what prompt i
+        alone gives as its choice k (seeds s + k); the usage counts every prompt once; streamed, each index's
+        chunks give its text; echo gives each its own prompt."""
+        cl = S.client()
+        prompts = ["Hello", "What is 2+3?", "Bye"]
+        kw = dict(model=MODEL_NAME, max_tokens=8, temperature=0)
+        r = cl.completions.create(prompt=prompts, **kw)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        alone = [cl.completions.create(prompt=x, **kw) for x in prompts]
+        for i in range(3):
+            self.assertEqual(r.choices[i].text, alone[i].choices[0].text, i)
+            self.assertEqual(r.choices[i].finish_reason, alone[i].choices[0].finish_reason, i)
+        self.assertEqual(r.usage.prompt_tokens, sum(a.usage.prompt_tokens for a in alone))
+        self.assertEqual(r.usage.completion_tokens, sum(a.usage.completion_tokens for a in alone))
+        # n choices of each, drawn with a seed
+        kw = dict(model=MODEL_NAME, max_tokens=12, temperature=1.0, seed=5, extra_body={"ignore_eos": True})
+        r = cl.completions.create(prompt=prompts[:2], n=2, **kw)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2, 3])
+        for i in range(2):
+            one = cl.completions.create(prompt=prompts[i], n=2, **kw)
+            self.assertEqual([c.text for c in r.choices[2 * i:2 * i + 2]], [c.text for c in one.choices], i)
+        self.assertEqual(r.usage.completion_tokens, 4 * 12)
+        # token ids
+        ids = [[30, 31, 32], [40, 41]]
+        r = cl.completions.create(model=MODEL_NAME, prompt=ids, max_tokens=5, temperature=0)
+        for i in range(2):
+            one = cl.completions.create(model=MODEL_NAME, prompt=ids[i], max_tokens=5, temperature=0)
+            self.assertEqual(r.choices[i].text, one.choices[0].text, i)
+        self.assertEqual(r.usage.prompt_tokens, 5)
+        # streamed: every index's text, one usage chunk
+        chunks = list(cl.completions.create(prompt=prompts, stream=True, stream_options={"include_usage": True},
+                                            model=MODEL_NAME, max_tokens=8, temperature=0))
+        texts = ["", "", ""]
+        for c in chunks[:-1]:
+            for ch in c.choices:
+                texts[ch.index] += ch.text or ""
+        self.assertEqual(texts, [a.choices[0].text for a in alone])
+        self.assertEqual(chunks[-1].usage.prompt_tokens, sum(a.usage.prompt_tokens for a in alone))
+        # echo: each its own prompt first
+        r = cl.completions.create(prompt=prompts, echo=True, model=MODEL_NAME, max_tokens=4, temperature=0)
+        for i in range(3):
+            self.assertTrue(r.choices[i].text.startswith(prompts[i]), r.choices[i].text)
+        # one prompt of a batch over the context: a 400 naming it
+        st, data, _ = S.request("POST", "/v1/completions", {"prompt": ["Hi", [30] * 100000], "max_tokens": 1})
+        self.assertEqual(st, 400, data)
+        self.assertIn("prompt[1]", json.loads(data)["error"]["message"])
+
     def test_echo(self):
         """completions' echo: the prompt comes back before the completion; with logprobs each prompt token's logprob
         given those before it (the first one null) - those of `dsv4 logits` over the same ids; max_tokens 0 asks for
@@ -568,7 +616,10 @@ class Errors(unittest.TestCase):
                     self.assertTrue(e["param"].startswith("messages"), e)
         for body, param in (({"max_tokens": 3}, "prompt"), ({"prompt": 5}, "prompt"), ({"prompt": ""}, "prompt"),
                             ({"prompt": [1, -1]}, "prompt"), ({"prompt": [1, 999999]}, "prompt"),
-                            ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "a", "echo": "yes"}, "echo"),
+                            ({"prompt": ["a", 5]}, "prompt"), ({"prompt": ["a", ""]}, "prompt"),
+                            ({"prompt": [[1, 2], []]}, "prompt"), ({"prompt": [[1, 2], [3, -1]]}, "prompt"),
+                            ({"prompt": ["a"] * 65}, "prompt"), ({"prompt": ["a"] * 5, "n": 13}, "n"),
+                            ({"prompt": "a", "echo": "yes"}, "echo"),
                             ({"prompt": "a", "logprobs": 50}, "logprobs")):
             with self.subTest(body=body):
                 status, data, _ = self.post(body, path="/v1/completions")

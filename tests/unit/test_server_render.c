@@ -194,6 +194,7 @@ static void test_two_choices(void **state)
     static char ev[16][4096];
     srv_req a = {0}, b = {0};
     a.n_prompt = b.n_prompt = 7;
+    b.choice = 1; /* the prompt's second choice: its prompt counted once */
     put(&a.content, "one");
     put(&b.content, "two");
     a.n_gen = 3, b.n_gen = 5;
@@ -232,6 +233,34 @@ static void test_two_choices(void **state)
     dsv4_strbuf_free(&out);
     dsv4_strbuf_free(&a.content);
     dsv4_strbuf_free(&b.content);
+}
+
+/* A completions batch of two prompts (choice 0 of each): the usage counts both prompts, the indexes run on */
+static void test_two_prompts(void **state)
+{
+    (void)state;
+    srv_req a = {0}, b = {0}, c = {0};
+    a.n_prompt = 7, b.n_prompt = 7, c.n_prompt = 4;
+    b.choice = 1; /* prompt 0's second choice; c: prompt 1's first */
+    put(&a.content, "one");
+    put(&b.content, "two");
+    put(&c.content, "three");
+    a.n_gen = 3, b.n_gen = 5, c.n_gen = 2;
+    a.done = b.done = c.done = 1;
+    a.outcome = b.outcome = c.outcome = SRV_OUTCOME_STOP;
+    srv_req *rs[] = {&a, &b, &c};
+    char *s = srv_completion_response(&meta, rs, 3, 0);
+    json_t *j = load(s);
+    json_t *ch = json_object_get(j, "choices");
+    assert_int_equal(json_array_size(ch), 3);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(ch, 2), "index")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ch, 2), "text")), "three");
+    expect_usage(j, 11, 10);
+    json_decref(j);
+    free(s);
+    dsv4_strbuf_free(&a.content);
+    dsv4_strbuf_free(&b.content);
+    dsv4_strbuf_free(&c.content);
 }
 
 static void test_stream_error_event(void **state)
@@ -301,6 +330,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_tool_calls),        cmocka_unit_test(test_chat_reasoning_and_content),
         cmocka_unit_test(test_chat_stream_increments), cmocka_unit_test(test_two_choices),
+        cmocka_unit_test(test_two_prompts),
         cmocka_unit_test(test_stream_error_event),     cmocka_unit_test(test_parse_refusals_name_the_field),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
