@@ -922,6 +922,11 @@ class Options(unittest.TestCase):
             self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
             status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2, n=2))
             self.assertEqual(len(json.loads(data)["choices"]), 2, data)
+            # the same for a completions batch: three prompts never fit, two do
+            status, data, _ = srv.request("POST", "/v1/completions", {"prompt": ["a", "b", "c"], "max_tokens": 2})
+            self.assertIn("--max-queue", error_of(self, status, data, 400, "prompt")["message"])
+            status, data, _ = srv.request("POST", "/v1/completions", {"prompt": ["a", "b"], "max_tokens": 2})
+            self.assertEqual([c["index"] for c in json.loads(data)["choices"]], [0, 1], data)
         finally:
             srv.stop()
 
