@@ -261,11 +261,18 @@ static void test_reference_numerics(void **state)
         /* A sanity bound, not a golden comparison (no reference of the
          * reference numerics exists here; the simulations are unit-tested):
          * BF16 activations, FP8 activation and cache rounding move these random
-         * models' logits by ~0.1 on average and flip some near-tie choices, but
-         * must never derail them. */
-        assert_true(sum / (double)sz < 0.25);
-        assert_true(worst < 4.0);
-        assert_true(agree * 10 >= fx->T * 7);
+         * models' logits (std 0.5-2: the generators draw again outside) by ~0.1 on
+         * average, and where a router's or indexer's top-k has a gap below that
+         * rounding (top-1 routing, a few indexer heads) a token takes another
+         * expert or row and its logits move by several units - which a broken
+         * path (mean error ~1, agreement ~1/V) is far from. Calibrated on 117
+         * random transformers-native models (tools/sweep_oracle.py, s45-s46): the
+         * worst max 4.52, mean 0.237, agreement 60 % (a top-1 model with hidden
+         * 40), so bounds of about twice those; the committed fixtures sit at max
+         * <= 3.98, mean <= 0.155, agreement >= 73 %. */
+        assert_true(sum / (double)sz < 0.5);
+        assert_true(worst < 8.0);
+        assert_true(agree * 2 >= fx->T);
         dsv4_engine_close(e);
         free(ref);
         free(ref2);
