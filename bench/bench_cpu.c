@@ -3,7 +3,7 @@
  *
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
- *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C]
+ *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--max-context X]
  *                   [--temperature T] [--top-p P] [--overlap] [--warm-prefill]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
@@ -23,6 +23,9 @@
  * allocated, rows left as the pool holds them, no model run), so the prompt
  * ends at C and the decode steps pay a C-token context's attention and
  * indexer (the values are meaningless; the costs are not).
+ * --max-context X opens the engine with a context length of X tokens (at least
+ * what the run needs, the default): what a server sized for long contexts
+ * decodes short ones with (the decode graphs' launch shapes follow it).
  * --temperature T (default 0: greedy) and --top-p P (default 1) sample each
  * pick as a chat request with those settings would (a random draw, seeded).
  * --warm-prefill runs the same prefill once, untimed, into sequences freed
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
     o.backend = DSV4_BACKEND_CPU;
     int N = 256, M = 64, B = 1;
     long long C = 0; /* --context: the prompt ends at this position (dsv4_seq_skip before it) */
+    long long X = 0; /* --max-context: the engine's context length, if longer than the run needs */
     const char *json = NULL, *prof_json = NULL;
     int host_argmax = 0, prof_steps = 0, overlap = 0, warm = 0;
     float temperature = 0.0f, top_p = 1.0f;
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-m")) o.model_dir = argv[i + 1];
         else if (!strcmp(argv[i], "--prompt")) N = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--context")) C = atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--max-context"))
+            X = atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--decode")) M = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch")) B = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) o.n_threads = atoi(argv[i + 1]);
@@ -129,11 +135,13 @@ int main(int argc, char **argv)
         }
     }
     if (!o.model_dir || N < 1 || M < 1 || B < 1) {
-        fprintf(stderr,
-                "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
-                "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
-                "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--warm-prefill] [--moe-backend "
-                "auto|w4a16|w4a8|w4a4] [--prefill-gemm ours|cublaslt] [--temperature T] [--top-p P] [--overlap]\n");
+        fprintf(
+            stderr,
+            "usage: bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics "
+            "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
+            "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--max-context X] [--warm-prefill] "
+            "[--moe-backend "
+            "auto|w4a16|w4a8|w4a4] [--prefill-gemm ours|cublaslt] [--temperature T] [--top-p P] [--overlap]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {
@@ -145,7 +153,7 @@ int main(int argc, char **argv)
     o.verbose = 1; /* load phases and their times on stderr */
     o.max_seqs = B;
     const int P = prof_json ? (prof_steps > 0 ? prof_steps : M) : 0;
-    o.max_ctx = S + N + M + P;
+    o.max_ctx = S + N + M + P > X ? S + N + M + P : X;
     o.pool_tokens = (int64_t)B * (S + N + M + P + 1024); /* pages are whole: room for rounding up */
     o.max_batch_tokens = N * B < 4096 ? N * B : 4096;
     char err[1024];

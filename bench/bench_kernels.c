@@ -286,27 +286,28 @@ static void bench_sample(dsv4_backend *be, const int *batches, int nb, int reps,
 }
 
 /* The lightning indexer (scores of every visible compressed key, then the
- * top 512) at contexts 4k / 16k / 32k / 128k, reference numerics, beside its first
- * version (one block per token ranking every candidate against every other),
+ * top 512) at contexts 4k / 16k / 32k / 128k / 1M (1M: batches to 16), reference numerics, beside its first
+ * version (not at 1M) (one block per token ranking every candidate against every other),
  * same state, same run; then the same on FP4 keys (what the engine stores in
  * reference numerics; the first version does not read them; the scores
  * kernel alone beside it). MB: the keys read (FP32: 512 bytes a key; FP4:
  * 68). */
 static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
 {
-    const int64_t ctxs[4] = {4096, 16384, 32768, 131072};
+    /* 1M tokens (Flash's longest) at up to 16 tokens, without the first version (quadratic: seconds a call) */
+    const int64_t ctxs[5] = {4096, 16384, 32768, 131072, 1048576};
     for (int fp4 = 0; fp4 < 2; fp4++) { /* FP32 keys beside the first version, then FP4 keys */
         printf("\n%-20s %6s %8s %10s %10s %8s %8s%s\n", fp4 ? "indexer, FP4 keys" : "indexer", "batch", "context", "MB",
                "us/call", "GB/s", "of copy", fp4 ? "  scores us" : "   first us  speedup");
         dsv4_cuda_indexer_bench_fp4(fp4);
         const size_t key_bytes = fp4 ? 68 : 128 * sizeof(float);
-        for (int ci = 0; ci < 4; ci++)
+        for (int ci = 0; ci < 5; ci++)
             for (int bi = 0; bi < nb; bi++) {
-                if (batches[bi] > DECODE_MAXB) continue;
+                if (batches[bi] > DECODE_MAXB || (ctxs[ci] > 131072 && batches[bi] > 16)) continue;
                 const int B = batches[bi];
                 const int64_t C = ctxs[ci], N = C / 4;
                 double us[2] = {0, 0};
-                for (int naive = 0; naive < (fp4 ? 1 : 2); naive++) {
+                for (int naive = 0; naive < (fp4 || C > 131072 ? 1 : 2); naive++) {
                     dsv4_cuda_indexer_naive(naive);
                     us[naive] = dsv4_cuda_indexer_time(be, B, C, true, naive ? 2 : reps);
                 }
@@ -324,7 +325,10 @@ static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps
                 const double gbs = (double)bytes / (us[0] * 1e-6) / 1e9;
                 char name[32], first[48] = "";
                 snprintf(name, sizeof name, "top-512 of %lld", (long long)N);
-                if (!fp4) snprintf(first, sizeof first, " %10.2f %7.1fx", us[1], us[1] / us[0]);
+                if (!fp4 && C > 131072)
+                    snprintf(first, sizeof first, " %10s %8s", "-", "-");
+                else if (!fp4)
+                    snprintf(first, sizeof first, " %10.2f %7.1fx", us[1], us[1] / us[0]);
                 else
                     snprintf(first, sizeof first, " %10.2f", us[1]);
                 printf("%-20s %6d %8lld %10.2f %10.2f %8.0f %7.0f%%%s\n", name, B, (long long)C, bytes / 1e6, us[0],
@@ -335,7 +339,10 @@ static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps
                             "\"us\": %.3f, \"gb_s\": %.1f, \"of_copy\": %.3f",
                             fp4 ? "indexer_fp4" : "indexer", B, (long long)C, (long long)N, bytes, us[0], gbs,
                             gbs / copy_gbs);
-                    fprintf(jf, fp4 ? ", \"scores_us\": %.3f" : ", \"first_us\": %.3f", us[1]);
+                    if (!fp4 && C > 131072)
+                        fprintf(jf, ", \"first_us\": null");
+                    else
+                        fprintf(jf, fp4 ? ", \"scores_us\": %.3f" : ", \"first_us\": %.3f", us[1]);
                     fprintf(jf, "}");
                 }
             }

@@ -14,8 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cooperative_groups.h>
+
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/rowdot.cuh"
+
+namespace cg = cooperative_groups;
 
 struct idx_args {
     int ratio, nh, hd, topk, max_n; /* per token: max_n scores, then max_n ranks */
@@ -436,6 +440,7 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #endif
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
 #define IX_SR  8    /* the top-k's small path: at most 8 keys a thread, IX_SR x IX_BT candidates (ix_topk_small_n) */
+#define IX_CL  8    /* blocks a token of the clustered top-k */
 /* A barrier of the top-k's first W warps alone (the others have left) */
 template <int W> __device__ __forceinline__ void ix_bar_small(void)
 {
@@ -472,15 +477,32 @@ template <int W> __device__ __forceinline__ void ix_bar_small(void)
  * ~13,000 since (bench/results/2026-12-02-s38/). Up to 8,192 candidates take
  * a path of their own (`small` below: the keys in registers, as few warps as
  * hold them four a thread, the output one scan): ~7,000 cycles at 1,024,
- * ~9,300 at 4,096 (bench/results/2026-12-02-s39/small2/). */
+ * ~9,300 at 4,096 (bench/results/2026-12-02-s39/small2/).
+ *
+ * CL > 1: a cluster of CL blocks a token (grid z), for few tokens with many
+ * candidates (one block walked 32,768 of them in ~14 us, a 1M-token
+ * context's 262,144 in ~8x that). Past the small path each block takes a
+ * contiguous slice of the candidates (block b: N b / CL ..), in shared
+ * memory when it fits cap; the range's bounds and each pass's buckets are
+ * the cluster's (each block counts its slice, then every block adds the CL
+ * counts of the two buckets each of its threads reads, through distributed
+ * shared memory: two bucket buffers, so one cluster barrier a pass), so
+ * every block makes the same choices; last, each block's keys above hi and
+ * in [lo, hi], added over the blocks before it, start its output. The same
+ * set in the same order as one block's (the contract fixes it). The small
+ * path stays block 0's. */
+template <int CL>
 __global__ void __launch_bounds__(IX_BT)
     k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx, int32_t *cnt, int cap, int small_n)
 {
     extern __shared__ uint32_t ix_keys[]; /* cap keys */
-    __shared__ int hist[1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
+    __shared__ int hist2[CL > 1 ? 2 : 1][1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
     __shared__ uint32_t s_red[4][IX_BT / 32], s_lo, s_hi;
     __shared__ int s_need, s_all;
-    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
+    __shared__ uint32_t s_cb[4]; /* CL > 1: the block's bounds (r0 .. r3 below) */
+    __shared__ int s_cc[2];      /* CL > 1: its keys above hi and in [lo, hi] */
+    int *hist = hist2[0];
+    const int t = blockIdx.x, cb = CL > 1 ? (int)blockIdx.z : 0, tid = threadIdx.x, lane = tid & 31, wid = tid >> 5;
     const int N = (int)((pos[t] + 1) / A.ratio); /* at most max_n */
     const float *sc = scores + (size_t)t * 2 * A.max_n;
     const int k = N < A.topk ? N : A.topk;
@@ -492,6 +514,7 @@ __global__ void __launch_bounds__(IX_BT)
     IX_T();
     pdl_start();
     IX_T();
+    if (cb > 0 && (N <= A.topk || N <= small_n)) return; /* block 0's alone */
     if (tid == 0) cnt[t] = k;
     if (N <= A.topk) {
         for (int c = tid; c < N; c += IX_BT) out[c] = c;
@@ -656,18 +679,22 @@ __global__ void __launch_bounds__(IX_BT)
             small(integral_constant<int, 32>(), integral_constant<int, 8>());
         return;
     }
-    const bool smem = N <= cap;
+    /* the block's slice: candidates c0b .. c0b + NB - 1 (CL 1: all) */
+    const int c0b = (int)((int64_t)N * cb / CL), NB = (int)((int64_t)N * (cb + 1) / CL) - c0b;
+    const int NL = NB > 0 ? NB - 1 : 0; /* the index the clamped loads read (a slice may be empty: N < CL) */
+    sc += c0b;
+    const bool smem = NB <= cap;
     uint32_t tmax = 0, tmin = 0xffffffffu, tor = 0;
-    for (int base = 0; base < N; base += 8 * IX_BT) {
+    for (int base = 0; base < NB; base += 8 * IX_BT) {
         float v[8];
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             const int c = base + j * IX_BT + tid;
-            v[j] = sc[c < N ? c : N - 1];
+            v[j] = sc[c < NB ? c : NL];
         }
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            if (base + j * IX_BT + tid < N) { /* the thread's own keys only: distinct from every other's */
+            if (base + j * IX_BT + tid < NB) { /* the thread's own keys only: distinct from every other's */
                 const uint32_t u = ix_key(v[j]);
                 if (smem) ix_keys[base + j * IX_BT + tid] = u;
                 tmax = max(tmax, u);
@@ -675,7 +702,7 @@ __global__ void __launch_bounds__(IX_BT)
                 tor |= u;
             }
     }
-    const bool mine = tid < N; /* the thread read keys of its own */
+    const bool mine = tid < NB; /* the thread read keys of its own */
     uint32_t r0 = mine ? tmax : 0xffffffffu, r1 = tmin, r2 = tmax, r3 = tor;
     for (int o = 16; o; o >>= 1) {
         r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
@@ -684,10 +711,34 @@ __global__ void __launch_bounds__(IX_BT)
         r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
     }
     if (lane == 0) s_red[0][wid] = r0, s_red[1][wid] = r1, s_red[2][wid] = r2, s_red[3][wid] = r3;
-    for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist[b] = 0; /* every pass's buckets start at zero */
+    for (int b = tid; b < (1 << IX_DIG); b += IX_BT) /* every pass's buckets start at zero */
+#pragma unroll
+        for (int h = 0; h < (CL > 1 ? 2 : 1); h++) hist2[h][b] = 0;
     __syncthreads();
     { /* the warps' bounds, by every warp (no second barrier) */
         r0 = s_red[0][lane], r1 = s_red[1][lane], r2 = s_red[2][lane], r3 = s_red[3][lane];
+        for (int o = 16; o; o >>= 1) {
+            r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
+            r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
+            r2 = max(r2, __shfl_xor_sync(0xffffffffu, r2, o));
+            r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
+        }
+    }
+    /* threads with keys of their own over the cluster: r0 bounds the k-th from below when they are at least k */
+    int nkt = 0;
+    for (int b = 0; b < CL; b++) {
+        const int nb = (int)((int64_t)N * (b + 1) / CL) - (int)((int64_t)N * b / CL);
+        nkt += nb < IX_BT ? nb : IX_BT;
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    if (CL > 1) { /* the cluster's bounds: every block's, by every warp */
+        if (tid == 0) s_cb[0] = r0, s_cb[1] = r1, s_cb[2] = r2, s_cb[3] = r3;
+        cl.sync();
+        r0 = r1 = 0xffffffffu, r2 = r3 = 0u;
+        if (lane < CL) {
+            const uint32_t *x = cl.map_shared_rank(s_cb, lane);
+            r0 = x[0], r1 = x[1], r2 = x[2], r3 = x[3];
+        }
         for (int o = 16; o; o >>= 1) {
             r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
             r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
@@ -699,8 +750,9 @@ __global__ void __launch_bounds__(IX_BT)
      * narrow holds one key value - the select's end (BF16 scores end in one or two passes instead of three) */
     const int tz = r3 ? __ffs((int)r3) - 1 : 31;
     IX_T();
-    uint32_t lo = (N < IX_BT ? N : IX_BT) < k ? r1 : r0, hi = r2;
+    uint32_t lo = nkt < k ? r1 : r0, hi = r2;
     int need = k; /* keys above hi are taken, and the first `need` in [lo, hi] */
+    int pb = 0;   /* CL > 1: this pass's bucket buffer */
     /* A pass: the keys' atomics, a barrier; each thread reads its two buckets (and zeroes them for the next
      * pass: every bucket below nb is one thread's), the warps' sums to shared memory, a barrier; every warp
      * finds the warp holding the need-th highest from those sums, that warp scans its own buckets and writes
@@ -709,23 +761,42 @@ __global__ void __launch_bounds__(IX_BT)
         const uint32_t span = hi - lo;
         const int bits = 32 - __clz(span), sh_w = bits - IX_DIG > tz ? bits - IX_DIG : tz; /* bucket width 2^sh_w */
         const int nb = (int)(span >> sh_w) + 1;
-        for (int base = 0; base < N; base += 4 * IX_BT) {
+        hist = hist2[pb];
+        for (int base = 0; base < NB; base += 4 * IX_BT) {
             uint32_t u[4];
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int c = base + j * IX_BT + tid, cc = c < N ? c : N - 1;
+                const int c = base + j * IX_BT + tid, cc = c < NB ? c : NL;
                 u[j] = smem ? ix_keys[cc] : ix_key(sc[cc]);
             }
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                if (base + j * IX_BT + tid < N && u[j] >= lo && u[j] <= hi) atomicAdd(&hist[(u[j] - lo) >> sh_w], 1);
+                if (base + j * IX_BT + tid < NB && u[j] >= lo && u[j] <= hi) atomicAdd(&hist[(u[j] - lo) >> sh_w], 1);
         }
-        __syncthreads();
         /* the bucket holding the need-th highest: thread i holds buckets nb-1-2i and nb-2-2i */
         const int bh = nb - 1 - 2 * tid, bl = bh - 1;
-        const int hh = hist[bh > 0 ? bh : 0] & -(bh >= 0), hl = hist[bl > 0 ? bl : 0] & -(bl >= 0);
-        if (bh >= 0) hist[bh] = 0;
-        if (bl >= 0) hist[bl] = 0;
+        int hh = 0, hl = 0;
+        if (CL > 1) {
+            /* every block's counts of the two buckets (the other buffer, which the blocks read in the pass
+             * before, is free after this barrier: zeroed for the next pass) */
+            cl.sync();
+            int xh[CL], xl[CL];
+#pragma unroll
+            for (int b = 0; b < CL; b++) {
+                const int *x = cl.map_shared_rank(hist, b);
+                xh[b] = x[bh > 0 ? bh : 0], xl[b] = x[bl > 0 ? bl : 0];
+            }
+            for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist2[pb ^ 1][b] = 0;
+#pragma unroll
+            for (int b = 0; b < CL; b++) hh += xh[b], hl += xl[b];
+            hh &= -(bh >= 0), hl &= -(bl >= 0);
+            pb ^= 1;
+        } else {
+            __syncthreads();
+            hh = hist[bh > 0 ? bh : 0] & -(bh >= 0), hl = hist[bl > 0 ? bl : 0] & -(bl >= 0);
+            if (bh >= 0) hist[bh] = 0;
+            if (bl >= 0) hist[bl] = 0;
+        }
         int ws = hh + hl;
 #pragma unroll
         for (int o = 16; o; o >>= 1) ws += __shfl_xor_sync(0xffffffffu, ws, o);
@@ -763,27 +834,55 @@ __global__ void __launch_bounds__(IX_BT)
         if (s_all || sh_w <= tz) break; /* the bucket's keys are all taken, or it holds one key value */
     }
     int eq_seen = 0, at = 0; /* over the chunks before: keys in [lo, hi], indices written */
-    for (int base = 0; base < N && at < k; base += 32 * IX_BT) {
+    if (CL > 1) {            /* the blocks before this one: their keys above hi and in [lo, hi] */
+        int gc = 0, ec = 0;
+        for (int c = tid; c < NB; c += IX_BT) {
+            const uint32_t u = smem ? ix_keys[c] : ix_key(sc[c]);
+            gc += u > hi;
+            ec += u >= lo && u <= hi;
+        }
+        for (int o = 16; o; o >>= 1)
+            gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
+        if (lane == 0) s_sa[wid] = gc, s_sb[wid] = ec;
+        __syncthreads();
+        if (wid == 0) {
+            gc = s_sa[lane], ec = s_sb[lane];
+            for (int o = 16; o; o >>= 1)
+                gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
+            if (lane == 0) s_cc[0] = gc, s_cc[1] = ec;
+        }
+        cl.sync(); /* (also: s_sa and s_sb are next written by the output's scans) */
+        gc = ec = 0;
+        if (lane < cb) {
+            const int *x = cl.map_shared_rank(s_cc, lane);
+            gc = x[0], ec = x[1];
+        }
+        for (int o = 16; o; o >>= 1)
+            gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
+        eq_seen = ec;
+        at = gc + (ec < need ? ec : need);
+    }
+    for (int base = 0; base < NB && at < k; base += 32 * IX_BT) {
         const int c0 = base + wid * 1024 + lane; /* the warp's candidates, 32 apart */
         uint32_t gt = 0, eq = 0;
         /* a chunk of at most 1,024 candidates (the last; decode's short contexts: all of them) is warp 0's
          * alone: the others leave, and its ranks are warp scans - no barriers, and no idle warps issuing
          * loads and ballots of clamped candidates beside it (at N = 1,024 the phase took ~8,400 cycles with
          * every warp in it, ~4,600 so) */
-        const bool one = N - base <= 1024;
+        const bool one = NB - base <= 1024;
         if (one && wid > 0) break;
-        if (base + wid * 1024 < N) { /* a warp wholly past N has no candidates (gt = eq = 0) */
+        if (base + wid * 1024 < NB) { /* a warp wholly past NB has no candidates (gt = eq = 0) */
 #pragma unroll
             for (int h = 0; h < 32; h += 16) { /* 16 loads at a time */
                 uint32_t v[16];
 #pragma unroll
                 for (int i = 0; i < 16; i++) {
-                    const int c = c0 + 32 * (h + i) < N ? c0 + 32 * (h + i) : N - 1;
+                    const int c = c0 + 32 * (h + i) < NB ? c0 + 32 * (h + i) : NL;
                     v[i] = smem ? ix_keys[c] : ix_key(sc[c]);
                 }
 #pragma unroll
                 for (int i = 0; i < 16; i++) {
-                    const bool in = c0 + 32 * (h + i) < N;
+                    const bool in = c0 + 32 * (h + i) < NB;
                     const unsigned g = __ballot_sync(0xffffffffu, in && v[i] > hi);
                     const unsigned e = __ballot_sync(0xffffffffu, in && v[i] >= lo && v[i] <= hi);
                     if (lane == h + i) gt = g, eq = e;
@@ -801,9 +900,10 @@ __global__ void __launch_bounds__(IX_BT)
         const int nt = __popc(take);
         int o = (one ? ix_warp_scan(nt, &tot) : ix_block_scan(nt, s_sb, &tot)) - nt + at;
         at += tot;
-        const int w0 = base + wid * 1024 + 32 * lane; /* this thread's word */
+        const int w0 = c0b + base + wid * 1024 + 32 * lane; /* this thread's word */
         for (uint32_t x = take; x; x &= x - 1) out[o++] = w0 + __ffs(x) - 1;
     }
+    if (CL > 1) cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 #ifdef IX_TRACE
     __syncthreads();
     IX_T();
@@ -882,6 +982,15 @@ extern "C" void dsv4_cuda_indexer_scores_only(int on)
     ix_scores_only = on;
 }
 static int64_t ix_topk_cap = -1;
+/* the top-k's cluster (k_idx_topk<IX_CL>): its dynamic shared memory, whether it fits, the setting of
+ * dsv4_cuda_indexer_topk_cluster (-1: none, the environment's DSV4_IX_CL) */
+static size_t ix_cl_smem_max;
+static bool ix_cl_fits;
+static int ix_cl = -1;
+extern "C" void dsv4_cuda_indexer_topk_cluster(int on)
+{
+    ix_cl = on;
+}
 extern "C" void dsv4_cuda_indexer_topk_cap(int64_t cap) { ix_topk_cap = cap; }
 /* dsv4_cuda_indexer_topk_small's setting (-1: none, the environment's DSV4_IX_SMALL) */
 static int ix_small = -1;
@@ -940,7 +1049,24 @@ static int ixt_per_sm(ixt_fn f, size_t smem)
 void cuda_indexer_init(cuda_impl *im)
 {
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
-    im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk, im->smem_optin);
+    im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk<1>, im->smem_optin);
+    ix_cl_smem_max = smem_allow((const void *)k_idx_topk<IX_CL>, im->smem_optin);
+    { /* whether a cluster of IX_CL top-k blocks fits this GPU with that much shared memory */
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1, 1, IX_CL);
+        cfg.blockDim = dim3(IX_BT);
+        cfg.dynamicSmemBytes = ix_cl_smem_max;
+        cudaLaunchAttribute at;
+        at.id = cudaLaunchAttributeClusterDimension;
+        at.val.clusterDim.x = 1;
+        at.val.clusterDim.y = 1;
+        at.val.clusterDim.z = IX_CL;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        int n = 0;
+        ix_cl_fits = cudaOccupancyMaxActiveClusters(&n, k_idx_topk<IX_CL>, &cfg) == cudaSuccess && n > 0;
+        (void)cudaGetLastError();
+    }
     for (int h = 0; h < 2; h++) /* their staging: two slots of 64 keys of up to 128 floats */
         for (int f = 0; f < 3; f++) smem_allow((const void *)ixt_kernels[h][f], im->smem_optin);
 }
@@ -1011,9 +1137,25 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     if (ix_scores_only) return;                        /* a measurement of the scores alone */
     int64_t cap = (int64_t)(im->ix_topk_smem_max / 4); /* keys the top-k may keep in shared memory */
     if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
+    const int small_n = ix_topk_small_n();
+    /* a cluster of IX_CL blocks a token where the tokens leave most of the GPU idle and some may have more
+     * candidates than the small path takes (the same choices: dsv4_cuda_indexer_topk_cluster, DSV4_IX_CL=0) */
+    static int cl_env = -1;
+    if (cl_env < 0) cl_env = cuda_env_int("DSV4_IX_CL", 1) ? 1 : 0;
+    const bool clu =
+        (ix_cl >= 0 ? ix_cl : cl_env) && ix_cl_fits && max_n > small_n && (int64_t)plan->n_tok * IX_CL <= im->n_sm;
+    if (clu) {
+        int64_t ccap = (int64_t)(ix_cl_smem_max / 4), sl = (max_n + IX_CL - 1) / IX_CL;
+        if (ix_topk_cap >= 0 && ix_topk_cap < ccap) ccap = ix_topk_cap;
+        if (sl < ccap) ccap = sl;
+        cuda_launch(k_idx_topk<IX_CL>, dim3((unsigned)plan->n_tok, 1, IX_CL), dim3(IX_BT), (size_t)ccap * 4, im->stream,
+                    IX_CL, true, A, (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)ccap, small_n);
+        CK_LAUNCH();
+        return;
+    }
     if (max_n < cap) cap = max_n;
-    launch_pdl(k_idx_topk, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
-               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, ix_topk_small_n());
+    launch_pdl(k_idx_topk<1>, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
+               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, small_n);
     CK_LAUNCH();
 }
 
