@@ -1503,20 +1503,7 @@ void cuda_attn_init(size_t smem_optin)
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         CK(cudaFuncSetAttribute(k_attn_one<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
         CK(cudaFuncSetAttribute(k_attn_one<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(1, 1, AM_PARTS);
-        cfg.blockDim = dim3(32 * AF_WARPS);
-        cfg.dynamicSmemBytes = af_smem_max;
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = 1;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = AM_PARTS;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
-        int nc = 0;
-        af_fits = cudaOccupancyMaxActiveClusters(&nc, k_attn_one<false>, &cfg) == cudaSuccess && nc > 0;
-        (void)cudaGetLastError();
+        af_fits = cuda_cluster_fits(k_attn_one<false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));

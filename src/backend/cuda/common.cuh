@@ -220,6 +220,28 @@ static inline void cuda_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t s
     CK(cudaLaunchKernelEx(&cfg, k, ((KA)args)...));
 }
 
+/* Whether a cluster of cluster_z blocks of kernel k (threads a block, smem bytes of dynamic shared memory each)
+ * can be resident on this GPU. */
+template <typename... KA>
+static inline bool cuda_cluster_fits(void (*k)(KA...), unsigned threads, size_t smem, unsigned cluster_z)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(1, 1, cluster_z);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = 1;
+    at.val.clusterDim.y = 1;
+    at.val.clusterDim.z = cluster_z;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    int n = 0;
+    const bool ok = cudaOccupancyMaxActiveClusters(&n, k, &cfg) == cudaSuccess && n > 0;
+    (void)cudaGetLastError();
+    return ok;
+}
+
 template <typename... KA, typename... A>
 static inline void launch_pdl(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
 {

@@ -1051,22 +1051,7 @@ void cuda_indexer_init(cuda_impl *im)
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
     im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk<1>, im->smem_optin);
     ix_cl_smem_max = smem_allow((const void *)k_idx_topk<IX_CL>, im->smem_optin);
-    { /* whether a cluster of IX_CL top-k blocks fits this GPU with that much shared memory */
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(1, 1, IX_CL);
-        cfg.blockDim = dim3(IX_BT);
-        cfg.dynamicSmemBytes = ix_cl_smem_max;
-        cudaLaunchAttribute at;
-        at.id = cudaLaunchAttributeClusterDimension;
-        at.val.clusterDim.x = 1;
-        at.val.clusterDim.y = 1;
-        at.val.clusterDim.z = IX_CL;
-        cfg.attrs = &at;
-        cfg.numAttrs = 1;
-        int n = 0;
-        ix_cl_fits = cudaOccupancyMaxActiveClusters(&n, k_idx_topk<IX_CL>, &cfg) == cudaSuccess && n > 0;
-        (void)cudaGetLastError();
-    }
+    ix_cl_fits = cuda_cluster_fits(k_idx_topk<IX_CL>, IX_BT, ix_cl_smem_max, IX_CL);
     for (int h = 0; h < 2; h++) /* their staging: two slots of 64 keys of up to 128 floats */
         for (int f = 0; f < 3; f++) smem_allow((const void *)ixt_kernels[h][f], im->smem_optin);
 }
