@@ -401,9 +401,9 @@ void dsv4_cuda_indexer_topk_cap(int64_t cap);
  * warps): on (1, the default) or off (0: the general path for every count; DSV4_IX_SMALL=0 too); -1: back to the
  * environment's. Same indices. */
 void dsv4_cuda_indexer_topk_small(int on);
-/* The top-k as a cluster of 8 blocks a token (where the tokens are at most an eighth of the GPU's SMs and a
- * token may have more candidates than the small path takes): on (1, the default) or off (0: one block a token;
- * DSV4_IX_CL=0 too); -1: back to the environment's. Same indices. */
+/* The top-k as a cluster of blocks a token (the most of 8, 4 or 2 whose blocks the SMs hold at once, where a
+ * token may have more candidates than the small path takes): 1 (the default) that choice, 0 one block a token,
+ * 2 / 4 / 8 that cluster size for every call (as DSV4_IX_CL=N); -1: back to the environment's. Same indices. */
 void dsv4_cuda_indexer_topk_cluster(int on);
 /* dsv4_cuda_indexer_time on FP4 indexer keys (dsv4_kv.fp4_keys, reference numerics) instead of FP32 ones. */
 void dsv4_cuda_indexer_bench_fp4(int on);

@@ -440,7 +440,7 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #endif
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
 #define IX_SR  8    /* the top-k's small path: at most 8 keys a thread, IX_SR x IX_BT candidates (ix_topk_small_n) */
-#define IX_CL  8    /* blocks a token of the clustered top-k */
+#define IX_CLS 3    /* the clustered top-k's sizes: 2, 4 and 8 blocks a token */
 /* A barrier of the top-k's first W warps alone (the others have left) */
 template <int W> __device__ __forceinline__ void ix_bar_small(void)
 {
@@ -982,10 +982,12 @@ extern "C" void dsv4_cuda_indexer_scores_only(int on)
     ix_scores_only = on;
 }
 static int64_t ix_topk_cap = -1;
-/* the top-k's cluster (k_idx_topk<IX_CL>): its dynamic shared memory, whether it fits, the setting of
+/* the top-k's clusters (k_idx_topk<2 << i>): their dynamic shared memory, whether they fit, the setting of
  * dsv4_cuda_indexer_topk_cluster (-1: none, the environment's DSV4_IX_CL) */
-static size_t ix_cl_smem_max;
-static bool ix_cl_fits;
+typedef void (*ix_topk_fn)(idx_args, const int64_t *, const float *, int32_t *, int32_t *, int, int);
+static const ix_topk_fn ix_cl_kernels[IX_CLS] = {k_idx_topk<2>, k_idx_topk<4>, k_idx_topk<8>};
+static size_t ix_cl_smem_max[IX_CLS];
+static bool ix_cl_fits[IX_CLS];
 static int ix_cl = -1;
 extern "C" void dsv4_cuda_indexer_topk_cluster(int on)
 {
@@ -1050,8 +1052,10 @@ void cuda_indexer_init(cuda_impl *im)
 {
     im->ix_smem_max = smem_allow((const void *)k_idx_score, im->smem_optin);
     im->ix_topk_smem_max = smem_allow((const void *)k_idx_topk<1>, im->smem_optin);
-    ix_cl_smem_max = smem_allow((const void *)k_idx_topk<IX_CL>, im->smem_optin);
-    ix_cl_fits = cuda_cluster_fits(k_idx_topk<IX_CL>, IX_BT, ix_cl_smem_max, IX_CL);
+    for (int i = 0; i < IX_CLS; i++) {
+        ix_cl_smem_max[i] = smem_allow((const void *)ix_cl_kernels[i], im->smem_optin);
+        ix_cl_fits[i] = cuda_cluster_fits(ix_cl_kernels[i], IX_BT, ix_cl_smem_max[i], 2u << i);
+    }
     for (int h = 0; h < 2; h++) /* their staging: two slots of 64 keys of up to 128 floats */
         for (int f = 0; f < 3; f++) smem_allow((const void *)ixt_kernels[h][f], im->smem_optin);
 }
@@ -1123,18 +1127,29 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     int64_t cap = (int64_t)(im->ix_topk_smem_max / 4); /* keys the top-k may keep in shared memory */
     if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
     const int small_n = ix_topk_small_n();
-    /* a cluster of IX_CL blocks a token where the tokens leave most of the GPU idle and some may have more
-     * candidates than the small path takes (the same choices: dsv4_cuda_indexer_topk_cluster, DSV4_IX_CL=0) */
+    /* a cluster of 8, 4 or 2 blocks a token - the most whose blocks the SMs hold at once - where some token may
+     * have more candidates than the small path takes (the same choices; dsv4_cuda_indexer_topk_cluster,
+     * DSV4_IX_CL: 0 one block a token, 1 this choice, 2 / 4 / 8 that size whatever the tokens) */
     static int cl_env = -1;
-    if (cl_env < 0) cl_env = cuda_env_int("DSV4_IX_CL", 1) ? 1 : 0;
-    const bool clu =
-        (ix_cl >= 0 ? ix_cl : cl_env) && ix_cl_fits && max_n > small_n && (int64_t)plan->n_tok * IX_CL <= im->n_sm;
-    if (clu) {
-        int64_t ccap = (int64_t)(ix_cl_smem_max / 4), sl = (max_n + IX_CL - 1) / IX_CL;
+    if (cl_env < 0) {
+        const char *e = getenv("DSV4_IX_CL");
+        cl_env = e && *e ? atoi(e) : 1;
+    }
+    const int clm = ix_cl >= 0 ? ix_cl : cl_env;
+    int ci = -1;
+    if (clm > 1)
+        ci = clm >= 8 ? 2 : clm >= 4 ? 1 : 0;
+    else if (clm == 1 && max_n > small_n)
+        for (int i = IX_CLS - 1; i >= 0 && ci < 0; i--)
+            if ((int64_t)plan->n_tok * (2 << i) <= im->n_sm) ci = i;
+    if (ci >= 0 && ix_cl_fits[ci]) {
+        const int CL = 2 << ci;
+        int64_t ccap = (int64_t)(ix_cl_smem_max[ci] / 4), sl = (max_n + CL - 1) / CL;
         if (ix_topk_cap >= 0 && ix_topk_cap < ccap) ccap = ix_topk_cap;
         if (sl < ccap) ccap = sl;
-        cuda_launch(k_idx_topk<IX_CL>, dim3((unsigned)plan->n_tok, 1, IX_CL), dim3(IX_BT), (size_t)ccap * 4, im->stream,
-                    IX_CL, true, A, (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)ccap, small_n);
+        cuda_launch(ix_cl_kernels[ci], dim3((unsigned)plan->n_tok, 1, (unsigned)CL), dim3(IX_BT), (size_t)ccap * 4,
+                    im->stream, (unsigned)CL, true, A, (const int64_t *)im->d_pos, (const float *)scores, idx, cnt,
+                    (int)ccap, small_n);
         CK_LAUNCH();
         return;
     }
