@@ -401,10 +401,14 @@ void dsv4_cuda_indexer_topk_cap(int64_t cap);
  * warps): on (1, the default) or off (0: the general path for every count; DSV4_IX_SMALL=0 too); -1: back to the
  * environment's. Same indices. */
 void dsv4_cuda_indexer_topk_small(int on);
-/* The top-k as a cluster of blocks a token (the most of 8, 4 or 2 whose blocks the SMs hold at once, where a
- * token may have more candidates than the small path takes): 1 (the default) that choice, 0 one block a token,
- * 2 / 4 / 8 that cluster size for every call (as DSV4_IX_CL=N); -1: back to the environment's. Same indices. */
+/* The top-k as a cluster of blocks a token (the most of 8, 4 or 2 whose blocks the SMs hold at once, for the
+ * tokens of more than 49,152 candidates - a context past ~196k tokens - where a call may have such): 1 (the
+ * default) that choice, 0 one block a token, 2 / 4 / 8 that cluster size for every call and every token past
+ * the small path (as DSV4_IX_CL=N); -1: back to the environment's. Same indices. */
 void dsv4_cuda_indexer_topk_cluster(int on);
+/* The candidates past which a token is the top-k cluster's, fewer its first block's alone (-1: 49,152, or none
+ * for a forced cluster size). For tests of both. */
+void dsv4_cuda_indexer_topk_cluster_min(int64_t n);
 /* dsv4_cuda_indexer_time on FP4 indexer keys (dsv4_kv.fp4_keys, reference numerics) instead of FP32 ones. */
 void dsv4_cuda_indexer_bench_fp4(int on);
 /* The indexer op launching its scores and not its top-k (on: 1; the benchmark's scores-alone column): idx and

@@ -2847,36 +2847,39 @@ static void indexer_large(bool ref, bool fp4, int dI)
         rc[sd] = bhost(be, dc, (size_t)T * 4);
 #ifdef DSV4_HAVE_CUDA
         if (sd == 1 && !selftest) { /* the top-k reading the scores from global memory: for every token, then for
-                                     * some; then the general path for every count (no small path); at 13 tokens
-                                     * the top-k is a cluster of 8 blocks a token (slices of 4,375 candidates at
-                                     * most): the same with one block a token, with and without the small path,
-                                     * the cluster with 3,000 keys a block in shared memory (some slices), and
-                                     * clusters of 2 and 4 */
-            const int64_t caps[9] = {0, 6000, -1, -1, -1, 3000, -1, -1, 0};
-            const int cls[9] = {-1, -1, -1, 0, 0, -1, 2, 4, 2};
-            static const char *what[9] = {"with no keys in shared memory",
-                                          "with 6,000 keys in shared memory",
-                                          "without its small path",
-                                          "in one block a token",
-                                          "in one block a token without its small path",
-                                          "with 3,000 keys a block in shared memory",
-                                          "as clusters of 2",
-                                          "as clusters of 4 without its small path",
-                                          "as clusters of 2 with no keys in shared memory"};
-            for (int ci = 0; ci < 9; ci++) {
+                                     * some; then the general path for every count (no small path), one block a
+                                     * token (the default below 49,152 candidates), and every token past the small
+                                     * path as a cluster of 8 (slices of 4,375 candidates at most), 4 or 2 blocks:
+                                     * with 3,000 keys a block in shared memory (some slices) or none */
+            const int64_t caps[11] = {0, 6000, -1, -1, -1, 3000, -1, -1, 0, -1, -1};
+            const int cls[11] = {-1, -1, -1, 0, 0, 8, 2, 4, 2, 8, 1};
+            static const char *what[11] = {"with no keys in shared memory",
+                                           "with 6,000 keys in shared memory",
+                                           "without its small path",
+                                           "in one block a token",
+                                           "in one block a token without its small path",
+                                           "as clusters of 8 with 3,000 keys a block in shared memory",
+                                           "as clusters of 2",
+                                           "as clusters of 4 without its small path",
+                                           "as clusters of 2 with no keys in shared memory",
+                                           "as clusters of 8",
+                                           "as clusters of 8 past 34,000 candidates, their first block's below"};
+            for (int ci = 0; ci < 11; ci++) {
                 dsv4_cuda_indexer_topk_cap(caps[ci]);
                 if (ci == 2 || ci == 4 || ci == 7) dsv4_cuda_indexer_topk_small(0);
                 dsv4_cuda_indexer_topk_cluster(cls[ci]);
+                dsv4_cuda_indexer_topk_cluster_min(ci == 10 ? 34000 : -1);
                 be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
                 dsv4_cuda_indexer_topk_cap(-1);
                 dsv4_cuda_indexer_topk_small(-1);
                 dsv4_cuda_indexer_topk_cluster(-1);
+                dsv4_cuda_indexer_topk_cluster_min(-1);
                 int32_t *rg = bhost(be, di, (size_t)T * K * 4);
                 if (memcmp(rg, ri[sd], (size_t)T * K * 4))
                     fail_line("indexer_topk (large): idx", "the top-k %s differs", what[ci]);
                 free(rg);
             }
-            case_checks += 9;
+            case_checks += 11;
             if (ref) { /* queries off 16-byte alignment: the CUDA-core scores instead of the tensor cores */
                 float *dq1 = bnew(be, ((size_t)T * nI * dI + 1) * 4);
                 be->upload(be, dq1 + 1, q, (size_t)T * nI * dI * 4);

@@ -441,6 +441,7 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #define IX_DIG 11   /* bits of a select pass: 2,048 buckets */
 #define IX_SR  8    /* the top-k's small path: at most 8 keys a thread, IX_SR x IX_BT candidates (ix_topk_small_n) */
 #define IX_CLS 3    /* the clustered top-k's sizes: 2, 4 and 8 blocks a token */
+#define IX_CL_MIN 49152 /* candidates past which a token is the cluster's (fewer: block 0's; in shared memory) */
 /* A barrier of the top-k's first W warps alone (the others have left) */
 template <int W> __device__ __forceinline__ void ix_bar_small(void)
 {
@@ -480,8 +481,11 @@ template <int W> __device__ __forceinline__ void ix_bar_small(void)
  * ~9,300 at 4,096 (bench/results/2026-12-02-s39/small2/).
  *
  * CL > 1: a cluster of CL blocks a token (grid z), for few tokens with many
- * candidates (one block walked 32,768 of them in ~14 us, a 1M-token
- * context's 262,144 in ~8x that). Past the small path each block takes a
+ * candidates (one block walked a 1M-token context's 262,144 in ~120 us). A
+ * token of more than cl_min candidates (past the small path) is the whole
+ * cluster's; one of fewer block 0's alone, as CL = 1 (the cluster's five
+ * barriers and exchanges cost more than they save below ~50k candidates:
+ * 32,768 took 21 us against 14, bench/results/2026-12-03-s47/topk-cl/). Each block takes a
  * contiguous slice of the candidates (block b: N b / CL ..), in shared
  * memory when it fits cap; the range's bounds and each pass's buckets are
  * the cluster's (each block counts its slice, then every block adds the CL
@@ -492,8 +496,8 @@ template <int W> __device__ __forceinline__ void ix_bar_small(void)
  * set in the same order as one block's (the contract fixes it). The small
  * path stays block 0's. */
 template <int CL>
-__global__ void __launch_bounds__(IX_BT)
-    k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx, int32_t *cnt, int cap, int small_n)
+__global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
+                                                    int32_t *cnt, int cap, int small_n, int cl_min)
 {
     extern __shared__ uint32_t ix_keys[]; /* cap keys */
     __shared__ int hist2[CL > 1 ? 2 : 1][1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
@@ -679,8 +683,12 @@ __global__ void __launch_bounds__(IX_BT)
             small(integral_constant<int, 32>(), integral_constant<int, 8>());
         return;
     }
-    /* the block's slice: candidates c0b .. c0b + NB - 1 (CL 1: all) */
-    const int c0b = (int)((int64_t)N * cb / CL), NB = (int)((int64_t)N * (cb + 1) / CL) - c0b;
+    /* the blocks that take the token (uniform in a cluster: N is the token's) and this block's slice:
+     * candidates c0b .. c0b + NB - 1 (one block: all) */
+    const int ncl = CL > 1 && N > cl_min ? CL : 1;
+    const bool clx = CL > 1 && ncl > 1;
+    if (cb >= ncl) return;
+    const int c0b = (int)((int64_t)N * cb / ncl), NB = (int)((int64_t)N * (cb + 1) / ncl) - c0b;
     const int NL = NB > 0 ? NB - 1 : 0; /* the index the clamped loads read (a slice may be empty: N < CL) */
     sc += c0b;
     const bool smem = NB <= cap;
@@ -726,12 +734,12 @@ __global__ void __launch_bounds__(IX_BT)
     }
     /* threads with keys of their own over the cluster: r0 bounds the k-th from below when they are at least k */
     int nkt = 0;
-    for (int b = 0; b < CL; b++) {
-        const int nb = (int)((int64_t)N * (b + 1) / CL) - (int)((int64_t)N * b / CL);
+    for (int b = 0; b < ncl; b++) {
+        const int nb = (int)((int64_t)N * (b + 1) / ncl) - (int)((int64_t)N * b / ncl);
         nkt += nb < IX_BT ? nb : IX_BT;
     }
     cg::cluster_group cl = cg::this_cluster();
-    if (CL > 1) { /* the cluster's bounds: every block's, by every warp */
+    if (clx) { /* the cluster's bounds: every block's, by every warp */
         if (tid == 0) s_cb[0] = r0, s_cb[1] = r1, s_cb[2] = r2, s_cb[3] = r3;
         cl.sync();
         r0 = r1 = 0xffffffffu, r2 = r3 = 0u;
@@ -776,7 +784,7 @@ __global__ void __launch_bounds__(IX_BT)
         /* the bucket holding the need-th highest: thread i holds buckets nb-1-2i and nb-2-2i */
         const int bh = nb - 1 - 2 * tid, bl = bh - 1;
         int hh = 0, hl = 0;
-        if (CL > 1) {
+        if (clx) {
             /* every block's counts of the two buckets (the other buffer, which the blocks read in the pass
              * before, is free after this barrier: zeroed for the next pass) */
             cl.sync();
@@ -834,7 +842,7 @@ __global__ void __launch_bounds__(IX_BT)
         if (s_all || sh_w <= tz) break; /* the bucket's keys are all taken, or it holds one key value */
     }
     int eq_seen = 0, at = 0; /* over the chunks before: keys in [lo, hi], indices written */
-    if (CL > 1) {            /* the blocks before this one: their keys above hi and in [lo, hi] */
+    if (clx) {               /* the blocks before this one: their keys above hi and in [lo, hi] */
         int gc = 0, ec = 0;
         for (int c = tid; c < NB; c += IX_BT) {
             const uint32_t u = smem ? ix_keys[c] : ix_key(sc[c]);
@@ -903,7 +911,7 @@ __global__ void __launch_bounds__(IX_BT)
         const int w0 = c0b + base + wid * 1024 + 32 * lane; /* this thread's word */
         for (uint32_t x = take; x; x &= x - 1) out[o++] = w0 + __ffs(x) - 1;
     }
-    if (CL > 1) cluster_reads_done(); /* every block's shared memory stays until the others have read it */
+    if (clx) cluster_reads_done(); /* every block's shared memory stays until the others have read it */
 #ifdef IX_TRACE
     __syncthreads();
     IX_T();
@@ -984,11 +992,16 @@ extern "C" void dsv4_cuda_indexer_scores_only(int on)
 static int64_t ix_topk_cap = -1;
 /* the top-k's clusters (k_idx_topk<2 << i>): their dynamic shared memory, whether they fit, the setting of
  * dsv4_cuda_indexer_topk_cluster (-1: none, the environment's DSV4_IX_CL) */
-typedef void (*ix_topk_fn)(idx_args, const int64_t *, const float *, int32_t *, int32_t *, int, int);
+typedef void (*ix_topk_fn)(idx_args, const int64_t *, const float *, int32_t *, int32_t *, int, int, int);
 static const ix_topk_fn ix_cl_kernels[IX_CLS] = {k_idx_topk<2>, k_idx_topk<4>, k_idx_topk<8>};
 static size_t ix_cl_smem_max[IX_CLS];
 static bool ix_cl_fits[IX_CLS];
 static int ix_cl = -1;
+static int64_t ix_cl_min = -1; /* dsv4_cuda_indexer_topk_cluster_min's (-1: IX_CL_MIN, or 0 for a forced size) */
+extern "C" void dsv4_cuda_indexer_topk_cluster_min(int64_t n)
+{
+    ix_cl_min = n;
+}
 extern "C" void dsv4_cuda_indexer_topk_cluster(int on)
 {
     ix_cl = on;
@@ -1128,34 +1141,36 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
     const int small_n = ix_topk_small_n();
     /* a cluster of 8, 4 or 2 blocks a token - the most whose blocks the SMs hold at once - where some token may
-     * have more candidates than the small path takes (the same choices; dsv4_cuda_indexer_topk_cluster,
-     * DSV4_IX_CL: 0 one block a token, 1 this choice, 2 / 4 / 8 that size whatever the tokens) */
+     * have more than IX_CL_MIN candidates (the same choices; dsv4_cuda_indexer_topk_cluster, DSV4_IX_CL: 0 one
+     * block a token, 1 this choice, 2 / 4 / 8 that size for every token past the small path) */
     static int cl_env = -1;
     if (cl_env < 0) {
         const char *e = getenv("DSV4_IX_CL");
         cl_env = e && *e ? atoi(e) : 1;
     }
     const int clm = ix_cl >= 0 ? ix_cl : cl_env;
-    int ci = -1;
-    if (clm > 1)
-        ci = clm >= 8 ? 2 : clm >= 4 ? 1 : 0;
-    else if (clm == 1 && max_n > small_n)
+    int ci = -1, cl_min = IX_CL_MIN; /* a forced size takes every token past the small path */
+    if (clm > 1) ci = clm >= 8 ? 2 : clm >= 4 ? 1 : 0, cl_min = 0;
+    if (ix_cl_min >= 0) cl_min = (int)(ix_cl_min < INT32_MAX ? ix_cl_min : INT32_MAX);
+    if (clm == 1 && max_n > cl_min && max_n > small_n)
         for (int i = IX_CLS - 1; i >= 0 && ci < 0; i--)
             if ((int64_t)plan->n_tok * (2 << i) <= im->n_sm) ci = i;
     if (ci >= 0 && ix_cl_fits[ci]) {
+        /* keys a block keeps: its slice, or block 0's whole token below cl_min */
         const int CL = 2 << ci;
-        int64_t ccap = (int64_t)(ix_cl_smem_max[ci] / 4), sl = (max_n + CL - 1) / CL;
+        const int64_t sl = (max_n + CL - 1) / CL, one = max_n < cl_min ? max_n : cl_min;
+        int64_t ccap = (int64_t)(ix_cl_smem_max[ci] / 4);
         if (ix_topk_cap >= 0 && ix_topk_cap < ccap) ccap = ix_topk_cap;
-        if (sl < ccap) ccap = sl;
+        if ((sl > one ? sl : one) < ccap) ccap = sl > one ? sl : one;
         cuda_launch(ix_cl_kernels[ci], dim3((unsigned)plan->n_tok, 1, (unsigned)CL), dim3(IX_BT), (size_t)ccap * 4,
                     im->stream, (unsigned)CL, true, A, (const int64_t *)im->d_pos, (const float *)scores, idx, cnt,
-                    (int)ccap, small_n);
+                    (int)ccap, small_n, cl_min);
         CK_LAUNCH();
         return;
     }
     if (max_n < cap) cap = max_n;
     launch_pdl(k_idx_topk<1>, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
-               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, small_n);
+               (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, small_n, 0);
     CK_LAUNCH();
 }
 
