@@ -148,6 +148,18 @@ def indexer_rows(path):
             tab = None
 
 
+def table_rounds(d, call, reader):
+    """A call's bench_kernels tables (d/call/attn-<variant>-<round>.txt) read by reader (attn, indexer, ...): row ->
+    bB -> variant -> [us a call, by round]."""
+    out = {}
+    for f in sorted(glob.glob(os.path.join(d, call, "attn-*-*.txt"))):
+        v, _ = os.path.basename(f)[5:-4].rsplit("-", 1)
+        for row, by_b in reader(f).items():
+            for b, us in by_b.items():
+                out.setdefault(row, {}).setdefault(b, {}).setdefault(v, []).append(us)
+    return out
+
+
 def indexer(path):
     """bench_kernels' 'indexer, FP4 keys' rows: 'top-512 of N, context C' -> bB -> us a call."""
     res = {}

@@ -2851,24 +2851,31 @@ static void indexer_large(bool ref, bool fp4, int dI)
                                      * token (the default below 49,152 candidates), and every token past the small
                                      * path as a cluster of 8 (slices of 4,375 candidates at most), 4 or 2 blocks:
                                      * with 3,000 keys a block in shared memory (some slices) or none */
-            const int64_t caps[11] = {0, 6000, -1, -1, -1, 3000, -1, -1, 0, -1, -1};
-            const int cls[11] = {-1, -1, -1, 0, 0, 8, 2, 4, 2, 8, 1};
-            static const char *what[11] = {"with no keys in shared memory",
-                                           "with 6,000 keys in shared memory",
-                                           "without its small path",
-                                           "in one block a token",
-                                           "in one block a token without its small path",
-                                           "as clusters of 8 with 3,000 keys a block in shared memory",
-                                           "as clusters of 2",
-                                           "as clusters of 4 without its small path",
-                                           "as clusters of 2 with no keys in shared memory",
-                                           "as clusters of 8",
-                                           "as clusters of 8 past 34,000 candidates, their first block's below"};
-            for (int ci = 0; ci < 11; ci++) {
-                dsv4_cuda_indexer_topk_cap(caps[ci]);
-                if (ci == 2 || ci == 4 || ci == 7) dsv4_cuda_indexer_topk_small(0);
-                dsv4_cuda_indexer_topk_cluster(cls[ci]);
-                dsv4_cuda_indexer_topk_cluster_min(ci == 10 ? 34000 : -1);
+            static const struct {
+                int64_t cap;    /* dsv4_cuda_indexer_topk_cap */
+                int small;      /* dsv4_cuda_indexer_topk_small */
+                int cl;         /* dsv4_cuda_indexer_topk_cluster */
+                int64_t cl_min; /* dsv4_cuda_indexer_topk_cluster_min */
+                const char *what;
+            } vs[] = {
+                {0, -1, -1, -1, "with no keys in shared memory"},
+                {6000, -1, -1, -1, "with 6,000 keys in shared memory"},
+                {-1, 0, -1, -1, "without its small path"},
+                {-1, -1, 0, -1, "in one block a token"},
+                {-1, 0, 0, -1, "in one block a token without its small path"},
+                {3000, -1, 8, -1, "as clusters of 8 with 3,000 keys a block in shared memory"},
+                {-1, -1, 2, -1, "as clusters of 2"},
+                {-1, 0, 4, -1, "as clusters of 4 without its small path"},
+                {0, -1, 2, -1, "as clusters of 2 with no keys in shared memory"},
+                {-1, -1, 8, -1, "as clusters of 8"},
+                {-1, -1, 1, 34000, "as clusters of 8 past 34,000 candidates, their first block's below"},
+            };
+            const int nv = (int)(sizeof vs / sizeof vs[0]);
+            for (int vi = 0; vi < nv; vi++) {
+                dsv4_cuda_indexer_topk_cap(vs[vi].cap);
+                dsv4_cuda_indexer_topk_small(vs[vi].small);
+                dsv4_cuda_indexer_topk_cluster(vs[vi].cl);
+                dsv4_cuda_indexer_topk_cluster_min(vs[vi].cl_min);
                 be->indexer_topk(be, &p, &plan, &kv[sd], dq, dw, di, dc);
                 dsv4_cuda_indexer_topk_cap(-1);
                 dsv4_cuda_indexer_topk_small(-1);
@@ -2876,10 +2883,10 @@ static void indexer_large(bool ref, bool fp4, int dI)
                 dsv4_cuda_indexer_topk_cluster_min(-1);
                 int32_t *rg = bhost(be, di, (size_t)T * K * 4);
                 if (memcmp(rg, ri[sd], (size_t)T * K * 4))
-                    fail_line("indexer_topk (large): idx", "the top-k %s differs", what[ci]);
+                    fail_line("indexer_topk (large): idx", "the top-k %s differs", vs[vi].what);
                 free(rg);
             }
-            case_checks += 11;
+            case_checks += nv;
             if (ref) { /* queries off 16-byte alignment: the CUDA-core scores instead of the tensor cores */
                 float *dq1 = bnew(be, ((size_t)T * nI * dI + 1) * 4);
                 be->upload(be, dq1 + 1, q, (size_t)T * nI * dI * 4);

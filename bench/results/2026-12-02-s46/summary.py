@@ -10,17 +10,11 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn, call_rounds, prefills  # noqa: E402
+from summary_lib import attn, call_rounds, prefills, table_rounds  # noqa: E402
 
 
 def attn_rounds(call):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(D, call, "attn-*-*.txt"))):
-        v, i = os.path.basename(f)[5:-4].rsplit("-", 1)
-        for shape, by_b in attn(f).items():
-            for b, us in by_b.items():
-                out.setdefault(shape, {}).setdefault(b, {}).setdefault(v, []).append(us)
-    return out
+    return table_rounds(D, call, attn)
 
 
 def chunks():

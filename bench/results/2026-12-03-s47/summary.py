@@ -3,24 +3,13 @@
     python3 bench/results/2026-12-03-s47/summary.py > bench/results/h200-2026-12-03-v66.json
 Reads the attention tables and decode A/Bs of pair/, and the indexer tables and decode A/Bs of topk-cl/ and
 topk-cl2/; standard library only."""
-import glob
 import json
 import os
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn, call_rounds, indexer_rows  # noqa: E402
-
-
-def rounds(call, reader):
-    out = {}
-    for f in sorted(glob.glob(os.path.join(D, call, "attn-*-*.txt"))):
-        v, _ = os.path.basename(f)[5:-4].rsplit("-", 1)
-        for shape, by_b in reader(f).items():
-            for b, us in by_b.items():
-                out.setdefault(shape, {}).setdefault(b, {}).setdefault(v, []).append(us)
-    return out
+from summary_lib import attn, call_rounds, indexer_rows, table_rounds  # noqa: E402
 
 
 def idx_all(path):
@@ -39,19 +28,19 @@ print(json.dumps({
                       "[--max-context X]",
     "pair_not_kept": {
         "what": "q in pair rows for k_attn_qk / k_attn_one (new, pair.diff) against b92ec8c (base)",
-        "attention_us": rounds("pair", attn),
+        "attention_us": table_rounds(D, "pair", attn),
         "decode_ms": call_rounds(D, "pair"),
     },
     "topk_cluster_first": {
         "what": "the top-k as a cluster of 8/4/2 blocks a token for every token past the small path (cl) against "
                 "one block a token (one: DSV4_IX_CL=0, the same binary); decode: new / one",
-        "indexer_us": rounds("topk-cl", idx_all),
+        "indexer_us": table_rounds(D, "topk-cl", idx_all),
         "decode_ms": call_rounds(D, "topk-cl"),
     },
     "topk_cluster_kept": {
         "what": "the cluster for tokens past 49,152 candidates only (cl / new) against one block a token (one: "
                 "DSV4_IX_CL=0, the same binary), one round",
-        "indexer_us": rounds("topk-cl2", idx_all),
+        "indexer_us": table_rounds(D, "topk-cl2", idx_all),
         "decode_ms": call_rounds(D, "topk-cl2"),
     },
 }, indent=1))

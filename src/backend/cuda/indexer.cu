@@ -849,17 +849,10 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
             gc += u > hi;
             ec += u >= lo && u <= hi;
         }
-        for (int o = 16; o; o >>= 1)
-            gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
-        if (lane == 0) s_sa[wid] = gc, s_sb[wid] = ec;
-        __syncthreads();
-        if (wid == 0) {
-            gc = s_sa[lane], ec = s_sb[lane];
-            for (int o = 16; o; o >>= 1)
-                gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
-            if (lane == 0) s_cc[0] = gc, s_cc[1] = ec;
-        }
-        cl.sync(); /* (also: s_sa and s_sb are next written by the output's scans) */
+        ix_block_scan(gc, s_sa, &gc); /* the block's totals */
+        ix_block_scan(ec, s_sb, &ec);
+        if (tid == 0) s_cc[0] = gc, s_cc[1] = ec;
+        cl.sync(); /* (also the barrier after the scans before s_sa and s_sb are written again) */
         gc = ec = 0;
         if (lane < cb) {
             const int *x = cl.map_shared_rank(s_cc, lane);
@@ -1136,9 +1129,13 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
                       im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos, im->d_page_table, q, w, scores);
     }
     CK_LAUNCH();
-    if (ix_scores_only) return;                        /* a measurement of the scores alone */
-    int64_t cap = (int64_t)(im->ix_topk_smem_max / 4); /* keys the top-k may keep in shared memory */
-    if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
+    if (ix_scores_only) return; /* a measurement of the scores alone */
+    /* keys a top-k block keeps in shared memory: want, at most what smem_max bytes hold (and the tests' cap) */
+    auto keys_cap = [](size_t smem_max, int64_t want) {
+        int64_t cap = (int64_t)(smem_max / 4);
+        if (ix_topk_cap >= 0 && ix_topk_cap < cap) cap = ix_topk_cap;
+        return want < cap ? want : cap;
+    };
     const int small_n = ix_topk_small_n();
     /* a cluster of 8, 4 or 2 blocks a token - the most whose blocks the SMs hold at once - where some token may
      * have more than IX_CL_MIN candidates (the same choices; dsv4_cuda_indexer_topk_cluster, DSV4_IX_CL: 0 one
@@ -1159,16 +1156,14 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
         /* keys a block keeps: its slice, or block 0's whole token below cl_min */
         const int CL = 2 << ci;
         const int64_t sl = (max_n + CL - 1) / CL, one = max_n < cl_min ? max_n : cl_min;
-        int64_t ccap = (int64_t)(ix_cl_smem_max[ci] / 4);
-        if (ix_topk_cap >= 0 && ix_topk_cap < ccap) ccap = ix_topk_cap;
-        if ((sl > one ? sl : one) < ccap) ccap = sl > one ? sl : one;
+        const int64_t ccap = keys_cap(ix_cl_smem_max[ci], sl > one ? sl : one);
         cuda_launch(ix_cl_kernels[ci], dim3((unsigned)plan->n_tok, 1, (unsigned)CL), dim3(IX_BT), (size_t)ccap * 4,
                     im->stream, (unsigned)CL, true, A, (const int64_t *)im->d_pos, (const float *)scores, idx, cnt,
                     (int)ccap, small_n, cl_min);
         CK_LAUNCH();
         return;
     }
-    if (max_n < cap) cap = max_n;
+    const int64_t cap = keys_cap(im->ix_topk_smem_max, max_n);
     launch_pdl(k_idx_topk<1>, dim3((unsigned)plan->n_tok), dim3(IX_BT), (size_t)cap * 4, im->stream, A,
                (const int64_t *)im->d_pos, (const float *)scores, idx, cnt, (int)cap, small_n, 0);
     CK_LAUNCH();
