@@ -434,7 +434,7 @@ __device__ __forceinline__ uint32_t ix_key(float v)
  * select pass, the output); a measurement build only */
 #ifdef IX_TRACE
 __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
-#define IX_T() (tid == 0 && t == 0 && ix_n < 12 ? (void)(ix_tr[ix_n++] = clock64()) : (void)0)
+#define IX_T() (tid == 0 && t == 0 && ix_n < 16 ? (void)(ix_tr[ix_n++] = clock64()) : (void)0)
 #else
 #define IX_T() ((void)0)
 #endif
@@ -442,6 +442,13 @@ __device__ unsigned ix_trace_calls[3]; /* per N: <= 1,024, <= 8,192, more */
 #define IX_SR  8    /* the top-k's small path: at most 8 keys a thread, IX_SR x IX_BT candidates (ix_topk_small_n) */
 #define IX_CLS 3    /* the clustered top-k's sizes: 2, 4 and 8 blocks a token */
 #define IX_CL_MIN 49152 /* candidates past which a token is the cluster's (fewer: block 0's; in shared memory) */
+/* The first candidate of slice b of ncl <= 8 (N b / ncl): in 32 bits where N b fits (a 64-bit division is a
+ * long call; the cluster computed 16 of them in its bounds phase) */
+__device__ __forceinline__ int ix_slice(int N, int b, int ncl)
+{
+    return N < (1 << 27) ? (int)((unsigned)N * (unsigned)b / (unsigned)ncl) : (int)((int64_t)N * b / ncl);
+}
+
 /* A barrier of the top-k's first W warps alone (the others have left) */
 template <int W> __device__ __forceinline__ void ix_bar_small(void)
 {
@@ -483,24 +490,26 @@ template <int W> __device__ __forceinline__ void ix_bar_small(void)
  * CL > 1: a cluster of CL blocks a token (grid z), for few tokens with many
  * candidates (one block walked a 1M-token context's 262,144 in ~120 us). A
  * token of more than cl_min candidates (past the small path) is the whole
- * cluster's; one of fewer block 0's alone, as CL = 1 (the cluster's five
- * barriers and exchanges cost more than they save below ~50k candidates:
- * 32,768 took 21 us against 14, bench/results/2026-12-03-s47/topk-cl/). Each block takes a
- * contiguous slice of the candidates (block b: N b / CL ..), in shared
- * memory when it fits cap; the range's bounds and each pass's buckets are
- * the cluster's (each block counts its slice, then every block adds the CL
- * counts of the two buckets each of its threads reads, through distributed
- * shared memory: two bucket buffers, so one cluster barrier a pass), so
- * every block makes the same choices; last, each block's keys above hi and
- * in [lo, hi], added over the blocks before it, start its output. The same
- * set in the same order as one block's (the contract fixes it). The small
- * path stays block 0's. */
+ * cluster's; one of fewer block 0's alone, as CL = 1 (at 32,768 candidates
+ * the cluster is even with one block at 1 token and slower at 16: 16 x 8
+ * blocks on the SMs against 16, bench/results/2026-12-03-s48/bound/). Each
+ * block takes a contiguous slice of the candidates (block b: N b / CL ..), in
+ * shared memory when it fits cap; the range's bounds and each pass's buckets
+ * are the cluster's - each block counts its slice; block b adds stripe b of
+ * the buckets over every block's counts, and every block reads all the
+ * stripes (16-byte loads through distributed shared memory, two cluster
+ * barriers a pass) - so every block makes the same choices; last, each
+ * block's keys above hi and in [lo, hi], added over the blocks before it,
+ * start its output. The same set in the same order as one block's (the
+ * contract fixes it). The small path stays block 0's. */
 template <int CL>
 __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *pos, const float *scores, int32_t *idx,
                                                     int32_t *cnt, int cap, int small_n, int cl_min)
 {
     extern __shared__ uint32_t ix_keys[]; /* cap keys */
-    __shared__ int hist2[CL > 1 ? 2 : 1][1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
+    /* CL > 1: hist2[1] the cluster's sums of every bucket, s_str this block's stripe of them (buckets cb S ..) */
+    __shared__ __align__(16) int hist2[CL > 1 ? 2 : 1][1 << IX_DIG], sh[32], s_sa[32], s_sb[32];
+    __shared__ __align__(16) int s_str[CL > 1 ? (1 << IX_DIG) / CL : 4];
     __shared__ uint32_t s_red[4][IX_BT / 32], s_lo, s_hi;
     __shared__ int s_need, s_all;
     __shared__ uint32_t s_cb[4]; /* CL > 1: the block's bounds (r0 .. r3 below) */
@@ -512,7 +521,9 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     const int k = N < A.topk ? N : A.topk;
     int32_t *out = idx + (size_t)t * A.topk;
 #ifdef IX_TRACE
-    long long ix_tr[12] = {0};
+    long long ix_tr[16] = {0};
+    unsigned long long ix_gt;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ix_gt));
     int ix_n = 0, ix_passes = 0;
 #endif
     IX_T();
@@ -530,9 +541,12 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
         if (tid == 0 && t == 0) {                                                                                      \
             const unsigned call = atomicAdd(&ix_trace_calls[N <= 1024 ? 0 : N <= 8192 ? 1 : 2], 1u);                   \
             if (call >= 20 && call < 28) {                                                                             \
-                printf("ixtrace N %d passes %d", N, ix_passes);                                                        \
-                for (int i = 1; i < ix_n; i++) printf(" %lld", ix_tr[i] - ix_tr[i - 1]);                               \
-                printf("\n");                                                                                          \
+                long long d[15];                                                                                       \
+                for (int i = 0; i < 15; i++) d[i] = i + 1 < ix_n ? ix_tr[i + 1] - ix_tr[i] : 0ll;                      \
+                printf("ixtrace N %d cb %d gt %llu passes %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "  \
+                       "%lld %lld %lld %lld\n",                                                                        \
+                       N, (int)blockIdx.z, ix_gt % 100000000ull, ix_passes, d[0], d[1], d[2], d[3], d[4], d[5], d[6],  \
+                       d[7], d[8], d[9], d[10], d[11], d[12], d[13], d[14]);                                           \
             }                                                                                                          \
         }                                                                                                              \
     } while (0)
@@ -688,7 +702,7 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     const int ncl = CL > 1 && N > cl_min ? CL : 1;
     const bool clx = CL > 1 && ncl > 1;
     if (cb >= ncl) return;
-    const int c0b = (int)((int64_t)N * cb / ncl), NB = (int)((int64_t)N * (cb + 1) / ncl) - c0b;
+    const int c0b = ix_slice(N, cb, ncl), NB = ix_slice(N, cb + 1, ncl) - c0b;
     const int NL = NB > 0 ? NB - 1 : 0; /* the index the clamped loads read (a slice may be empty: N < CL) */
     sc += c0b;
     const bool smem = NB <= cap;
@@ -710,8 +724,28 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
                 tor |= u;
             }
     }
-    const bool mine = tid < NB; /* the thread read keys of its own */
-    uint32_t r0 = mine ? tmax : 0xffffffffu, r1 = tmin, r2 = tmax, r3 = tor;
+    IX_T();
+    /* A lower bound of the k-th: groups of G consecutive threads, G the largest power of two up to 32 whose
+     * groups with keys, over the blocks taking the token, are at least k - each group's largest key is a
+     * distinct candidate, so k of them are at least the smallest of those; G = 0, none: the smallest key. (A
+     * thread's own largest, G = 1, was the bound before: in a cluster of 8 at 32,768 candidates, four keys a
+     * thread, it left twice the passes one block's 32 keys a thread did; bench/results/2026-12-03-s48/.) */
+    int G = 32;
+    if (N / ncl >= IX_BT) /* every block's threads all have keys (a cluster's tokens, one block past 1,024) */
+        while (G > 0 && ncl * (IX_BT / G) < k) G >>= 1;
+    else
+        for (; G > 0; G >>= 1) {
+            int ng = 0;
+            for (int b = 0; b < ncl; b++) {
+                const int nb = ix_slice(N, b + 1, ncl) - ix_slice(N, b, ncl);
+                ng += ((nb < IX_BT ? nb : IX_BT) + G - 1) / G;
+            }
+            if (ng >= k) break;
+        }
+    uint32_t gm = tmax; /* a thread without keys: 0, below every group's keys */
+    for (int o = 1; o < G; o <<= 1) gm = max(gm, __shfl_xor_sync(0xffffffffu, gm, o));
+    const bool mine = G > 0 && (tid & -G) < NB; /* the thread's group read keys of its own */
+    uint32_t r0 = mine ? gm : 0xffffffffu, r1 = tmin, r2 = tmax, r3 = tor;
     for (int o = 16; o; o >>= 1) {
         r0 = min(r0, __shfl_xor_sync(0xffffffffu, r0, o));
         r1 = min(r1, __shfl_xor_sync(0xffffffffu, r1, o));
@@ -719,10 +753,9 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
         r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
     }
     if (lane == 0) s_red[0][wid] = r0, s_red[1][wid] = r1, s_red[2][wid] = r2, s_red[3][wid] = r3;
-    for (int b = tid; b < (1 << IX_DIG); b += IX_BT) /* every pass's buckets start at zero */
-#pragma unroll
-        for (int h = 0; h < (CL > 1 ? 2 : 1); h++) hist2[h][b] = 0;
+    for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist[b] = 0; /* every pass's buckets start at zero */
     __syncthreads();
+    IX_T();
     { /* the warps' bounds, by every warp (no second barrier) */
         r0 = s_red[0][lane], r1 = s_red[1][lane], r2 = s_red[2][lane], r3 = s_red[3][lane];
         for (int o = 16; o; o >>= 1) {
@@ -732,16 +765,11 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
             r3 |= __shfl_xor_sync(0xffffffffu, r3, o);
         }
     }
-    /* threads with keys of their own over the cluster: r0 bounds the k-th from below when they are at least k */
-    int nkt = 0;
-    for (int b = 0; b < ncl; b++) {
-        const int nb = (int)((int64_t)N * (b + 1) / ncl) - (int)((int64_t)N * b / ncl);
-        nkt += nb < IX_BT ? nb : IX_BT;
-    }
     cg::cluster_group cl = cg::this_cluster();
     if (clx) { /* the cluster's bounds: every block's, by every warp */
         if (tid == 0) s_cb[0] = r0, s_cb[1] = r1, s_cb[2] = r2, s_cb[3] = r3;
         cl.sync();
+        IX_T();
         r0 = r1 = 0xffffffffu, r2 = r3 = 0u;
         if (lane < CL) {
             const uint32_t *x = cl.map_shared_rank(s_cb, lane);
@@ -758,18 +786,17 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
      * narrow holds one key value - the select's end (BF16 scores end in one or two passes instead of three) */
     const int tz = r3 ? __ffs((int)r3) - 1 : 31;
     IX_T();
-    uint32_t lo = nkt < k ? r1 : r0, hi = r2;
+    uint32_t lo = G == 0 ? r1 : r0, hi = r2;
     int need = k; /* keys above hi are taken, and the first `need` in [lo, hi] */
-    int pb = 0;   /* CL > 1: this pass's bucket buffer */
-    /* A pass: the keys' atomics, a barrier; each thread reads its two buckets (and zeroes them for the next
-     * pass: every bucket below nb is one thread's), the warps' sums to shared memory, a barrier; every warp
+    /* A pass: the keys' atomics, a barrier (a cluster's: its sums, below); each thread reads its two buckets
+     * (and zeroes them for the next pass: every bucket below nb is one thread's), the warps' sums to shared
+     * memory, a barrier; every warp
      * finds the warp holding the need-th highest from those sums, that warp scans its own buckets and writes
      * the next range, a barrier. Three barriers a pass (block_scan_incl's four and the zeroing's two before). */
     for (;;) {
         const uint32_t span = hi - lo;
         const int bits = 32 - __clz(span), sh_w = bits - IX_DIG > tz ? bits - IX_DIG : tz; /* bucket width 2^sh_w */
         const int nb = (int)(span >> sh_w) + 1;
-        hist = hist2[pb];
         for (int base = 0; base < NB; base += 4 * IX_BT) {
             uint32_t u[4];
 #pragma unroll
@@ -785,20 +812,30 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
         const int bh = nb - 1 - 2 * tid, bl = bh - 1;
         int hh = 0, hl = 0;
         if (clx) {
-            /* every block's counts of the two buckets (the other buffer, which the blocks read in the pass
-             * before, is free after this barrier: zeroed for the next pass) */
-            cl.sync();
-            int xh[CL], xl[CL];
+            /* the cluster's sums: block cb adds its stripe of the buckets (S = 2,048 / CL of them, from cb S) over
+             * every block's counts, then every block reads every stripe, by 16-byte loads - (S / 4) CL + 512 a
+             * block a pass (each thread's two buckets from each block, 2 CL scalar loads a thread, were 16,384
+             * a block at CL = 8: ~10,000 cycles a pass, bench/results/2026-12-03-s48/cltrace/) */
+            constexpr int S = (1 << IX_DIG) / CL;
+            cl.sync(); /* every block's counts */
+            IX_T();
+            if (tid < S / 4) {
+                int4 x[CL];
 #pragma unroll
-            for (int b = 0; b < CL; b++) {
-                const int *x = cl.map_shared_rank(hist, b);
-                xh[b] = x[bh > 0 ? bh : 0], xl[b] = x[bl > 0 ? bl : 0];
+                for (int b = 0; b < CL; b++) x[b] = ((const int4 *)cl.map_shared_rank(hist, b))[cb * (S / 4) + tid];
+                int4 a = x[0];
+#pragma unroll
+                for (int b = 1; b < CL; b++) a.x += x[b].x, a.y += x[b].y, a.z += x[b].z, a.w += x[b].w;
+                ((int4 *)s_str)[tid] = a;
             }
-            for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist2[pb ^ 1][b] = 0;
-#pragma unroll
-            for (int b = 0; b < CL; b++) hh += xh[b], hl += xl[b];
-            hh &= -(bh >= 0), hl &= -(bl >= 0);
-            pb ^= 1;
+            cl.sync(); /* every stripe (and every block done reading the counts) */
+            IX_T();
+            int *gh = hist2[CL > 1 ? 1 : 0];
+            for (int i = tid; i < (1 << IX_DIG) / 4; i += IX_BT)
+                ((int4 *)gh)[i] = ((const int4 *)cl.map_shared_rank(s_str, i / (S / 4)))[i % (S / 4)];
+            for (int b = tid; b < (1 << IX_DIG); b += IX_BT) hist[b] = 0; /* for the next pass */
+            __syncthreads();
+            hh = gh[bh > 0 ? bh : 0] & -(bh >= 0), hl = gh[bl > 0 ? bl : 0] & -(bl >= 0);
         } else {
             __syncthreads();
             hh = hist[bh > 0 ? bh : 0] & -(bh >= 0), hl = hist[bl > 0 ? bl : 0] & -(bl >= 0);
@@ -862,6 +899,7 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
             gc += __shfl_xor_sync(0xffffffffu, gc, o), ec += __shfl_xor_sync(0xffffffffu, ec, o);
         eq_seen = ec;
         at = gc + (ec < need ? ec : need);
+        IX_T();
     }
     for (int base = 0; base < NB && at < k; base += 32 * IX_BT) {
         const int c0 = base + wid * 1024 + lane; /* the warp's candidates, 32 apart */
