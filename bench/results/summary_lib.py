@@ -148,6 +148,14 @@ def indexer_rows(path):
             tab = None
 
 
+def indexer_all(path):
+    """Both of bench_kernels' indexer tables: '<table>: top-512 of N, context C' -> bB -> us a call."""
+    res = {}
+    for tab, top, b, c, us in indexer_rows(path):
+        res.setdefault(f"{tab}: {top}, context {c}", {})[f"b{b}"] = us
+    return res
+
+
 def table_rounds(d, call, reader):
     """A call's bench_kernels tables (d/call/attn-<variant>-<round>.txt) read by reader (attn, indexer, ...): row ->
     bB -> variant -> [us a call, by round]."""

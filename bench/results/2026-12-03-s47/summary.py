@@ -9,14 +9,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import attn, call_rounds, indexer_rows, table_rounds  # noqa: E402
-
-
-def idx_all(path):
-    res = {}
-    for tab, top, b, c, us in indexer_rows(path):
-        res.setdefault(f"{tab}: {top}, context {c}", {})[f"b{b}"] = us
-    return res
+from summary_lib import attn, call_rounds, indexer_all, table_rounds  # noqa: E402
 
 
 print(json.dumps({
@@ -34,13 +27,13 @@ print(json.dumps({
     "topk_cluster_first": {
         "what": "the top-k as a cluster of 8/4/2 blocks a token for every token past the small path (cl) against "
                 "one block a token (one: DSV4_IX_CL=0, the same binary); decode: new / one",
-        "indexer_us": table_rounds(D, "topk-cl", idx_all),
+        "indexer_us": table_rounds(D, "topk-cl", indexer_all),
         "decode_ms": call_rounds(D, "topk-cl"),
     },
     "topk_cluster_kept": {
         "what": "the cluster for tokens past 49,152 candidates only (cl / new) against one block a token (one: "
                 "DSV4_IX_CL=0, the same binary), one round",
-        "indexer_us": table_rounds(D, "topk-cl2", idx_all),
+        "indexer_us": table_rounds(D, "topk-cl2", indexer_all),
         "decode_ms": call_rounds(D, "topk-cl2"),
     },
 }, indent=1))
