@@ -788,11 +788,11 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     IX_T();
     uint32_t lo = G == 0 ? r1 : r0, hi = r2;
     int need = k; /* keys above hi are taken, and the first `need` in [lo, hi] */
-    /* A pass: the keys' atomics, a barrier (a cluster's: its sums, below); each thread reads its two buckets
-     * (and zeroes them for the next pass: every bucket below nb is one thread's), the warps' sums to shared
-     * memory, a barrier; every warp
-     * finds the warp holding the need-th highest from those sums, that warp scans its own buckets and writes
-     * the next range, a barrier. Three barriers a pass (block_scan_incl's four and the zeroing's two before). */
+    /* A pass: the keys' atomics, a barrier (a cluster: its sums, below); each thread reads its two buckets (and
+     * zeroes them for the next pass: every bucket below nb is one thread's), the warps' sums to shared memory, a
+     * barrier; every warp finds the warp holding the need-th highest from those sums, that warp scans its own
+     * buckets and writes the next range, a barrier. Three barriers a pass (block_scan_incl's four and the
+     * zeroing's two before). */
     for (;;) {
         const uint32_t span = hi - lo;
         const int bits = 32 - __clz(span), sh_w = bits - IX_DIG > tz ? bits - IX_DIG : tz; /* bucket width 2^sh_w */
