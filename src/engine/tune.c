@@ -11,7 +11,7 @@
 #include "core/json_util.h"
 
 static const char *const sum_names[DSV4_SUM_COUNT] = {"parts16", "parts32", "parts64", "walk32", "walk64",
-                                                      "walk128", "one",     "wg64",    "wg128"};
+                                                      "walk128", "one",     "wg64",    "wg128",  "one8"};
 
 const char *dsv4_tune_sum_name(int sum) { return sum >= 0 && sum < DSV4_SUM_COUNT ? sum_names[sum] : "?"; }
 

@@ -26,8 +26,9 @@
  * 64 dimensions), or one block per (token, 32 / 64 / 128 dimensions) walking
  * the parts (fewer dimensions per block: more blocks; more: the weights and
  * the row list read by fewer blocks), or none: the scores, weights and sums
- * of a (token, row part) in one block, a cluster of the parts ("one"), or the
- * walking block per 64 / 128 dimensions on wgmma ("wg64", "wg128"). */
+ * of a (token, row part) in one block, a cluster of the parts ("one"; "one8":
+ * 8 heads a block), or the walking block per 64 / 128 dimensions on wgmma
+ * ("wg64", "wg128"). */
 enum {
     DSV4_SUM_PARTS16,
     DSV4_SUM_PARTS32,
@@ -39,6 +40,8 @@ enum {
                     * has at most 96 rows, else parts32 */
     DSV4_SUM_WG64, /* walk64 / walk128 on wgmma (BF16 rows, up to 64 heads; else the walk of that width) */
     DSV4_SUM_WG128,
+    DSV4_SUM_ONE8, /* one, with 8 heads a block instead of 16 where a part has at most 64 rows (twice the
+                    * blocks, each adding the parts' sums of one head), else one (the same bits) */
     DSV4_SUM_COUNT
 };
 
@@ -59,11 +62,15 @@ typedef struct {
 /* The built-in choices: what `dsv4 tune` measured on an H200 over the shapes a decode step meets
  * (share/tune/h200.json, bench/results/2026-12-01-s33/pvw/c4-tune/; `one` up to 2 tokens as since s29, where
  * decode agreed: batch 2 faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47; decode with
- * the wg rows even against the walk ones, s33's c5-decode). */
+ * the wg rows even against the walk ones, s33's c5-decode; `one8` at 1 token since v68, by decode steps:
+ * bench/results/2026-12-03-s49/one8/ - at 2 tokens its 128 blocks' clusters took two waves). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
-    static const dsv4_attn_choice rows[] = {
-        {2, 16, DSV4_SUM_ONE}, {8, 16, DSV4_SUM_PARTS32}, {32, 64, DSV4_SUM_WG64}, {0, 64, DSV4_SUM_WG128}};
+    static const dsv4_attn_choice rows[] = {{1, 16, DSV4_SUM_ONE8},
+                                            {2, 16, DSV4_SUM_ONE},
+                                            {8, 16, DSV4_SUM_PARTS32},
+                                            {32, 64, DSV4_SUM_WG64},
+                                            {0, 64, DSV4_SUM_WG128}};
     t->n = (int)(sizeof rows / sizeof rows[0]);
     for (int i = 0; i < t->n; i++) t->row[i] = rows[i];
 }

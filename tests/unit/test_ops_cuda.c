@@ -2555,7 +2555,8 @@ static void run_attn(scen *S, const dsv4_plan *plan, int layer, const int32_t *i
                 {1, {{0, 16, DSV4_SUM_WALK32}}},  {1, {{0, 64, DSV4_SUM_WALK64}}},
                 {1, {{0, 16, DSV4_SUM_WALK128}}}, {2, {{2, 64, DSV4_SUM_WALK32}, {0, 16, DSV4_SUM_PARTS32}}},
                 {1, {{0, 16, DSV4_SUM_ONE}}},     {2, {{2, 16, DSV4_SUM_ONE}, {0, 64, DSV4_SUM_WALK64}}},
-                {1, {{0, 64, DSV4_SUM_WG64}}},    {1, {{0, 16, DSV4_SUM_WG128}}}};
+                {1, {{0, 64, DSV4_SUM_WG64}}},    {1, {{0, 16, DSV4_SUM_WG128}}},
+                {1, {{0, 16, DSV4_SUM_ONE8}}},    {2, {{2, 16, DSV4_SUM_ONE8}, {0, 64, DSV4_SUM_WALK64}}}};
             dsv4_tune keep;
             dsv4_cuda_tune_get(&keep);
             for (int a = 0; a < (int)(sizeof alt / sizeof alt[0]); a++) {

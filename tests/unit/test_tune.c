@@ -95,6 +95,7 @@ static void test_round_trip(void **state)
     assert_int_equal(r.n, DSV4_SUM_COUNT);
     for (int k = 0; k < DSV4_SUM_COUNT; k++) assert_int_equal(r.row[k].sum, k);
     assert_string_equal(dsv4_tune_sum_name(DSV4_SUM_ONE), "one");
+    assert_string_equal(dsv4_tune_sum_name(DSV4_SUM_ONE8), "one8");
     /* an invalid table is not written */
     dsv4_tune bad = t;
     bad.row[2].max_tokens = 7;

@@ -1049,21 +1049,21 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
 #define PW2_S  4
 
 /* ---- one pass over the rows (reference numerics, BF16 cached rows): k_attn_one does in one block per
- * (token, 16 heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
- * bits. A cluster of the AM_PARTS parts of a token's 16 heads (the parts' rows split as k_attn_pv's:
- * am_part_lo): block p puts the 16 heads' q and its part's rows in shared memory once (the cached rows by
- * cp.async, a warp a row; q and the step's own rows from FP32, rounded to BF16 as k_attn_qpack does: no
- * launch before it), takes the part's scores (k_attn_qk's MMA chain over the dimensions in order, its
- * permutation of K; each score stored at its head's owner too, through distributed shared memory), the
- * heads' maxima, the cluster's (a max is exact in any order), then for its own two heads (2 p, 2 p + 1) the
- * denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16
- * A fragments, and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order).
- * The parts' sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does.
- * EX1 (one token): the scores to their owners and every part's maxima to every part go by st.async onto an
- * mbarrier a block (initialised before the PDL wait, a cluster barrier publishing it), and each block waits on
- * its own mbarrier for the bytes it expects instead of a cluster barrier (whose release is a GPU-wide fence)
- * and remote loads of the maxima. Rows and q go through
- * shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
+ * (token, HB heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
+ * bits. HB is 16 ("one") or 8 ("one8": the MMA's rows 8-15 zeros; twice the blocks, each part owning one
+ * head instead of two, so half the parts' sums read into each SM). A cluster of the AM_PARTS parts of a
+ * token's HB heads (the parts' rows split as k_attn_pv's: am_part_lo): block p puts the HB heads' q and its
+ * part's rows in shared memory once (the cached rows by cp.async, a warp a row; q and the step's own rows
+ * from FP32, rounded to BF16 as k_attn_qpack does: no launch before it), takes the part's scores (k_attn_qk's MMA chain
+ * over the dimensions in order, its permutation of K; each score stored at its head's owner too, through distributed
+ * shared memory), the heads' maxima, the cluster's (a max is exact in any order), then for its own HO = HB / 8 heads
+ * the denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16 A
+ * fragments, and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The parts'
+ * sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does. EX1 (one token): the
+ * scores to their owners and every part's maxima to every part go by st.async onto an mbarrier a block (initialised
+ * before the PDL wait, a cluster barrier publishing it), and each block waits on its own mbarrier for the bytes it
+ * expects instead of a cluster barrier (whose release is a GPU-wide fence) and remote loads of the maxima. Rows and q
+ * go through shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
 #define AF_WARPS    8
@@ -1120,7 +1120,7 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     return L;
 }
 
-template <bool EX1>
+template <bool EX1, int HB>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1137,8 +1137,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     float *drow = (float *)(af_sm + L.dr); /* the scores of this part's two heads over all the rows */
     const int NRM = AM_PARTS * RP;         /* at least nr, even */
     static_assert(32 * AF_WARPS == 256, "k_attn_one: sixteen threads a head for its maxima and weights");
-    const int t = blockIdx.x, h0 = 16 * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < 16 ? A.H - h0 : 16; /* this block's heads */
+    const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < HB ? A.H - h0 : HB; /* this block's heads */
+    constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
+    static_assert(HB == AM_PARTS || HB == 2 * AM_PARTS, "k_attn_one: one or two heads a part");
 #ifdef AF_TRACE
     long long af_tr[24] = {0};
     int af_n = 0;
@@ -1211,7 +1213,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     float dcs = 0.0f, dsn = 0.0f;
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
     /* the sink of the head whose denominator this warp sums (a weight) */
-    const float sink = w < 2 && 2 * p + w < nh ? A.sinks[h0 + 2 * p + w] : 0.0f;
+    const float sink = w < HO && HO * p + w < nh ? A.sinks[h0 + HO * p + w] : 0.0f;
     /* EX1: the scores for this part's heads and every part's maxima arrive here by st.async on mb (no release
      * barrier between the scores and the denominators); its init published to the cluster before the wait */
     float *rmx = (float *)(af_sm + L.rm);
@@ -1268,8 +1270,8 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             issue_rows(0);
         }
     }
-    /* EX1: the bytes this part's mbarrier waits for: its two heads' scores over all nr rows, 16 maxima a part */
-    if (EX1 && tid == 0) mbar_expect(mb, (unsigned)((2 * nr + AM_PARTS * 16) * sizeof(float)));
+    /* EX1: the bytes this part's mbarrier waits for: its HO heads' scores over all nr rows, 16 maxima a part */
+    if (EX1 && tid == 0) mbar_expect(mb, (unsigned)((HO * nr + AM_PARTS * 16) * sizeof(float)));
     AF_T();
     issue_rows(1);
     AF_T();
@@ -1320,11 +1322,15 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
                 if (j < np && (n == 0 || v1)) {
                     const float v = acc[n][e] * A.scale;
                     sc[h * SR + j] = v;
-                    /* and to the head's owner (part h / 2), which sums its denominator from its own memory */
-                    if (EX1)
-                        st_async1((uint32_t)__cvta_generic_to_shared(drow + (h & 1) * NRM + r0 + j), mb, h >> 1, v);
-                    else
-                        cl.map_shared_rank(drow, h >> 1)[(h & 1) * NRM + r0 + j] = v;
+                    /* and to the head's owner (part h / HO), which sums its denominator from its own memory (heads
+                     * HB .. 15 of the MMA's 16 rows: none; heads nh .. HB - 1, past H: zeros, as the bytes expected) */
+                    if (HB == 16 || h < HB) {
+                        const int ho = HO == 2 ? h >> 1 : h, hs = HO == 2 ? h & 1 : 0;
+                        if (EX1)
+                            st_async1((uint32_t)__cvta_generic_to_shared(drow + hs * NRM + r0 + j), mb, ho, v);
+                        else
+                            cl.map_shared_rank(drow, ho)[hs * NRM + r0 + j] = v;
+                    }
                 }
             }
     }
@@ -1358,10 +1364,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     AF_T();
     __syncthreads();
     AF_T();
-    /* the denominators of this part's two heads (2 p, 2 p + 1 of the block's) through am_den (k_attn_md16's
-     * order), from the scores every part stored here */
-    if (w < 2 && 2 * p + w < nh) {
-        const int hl = 2 * p + w;
+    /* the denominators of this part's HO heads (HO p .. of the block's) through am_den (k_attn_md16's order),
+     * from the scores every part stored here */
+    if (w < HO && HO * p + w < nh) {
+        const int hl = HO * p + w;
         const float d = am_den(
             sink, nr, mxa[hl], [&](int j) { return *(const float2 *)(drow + w * NRM + j); }, [](int, float, float) {});
         if (lane == 0) dn[w] = d;
@@ -1412,14 +1418,14 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     }
     cl.sync(); /* every part's sums */
     AF_T();
-    /* this part's two heads: the parts' sums in part order, divided, de-rotated (column pairs); both
-     * heads' loads in flight together */
-    const int npair = 2 * (hd >> 1);
+    /* this part's HO heads: the parts' sums in part order, divided, de-rotated (column pairs); two pairs'
+     * loads in flight together */
+    const int npair = HO * (hd >> 1);
     for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
         float2 r[2][AM_PARTS];
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const int e = e0 + u * blockDim.x, hl = 2 * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
+            const int e = e0 + u * blockDim.x, hl = HO * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
             if (e < npair && hl < nh)
 #pragma unroll
                 for (int q = 0; q < AM_PARTS; q++)
@@ -1427,7 +1433,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = 2 * p + hi, c = 2 * (e % (hd >> 1));
+            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e >= npair || hl >= nh) continue;
             float2 v = r[u][0];
 #pragma unroll
@@ -1497,13 +1503,18 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         cudaFuncAttributes fa, fb;
-        CK(cudaFuncGetAttributes(&fa, k_attn_one<false>));
-        CK(cudaFuncGetAttributes(&fb, k_attn_one<true>));
-        const size_t st = fa.sharedSizeBytes > fb.sharedSizeBytes ? fa.sharedSizeBytes : fb.sharedSizeBytes;
+        void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
+                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
+            k_attn_one<false, 16>, k_attn_one<true, 16>, k_attn_one<false, 8>, k_attn_one<true, 8>};
+        size_t st = 0;
+        for (auto k : kern) {
+            cudaFuncAttributes fa;
+            CK(cudaFuncGetAttributes(&fa, k));
+            if (fa.sharedSizeBytes > st) st = fa.sharedSizeBytes;
+        }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
-        CK(cudaFuncSetAttribute(k_attn_one<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        CK(cudaFuncSetAttribute(k_attn_one<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        af_fits = cuda_cluster_fits(k_attn_one<false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
+        af_fits = cuda_cluster_fits(k_attn_one<false, 16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1608,15 +1619,21 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
              * rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
             const int RP = af_part_rows(max_rows);
             const size_t osm = af_layout(hd, RP).total;
-            if (ch->sum == DSV4_SUM_ONE && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
+            const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
+            if (one && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
                 /* the first exchange by st.async at one token (CSA 4k 11.24 against 11.46 us, HCA 4k 7.60 against
                  * 7.86, v54); at two it was 7 % slower (likely its extra cluster barrier before the wait, exposed
                  * when the next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
                 static int ex1 = -1;
                 if (ex1 < 0) ex1 = cuda_env_on("DSV4_ATTN_ONE_EX1");
-                launch_attn(ex1 && nt == 1 ? k_attn_one<true> : k_attn_one<false>,
-                            dim3((unsigned)nt, (unsigned)((H + 15) / 16), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
+                /* one8: 8 heads a block (a part owns one head) where a part has at most 64 rows - HCA at 4k 6.85
+                 * against 7.54 us alone, 32k 8.25 against 8.95; CSA's 96 (4k on) 12.31 against 11.30, so 16 there
+                 * (bench/results/2026-12-03-s49/one8/) */
+                const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= 64 ? 8 : 16;
+                launch_attn(hb == 8 ? (ex1 && nt == 1 ? k_attn_one<true, 8> : k_attn_one<false, 8>)
+                                    : (ex1 && nt == 1 ? k_attn_one<true, 16> : k_attn_one<false, 16>),
+                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
