@@ -19,6 +19,8 @@ print(json.dumps({
                        "scores + top-k)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B [--context C]",
+    "v68_verified": "the whole suite (scripts/gpu_verify.sh) on 7038438 (v68 as committed, one8 at 1 token): every "
+                    "test, 9 memchecks 0 errors, logits identical to 557a942's (final/)",
     "v67_verified": "the whole suite (scripts/gpu_verify.sh) on 557a942 (v67) with div64 applied: every test, 9 "
                     "memchecks 0 errors, logits identical to 557a942's (verify/)",
     "div64_dropped": {
