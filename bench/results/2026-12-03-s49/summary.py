@@ -43,6 +43,15 @@ print(json.dumps({
         "attn_us": table_rounds(D, "one8b", attn),
         "decode_ms": call_rounds(D, "one8b"),
     },
+    "csa_8_heads_traced": {
+        "what": "k_attn_one's cycles after the PDL wait (thread 0, token 0's first head group, the largest part, "
+                "medians over 27 calls; python3 bench/af_trace.py trace/trace-<8|16>.txt.gz), CSA 640 rows at 1 "
+                "token x 4k with 8 heads a block (DSV4_ATTN_ONE8_ROWS=96) and 16 (=1), and the same build alone",
+        "after_wait_cycles": {"8": 17560, "16": 19290},
+        "combine_cycles": {"8": [1599, 1796], "16": [2941, 3247]},
+        "attn_us": {"8": attn(os.path.join(D, "trace", "attn-8.txt")),
+                    "16": attn(os.path.join(D, "trace", "attn-16.txt"))},
+    },
     "kept": {
         "what": "one8b's with the heads a block a template argument (the 16-head kernels' SASS the same as "
                 "557a942's) against 557a942 (base), three rounds; logits identical, test_ops_cuda passed, memcheck "
