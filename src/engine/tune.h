@@ -63,7 +63,7 @@ typedef struct {
  * (share/tune/h200.json, bench/results/2026-12-01-s33/pvw/c4-tune/; `one` up to 2 tokens as since s29, where
  * decode agreed: batch 2 faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47; decode with
  * the wg rows even against the walk ones, s33's c5-decode; `one8` at 1 token since v68, by decode steps:
- * bench/results/2026-12-03-s49/one8/ - at 2 tokens its 128 blocks' clusters took two waves). */
+ * bench/results/2026-12-03-s49/one8/ and one8c/; at 2 tokens, 128 blocks in clusters of 8, it was slower). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
     static const dsv4_attn_choice rows[] = {{1, 16, DSV4_SUM_ONE8},

@@ -1113,7 +1113,7 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.dr = L.mx + 3 * 64 * sizeof(float);
-    L.pt = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its two heads' scores, every part's */
+    L.pt = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its HO heads' scores, every part's */
     L.rm = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);       /* CSA: the slot's page table */
     L.mb = L.rm + (size_t)AM_PARTS * 16 * sizeof(float);     /* EX1: every part's 16 maxima */
     L.total = L.mb + 8;                                      /* EX1: the mbarrier they and the scores arrive on */
@@ -1134,7 +1134,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
     const float **rps = (const float **)(af_sm + L.rp);
     float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 16, *dn = lmx + 32;
-    float *drow = (float *)(af_sm + L.dr); /* the scores of this part's two heads over all the rows */
+    float *drow = (float *)(af_sm + L.dr); /* the scores of this part's HO heads over all the rows */
     const int NRM = AM_PARTS * RP;         /* at least nr, even */
     static_assert(32 * AF_WARPS == 256, "k_attn_one: sixteen threads a head for its maxima and weights");
     const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -1502,7 +1502,6 @@ static bool af_fits;
 void cuda_attn_init(size_t smem_optin)
 {
     {
-        cudaFuncAttributes fa, fb;
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
                              const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
             k_attn_one<false, 16>, k_attn_one<true, 16>, k_attn_one<false, 8>, k_attn_one<true, 8>};
