@@ -40,8 +40,8 @@ enum {
                     * has at most 96 rows, else parts32 */
     DSV4_SUM_WG64, /* walk64 / walk128 on wgmma (BF16 rows, up to 64 heads; else the walk of that width) */
     DSV4_SUM_WG128,
-    DSV4_SUM_ONE8, /* one, with 8 heads a block instead of 16 where a part has at most 64 rows (twice the
-                    * blocks, each adding the parts' sums of one head), else one (the same bits) */
+    DSV4_SUM_ONE8, /* one, with 8 heads a block instead of 16 (twice the blocks, each adding the parts' sums
+                    * of one head; every part size since v69, 64 rows at most in v68), the same bits */
     DSV4_SUM_COUNT
 };
 
@@ -63,7 +63,8 @@ typedef struct {
  * (share/tune/h200.json, bench/results/2026-12-01-s33/pvw/c4-tune/; `one` up to 2 tokens as since s29, where
  * decode agreed: batch 2 faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47; decode with
  * the wg rows even against the walk ones, s33's c5-decode; `one8` at 1 token since v68, by decode steps:
- * bench/results/2026-12-03-s49/one8/ and one8c/; at 2 tokens, 128 blocks in clusters of 8, it was slower). */
+ * bench/results/2026-12-03-s49/one8/ and one8c/, CSA's parts too since v69 (2026-12-04-s51/next/); at 2 tokens, 128
+ * blocks in clusters of 8, it was slower). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
     static const dsv4_attn_choice rows[] = {{1, 16, DSV4_SUM_ONE8},

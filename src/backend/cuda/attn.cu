@@ -1626,11 +1626,13 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                  * when the next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
                 static int ex1 = -1;
                 if (ex1 < 0) ex1 = cuda_env_on("DSV4_ATTN_ONE_EX1");
-                /* one8: 8 heads a block (a part owns one head) where a part has at most 64 rows - HCA at 4k 6.85
-                 * against 7.54 us alone, 32k 8.25 against 8.95; CSA's 96 (4k on) 12.31 against 11.30, so 16 there
-                 * (bench/results/2026-12-03-s49/one8/). DSV4_ATTN_ONE8_ROWS=N: that bound (a measurement's knob) */
+                /* one8: 8 heads a block (a part owns one head) - HCA at 4k 6.85 against 7.54 us alone, 32k 8.25
+                 * against 8.95 (bench/results/2026-12-03-s49/one8/). CSA's 96-row parts (4k on) measured slower
+                 * alone (12.31 against 11.30: back-to-back calls overlapping themselves) but faster in decode
+                 * steps (1 x 4k 1.458 against 1.464 ms, 128k 1.523 against 1.529; bench/results/2026-12-04-s51/
+                 * next/), so every part size. DSV4_ATTN_ONE8_ROWS=N: 16 heads past N rows (a measurement's knob) */
                 static int one8_rows = -1;
-                if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", 64);
+                if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
                 launch_attn(hb == 8 ? (ex1 && nt == 1 ? k_attn_one<true, 8> : k_attn_one<false, 8>)
                                     : (ex1 && nt == 1 ? k_attn_one<true, 16> : k_attn_one<false, 16>),

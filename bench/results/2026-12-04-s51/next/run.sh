@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prepared, NOT run (s49's device time ran out): CSA's 96-row parts with 8 heads a block in decode steps -
+# Run in s51 (prepared by s49): CSA's 96-row parts with 8 heads a block in decode steps -
 # trace/ found the block faster inside (17,550 against 19,280 cycles after the wait) while bench_kernels' back-to-
 # back calls measured it slower alone. The same binary, DSV4_ATTN_ONE8_ROWS=96 (8 heads wherever one8 runs) against
 # the default (64: CSA from 4k keeps 16), three rounds alternating, at 1 × 4k, 1 × 32k, 1 × 128k and the 16-token
