@@ -277,6 +277,10 @@ struct dsv4_backend {
                     const float *comb, int n, float *X, unsigned rnd);
     /* final collapse: u[t] = sum_i (sigmoid(m_i * scale + base_i) + eps) X[t, i] */
     void (*hc_head)(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
+    /* Called right before an hc_post: the next op to read its X is the hc_pre (head false) or hc_head (head
+     * true) whose mixing weights are fn, on the same queue and rows, and nothing writes X between them; a
+     * backend may compute that op's mixing logits in the hc_post (the same values). NULL: not called. */
+    void (*hc_post_next)(dsv4_backend *be, const float *fn, bool head);
 
     /* Stream a[n, coff*d], g[n, coff*d] (before ape) through the compressor
      * state of every segment, writing each completed row to the pages. */

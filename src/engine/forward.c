@@ -27,6 +27,7 @@ typedef struct {
     dsv4_scratch *s;
     int T;
     bool ref;
+    bool head_next; /* the HC head reads X as the last hc_post leaves it (every row read out, none gathered) */
 } fwd;
 
 /* --profile: attribute what follows to op family fam. */
@@ -301,6 +302,7 @@ static void attention(fwd *f, int l)
         be->linear(be, &L->wo_b, s->z, G * R, T, s->y, D);
 
     mark(f, DSV4_PROF_HC);
+    if (be->hc_post_next) be->hc_post_next(be, L->hc_ffn_fn.vec, false); /* the FFN's hc_pre reads X next */
     be->hc_post(be, c->hc_mult, D, s->y, NULL, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
@@ -344,6 +346,12 @@ static void ffn(fwd *f, int l)
 
     /* the routed and shared experts' sum (y2 rounded, then the sum, as they are read) joins the streams */
     mark(f, DSV4_PROF_HC);
+    if (be->hc_post_next) { /* the next layer's hc_pre or the HC head reads X next */
+        if (l + 1 < c->n_layers)
+            be->hc_post_next(be, f->e->w.layers[l + 1].hc_attn_fn.vec, false);
+        else if (f->head_next)
+            be->hc_post_next(be, f->e->w.hc_head_fn.vec, true);
+    }
     be->hc_post(be, c->hc_mult, D, s->y, shared ? s->y2 : NULL, s->post, s->comb, T, s->X, rnd(f, RIO));
 }
 
@@ -435,6 +443,7 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, cons
             dst[m] = out[t];
             s->gtok[m++] = t;
         }
+    f.head_next = m == T; /* no row gathered before the head */
 
     /* A decode step (one token per sequence, every token read out) is the
      * same work every time for its batch size: a graph replays it. */

@@ -1720,6 +1720,76 @@ static void hc_post_case(int hc, int D, int n, bool nonfinite, unsigned rnd, boo
     case_end();
 }
 
+/* hc_post_next: hc_post then the next hc_pre / hc_head on its X, announced (the GPU makes the mixing logits in
+ * hc_post) against not announced, bit for bit on the same backend - X, u, post, comb and the norm's y; and an
+ * announcement of other weights than the op then reads (the mixing made again: the same bits too). */
+static void hc_next_case(int D, int n, bool head, bool two, unsigned rnd)
+{
+    case_begin("hc_post_next then %s D=%d n=%d%s%s", head ? "hc_head" : "hc_pre", D, n, two ? " o1 + o2" : "",
+               rnd_name(rnd));
+    dsv4_backend *be = side[1];
+    const int hc = 4, F = hc * D, mix = head ? hc : (2 + hc) * hc;
+    const size_t nx = (size_t)n * F;
+    float *X = rnd_vec(nx, 1.0f), *o = rnd_vec((size_t)n * D, 1.0f), *o2 = rnd_vec((size_t)n * D, 1.0f);
+    float *fn = rnd_vec((size_t)mix * F, 2.0f / sqrtf((float)F)), *base = rnd_vec((size_t)mix, 0.5f);
+    float *nw = rnd_vec((size_t)D, 1.0f), *post = malloc((size_t)n * hc * 4), *comb = malloc((size_t)n * hc * hc * 4);
+    float scale[3];
+    for (int i = 0; i < 3; i++) scale[i] = 0.3f + 0.7f * (rnd_uni() + 1) / 2;
+    for (int i = 0; i < n * hc; i++) post[i] = rnd_uni() + 1.0f;
+    for (int i = 0; i < n * hc * hc; i++) comb[i] = (rnd_uni() + 1.0f) / (float)hc;
+    float *fn2 = rnd_vec((size_t)mix * F, 2.0f / sqrtf((float)F)); /* other weights: used, they would show */
+    float *dfn = bdup(be, fn, (size_t)mix * F * 4), *dfn2 = bdup(be, fn2, (size_t)mix * F * 4);
+    float *db = bdup(be, base, (size_t)mix * 4), *dsc = bdup(be, scale, sizeof scale),
+          *dw = bdup(be, nw, (size_t)D * 4);
+    float *dO = bdup(be, o, (size_t)n * D * 4), *dO2 = two ? bdup(be, o2, (size_t)n * D * 4) : NULL;
+    float *dpi = bdup(be, post, (size_t)n * hc * 4), *dci = bdup(be, comb, (size_t)n * hc * hc * 4);
+    const size_t sz[5] = {nx, (size_t)n * D, (size_t)n * hc, (size_t)n * hc * hc, (size_t)n * D};
+    const char *what[5] = {"X", "u", "post", "comb", "y"};
+    float *res[3][5] = {{0}};
+    for (int k = 0; k < 3; k++) { /* 0: not announced, 1: announced, 2: another fn announced */
+        float *dX = bdup(be, X, nx * 4), *du = bpoison(be, sz[1] * 4), *dy = bpoison(be, sz[4] * 4);
+        float *dp = head ? NULL : bpoison(be, sz[2] * 4), *dc = head ? NULL : bpoison(be, sz[3] * 4);
+        if (k && be->hc_post_next) be->hc_post_next(be, k == 1 ? dfn : dfn2, head);
+        be->hc_post(be, hc, D, dO, dO2, dpi, dci, n, dX, rnd);
+        dsv4_hc_params p = {.hc = hc,
+                            .dim = D,
+                            .sinkhorn_iters = 20,
+                            .hc_eps = 1e-6f,
+                            .norm_eps = 1e-6f,
+                            .fn = dfn,
+                            .base = db,
+                            .scale = dsc,
+                            .then_w = dw,
+                            .then_eps = 1e-6f,
+                            .then_y = dy,
+                            .then_rnd = rnd};
+        if (head)
+            be->hc_head(be, &p, dX, n, du);
+        else
+            be->hc_pre(be, &p, dX, n, du, dp, dc);
+        const float *dv[5] = {dX, du, dp, dc, dy};
+        for (int i = 0; i < 5; i++) res[k][i] = dv[i] ? bhost(be, dv[i], sz[i] * 4) : NULL;
+        bfree(be, dX), bfree(be, du), bfree(be, dy), bfree(be, dp), bfree(be, dc);
+    }
+    for (int k = 1; k < 3; k++)
+        for (int i = 0; i < 5; i++) {
+            if (!res[0][i]) continue;
+            case_checks++;
+            if (memcmp(res[0][i], res[k][i], sz[i] * 4)) {
+                size_t j = 0;
+                while (j < sz[i] && !memcmp(res[0][i] + j, res[k][i] + j, 4)) j++;
+                fail_line(k == 1 ? "announced" : "another fn announced", "%s differs at %zu: %g vs %g", what[i], j,
+                          (double)res[0][i][j], (double)res[k][i][j]);
+            }
+        }
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 5; i++) free(res[k][i]);
+    bfree(be, dfn), bfree(be, dfn2), bfree(be, db), bfree(be, dsc), bfree(be, dw), bfree(be, dO), bfree(be, dO2);
+    bfree(be, dpi), bfree(be, dci);
+    free(X), free(o), free(o2), free(fn), free(fn2), free(base), free(nw), free(post), free(comb);
+    case_end();
+}
+
 static void test_hc(void **state)
 {
     hc_case(4, 129, 7, false, false, 0);
@@ -1751,6 +1821,14 @@ static void test_hc(void **state)
     hc_post_case(3, 300, 5, false, DSV4_RND_IN, false);
     hc_post_case(4, 129, 7, false, 0, true);
     hc_post_case(4, 129, 7, true, DSV4_RND_IN | DSV4_RND_OUT, true);
+    /* the mixing made in hc_post (the GPU: 4 streams, 256-column multiples, up to 8 tokens), and where it is not */
+    hc_next_case(4096, 1, false, false, DSV4_RND_IN | DSV4_RND_OUT);
+    hc_next_case(4096, 3, false, true, DSV4_RND_IN | DSV4_RND_OUT);
+    hc_next_case(4096, 8, false, true, 0);
+    hc_next_case(4096, 1, true, false, DSV4_RND_IN | DSV4_RND_OUT);
+    hc_next_case(512, 5, true, true, 0);
+    hc_next_case(4096, 9, false, false, 0); /* past 8 tokens: k_hc_mix */
+    hc_next_case(300, 2, false, false, 0);  /* not a multiple of 256 columns: k_hc_mix */
     assert_int_equal(n_fail, 0);
 }
 

@@ -110,6 +110,16 @@ struct cuda_impl {
     cudaEvent_t lin_ev;           /* cuda_lin_flush on another queue than the current: the current waits for it */
     bool side_open;               /* queue 1 has had work since queue 0 last waited for it */
     bool hc_comb_open;            /* an hc_pre's post and comb run on queue 1, queue 0 has not waited for them */
+    /* hc_post_next's announcement for the next hc_post (fn NULL: none), and the mixing logits' parts that
+     * hc_post then left in CS_HC for the hc_pre / hc_head of those weights on X (fn NULL: none; hc.cu) */
+    struct {
+        const float *fn;
+        bool head;
+    } hc_next;
+    struct {
+        const float *fn, *X;
+        int n, n_mix, q;
+    } mix_pend;
     /* the current step's plan and page table, on the device: pointers into d_plan (c_step_begin's layout) */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
@@ -665,6 +675,8 @@ void cuda_hc_pre(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int 
 void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
                   const float *comb, int n, float *X, unsigned rnd);
 void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int n, float *u);
+void cuda_hc_post_next(dsv4_backend *be, const float *fn, bool head);
+void cuda_hc_init(void);
 /* Queue 0 waits for an hc_pre's post and comb left on queue 1 (hc_comb_open), if any. */
 void cuda_hc_join(cuda_impl *im);
 void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,

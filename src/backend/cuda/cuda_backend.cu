@@ -250,6 +250,7 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     cuda_impl *im = impl_of(be);
     cuda_hc_join(im); /* a caller that left a step unjoined: here, before any capture of this one */
     cuda_lin_flush(be); /* and a linear's parts no hc_post took */
+    im->hc_next.fn = im->mix_pend.fn = NULL; /* and mixing parts no hc_pre took */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
     const size_t o_pos = (pt + 15) & ~(size_t)15, o_tok = o_pos + nt * sizeof(int64_t),
@@ -917,6 +918,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     CK(cudaEventCreateWithFlags(&im->join_ev, cudaEventDisableTiming));
     CK(cudaEventCreateWithFlags(&im->lin_ev, cudaEventDisableTiming));
     cuda_attn_init(im->smem_optin);
+    cuda_hc_init();
     cuda_indexer_init(im);
     cuda_moe_mma_init();
     cuda_wg8_init();
@@ -966,6 +968,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->hc_pre = cuda_hc_pre;
     be->hc_post = cuda_hc_post;
     be->hc_head = cuda_hc_head;
+    be->hc_post_next = cuda_hc_post_next;
     be->compress = cuda_compress;
     be->indexer_topk = cuda_indexer_topk;
     be->attn = cuda_attn;

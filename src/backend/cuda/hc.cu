@@ -10,6 +10,7 @@
  * added in the CPU's order, and the collapse follows in the same kernel.
  */
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/rowdot.cuh"
 #include "backend/hc_math.h"
 
 #define HC_MAX 16
@@ -331,9 +332,15 @@ static void hc_pre_run(dsv4_backend *be, const dsv4_hc_params *p, const float *X
     const int kp = (F + HC_KCOLS - 1) / HC_KCOLS;
     float *mraw = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
     cuda_hc_join(im);
-    launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn, X, n,
-               n_mix, F, mraw);
-    CK_LAUNCH();
+    /* the parts made by the hc_post before (hc_post_next), or k_hc_mix */
+    const bool made = im->mix_pend.fn == p->fn && im->mix_pend.X == X && im->mix_pend.n == n &&
+                      im->mix_pend.n_mix == n_mix && im->mix_pend.q == im->q;
+    im->mix_pend.fn = NULL;
+    if (!made) {
+        launch_pdl(k_hc_mix, dim3((unsigned)kp, (unsigned)((n + HC_TT - 1) / HC_TT)), dim3(256), 0, im->stream, p->fn,
+                   X, n, n_mix, F, mraw);
+        CK_LAUNCH();
+    }
     /* the norm after in the same kernel when the rmsnorm op would run 256 threads a row too (the same sums) */
     dsv4_hc_params q = *p;
     const bool fuse = rmsnorm_threads(p->dim) == 256;
@@ -376,13 +383,37 @@ void cuda_hc_head(dsv4_backend *be, const dsv4_hc_params *p, const float *X, int
  * as k parts Y [k][n][dim] (lin_pend), added here in part order as k_wg8's cluster adds them. */
 enum { POST_O, POST_SUM, POST_PARTS };
 #define HC_POST_AT_ONCE 8 /* parts or slots whose loads k_hc_post issues at once (Flash: 8 parts, 6 slots) */
+/* MIX (hc_post_next): k_hc_post also makes the next hc_pre's / hc_head's mixing logits' parts, as
+ * k_hc_mix would from the X written here (HCT 4, dim a multiple of HC_KCOLS, at most HC_RC logits): a
+ * block's 256 columns of one token are one HC_KCOLS part of each stream, whose weights (n_mix rows x 4
+ * parts) it stages into shared memory before griddepcontrol.wait. Each sum in k_hc_mix's order - an FMA
+ * chain over a HC_CC-column chunk ascending, the four chunks added in order - so the parts, and all that
+ * follows, are the same bits; one launch fewer on the chain between two sublayers. */
+#define HC_POST_MIX_TOK  8 /* tokens (16 blocks each at Flash's 4,096) up to which hc_post takes the mixing */
+#define HC_POST_MIX_SMEM (((4 * HC_RC + 4) * HC_LD + 16 * HC_RC) * sizeof(float))
+
 /* HCT: the stream count fixed (Flash's 4: old[] in registers, not a 64-byte stack), or 0 (hc at run time).
  * The new streams' products fused in a pinned order (s = post_k o, then s += comb_jk old_j as FMAs, j
  * ascending): left to the compiler, which product of the first sum it fuses changes with the unrolling. */
-template <int MODE, int HCT>
+template <int MODE, int HCT, bool MIX>
 __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, const float *post, const float *comb,
-                          int n, float *X, unsigned rnd, const float *Y, const int32_t *idx, int k)
+                          int n, float *X, unsigned rnd, const float *Y, const int32_t *idx, int k, const float *fn,
+                          int n_mix, float *mpart)
 {
+    static_assert(!MIX || HCT == 4, "k_hc_post: the mixing with 4 streams");
+    extern __shared__ __align__(16) float hc_dyn[];
+    float(*fs)[HC_LD] = reinterpret_cast<float(*)[HC_LD]>(hc_dyn); /* [stream x HC_RC + row][column] */
+    float(*xs)[HC_LD] = fs + 4 * HC_RC;                            /* [stream][column]: X as written */
+    float *red = hc_dyn + (4 * HC_RC + 4) * HC_LD;                 /* [stream][chunk][row] */
+    const int c0 = MIX ? (int)(((int64_t)blockIdx.x * blockDim.x) % dim) : 0;
+    if constexpr (MIX) { /* the weights before the wait (fn is no kernel's output), all in flight at once */
+        const int F = 4 * dim, Q = HC_KCOLS / 4;
+        for (int e = threadIdx.x; e < 4 * n_mix * Q; e += blockDim.x) {
+            const int c = 4 * (e % Q), rq = e / Q, q = rq / n_mix, r = rq % n_mix;
+            cp_async<16>(&fs[q * HC_RC + r][c], fn + (size_t)r * F + (size_t)q * dim + c0 + c, true);
+        }
+        cp_async_commit();
+    }
     pdl_start();
     const int hc = HCT ? HCT : hc_rt;
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -462,36 +493,118 @@ __global__ void k_hc_post(int hc_rt, int dim, const float *o, const float *o2, c
     for (int q = 0; q < hc; q++) {
         float sq = __fmul_rn(HCT > 0 ? pv[q] : pt[q], ov);
         for (int j = 0; j < hc; j++) sq = __fmaf_rn(HCT > 0 ? cv[j * HCT + q] : ct[j * hc + q], old[j], sq);
-        x[(size_t)q * dim + d] = rnd_out(rnd, sq);
+        sq = rnd_out(rnd, sq);
+        x[(size_t)q * dim + d] = sq;
+        if constexpr (MIX) xs[q][threadIdx.x] = sq;
     }
+    if constexpr (MIX) { /* every thread is here: dim is a multiple of the block */
+        cp_async_wait<0>();
+        __syncthreads();
+        for (int c = threadIdx.x; c < 16 * n_mix; c += blockDim.x) { /* (stream, chunk, row) chains */
+            const int r = c % n_mix, qc = c / n_mix, q = qc >> 2, cb = (qc & 3) * HC_CC;
+            const float *fr = fs[q * HC_RC + r] + cb, *xr = xs[q] + cb;
+            float a = 0.0f;
+#pragma unroll 4
+            for (int j = 0; j < HC_CC; j += 4) {
+                const float4 f = *(const float4 *)(fr + j), xv = *(const float4 *)(xr + j);
+                a = __fmaf_rn(f.x, xv.x, a);
+                a = __fmaf_rn(f.y, xv.y, a);
+                a = __fmaf_rn(f.z, xv.z, a);
+                a = __fmaf_rn(f.w, xv.w, a);
+            }
+            red[qc * HC_RC + r] = a;
+        }
+        __syncthreads();
+        for (int e = threadIdx.x; e < 4 * n_mix; e += blockDim.x) { /* the chunks in order */
+            const int q = e / n_mix, r = e % n_mix;
+            const float *rr = red + 4 * q * HC_RC + r;
+            const float v = ((rr[0] + rr[HC_RC]) + rr[2 * HC_RC]) + rr[3 * HC_RC];
+            const int p = q * (dim / HC_KCOLS) + c0 / HC_KCOLS;
+            mpart[((size_t)p * n + t) * n_mix + r] = v;
+        }
+    }
+}
+
+void cuda_hc_init(void)
+{
+    CK(cudaFuncSetAttribute(k_hc_post<POST_O, 4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)HC_POST_MIX_SMEM));
+    CK(cudaFuncSetAttribute(k_hc_post<POST_SUM, 4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)HC_POST_MIX_SMEM));
+    CK(cudaFuncSetAttribute(k_hc_post<POST_PARTS, 4, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            (int)HC_POST_MIX_SMEM));
+}
+
+void cuda_hc_post_next(dsv4_backend *be, const float *fn, bool head)
+{
+    cuda_impl *im = impl_of(be);
+    im->hc_next.fn = fn;
+    im->hc_next.head = head;
+}
+
+/* DSV4_HC_POST_MIX=0: hc_post never takes the next mixing (a baseline; the same bits). Measured on 8 Flash
+ * layers (bench/results/2026-12-04-s51/): batch 8 1-2 % faster in three calls, batches 1 and 2 even (-0.5 % to
+ * +0.4 %: behind wo_b's wg8 blocks k_hc_post cannot start early and its 96 KB of weights a block come after
+ * them, 5.3 us against 1.8 + k_hc_mix's 2.6; after the experts it starts ~4 us early and gains). Only after the
+ * experts (DSV4_HC_POST_MIX=1) measured even at batches 1 to 8. */
+static int hc_post_mix_at(void)
+{
+    static int v = -1;
+    if (v < 0) v = cuda_env_int("DSV4_HC_POST_MIX", 2);
+    return v;
+}
+
+/* One k_hc_post launch of mode MODE, with the mixing where mp (its parts' buffer) is given. */
+template <int MODE>
+static void hc_post_launch(cuda_impl *im, int hc, int dim, const float *o, const float *o2, const float *post,
+                           const float *comb, int n, float *X, unsigned rnd, const float *Y, const int32_t *idx, int k,
+                           const float *fn, int n_mix, float *mp)
+{
+    const dim3 grid((unsigned)(((int64_t)n * dim + 255) / 256));
+    if (mp)
+        launch_pdl(k_hc_post<MODE, 4, true>, grid, dim3(256), HC_POST_MIX_SMEM, im->stream, hc, dim, o, o2, post, comb,
+                   n, X, rnd, Y, idx, k, fn, n_mix, mp);
+    else
+        launch_pdl(hc == 4 ? k_hc_post<MODE, 4, false> : k_hc_post<MODE, 0, false>, grid, dim3(256), 0, im->stream, hc,
+                   dim, o, o2, post, comb, n, X, rnd, Y, idx, k, (const float *)nullptr, 0, (float *)nullptr);
 }
 
 void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float *o2, const float *post,
                   const float *comb, int n, float *X, unsigned rnd)
 {
-    const int64_t total = (int64_t)n * dim;
-    if (total <= 0) return;
     cuda_impl *im = impl_of(be);
-    cuda_hc_join(im); /* post and comb written */
-    const dim3 grid((unsigned)((total + 255) / 256));
+    const float *nfn = im->hc_next.fn; /* hc_post_next's announcement holds for this call only */
+    const bool nhead = im->hc_next.head;
+    im->hc_next.fn = NULL;
+    im->mix_pend.fn = NULL;
+    if ((int64_t)n * dim <= 0) return;
+    cuda_hc_join(im); /* post and comb written; the last hc_pre's side blocks done with its mixing parts */
+    const int n_mix = nhead ? hc : (2 + hc) * hc, kp = hc * dim / HC_KCOLS;
+    const bool moe = im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
+                     im->moe_pend.q == im->q;
+    float *mp = NULL;
+    if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC && n <= HC_POST_MIX_TOK &&
+        (hc_post_mix_at() == 2 || (hc_post_mix_at() == 1 && moe))) {
+        mp = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
+        im->mix_pend.fn = nfn, im->mix_pend.X = X, im->mix_pend.n = n, im->mix_pend.n_mix = n_mix;
+        im->mix_pend.q = im->q;
+    }
     /* the routed experts' pending sum (moe_pend) when o is theirs: folded in here */
-    if (im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
-        im->moe_pend.q == im->q) {
+    if (moe) {
         cuda_lin_flush(be);
-        launch_pdl(hc == 4 ? k_hc_post<POST_SUM, 4> : k_hc_post<POST_SUM, 0>, grid, dim3(256), 0, im->stream, hc, dim,
-                   o, o2, post, comb, n, X, rnd, im->moe_pend.Y, im->moe_pend.idx, im->moe_pend.k);
+        hc_post_launch<POST_SUM>(im, hc, dim, o, o2, post, comb, n, X, rnd, im->moe_pend.Y, im->moe_pend.idx,
+                                 im->moe_pend.k, nfn, n_mix, mp);
         im->moe_pend.out = NULL;
     } else if (im->lin_pend.y && im->lin_pend.y == o && im->lin_pend.n == n && im->lin_pend.D == dim &&
                im->lin_pend.ldy == dim && im->lin_pend.q == im->q) { /* a linear's parts (lin_pend): added here */
         cuda_moe_flush(be);
-        launch_pdl(hc == 4 ? k_hc_post<POST_PARTS, 4> : k_hc_post<POST_PARTS, 0>, grid, dim3(256), 0, im->stream, hc,
-                   dim, o, o2, post, comb, n, X, rnd, im->lin_pend.parts, (const int32_t *)nullptr, im->lin_pend.P);
+        hc_post_launch<POST_PARTS>(im, hc, dim, o, o2, post, comb, n, X, rnd, im->lin_pend.parts, nullptr,
+                                   im->lin_pend.P, nfn, n_mix, mp);
         im->lin_pend.y = NULL;
     } else {
         cuda_moe_flush(be);
         cuda_lin_flush(be);
-        launch_pdl(hc == 4 ? k_hc_post<POST_O, 4> : k_hc_post<POST_O, 0>, grid, dim3(256), 0, im->stream, hc, dim, o,
-                   o2, post, comb, n, X, rnd, (const float *)nullptr, (const int32_t *)nullptr, 0);
+        hc_post_launch<POST_O>(im, hc, dim, o, o2, post, comb, n, X, rnd, nullptr, nullptr, 0, nfn, n_mix, mp);
     }
     CK_LAUNCH();
 }
