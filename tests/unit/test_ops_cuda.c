@@ -1821,13 +1821,14 @@ static void test_hc(void **state)
     hc_post_case(3, 300, 5, false, DSV4_RND_IN, false);
     hc_post_case(4, 129, 7, false, 0, true);
     hc_post_case(4, 129, 7, true, DSV4_RND_IN | DSV4_RND_OUT, true);
-    /* the mixing made in hc_post (the GPU: 4 streams, 256-column multiples, up to 8 tokens), and where it is not */
+    /* the mixing made in hc_post (the GPU: 4 streams, 256-column multiples, up to 16 tokens), and where it is not */
     hc_next_case(4096, 1, false, false, DSV4_RND_IN | DSV4_RND_OUT);
     hc_next_case(4096, 3, false, true, DSV4_RND_IN | DSV4_RND_OUT);
     hc_next_case(4096, 8, false, true, 0);
     hc_next_case(4096, 1, true, false, DSV4_RND_IN | DSV4_RND_OUT);
     hc_next_case(512, 5, true, true, 0);
-    hc_next_case(4096, 9, false, false, 0); /* past 8 tokens: k_hc_mix */
+    hc_next_case(4096, 16, false, false, 0);
+    hc_next_case(4096, 17, false, false, 0); /* past 16 tokens: k_hc_mix */
     hc_next_case(300, 2, false, false, 0);  /* not a multiple of 256 columns: k_hc_mix */
     assert_int_equal(n_fail, 0);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s51: v69 and v70) as one JSON:
     python3 bench/results/2026-12-04-s51/summary.py > bench/results/h200-2026-12-04-v70.json
-Reads the decode A/Bs of next/, hcmix/, hcmix2/ and final/ and the bits checks of hcmix/, final/ and bits/;
+Reads the decode A/Bs of next/, hcmix/, hcmix2/, final/, tok16/ and bits16/ and the bits checks of hcmix/,
+final/, bits/ and bits16/;
 standard library only."""
 import json
 import os
@@ -19,6 +20,7 @@ def lines(call, name):
 
 nxt = call_rounds(D, "next")
 fin = call_rounds(D, "final")
+b16 = call_rounds(D, "bits16")
 print(json.dumps({
     "version": "v70",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
@@ -39,6 +41,11 @@ print(json.dumps({
         "hcmix2_decode_ms": call_rounds(D, "hcmix2"),
         "final_decode_ms": fin,
         "batch1_x_floor_final": {v: x_floor(fin["b1"][v]["from_third_mean"], 1) for v in ("m2", "m0")},
+        "tok16_what": "the mixing at up to 16 tokens (t16, the default since) against 8 (t8), the same binary: "
+                      "tok16/ three rounds, bits16/ two",
+        "tok16_decode_ms": call_rounds(D, "tok16"),
+        "bits16_decode_ms": b16,
+        "batch16_x_floor_bits16": {v: x_floor(b16["b16"][v]["from_third_mean"], 16) for v in ("t16", "t8")},
     },
     "verified": {
         "suite_final": "the whole GPU suite (scripts/gpu_verify.sh) with the mixing after the experts: every test, "
@@ -46,5 +53,6 @@ print(json.dumps({
         "bits_hcmix": lines("hcmix", "bits.txt"),
         "bits_final": lines("final", "bits.txt"),
         "bits_default": lines("bits", "bits.txt"),
+        "bits_16_tokens": lines("bits16", "bits.txt"),
     },
 }, indent=1))

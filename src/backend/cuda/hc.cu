@@ -389,7 +389,10 @@ enum { POST_O, POST_SUM, POST_PARTS };
  * parts) it stages into shared memory before griddepcontrol.wait. Each sum in k_hc_mix's order - an FMA
  * chain over a HC_CC-column chunk ascending, the four chunks added in order - so the parts, and all that
  * follows, are the same bits; one launch fewer on the chain between two sublayers. */
-#define HC_POST_MIX_TOK  8 /* tokens (16 blocks each at Flash's 4,096) up to which hc_post takes the mixing */
+/* tokens up to which hc_post takes the mixing (16 blocks each at Flash's 4,096; two blocks an SM): at 12 and
+ * 16 faster than k_hc_mix too (3.668 against 3.696 ms a step, 4.296 against 4.304; s51's tok16/).
+ * DSV4_HC_POST_MIX_TOK=N: N (a measurement's knob) */
+#define HC_POST_MIX_TOK  16
 #define HC_POST_MIX_SMEM (((4 * HC_RC + 4) * HC_LD + 16 * HC_RC) * sizeof(float))
 
 /* HCT: the stream count fixed (Flash's 4: old[] in registers, not a 64-byte stack), or 0 (hc at run time).
@@ -583,7 +586,9 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     const bool moe = im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
                      im->moe_pend.q == im->q;
     float *mp = NULL;
-    if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC && n <= HC_POST_MIX_TOK &&
+    static int mix_tok = -1;
+    if (mix_tok < 0) mix_tok = cuda_env_int("DSV4_HC_POST_MIX_TOK", HC_POST_MIX_TOK);
+    if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC && n <= mix_tok &&
         (hc_post_mix_at() == 2 || (hc_post_mix_at() == 1 && moe))) {
         mp = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
         im->mix_pend.fn = nfn, im->mix_pend.X = X, im->mix_pend.n = n, im->mix_pend.n_mix = n_mix;
