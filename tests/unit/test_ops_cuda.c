@@ -1602,6 +1602,19 @@ static void test_elementwise(void **state)
 
 /* ==== hyper-connections =================================================== */
 
+/* The hyper-connection parameters the cases share (20 Sinkhorn iterations, eps 1e-6) with device buffers. */
+static dsv4_hc_params hc_test_params(int hc, int D, const float *fn, const float *base, const float *scale)
+{
+    return (dsv4_hc_params){.hc = hc,
+                            .dim = D,
+                            .sinkhorn_iters = 20,
+                            .hc_eps = 1e-6f,
+                            .norm_eps = 1e-6f,
+                            .fn = fn,
+                            .base = base,
+                            .scale = scale};
+}
+
 /* norm: 0, or then RMSNorm(u) in the same op (1; 2: with BF16 rounding in and out), which must give the bits
  * of the rmsnorm op run on the op's own u, on each backend */
 static void hc_case(int hc, int D, int n, bool head, bool nonfinite, int norm)
@@ -1622,14 +1635,7 @@ static void hc_case(int hc, int D, int n, bool head, bool nonfinite, int norm)
         float *du = bpoison(be, (size_t)n * D * 4);
         float *dp = head ? NULL : bpoison(be, (size_t)n * hc * 4),
               *dc = head ? NULL : bpoison(be, (size_t)n * hc * hc * 4);
-        dsv4_hc_params p = {.hc = hc,
-                            .dim = D,
-                            .sinkhorn_iters = 20,
-                            .hc_eps = 1e-6f,
-                            .norm_eps = 1e-6f,
-                            .fn = dfn,
-                            .base = db,
-                            .scale = dsc};
+        dsv4_hc_params p = hc_test_params(hc, D, dfn, db, dsc);
         float *dw = bdup(be, nw, (size_t)D * 4), *dy = bpoison(be, (size_t)n * D * 4);
         const unsigned rnd = norm == 2 ? DSV4_RND_IN | DSV4_RND_OUT : 0;
         if (norm) p.then_w = dw, p.then_eps = 1e-6f, p.then_y = dy, p.then_rnd = rnd;
@@ -1751,18 +1757,8 @@ static void hc_next_case(int D, int n, bool head, bool two, unsigned rnd)
         float *dp = head ? NULL : bpoison(be, sz[2] * 4), *dc = head ? NULL : bpoison(be, sz[3] * 4);
         if (k && be->hc_post_next) be->hc_post_next(be, k == 1 ? dfn : dfn2, head);
         be->hc_post(be, hc, D, dO, dO2, dpi, dci, n, dX, rnd);
-        dsv4_hc_params p = {.hc = hc,
-                            .dim = D,
-                            .sinkhorn_iters = 20,
-                            .hc_eps = 1e-6f,
-                            .norm_eps = 1e-6f,
-                            .fn = dfn,
-                            .base = db,
-                            .scale = dsc,
-                            .then_w = dw,
-                            .then_eps = 1e-6f,
-                            .then_y = dy,
-                            .then_rnd = rnd};
+        dsv4_hc_params p = hc_test_params(hc, D, dfn, db, dsc);
+        p.then_w = dw, p.then_eps = 1e-6f, p.then_y = dy, p.then_rnd = rnd;
         if (head)
             be->hc_head(be, &p, dX, n, du);
         else

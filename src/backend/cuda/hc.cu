@@ -549,11 +549,11 @@ void cuda_hc_post_next(dsv4_backend *be, const float *fn, bool head)
  * layers (bench/results/2026-12-04-s51/): batch 8 1-2 % faster in three calls, batches 1 and 2 even (-0.5 % to
  * +0.4 %: behind wo_b's wg8 blocks k_hc_post cannot start early and its 96 KB of weights a block come after
  * them, 5.3 us against 1.8 + k_hc_mix's 2.6; after the experts it starts ~4 us early and gains). Only after the
- * experts (DSV4_HC_POST_MIX=1) measured even at batches 1 to 8. */
-static int hc_post_mix_at(void)
+ * experts measured even at batches 1 to 8 (final/). */
+static bool hc_post_mix_on(void)
 {
     static int v = -1;
-    if (v < 0) v = cuda_env_int("DSV4_HC_POST_MIX", 2);
+    if (v < 0) v = cuda_env_on("DSV4_HC_POST_MIX");
     return v;
 }
 
@@ -589,7 +589,7 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     static int mix_tok = -1;
     if (mix_tok < 0) mix_tok = cuda_env_int("DSV4_HC_POST_MIX_TOK", HC_POST_MIX_TOK);
     if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC && n <= mix_tok &&
-        (hc_post_mix_at() == 2 || (hc_post_mix_at() == 1 && moe))) {
+        hc_post_mix_on()) {
         mp = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
         im->mix_pend.fn = nfn, im->mix_pend.X = X, im->mix_pend.n = n, im->mix_pend.n_mix = n_mix;
         im->mix_pend.q = im->q;
