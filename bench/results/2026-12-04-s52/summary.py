@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s52: two measurements that did not land) as one JSON:
     python3 bench/results/2026-12-04-s52/summary.py > bench/results/h200-2026-12-04-s52.json
-Reads the decode A/Bs of route/, rt/, l2/ and l2b/, the bits check of route/, and the router's block timelines
+Reads the decode A/Bs of route/, rt/, rolled/, l2/ and l2b/, the bits checks of route/ and rolled/, and the router's block timelines
 of rt/, rt2/ and rt3/ ("routetrace" lines); standard library only."""
 import json
 import os
@@ -38,7 +38,7 @@ def last_blocks(call):
 
 route = call_rounds(D, "route")
 print(json.dumps({
-    "session": "s52 (no version landed: both measurements slower, their code in s52-route-l2.diff)",
+    "session": "s52 (no version landed: three measurements that did not pay, their code in s52-route-l2.diff and rolled/rolled.diff)",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
@@ -54,6 +54,11 @@ print(json.dumps({
         "probes": "rt2: f1 no fence after the count, f2 every block runs an inlined copy of the route and plan "
                   "first; rt3: f2 with one (__noinline__) copy of their code, so the warm-up runs the last "
                   "block's very instructions",
+    },
+    "k_route_rolled": {
+        "what": "k_route's code rolled (rolled/rolled.diff) against 4a150c1's build, three rounds: even",
+        "decode_ms": call_rounds(D, "rolled"),
+        "bits": lines("rolled", "bits.txt"),
     },
     "l2_evict_first_weights": {
         "what": "the weights' cp.async and TMA loads under an L2 evict-first policy; l2/: from a run-time "
