@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s52: two measurements that did not land) as one JSON:
     python3 bench/results/2026-12-04-s52/summary.py > bench/results/h200-2026-12-04-s52.json
-Reads the decode A/Bs of route/, rt/, rolled/, l2/ and l2b/, the bits checks of route/ and rolled/, and the router's block timelines
+Reads the decode A/Bs of route/, rt/, rolled/, mix64/, trig/, l2/ and l2b/, the bits checks of route/, rolled/,
+mix64/ and trig/, and the router's block timelines
 of rt/, rt2/ and rt3/ ("routetrace" lines); standard library only."""
 import json
 import os
@@ -10,7 +11,18 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, x_floor  # noqa: E402
+import statistics  # noqa: E402
+
+from summary_lib import ab_rounds, call_rounds, x_floor  # noqa: E402
+
+
+def file_rounds(call, name):
+    """call_rounds of another A/B file of the call than ab.txt."""
+    out = {}
+    for case, vs in ab_rounds(os.path.join(D, call, name), third=True).items():
+        for v, runs in vs.items():
+            out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
+    return out
 
 
 def lines(call, name):
@@ -38,7 +50,7 @@ def last_blocks(call):
 
 route = call_rounds(D, "route")
 print(json.dumps({
-    "session": "s52 (no version landed: three measurements that did not pay, their code in s52-route-l2.diff and rolled/rolled.diff)",
+    "session": "s52 (no version landed: five measurements that did not pay, their code in s52-route-l2.diff, rolled/rolled.diff and trig/mix64-trig.diff)",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
@@ -59,6 +71,19 @@ print(json.dumps({
         "what": "k_route's code rolled (rolled/rolled.diff) against 4a150c1's build, three rounds: even",
         "decode_ms": call_rounds(D, "rolled"),
         "bits": lines("rolled", "bits.txt"),
+    },
+    "hc_post_mix64": {
+        "what": "hc_post's mixing in 64-column blocks everywhere (m1) against 256-column ones (m0), three rounds; "
+                "after wo_b only (m2) against m1 at batch 1, two rounds (trig/mix64-trig.diff, DSV4_WG8_TRIG=0)",
+        "decode_ms_m1_m0": file_rounds("mix64", "ab-m1m0.txt"),
+        "decode_ms_m2_m1": call_rounds(D, "mix64"),
+        "bits": {"m1": lines("mix64", "bits-m1.txt"), "m0": lines("mix64", "bits-m0.txt")},
+    },
+    "wg8_trigger": {
+        "what": "k_wg8 calling griddepcontrol.launch_dependents after its wait at decode's tiles, with the "
+                "64-column mixing everywhere (t1), after wo_b (t2), never (t0), against neither (v70), two rounds",
+        "decode_ms": call_rounds(D, "trig"),
+        "bits": lines("trig", "bits.txt"),
     },
     "l2_evict_first_weights": {
         "what": "the weights' cp.async and TMA loads under an L2 evict-first policy; l2/: from a run-time "
