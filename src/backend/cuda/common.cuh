@@ -690,6 +690,7 @@ void cuda_kv_store(dsv4_backend *be, int layer, int window, int head_dim, const 
 void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
                     const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
                     float *wts);
+void cuda_route_trace_print(void); /* moe.cu: k_route's phases (-DROUTE_TRACE builds; else nothing) */
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                       const float *wts, float *out);
 void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out);

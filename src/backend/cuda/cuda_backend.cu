@@ -848,6 +848,7 @@ static void c_destroy(dsv4_backend *be)
     if (im) {
         cudaSetDevice(im->device);
         for (int q = 0; q < 2; q++) cudaStreamSynchronize(im->queue[q]);
+        cuda_route_trace_print(); /* -DROUTE_TRACE builds */
         for (int q = 0; q < 2; q++)
             for (int i = 0; i < CS_COUNT; i++) cudaFree(im->scratch[q][i]);
         cudaFree(im->d_plan);

@@ -24,13 +24,65 @@ __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : lo
  * its experts. The ids go to ascending order by rank (distinct ids), and the
  * weights are summed in that order, as the CPU adds them. Hash layers take
  * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). */
+#ifdef ROUTE_TRACE
+/* k_route's phases (a measurement: build with -DCMAKE_CUDA_FLAGS=-DROUTE_TRACE): for each of the first
+ * ROUTE_TRACE_N tokens of the last launch, its warp's %globaltimer at entry, after griddepcontrol.wait, after the
+ * scores (the loads consumed), after the rounds and at the end, and its SM; printed when the backend is
+ * destroyed (cuda_route_trace_print), in us from the launch's first entry. */
+#define ROUTE_TRACE_N 64
+struct route_trace_rec {
+    unsigned long long t[5];
+    unsigned sm;
+};
+__device__ route_trace_rec route_trace_buf[ROUTE_TRACE_N];
+/* %globaltimer once dep (a value the stamp is to follow) is computed */
+__device__ __forceinline__ unsigned long long route_gt(float dep)
+{
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) : "f"(dep));
+    return v;
+}
+#define ROUTE_T(i, dep)                                                                                                \
+    do {                                                                                                               \
+        if (lane == 0 && t < ROUTE_TRACE_N) route_trace_buf[t].t[i] = route_gt(dep);                                   \
+    } while (0)
+#else
+#define ROUTE_T(i, dep) (void)0
+#endif
+void cuda_route_trace_print(void)
+{
+#ifdef ROUTE_TRACE
+    static route_trace_rec h[ROUTE_TRACE_N];
+    if (cudaMemcpyFromSymbol(h, route_trace_buf, sizeof h) != cudaSuccess) return;
+    unsigned long long t0 = ~0ull;
+    for (int i = 0; i < ROUTE_TRACE_N; i++)
+        if (h[i].t[0] && h[i].t[0] < t0) t0 = h[i].t[0];
+    for (int i = 0; i < ROUTE_TRACE_N; i++) {
+        if (!h[i].t[0]) continue;
+        fprintf(stderr, "kroutetrace %d sm %u", i, h[i].sm);
+        for (int j = 0; j < 5; j++) /* -1: not reached (a hash layer has no scores or rounds) */
+            fprintf(stderr, " %.3f", h[i].t[j] >= t0 ? (double)(h[i].t[j] - t0) / 1e3 : -1.0);
+        fprintf(stderr, "\n");
+    }
+#endif
+}
+
 template <int NJ>
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
 {
-    pdl_start();
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+#ifdef ROUTE_TRACE
+    if (lane == 0 && t < ROUTE_TRACE_N) {
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+        route_trace_buf[t].sm = sm;
+    }
+#endif
+    ROUTE_T(0, 0.0f);
+    pdl_start();
+    ROUTE_T(1, 0.0f);
     if (t >= n) return;
     const float *lg = logits + (size_t)t * E;
     int my_id = 0;
@@ -61,6 +113,7 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
             const float v = e < E ? sp[j] + (bias ? bj[j] : 0.0f) : -INFINITY;
             sc[j] = isnan(v) ? -INFINITY : v;
         }
+        ROUTE_T(2, sc[NJ - 1]); /* the scores computed (their loads in) */
         int lb = -1; /* the lane's best expert left, its scores */
         float lv = -INFINITY, ls = 0.0f;
         auto rescan = [&]() {
@@ -91,6 +144,7 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
                 rescan();
             }
         }
+        ROUTE_T(3, __int_as_float(my_id)); /* the rounds done */
         /* ascending ids, as the CPU's top-k returns them: lane r takes the pick of rank r */
         int rank = 0;
         for (int q = 0; q < k; q++) rank += __shfl_sync(0xffffffffu, my_id, q) < my_id;
@@ -115,6 +169,7 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
         idx[(size_t)t * k + lane] = my_id;
         wts[(size_t)t * k + lane] = w * route_scale;
     }
+    ROUTE_T(4, my_w);
 }
 
 void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
