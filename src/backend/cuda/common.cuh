@@ -186,6 +186,21 @@ struct cuda_impl {
 
 static inline cuda_impl *impl_of(dsv4_backend *be) { return (cuda_impl *)be->impl; }
 
+/* The trace builds' clocks (MOE_TRACE, IX_TRACE, ROUTE_TRACE): %globaltimer in ns, read once dep (a value the
+ * stamp is to follow) is computed; and the SM the thread runs on. */
+__device__ __forceinline__ unsigned long long dev_ns(float dep = 0.0f)
+{
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) : "f"(dep));
+    return v;
+}
+__device__ __forceinline__ unsigned dev_smid(void)
+{
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    return sm;
+}
+
 /* Programmatic dependent launch of the small per-layer kernels (launch_pdl):
  * a kernel may be scheduled while the one before it in the stream finishes,
  * so its launch latency hides behind that kernel's tail. It begins with

@@ -522,8 +522,7 @@ __global__ void __launch_bounds__(IX_BT) k_idx_topk(idx_args A, const int64_t *p
     int32_t *out = idx + (size_t)t * A.topk;
 #ifdef IX_TRACE
     long long ix_tr[16] = {0};
-    unsigned long long ix_gt;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ix_gt));
+    const unsigned long long ix_gt = dev_ns();
     int ix_n = 0, ix_passes = 0;
 #endif
     IX_T();

@@ -17,13 +17,6 @@
 
 __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : log1pf(expf(x))); }
 
-/* One warp per token, every value in registers: each lane scores its NJ
- * experts once and keeps the best it has left (ties to the lower id, NaN
- * last, as the CPU's top-k); k rounds of a warp argmax over those hand round
- * i's id and unbiased score to lane i, and only the round's winner rescans
- * its experts. The ids go to ascending order by rank (distinct ids), and the
- * weights are summed in that order, as the CPU adds them. Hash layers take
- * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). */
 #ifdef ROUTE_TRACE
 /* k_route's phases (a measurement: build with -DCMAKE_CUDA_FLAGS=-DROUTE_TRACE): for each of the first
  * ROUTE_TRACE_N tokens of the last launch, its warp's %globaltimer at entry, after griddepcontrol.wait, after the
@@ -35,16 +28,9 @@ struct route_trace_rec {
     unsigned sm;
 };
 __device__ route_trace_rec route_trace_buf[ROUTE_TRACE_N];
-/* %globaltimer once dep (a value the stamp is to follow) is computed */
-__device__ __forceinline__ unsigned long long route_gt(float dep)
-{
-    unsigned long long v;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v) : "f"(dep));
-    return v;
-}
 #define ROUTE_T(i, dep)                                                                                                \
     do {                                                                                                               \
-        if (lane == 0 && t < ROUTE_TRACE_N) route_trace_buf[t].t[i] = route_gt(dep);                                   \
+        if (lane == 0 && t < ROUTE_TRACE_N) route_trace_buf[t].t[i] = dev_ns(dep);                                     \
     } while (0)
 #else
 #define ROUTE_T(i, dep) (void)0
@@ -67,6 +53,13 @@ void cuda_route_trace_print(void)
 #endif
 }
 
+/* One warp per token, every value in registers: each lane scores its NJ
+ * experts once and keeps the best it has left (ties to the lower id, NaN
+ * last, as the CPU's top-k); k rounds of a warp argmax over those hand round
+ * i's id and unbiased score to lane i, and only the round's winner rescans
+ * its experts. The ids go to ascending order by rank (distinct ids), and the
+ * weights are summed in that order, as the CPU adds them. Hash layers take
+ * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). */
 template <int NJ>
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
@@ -74,11 +67,8 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 #ifdef ROUTE_TRACE
-    if (lane == 0 && t < ROUTE_TRACE_N) {
-        unsigned sm;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-        route_trace_buf[t].sm = sm;
-    }
+    if (lane == 0 && t < ROUTE_TRACE_N) /* a hash layer's launch leaves its scores' and rounds' stamps 0 */
+        route_trace_buf[t].sm = dev_smid(), route_trace_buf[t].t[2] = route_trace_buf[t].t[3] = 0;
 #endif
     ROUTE_T(0, 0.0f);
     pdl_start();

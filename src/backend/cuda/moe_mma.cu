@@ -57,20 +57,12 @@ struct moe_trace_rec {
 #define MOE_TRACE_N 65536
 __device__ moe_trace_rec moe_trace_buf[MOE_TRACE_N];
 __device__ unsigned moe_trace_cnt;
-__device__ __forceinline__ unsigned long long moe_gt(void)
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 __device__ __forceinline__ void moe_trace_add(unsigned kind, unsigned long long t0)
 {
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     const unsigned i = atomicAdd(&moe_trace_cnt, 1u);
-    if (i < MOE_TRACE_N) moe_trace_buf[i] = {kind, sm, t0, moe_gt()};
+    if (i < MOE_TRACE_N) moe_trace_buf[i] = {kind, dev_smid(), t0, dev_ns()};
 }
-#define MOE_TRACE_T0 const unsigned long long moe_tr0 = moe_gt()
+#define MOE_TRACE_T0 const unsigned long long moe_tr0 = dev_ns()
 #define MOE_TRACE_REC(kind)                                                                                            \
     do {                                                                                                               \
         if (threadIdx.x == 0) moe_trace_add((kind), moe_tr0);                                                          \
