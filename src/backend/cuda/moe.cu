@@ -21,7 +21,7 @@ __device__ static float sqrt_softplus(float x) { return sqrtf(x > 20.0f ? x : lo
 /* k_route's phases (a measurement: build with -DCMAKE_CUDA_FLAGS=-DROUTE_TRACE): for each of the first
  * ROUTE_TRACE_N tokens of the last launch, its warp's %globaltimer at entry, after griddepcontrol.wait, after the
  * scores (the loads consumed), after the rounds and at the end, and its SM; printed when the backend is
- * destroyed (cuda_route_trace_print), in us from the launch's first entry. */
+ * destroyed (cuda_route_trace_print), in us from token 0's entry. */
 #define ROUTE_TRACE_N 64
 struct route_trace_rec {
     unsigned long long t[5];
@@ -40,14 +40,14 @@ void cuda_route_trace_print(void)
 #ifdef ROUTE_TRACE
     static route_trace_rec h[ROUTE_TRACE_N];
     if (cudaMemcpyFromSymbol(h, route_trace_buf, sizeof h) != cudaSuccess) return;
-    unsigned long long t0 = ~0ull;
-    for (int i = 0; i < ROUTE_TRACE_N; i++)
-        if (h[i].t[0] && h[i].t[0] < t0) t0 = h[i].t[0];
+    /* token 0's warp runs in every launch: records entered before it are an earlier launch's (a prefill's
+     * tokens past the last launch's n), and so is a stamp before its own record's entry */
+    const unsigned long long t0 = h[0].t[0];
     for (int i = 0; i < ROUTE_TRACE_N; i++) {
-        if (!h[i].t[0]) continue;
+        if (!h[i].t[0] || h[i].t[0] < t0) continue;
         fprintf(stderr, "kroutetrace %d sm %u", i, h[i].sm);
-        for (int j = 0; j < 5; j++) /* -1: not reached (a hash layer has no scores or rounds) */
-            fprintf(stderr, " %.3f", h[i].t[j] >= t0 ? (double)(h[i].t[j] - t0) / 1e3 : -1.0);
+        for (int j = 0; j < 5; j++) /* -1: not reached (a hash layer has no scores or rounds; a warp past n) */
+            fprintf(stderr, " %.3f", h[i].t[j] >= h[i].t[0] ? (double)(h[i].t[j] - t0) / 1e3 : -1.0);
         fprintf(stderr, "\n");
     }
 #endif
