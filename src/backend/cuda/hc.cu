@@ -556,6 +556,12 @@ static bool hc_post_mix_on(void)
     if (v < 0) v = cuda_env_on("DSV4_HC_POST_MIX");
     return v;
 }
+static int hc_post_mix_tok(void)
+{
+    static int v = -1;
+    if (v < 0) v = cuda_env_int("DSV4_HC_POST_MIX_TOK", HC_POST_MIX_TOK);
+    return v;
+}
 
 /* One k_hc_post launch of mode MODE, with the mixing where mp (its parts' buffer) is given. */
 template <int MODE>
@@ -586,10 +592,8 @@ void cuda_hc_post(dsv4_backend *be, int hc, int dim, const float *o, const float
     const bool moe = im->moe_pend.out && im->moe_pend.out == o && im->moe_pend.n == n && im->moe_pend.D == dim &&
                      im->moe_pend.q == im->q;
     float *mp = NULL;
-    static int mix_tok = -1;
-    if (mix_tok < 0) mix_tok = cuda_env_int("DSV4_HC_POST_MIX_TOK", HC_POST_MIX_TOK);
-    if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC && n <= mix_tok &&
-        hc_post_mix_on()) {
+    if (nfn && ((uintptr_t)nfn & 15) == 0 && hc == 4 && dim % HC_KCOLS == 0 && n_mix <= HC_RC &&
+        n <= hc_post_mix_tok() && hc_post_mix_on()) {
         mp = (float *)cuda_scratch(be, CS_HC, (size_t)n * kp * n_mix * sizeof(float));
         im->mix_pend.fn = nfn, im->mix_pend.X = X, im->mix_pend.n = n, im->mix_pend.n_mix = n_mix;
         im->mix_pend.q = im->q;

@@ -67,8 +67,8 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
 #ifdef ROUTE_TRACE
-    if (lane == 0 && t < ROUTE_TRACE_N) /* a hash layer's launch leaves its scores' and rounds' stamps 0 */
-        route_trace_buf[t].sm = dev_smid(), route_trace_buf[t].t[2] = route_trace_buf[t].t[3] = 0;
+    /* stamps an earlier launch left (a hash layer has no scores or rounds) are older than this entry: printed -1 */
+    if (lane == 0 && t < ROUTE_TRACE_N) route_trace_buf[t].sm = dev_smid();
 #endif
     ROUTE_T(0, 0.0f);
     pdl_start();
