@@ -87,6 +87,7 @@ print(json.dumps({
                 "the same binary, three rounds",
         "decode_ms": rp,
         "batch1_x_floor": {v: x_floor(rp["b1"][v]["from_third_mean"], 1) for v in ("new", "old")},
+        "batch16_x_floor": {v: x_floor(rp["b16"][v]["from_third_mean"], 16) for v in ("new", "old")},
         "bits": lines("rp", "bits.txt"),
         "ffn_new_b1_us": ffn(os.path.join(D, "rp", "kt-new-b1.csv.gz")),
         "trace_step": ktrace_step(os.path.join(D, "rp", "kt-new-b1.txt")),
@@ -95,6 +96,7 @@ print(json.dumps({
         "what": "DSV4_QPRIO: the main queue's blocks first (q1), the side queue's (q2), neither (q0), every "
                 "cuda_launch carrying its stream's priority, the same binary, three rounds",
         "decode_ms": call_rounds(D, "qprio"),
+        "batch1_x_floor": {v: x_floor(call_rounds(D, "qprio")["b1"][v]["from_third_mean"], 1) for v in ("q0", "q1", "q2")},
         "ffn_b1_us": {v: ffn(os.path.join(D, "qprio", f"kt-{v}-b1.csv.gz")) for v in ("q0", "q1")},
     },
 }, indent=1))
