@@ -3,11 +3,14 @@ summary.txt (the bench_cpu model line each run.sh abbreviates), bench_kernels' r
 op-family profile and dsv4 bench's JSON; and the per-layer roofline of every figure: the weight bytes of a
 Flash layer at v22's measured 4,226 GB/s copy (0.055 / 0.292 / 0.83 ms at batch 1 / 16 / 64), the LM
 head's 0.26 ms taken out of a step first, 8 layers."""
+import csv
 import glob
+import gzip
 import json
 import os
 import re
 import statistics
+from collections import defaultdict
 
 FLOOR = {1: 0.055, 16: 0.292, 64: 0.83}
 HEAD_MS, LAYERS = 0.26, 8
@@ -305,3 +308,32 @@ def indexer_tables(path):
     for tab, top, b, _, us in indexer_rows(path):
         res.setdefault(tab, {}).setdefault(top, {})[f"b{b}"] = us
     return res
+
+
+def ffn(path, replay=30):
+    """The first top-k layer's FFN in one replay of a node trace (bench/ktrace.c's CSV): each kernel from the
+    gate's pack to the routed experts' down pass, and the shared expert's, as [start, end] us from the replay's
+    first kernel."""
+    rows = list(csv.DictReader(gzip.open(path, "rt")))
+    byg = defaultdict(list)
+    for r in rows:
+        if r["graph_id"] != "0":
+            byg[r["graph_id"]].append(r)
+    rs = sorted(byg[max(byg, key=lambda k: len(byg[k]))], key=lambda r: int(r["start_ns"]))
+    n = len({r["graph_node_id"] for r in rs})
+    rep = sorted(rs[replay * n:(replay + 1) * n], key=lambda r: int(r["graph_node_id"]))
+    t0 = min(int(r["start_ns"]) for r in rep)
+    i = next(j for j, r in enumerate(rep) if "k_route" in r["name"])
+    out = []
+    for r in rep[i - 8:i + 7]:
+        name = r["name"]
+        for key in ("k_mma_pack_bf16", "k_mma_bf16", "k_route", "k_moe_plan", "k_moe_pack16", "k_moe16", "k_wg8_pack",
+                    "k_wg8", "k_swiglu"):
+            if key in name:
+                name = key
+                break
+        else:
+            continue
+        out.append({"kernel": name, "grid": r["grid"], "us": [round((int(r["start_ns"]) - t0) / 1e3, 2),
+                                                              round((int(r["end_ns"]) - t0) / 1e3, 2)]})
+    return out

@@ -4,16 +4,13 @@ measurements that did not pay) as one JSON:
     python3 bench/results/2026-12-04-s53/summary.py > bench/results/h200-2026-12-04-s53.json
 Reads route-trace/'s k_route timelines ("kroutetrace" lines), the decode A/Bs of route-trace/, rp/ and qprio/,
 rp/'s bits check and the first top-k layer's FFN in the node traces of rp/ and qprio/; standard library only."""
-import csv
-import gzip
 import json
 import os
 import sys
-from collections import defaultdict
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, ktrace_step, x_floor  # noqa: E402
+from summary_lib import call_rounds, ffn, ktrace_step, x_floor  # noqa: E402
 
 
 def route_phases():
@@ -30,35 +27,6 @@ def route_phases():
                 out[f[6:-4]] = {"wait": round(v[1] - v[0], 2), "scores": round(v[2] - v[1], 2),
                                 "rounds": round(v[3] - v[2], 2), "end": round(v[4] - v[3], 2),
                                 "total": round(v[4] - v[0], 2)}
-    return out
-
-
-def ffn(path, replay=30):
-    """The first top-k layer's FFN in one replay of a node trace (bench/ktrace.c's CSV): each kernel from the
-    gate's pack to the routed experts' down pass, and the shared expert's, as [start, end] us from the replay's
-    first kernel."""
-    rows = list(csv.DictReader(gzip.open(path, "rt")))
-    byg = defaultdict(list)
-    for r in rows:
-        if r["graph_id"] != "0":
-            byg[r["graph_id"]].append(r)
-    rs = sorted(byg[max(byg, key=lambda k: len(byg[k]))], key=lambda r: int(r["start_ns"]))
-    n = len({r["graph_node_id"] for r in rs})
-    rep = sorted(rs[replay * n:(replay + 1) * n], key=lambda r: int(r["graph_node_id"]))
-    t0 = min(int(r["start_ns"]) for r in rep)
-    i = next(j for j, r in enumerate(rep) if "k_route" in r["name"])
-    out = []
-    for r in rep[i - 8:i + 7]:
-        name = r["name"]
-        for key in ("k_mma_pack_bf16", "k_mma_bf16", "k_route", "k_moe_plan", "k_moe_pack16", "k_moe16", "k_wg8_pack",
-                    "k_wg8", "k_swiglu"):
-            if key in name:
-                name = key
-                break
-        else:
-            continue
-        out.append({"kernel": name, "grid": r["grid"], "us": [round((int(r["start_ns"]) - t0) / 1e3, 2),
-                                                              round((int(r["end_ns"]) - t0) / 1e3, 2)]})
     return out
 
 
