@@ -441,12 +441,21 @@ static void wg_job_add(wg_jobs &J, const wdesc &w, int G, float *y, int ldy)
     J.n++;
 }
 
-/* KB of ring per SM the launch aims at (DSV4_WG8_SMEM_KB, default 200: 64 and 96 measured the same). */
-static int wg_budget_kb(void)
+/* KB of ring per SM the launch aims at (DSV4_WG8_SMEM_KB, default 200: 64 and 96 measured the same). A
+ * launch of token tiles up to 16 on the second queue (side: in decode the shared expert, beside the routed
+ * experts) takes DSV4_WG8_SIDE_KB, default 32, instead. There its blocks share the SMs with k_moe16's (51 KB
+ * each): at one to 16 tokens the shared expert's launches (128-256 blocks, 8 groups each) took 84-112 KB a
+ * block from the 200 (more stages than groups), so an SM of theirs held one routed-expert block or none until
+ * they ended; with 32 KB their rings are the 3-stage minimum (~28 KB), and three k_moe16 blocks fit beside two
+ * of theirs. Decode at batch 1 / 4 / 8 / 16: 1.419 / 2.050 / 2.818 / 4.266 ms a step against 1.427 / 2.054 /
+ * 2.828 / 4.296; at 32 (tiles of 32 tokens) it was 0.4 % slower, 6.760 against 6.734, so those keep the 200;
+ * 64 even (bench/results/2026-12-04-s54/side2/). Prefill's launches are at the 3-stage minimum either way. */
+static int wg_budget_kb(bool side)
 {
-    static int kb = 0;
+    static int kb = 0, skb = 0;
     if (!kb) kb = cuda_env_int("DSV4_WG8_SMEM_KB", 200);
-    return kb;
+    if (!skb) skb = cuda_env_int("DSV4_WG8_SIDE_KB", 32);
+    return side ? skb : kb;
 }
 
 /* Tokens per launch (DSV4_WG8_CHUNK, a multiple of 32; default 1,024): bounds the pack's scratch (a byte
@@ -496,7 +505,7 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
     const int ng = Q == 1 ? nkg : (nkg + P - 1) / P; /* the most groups a block takes */
-    int S = (int)((((int64_t)wg_budget_kb() << 10) / per_sm - 64 * ng) / (8192 + N * 132));
+    int S = (int)((((int64_t)wg_budget_kb(im->q != 0 && N <= 16) << 10) / per_sm - 64 * ng) / (8192 + N * 132));
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
 #define WG_L(NN)                                                                                                       \
     cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S, ng), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc,  \

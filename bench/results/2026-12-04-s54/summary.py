@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-04, s54: what bounds the routed experts at one token, measured
+with bench/stream_probe.cu; the shared expert's k_wg8 rings beside them) as one JSON:
+    python3 bench/results/2026-12-04-s54/summary.py > bench/results/h200-2026-12-04-s54.json
+Reads probe2/'s probe table and experts rows, the decode A/Bs of side/ and side2/, side2/'s bits check and the
+first top-k layer's FFN in side/'s node traces; standard library only."""
+import json
+import os
+import re
+import sys
+
+D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import call_rounds, experts_ref, ffn, x_floor  # noqa: E402
+
+
+def probe(path):
+    """stream_probe's output: the empty kernel's us, the plain reads (MB -> us), the ring rows."""
+    out = {"empty_kernel_us": None, "ldg": [], "ring": []}
+    for ln in open(path):
+        m = re.match(r"empty kernel between the events: ([\d.]+) us", ln)
+        if m:
+            out["empty_kernel_us"] = float(m.group(1))
+        m = re.match(r"ldg\s+([\d.]+) MB: ([\d.]+) us, (\d+) GB/s", ln)
+        if m:
+            out["ldg"].append({"MB": float(m.group(1)), "us": float(m.group(2)), "GBps": int(m.group(3))})
+        m = re.match(r"(moe|contig)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)", ln)
+        if m:
+            out["ring"].append({"pattern": m.group(1), "stages": int(m.group(2)), "fma_a_group": int(m.group(3)),
+                                "row_blocks_an_expert": int(m.group(4)), "blocks": int(m.group(5)),
+                                "blocks_an_sm": int(m.group(6)), "MB": float(m.group(7)), "us": float(m.group(8)),
+                                "GBps": int(m.group(9))})
+    return out
+
+
+def lines(call, name):
+    p = os.path.join(D, call, name)
+    return [ln.strip() for ln in open(p)] if os.path.exists(p) else []
+
+
+side, side2 = call_rounds(D, "side"), call_rounds(D, "side2")
+print(json.dumps({
+    "session": "s54 (landed: the k_wg8 ring budget of the second queue's launches of up to 16-token tiles, 32 KB "
+               "an SM - the shared expert beside the routed experts in decode)",
+    "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
+    "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
+                      "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
+    "experts_gate_up_probe": {
+        "what": "bench/stream_probe.cu: the routed experts' gate / up pass at one token (k_moe16's grid, rows and "
+                "ring) with its decode and MMAs replaced by FMA chains, after a 512 MB read flush; median us of 9 "
+                "repeats between events; probe/ is the first version (a writing flush: L2's dirty lines written "
+                "back during the probe), not used",
+        "probe2": probe(os.path.join(D, "probe2", "probe.txt")),
+        "experts_op_alone_ref": [experts_ref(os.path.join(D, "probe2", f"experts-cur-{i}.txt")) for i in (1, 2)],
+    },
+    "side_budget_knobs": {
+        "what": "the same binary: DSV4_WG8_SIDE_KB (32, 64; base: 200), DSV4_WG8_SCLAMP=1, DSV4_WG8_SMEM_KB=64 "
+                "(every k_wg8 launch), three rounds",
+        "decode_ms": side,
+        "ffn_b1_us": {v: ffn(os.path.join(D, "side", f"kt-{v}-b1.csv.gz")) for v in ("base", "s32")},
+    },
+    "side_budget_default": {
+        "what": "DSV4_WG8_SIDE_KB default 32 at every token tile (new) against the build before (base), newc: "
+                "with DSV4_WG8_SCLAMP=1; landed for tiles of up to 16 tokens only (32 slower)",
+        "decode_ms": side2,
+        "x_floor": {f"b{b}": {v: x_floor(side2[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
+                    for b in (1, 16, 64)},
+        "bits": lines("side2", "bits.txt"),
+    },
+}, indent=1))
