@@ -310,6 +310,10 @@ struct dsv4_backend {
      * (the CUDA backend: the layer's expert table and its tensor-core layout of the FP4 weights) rather than
      * in the first step. p's shape and weights as moe_experts will get them; no tokens. */
     void (*moe_prepare)(dsv4_backend *be, const dsv4_moe_params *p);
+    /* Optional (NULL: not called): called right before a moe_route whose idx the moe_experts on p's experts
+     * (on the same queue, p unchanged until then) reads next; a backend may do part of their work in the
+     * router (the CUDA backend: the plan of their tensor-core path). The same values. */
+    void (*moe_next)(dsv4_backend *be, const dsv4_moe_params *p);
     /* out[t] = sum of Y[t, slot] over the token's slots in ascending expert id (NULL: no expert parallelism) */
     void (*moe_sum)(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int dim, float *out);
     /* m[i] = silu(min(g, lim)) * clamp(u, -lim, lim); rnd: g and u read as BF16 values, m rounded */
@@ -375,6 +379,9 @@ int dsv4_cuda_decode_check(void);
  * up and down, tiles of 8 and of 2 pairs) on the current GPU, 4 by design; -1 where an SM has less than
  * sm_90's 228 KB of shared memory (their rings are sized for it). After a CUDA backend exists. For the tests. */
 int dsv4_cuda_moe16_blocks_per_sm(void);
+/* The routed experts' calls whose plan the router made (be->moe_next, k_route), since the process began. For
+ * the tests. */
+unsigned long dsv4_cuda_route_planned(void);
 /* The sparse attention layout (DSV4_ATTN_LAYOUT_*), for benchmarks and tests. */
 void dsv4_cuda_attn_layout(int layout);
 /* The tuned kernel choices (engine/tune.h) every CUDA backend of the process

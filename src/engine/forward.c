@@ -337,10 +337,11 @@ static void ffn(fwd *f, int l)
        renormalised (config.c: norm_topk_prob is not followed, as in the references) */
     mark(f, DSV4_PROF_ROUTED);
     be->linear(be, &L->gate, s->h, D, T, s->rl, E);
-    be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.vec, L->hash ? &L->tid2eid : NULL, f->plan->tokens,
-                  true, (float)c->routed_scaling_factor, s->eidx, s->ewts);
     dsv4_moe_params mp = dsv4_layer_moe(c, L, f->ref);
     mp.sum_in_hc_post = true; /* y: the hc_post below reads it, nothing else */
+    if (be->moe_next) be->moe_next(be, &mp); /* the router's ids go to these experts next */
+    be->moe_route(be, s->rl, T, E, K, L->hash ? NULL : L->gate_bias.vec, L->hash ? &L->tid2eid : NULL, f->plan->tokens,
+                  true, (float)c->routed_scaling_factor, s->eidx, s->ewts);
     be->moe_experts(be, &mp, s->h, T, s->eidx, s->ewts, s->y);
     join(f);
 

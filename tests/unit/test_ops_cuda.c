@@ -1967,6 +1967,61 @@ static void moe_bp_bits(dsv4_backend *be, const dsv4_moe_params *p, const float 
     bfree(be, d2);
 }
 
+/* The router then the experts on its ids, with the experts announced first (be->moe_next: the CUDA backend's
+ * router makes their plan where one block routes every token - up to 4 tokens, 32 pairs - and no k_moe_plan
+ * runs) against the same ops without it: the same ids and outputs, bit for bit; and the announced path taken
+ * where it should be (dsv4_cuda_route_planned). Logits drawn so that tokens share experts (a tile of several
+ * pairs). */
+static void moe_route_plan_bits(dsv4_backend *be, const dsv4_moe_params *p, const float *dx, int n)
+{
+    if (!be->moe_next) return;
+    const int E = p->n_experts, K = p->k, D = p->dim;
+    float *lg = malloc((size_t)n * E * 4), *b = rnd_vec((size_t)E, 0.3f);
+    for (int t = 0; t < n; t++)
+        for (int e = 0; e < E; e++) lg[(size_t)t * E + e] = rnd_norm() + (e % 3 == 0 ? 1.5f : 0.0f);
+    int32_t tok[64] = {0};
+    begin_step(n, tok, NULL);
+    float *dl = bdup(be, lg, (size_t)n * E * 4), *db = bdup(be, b, (size_t)E * 4);
+    int32_t *ri[2];
+    float *ro[2];
+    for (int v = 0; v < 2; v++) {
+        int32_t *di = bpoison(be, (size_t)n * K * 4);
+        float *dw = bpoison(be, (size_t)n * K * 4), *dout = bpoison(be, (size_t)n * D * 4);
+#ifdef DSV4_HAVE_CUDA
+        const unsigned long pl0 = dsv4_cuda_route_planned();
+#endif
+        if (v == 1) be->moe_next(be, p);
+        be->moe_route(be, dl, n, E, K, db, NULL, tok, true, 2.5f, di, dw);
+        be->moe_experts(be, p, dx, n, di, dw, dout);
+        ri[v] = bhost(be, di, (size_t)n * K * 4);
+        ro[v] = bhost(be, dout, (size_t)n * D * 4);
+#ifdef DSV4_HAVE_CUDA
+        /* taken where the experts are on the tensor cores (whole 128-column groups; DSV4_CUDA_MMA=0: never) and
+         * one block routes every token, unless DSV4_ROUTE_PLAN=0 */
+        const char *mm = getenv("DSV4_CUDA_MMA"), *rp = getenv("DSV4_ROUTE_PLAN");
+        const bool tc = D % 128 == 0 && p->inter % 128 == 0 && !(mm && mm[0] == '0') && !(rp && rp[0] == '0');
+        const bool want = v == 1 && tc && n <= 4 && n * K <= 32, got = dsv4_cuda_route_planned() != pl0;
+        case_checks++;
+        if (want != got)
+            fail_line("moe route plan", "%s n=%d k=%d: the router's plan %s", v ? "announced" : "not announced", n, K,
+                      got ? "taken" : "not taken");
+#endif
+        bfree(be, di), bfree(be, dw), bfree(be, dout);
+    }
+    case_checks++;
+    if (memcmp(ri[0], ri[1], (size_t)n * K * 4))
+        fail_line("moe route plan", "the ids differ");
+    else if (memcmp(ro[0], ro[1], (size_t)n * D * 4)) {
+        size_t i = 0;
+        while (i < (size_t)n * D && !memcmp(ro[0] + i, ro[1] + i, 4)) i++;
+        fail_line("moe route plan", "n=%d: the experts' outputs differ at %zu: %a vs %a", n, i, (double)ro[0][i],
+                  (double)ro[1][i]);
+    }
+    free(ri[0]), free(ri[1]), free(ro[0]), free(ro[1]);
+    bfree(be, dl), bfree(be, db);
+    free(lg), free(b);
+}
+
 /* The routed experts' sum left to the next hc_post (sum_in_hc_post: the CUDA backend's moe_pend, the slots
  * added in k_hc_post in ascending expert order, ties in slot order) against the experts' own sum then the same
  * hc_post, bit for bit. */
@@ -2055,6 +2110,8 @@ static void moe_experts_case(const moe_spec *c)
         if (s == 1 && c->wg) moe_wg_bits(be, &p, dx, n, di, dw, res[s]);
         if (s == 1 && !c->wg) moe_bp_bits(be, &p, dx, n, di, dw, res[s]);
         if (s == 1) moe_post_bits(be, &p, dx, n, di, dw);
+        if (s == 1 && (w1[0].w.fmt == DSV4_WF_MXFP4 || w1[0].w.fmt == DSV4_WF_NVFP4))
+            for (int m = 1; m <= n && m <= 5; m++) moe_route_plan_bits(be, &p, dx, m);
         be->act_quant = false;
         be->moe_a8 = false;
         bfree(be, dx), bfree(be, dw), bfree(be, di), bfree(be, dout);
@@ -2153,6 +2210,10 @@ static void test_moe(void **state)
          * tiles of 2 pairs, many tiles an expert) */
         {WK_MXFP4, 1, 256, 384, 9, 6, 7.0f, .ref = true, .aq = true},
         {WK_NVFP4, 1, 384, 256, 7, 3, 7.0f, .ref = true, .aq = true},
+        /* the router's plan (moe_route_plan_bits) at 1-4 tokens of 6 experts out of 64 (up to 24 pairs), both
+         * formats, tiles of 2 pairs (reference numerics) and of 8 */
+        {WK_MXFP4, 4, 256, 128, 64, 6, 7.0f, .ref = true, .aq = true},
+        {WK_NVFP4, 4, 128, 256, 64, 6, 7.0f, .ref = false},
         {WK_MXFP4, 40, 256, 128, 3, 2, 7.0f, .ref = true, .aq = true},
         {WK_MXFP4, 13, 256, 128, 7, 3, 7.0f, .ref = true, .aq = true},
         {WK_NVFP4, 17, 128, 256, 5, 3, 7.0f, .ref = true, .aq = true},

@@ -120,6 +120,18 @@ struct cuda_impl {
         const float *fn, *X;
         int n, n_mix, q;
     } mix_pend;
+    /* the routed experts announced for the next moe_route (cuda_moe_next; p NULL: none), and the plan of their
+     * tensor-core path that the router made (cuda_moe_plan_pend: its ids, tiles' scratch, pairs, tile size,
+     * experts [lo, hi) and queue; idx NULL: none) */
+    struct {
+        const dsv4_moe_params *p;
+        int q;
+    } moe_next;
+    struct {
+        const int32_t *idx;
+        const int4 *tiles;
+        int nk, ts, lo, hi, q;
+    } plan_pend;
     /* the current step's plan and page table, on the device: pointers into d_plan (c_step_begin's layout) */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
     int64_t *d_pos;
@@ -298,7 +310,8 @@ enum {
     CUDA_KNOB_WG8_N64,
     CUDA_KNOB_MOE_BP,
     CUDA_KNOB_LT,
-    CUDA_KNOB_NRW, /* DSV4_NORM_ROPE_W: norm_rope's rows a warp each (1 every eligible call, 0 never) */
+    CUDA_KNOB_NRW,  /* DSV4_NORM_ROPE_W: norm_rope's rows a warp each (1 every eligible call, 0 never) */
+    CUDA_KNOB_TRIG, /* DSV4_MMA_TRIG: k_mma_bf16 triggers its dependents after its wait (0 never) */
     CUDA_KNOBS
 };
 int cuda_knob(int k);
@@ -421,6 +434,12 @@ void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
 /* The largest K (hidden size, expert width) of the W4A8 expert kernels (dsv4_backend.moe_a8_kmax). */
 int cuda_moe_a8_kmax(void);
+/* The router's plan (moe.cu's k_route, for n tokens where cuda_route_plans): the scratch cuda_moe_mma reads and
+ * its tile size for p's experts, recorded in plan_pend; *list NULL where they are not on the tensor cores. */
+void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, int **list, int4 **tiles,
+                        int **ntiles, int *ts, int *lo, int *hi);
+int cuda_moe_mode(dsv4_backend *be, const dsv4_moe_params *p);
+bool cuda_route_plans(int n, int k);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);
 
@@ -706,6 +725,7 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
                     const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
                     float *wts);
 void cuda_route_trace_print(void); /* moe.cu: k_route's phases (-DROUTE_TRACE builds; else nothing) */
+void cuda_moe_next(dsv4_backend *be, const dsv4_moe_params *p);
 void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
                       const float *wts, float *out);
 void cuda_moe_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int D, float *out);

@@ -100,9 +100,9 @@ static void c_copy_rows(dsv4_backend *be, void *dst, size_t dpitch, const void *
     CK(cudaMemcpy2DAsync(dst, dpitch, src, spitch, row_bytes, rows, cudaMemcpyDeviceToDevice, impl_of(be)->stream));
 }
 
-static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8",       "DSV4_WG8_N64",
-                                                 "DSV4_MOE_BP", "DSV4_LT",   "DSV4_NORM_ROPE_W"};
-static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2, -2, -2}; /* -2: not read yet */
+static const char *const knob_env[CUDA_KNOBS] = {"DSV4_MOE_WG", "DSV4_WGBF", "DSV4_WGF8",        "DSV4_WG8_N64",
+                                                 "DSV4_MOE_BP", "DSV4_LT",   "DSV4_NORM_ROPE_W", "DSV4_MMA_TRIG"};
+static int knob_val[CUDA_KNOBS] = {-2, -2, -2, -2, -2, -2, -2, -2}; /* -2: not read yet */
 
 int cuda_knob(int k)
 {
@@ -251,6 +251,7 @@ static void c_step_begin(dsv4_backend *be, const dsv4_plan *plan, const dsv4_kv 
     cuda_hc_join(im); /* a caller that left a step unjoined: here, before any capture of this one */
     cuda_lin_flush(be); /* and a linear's parts no hc_post took */
     im->hc_next.fn = im->mix_pend.fn = NULL; /* and mixing parts no hc_pre took */
+    im->moe_next.p = NULL, im->plan_pend.idx = NULL; /* and experts no router took, a plan no experts took */
     const size_t nt = (size_t)plan->n_tok, ns = (size_t)plan->n_seg;
     const size_t pt = (size_t)kv->max_seqs * kv->max_pages_per_seq * sizeof(int32_t);
     const size_t o_pos = (pt + 15) & ~(size_t)15, o_tok = o_pos + nt * sizeof(int64_t),
@@ -975,6 +976,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->attn = cuda_attn;
     be->kv_store = cuda_kv_store;
     be->moe_route = cuda_moe_route;
+    be->moe_next = cuda_moe_next;
     be->moe_experts = cuda_moe_experts;
     be->moe_prepare = cuda_moe_prepare;
     be->moe_sum = cuda_moe_sum;

@@ -235,6 +235,7 @@ struct mma_jobs {
     wdesc w[MMA_JOBS];
     float *y[MMA_JOBS];
     int ldy[MMA_JOBS];
+    int trig; /* k_mma_bf16: griddepcontrol.launch_dependents after its wait (the kernel after it may start) */
 };
 
 /* Block: 32 rows of its job's weight, NTT n tiles of 8 tokens, the
@@ -895,6 +896,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2)
     wgrp cur[2], nxt[2]; /* the group's two 16-byte halves */
     if (kg0 < kg1) load_group(w, rb, 2 * kg0, g, t, cur[0]), load_group(w, rb, 2 * kg0 + 1, g, t, cur[1]);
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (J.trig) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* two n tiles (9 to 16 tokens): the activations' fragments too are loaded a group ahead */
     constexpr bool PF = NTT == 2;
     uint2 bq[PF ? NTT : 1][4][NPT], bqn[PF ? NTT : 1][4][NPT];
@@ -1096,9 +1098,11 @@ template <int NTT, int NPT>
 static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
                           int G, int n, size_t yg)
 {
+    mma_jobs JT = J;
+    JT.trig = cuda_knob(CUDA_KNOB_TRIG) != 0; /* DSV4_MMA_TRIG=0: no trigger (a measurement's knob) */
     cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true, NPT> : k_mma_bf16<NTT, false, NPT>,
-                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J,
-                xp, plane, ntok, nkg, P, n, yg);
+                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true,
+                JT, xp, plane, ntok, nkg, P, n, yg);
 }
 
 /* one: BF16(x) alone (reference numerics), else its three parts */

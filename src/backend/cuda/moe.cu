@@ -10,6 +10,7 @@
  */
 #include "backend/cuda/rowdot.cuh"
 
+#include <limits.h>
 #include <string.h>
 
 #define MOE_WARPS 8
@@ -53,16 +54,57 @@ void cuda_route_trace_print(void)
 #endif
 }
 
+/* The plan of the routed experts' tensor-core path made by k_route where one block routes every token
+ * (route_plan_ok): list, tiles and ntiles as k_moe_plan writes them for the n k pairs (experts in [lo, hi),
+ * all when hi <= lo), tiles of ts pairs; list NULL: none. */
+struct route_plan {
+    int *list;
+    int4 *tiles;
+    int *ntiles;
+    int ts, lo, hi;
+};
+#define ROUTE_PLAN_NK 32 /* pairs one warp plans (a lane each) */
+
+/* k_moe_plan's plan of nk <= 32 pairs by one warp (lane i: pair i's expert e): tiles by expert ascending, each
+ * expert's pairs in pair order (k_moe_plan's order within an expert is its atomics'; every pair is its own
+ * column of the experts' kernels, so the values do not depend on it). Ranks by shuffles that are all in flight
+ * at once, no shared memory, no barrier. */
+__device__ static void route_plan_warp(const route_plan &P, int nk, int E, int e)
+{
+    const int lane = threadIdx.x & 31;
+    const bool ok = lane < nk && e >= 0 && e < E && (P.hi <= P.lo || (e >= P.lo && e < P.hi));
+    const unsigned same = __match_any_sync(0xffffffffu, ok ? e : -1 - lane);
+    const int cnt = __popc(same), before = __popc(same & ((1u << lane) - 1u));
+    const bool lead = ok && before == 0;
+    const int nt = lead ? (cnt + P.ts - 1) / P.ts : 0; /* the expert's tiles, at its first pair */
+    int off = 0, toff = 0;                             /* pairs and tiles of lower experts */
+#pragma unroll 8
+    for (int j = 0; j < ROUTE_PLAN_NK; j++) {
+        const int ej = __shfl_sync(0xffffffffu, ok ? e : INT_MAX, j), tj = __shfl_sync(0xffffffffu, nt, j);
+        if (ej < e) off++, toff += tj;
+    }
+    if (ok) P.list[off + before] = lane;
+    if (lead)
+        for (int s = 0; s < cnt; s += P.ts) P.tiles[toff + s / P.ts] = make_int4(e, off + s, min(P.ts, cnt - s), 0);
+    const int tot = __reduce_add_sync(0xffffffffu, (unsigned)nt);
+    if (lane == 0) *P.ntiles = tot;
+}
+
 /* One warp per token, every value in registers: each lane scores its NJ
  * experts once and keeps the best it has left (ties to the lower id, NaN
  * last, as the CPU's top-k); k rounds of a warp argmax over those hand round
  * i's id and unbiased score to lane i, and only the round's winner rescans
  * its experts. The ids go to ascending order by rank (distinct ids), and the
  * weights are summed in that order, as the CPU adds them. Hash layers take
- * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). */
-template <int NJ>
+ * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). RX: a
+ * round's argmax by two warp reductions (redux.sync: the largest score as an
+ * order-preserving key, then the least id holding it) instead of a butterfly
+ * of three shuffles a step; the same winner. The bias (a weight) is loaded
+ * before griddepcontrol.wait. P.list: one block routes all n tokens and its
+ * warp 0 then writes the experts' plan (route_plan_warp). */
+template <int NJ, bool RX>
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
-                        const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts)
+                        const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts, route_plan P)
 {
     const int lane = threadIdx.x & 31;
     const int t = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -71,13 +113,20 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     if (lane == 0 && t < ROUTE_TRACE_N) route_trace_buf[t].sm = dev_smid();
 #endif
     ROUTE_T(0, 0.0f);
+    float bj[NJ]; /* the bias: a weight, before the wait */
+    if (!tid2eid && bias)
+#pragma unroll
+        for (int j = 0; j < NJ; j++) {
+            const int e = lane + 32 * j;
+            bj[j] = bias[e < E ? e : E - 1];
+        }
     pdl_start();
     ROUTE_T(1, 0.0f);
-    if (t >= n) return;
-    const float *lg = logits + (size_t)t * E;
+    const float *lg = logits + (size_t)(t < n ? t : 0) * E;
     int my_id = 0;
     float my_w = 0.0f;
-    if (tid2eid) {
+    if (t >= n) {
+    } else if (tid2eid) {
         if (lane < k) {
             const size_t o = (size_t)tokens[t] * k + lane;
             my_id = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
@@ -85,15 +134,12 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
         }
     } else {
         float sc[NJ], sp[NJ]; /* biased score (NaN ranks last), unbiased */
-        uint32_t live = 0; /* bit j: expert lane + 32 j exists and is not taken */
-        float bj[NJ];
-        const float *bp = bias ? bias : lg;
+        uint32_t live = 0;    /* bit j: expert lane + 32 j exists and is not taken */
 #pragma unroll
         for (int j = 0; j < NJ; j++) { /* every load at once (indices clamped; a guarded load and its
                                         * use had become a branch and a round trip each) */
             const int e = lane + 32 * j, ec = e < E ? e : E - 1;
             sp[j] = lg[ec];
-            bj[j] = bp[ec];
         }
 #pragma unroll
         for (int j = 0; j < NJ; j++) {
@@ -115,14 +161,25 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
         rescan();
         for (int i = 0; i < k; i++) {
             int best = lb;
-            float bv = lv, bs = ls;
-            for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, o), os = __shfl_xor_sync(0xffffffffu, bs, o);
-                const int ob = __shfl_xor_sync(0xffffffffu, best, o);
-                if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
-                    bv = ov;
-                    best = ob;
-                    bs = os;
+            float bs = ls;
+            if (RX) {
+                /* the key orders scores as floats do (-0 as +0: they tie there); 0 for a lane with none left */
+                const uint32_t f = __float_as_uint(lv == 0.0f ? 0.0f : lv);
+                const uint32_t key = lb < 0 ? 0u : (f >> 31) ? ~f : f | 0x80000000u;
+                const uint32_t m = __reduce_max_sync(0xffffffffu, key);
+                const uint32_t id = __reduce_min_sync(0xffffffffu, key == m && lb >= 0 ? (uint32_t)lb : 0xffffffffu);
+                best = m ? (int)id : -1;
+                bs = __shfl_sync(0xffffffffu, ls, (int)(id & 31u));
+            } else {
+                float bv = lv;
+                for (int o = 16; o > 0; o >>= 1) {
+                    const float ov = __shfl_xor_sync(0xffffffffu, bv, o), os = __shfl_xor_sync(0xffffffffu, bs, o);
+                    const int ob = __shfl_xor_sync(0xffffffffu, best, o);
+                    if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
+                        bv = ov;
+                        best = ob;
+                        bs = os;
+                    }
                 }
             }
             if (lane == i) {
@@ -153,13 +210,33 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     }
     float sum = 0;
     for (int i = 0; i < k; i++) sum += __shfl_sync(0xffffffffu, my_w, i);
-    if (lane < k) {
+    if (t < n && lane < k) {
         float w = my_w;
         if (renorm) w /= sum + 1e-20f;
         idx[(size_t)t * k + lane] = my_id;
         wts[(size_t)t * k + lane] = w * route_scale;
     }
     ROUTE_T(4, my_w);
+    if (P.list) { /* one block, every token's warp: the pairs' experts to warp 0 */
+        __shared__ int ids[ROUTE_PLAN_NK];
+        if (t < n && lane < k) ids[t * k + lane] = my_id;
+        __syncthreads();
+        if (threadIdx.x < 32) route_plan_warp(P, n * k, E, lane < n * k ? ids[lane] : -1);
+    }
+}
+
+/* Whether k_route plans the experts for n tokens of k experts (one block of 4 warps, a lane a pair). */
+bool cuda_route_plans(int n, int k)
+{
+    return n >= 1 && n <= 4 && n * k <= ROUTE_PLAN_NK;
+}
+
+/* DSV4_ROUTE_RX=0: k_route's rounds by the shuffle butterfly (a measurement's knob; the same ids). */
+static bool route_rx(void)
+{
+    static int v = -1;
+    if (v < 0) v = cuda_env_on("DSV4_ROUTE_RX");
+    return v;
 }
 
 void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
@@ -169,10 +246,31 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     if (k > MAX_K || n_experts > MAX_E) abort(); /* refused at load for this backend */
     cuda_impl *im = impl_of(be);
     const bool hash = tid2eid && tid2eid->name;
-    launch_pdl(n_experts <= 256 ? k_route<8> : k_route<MAX_E / 32>, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
+    /* the experts announced for this idx (cuda_moe_next): their plan here, where one block routes every token;
+     * any plan an earlier router made and no experts took is dropped (idx is one buffer for every layer) */
+    route_plan P = {};
+    im->plan_pend.idx = NULL;
+    if (im->moe_next.p && im->moe_next.q == im->q && cuda_route_plans(n, k))
+        cuda_moe_plan_pend(be, im->moe_next.p, n, idx, &P.list, &P.tiles, &P.ntiles, &P.ts, &P.lo, &P.hi);
+    im->moe_next.p = NULL;
+    const bool rx = route_rx();
+    auto *kr = n_experts <= 256 ? (rx ? k_route<8, true> : k_route<8, false>)
+                                : (rx ? k_route<MAX_E / 32, true> : k_route<MAX_E / 32, false>);
+    launch_pdl(kr, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
                (const void *)(hash ? tid2eid->dev : NULL), hash && tid2eid->dtype == DSV4_DT_I64,
-               (const int *)im->d_tokens, renorm, route_scale, idx, wts);
+               (const int *)im->d_tokens, renorm, route_scale, idx, wts, P);
     CK_LAUNCH();
+}
+
+/* be->moe_next: the routed experts that the next moe_route's ids feed (the forward pass announces them), so
+ * that the router may make their plan (cuda_moe_plan_pend). */
+void cuda_moe_next(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    cuda_impl *im = impl_of(be);
+    static int on = -1; /* DSV4_ROUTE_PLAN=0: never (a measurement's knob; the same values) */
+    if (on < 0) on = cuda_env_on("DSV4_ROUTE_PLAN");
+    im->moe_next.p = on && p && p->n_experts > 0 && p->w1 ? p : NULL;
+    im->moe_next.q = im->q;
 }
 
 /* One warp per (row of w1 or of w3, token-slot): a dot product of the slot's
@@ -326,6 +424,12 @@ void cuda_moe_forget(dsv4_backend *be, const void *p)
             CK(cudaFree(im->moe_tab[i]));
             im->moe_key[i] = NULL, im->moe_tab[i] = NULL, im->moe_mma[i] = 0;
         }
+}
+
+/* The tensor-core path of p's experts (cuda_impl.moe_mma: MOE_*, 0 none). */
+int cuda_moe_mode(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    return impl_of(be)->moe_mma[expert_table(be, p)];
 }
 
 /* be->moe_prepare: the table (and the F16 path's layout) at load, not in the first step. */

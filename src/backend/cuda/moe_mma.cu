@@ -1707,29 +1707,84 @@ struct moe_trace_call {
 };
 #endif
 
+static unsigned long route_planned; /* cuda_moe_mma calls whose plan the router made */
+extern "C" unsigned long dsv4_cuda_route_planned(void)
+{
+    return route_planned;
+}
+
+/* The kernels cuda_moe_mma takes for n tokens, its plan's pairs a tile (ts) and the plan's scratch. */
+struct moe_choice {
+    bool a8, bp2;
+    int NP, wgn, ntt, ts, maxt;
+    int4 *tiles;
+    int *ntiles, *list;
+};
+static moe_choice moe_choose(dsv4_backend *be, const dsv4_moe_params *p, int mode, int n, bool aq)
+{
+    moe_choice c;
+    const int nk = n * p->k, E = p->n_experts;
+    c.NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
+    c.a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
+    c.wgn = mode == MOE_F16 && !c.a8 ? moe_wg_n(nk, E) : 0; /* the wgmma path's tile */
+    c.ntt = mode == MOE_F16 && !c.a8 ? moe_ntt(nk, E) : 1;
+    c.bp2 =
+        mode == MOE_F16 && !c.a8 && !c.wgn && c.ntt == 1 && c.NP == 1 && moe16_bp2(n, p->w1[0].fmt == DSV4_WF_NVFP4);
+    c.ts = c.wgn ? c.wgn : c.bp2 ? 2 : 8 * c.ntt; /* pairs a tile */
+    c.maxt = nk / c.ts + (E < nk ? E : nk);       /* tiles: sum over experts of ceil(count / ts) */
+    char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)c.maxt * 16 + 16);
+    c.tiles = (int4 *)pl;
+    c.ntiles = (int *)(pl + (size_t)c.maxt * 16), c.list = c.ntiles + 4;
+    return c;
+}
+
+/* Where the router (k_route) writes the plan of the experts p on the tensor-core path for n tokens' ids idx, and
+ * that it does (cuda_impl.plan_pend: cuda_moe_mma then launches no k_moe_plan); *list NULL where p's experts do
+ * not take that path. The plan's first reader is two launches after the router (the pack between), as it is
+ * after k_moe_plan: k_moe16 reads it before its griddepcontrol.wait. */
+void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, int **list, int4 **tiles,
+                        int **ntiles, int *ts, int *lo, int *hi)
+{
+    cuda_impl *im = impl_of(be);
+    *list = NULL;
+    const int mode = cuda_moe_mode(be, p);
+    if (!mode) return;
+    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+    const moe_choice c = moe_choose(be, p, mode, n, aq);
+    *list = c.list, *tiles = c.tiles, *ntiles = c.ntiles, *ts = c.ts, *lo = p->expert_lo, *hi = p->expert_hi;
+    im->plan_pend.idx = idx, im->plan_pend.tiles = c.tiles, im->plan_pend.nk = n * p->k, im->plan_pend.ts = c.ts;
+    im->plan_pend.lo = p->expert_lo, im->plan_pend.hi = p->expert_hi, im->plan_pend.q = im->q;
+}
+
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
- * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. */
+ * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. The plan unless the
+ * router made it (cuda_impl.plan_pend: this idx, tile size and scratch). */
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
 {
-    cudaStream_t st = impl_of(be)->stream;
+    cuda_impl *im = impl_of(be);
+    cudaStream_t st = im->stream;
 #ifdef MOE_TRACE
     moe_trace_call trace_call;
 #endif
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
-    const int nk = n * k, NP = aq ? 1 : mode == MOE_F16 ? 2 : 3;
-    const bool a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
-    const int wgn = mode == MOE_F16 && !a8 ? moe_wg_n(nk, E) : 0;                          /* the wgmma path's tile */
-    const int ntt = mode == MOE_F16 && !a8 ? moe_ntt(nk, E) : 1;
-    const bool bp2 =
-        mode == MOE_F16 && !a8 && !wgn && ntt == 1 && NP == 1 && moe16_bp2(n, p->w1[0].fmt == DSV4_WF_NVFP4);
-    const int ts = wgn ? wgn : bp2 ? 2 : 8 * ntt; /* pairs a tile */
-    const int maxt = nk / ts + (E < nk ? E : nk); /* tiles: sum over experts of ceil(count / ts) */
-    char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)maxt * 16 + 16);
-    int4 *tiles = (int4 *)pl;
-    int *ntiles = (int *)(pl + (size_t)maxt * 16), *list = ntiles + 4;
-    launch_pdl(k_moe_plan, dim3(1), dim3(1024), 0, st, idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles, ts);
-    CK_LAUNCH();
+    const int nk = n * k;
+    const moe_choice c = moe_choose(be, p, mode, n, aq);
+    const bool a8 = c.a8, bp2 = c.bp2;
+    const int NP = c.NP, wgn = c.wgn, ntt = c.ntt, maxt = c.maxt;
+    int4 *tiles = c.tiles;
+    int *ntiles = c.ntiles, *list = c.list;
+    const bool made = im->plan_pend.idx == idx && im->plan_pend.tiles == tiles && im->plan_pend.nk == nk &&
+                      im->plan_pend.ts == c.ts && im->plan_pend.lo == p->expert_lo &&
+                      im->plan_pend.hi == p->expert_hi && im->plan_pend.q == im->q;
+    im->plan_pend.idx = NULL;
+    if (made) {
+        route_planned++;
+    } else {
+        launch_pdl(k_moe_plan, dim3(1), dim3(1024), 0, st, idx, nk, E, p->expert_lo, p->expert_hi, list, tiles, ntiles,
+                   c.ts);
+        CK_LAUNCH();
+    }
     if (p->expert_hi > p->expert_lo) CK(cudaMemsetAsync(Y, 0, (size_t)nk * D * sizeof(float), st));
     const bool nv = p->w1[0].fmt == DSV4_WF_NVFP4;
     const float lim = p->swiglu_limit;
