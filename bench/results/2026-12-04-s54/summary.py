@@ -2,8 +2,10 @@
 """This directory's figures (session of 2026-12-04, s54: what bounds the routed experts at one token, measured
 with bench/stream_probe.cu; the shared expert's k_wg8 rings beside them) as one JSON:
     python3 bench/results/2026-12-04-s54/summary.py > bench/results/h200-2026-12-04-s54.json
-Reads probe2/'s probe table and experts rows, the decode A/Bs of side/ and side2/, side2/'s bits check and the
-first top-k layer's FFN in side/'s node traces; standard library only."""
+Reads probe2/'s probe table and experts rows, the decode A/Bs of side/, side2/, rp2/ and final/, the bits checks
+of side2/ and verify/ (the suite's), final/'s prefills and the first top-k layer's FFN in the node traces of side/
+and rp2/; standard library only."""
+import gzip
 import json
 import os
 import re
@@ -11,7 +13,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, experts_ref, ffn, x_floor  # noqa: E402
+from summary_lib import call_rounds, experts_ref, ffn, prefills, x_floor  # noqa: E402
 
 
 def probe(path):
@@ -38,10 +40,24 @@ def lines(call, name):
     return [ln.strip() for ln in open(p)] if os.path.exists(p) else []
 
 
+def floors(rounds):
+    """A call's new and base decode against the per-layer floor at batch 1, 16 and 64."""
+    return {f"b{b}": {v: x_floor(rounds[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
+            for b in (1, 16, 64)}
+
+
+def suite(call):
+    """The verify call's pass lines: each section's result, the logits checks, the memchecks."""
+    p = os.path.join(D, call, "suite.txt.gz")
+    keep = re.compile(r"^(==|logits|suite rc|-- memcheck|\[  PASSED|\[  FAILED|exit)")
+    return [ln.rstrip("\n") for ln in gzip.open(p, "rt") if keep.match(ln)] if os.path.exists(p) else []
+
+
 side, side2 = call_rounds(D, "side"), call_rounds(D, "side2")
+rp2, final = call_rounds(D, "rp2"), call_rounds(D, "final")
 print(json.dumps({
     "session": "s54 (landed: the k_wg8 ring budget of the second queue's launches of up to 16-token tiles, 32 KB "
-               "an SM - the shared expert beside the routed experts in decode)",
+               "an SM - the shared expert beside the routed experts in decode; s53's router chain, now paying)",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
@@ -63,8 +79,21 @@ print(json.dumps({
         "what": "DSV4_WG8_SIDE_KB default 32 at every token tile (new) against the build before (base), newc: "
                 "with DSV4_WG8_SCLAMP=1; landed for tiles of up to 16 tokens only (32 slower)",
         "decode_ms": side2,
-        "x_floor": {f"b{b}": {v: x_floor(side2[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
-                    for b in (1, 16, 64)},
+        "x_floor": floors(side2),
         "bits": lines("side2", "bits.txt"),
+    },
+    "router_chain_again": {
+        "what": "s53's route-plan.diff on the side budget's tree, one binary: new (all on), old (DSV4_ROUTE_PLAN=0 "
+                "DSV4_ROUTE_RX=0 DSV4_MMA_TRIG=0), each with the side budget 32 and 200 (DSV4_WG8_SIDE_KB=200)",
+        "decode_ms": rp2,
+        "ffn_b1_us": {v: ffn(os.path.join(D, "rp2", f"kt-{v}-b1.csv.gz")) for v in ("new", "old")},
+    },
+    "session": {
+        "what": "the tree (side budget and router chain landed) against 5a3f845's kernels (bench_cpu.base), three "
+                "rounds; the warm 4,096-token prefill, two rounds; verify/: the whole suite with quick memchecks",
+        "decode_ms": final,
+        "x_floor": floors(final),
+        "prefill_4096": prefills(os.path.join(D, "final")),
+        "suite": suite("verify"),
     },
 }, indent=1))
