@@ -12,7 +12,7 @@
  * tokens and the state as the step found it, then one block per sequence
  * leaves the state as the walk would. The same values either way.
  */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/sim.cuh"
 
 struct cmp_args {
     int ratio, coff, d, rope_dim;
@@ -90,35 +90,59 @@ __device__ void cmp_finish(const cmp_args &A, const int32_t *page_table, int slo
         v[2 * q + 1] = x0 * sn + x1 * cs;
     }
     __syncthreads();
+    /* the simulations by warps (sim.cuh: the serial versions' values; one thread walking a row was most of an
+     * emitting step's ~60-80 us here) */
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     if (A.reference) {
         for (int ch = threadIdx.x; ch < d; ch += blockDim.x) row[ch] = dsv4_round_bf16(row[ch]);
         __syncthreads();
         if (A.indexer) {
-            if (threadIdx.x == 0) {
+            if (wid == 0 && !idx_sim_warp_dim(row, d, lane) && lane == 0) { /* another width: one thread */
                 dsv4_hadamard(row, d);
                 for (int ch = 0; ch < d; ch++) row[ch] = dsv4_round_bf16(row[ch]);
                 dsv4_fp4sim(row, d, 32);
             }
         } else {
             const int nope = d - A.rope_dim, nb = (nope + 63) / 64;
-            for (int b = threadIdx.x; b < nb; b += blockDim.x) {
-                const int len = nope - b * 64 < 64 ? nope - b * 64 : 64;
-                dsv4_fp8sim(row + b * 64, len, 64);
-            }
+            for (int b = wid; b < nb; b += nw)
+                kv_sim_block(row + b * 64, nope - b * 64 < 64 ? nope - b * 64 : 64, lane);
         }
         __syncthreads();
     }
     if (A.fp4) { /* FP4SIM32 output: codes and a scale per 32, the same values (dsv4_fp4_pack) */
         uint8_t *scl, *codes = dsv4_idx_key_fp4(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
                                            slot, c, r, d, &scl);
-        for (int b = threadIdx.x; b < d / 32; b += blockDim.x)
-            if (!dsv4_fp4_pack(row + 32 * b, 32, codes + 16 * b, scl + b)) __trap(); /* not FP4SIM output: a bug */
+        for (int b = wid; b < d / 32; b += nw) /* d: a multiple of 32 (the FP4 key format's) */
+            if (!fp4_pack_warp(row + 32 * b, codes + 16 * b, scl + b, lane)) __trap(); /* not FP4SIM output: a bug */
         __syncthreads();
     } else if (A.bf16) { /* BF16 values in reference numerics: the same values (the CPU's kv_row_put) */
         uint16_t *dst = (uint16_t *)cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off,
                                             slot, c, r, dsv4_row_floats(d, true));
         for (int ch = threadIdx.x; ch < d; ch += blockDim.x) dst[ch] = dsv4_f32_to_bf16(row[ch]);
         __syncthreads();
+    }
+}
+
+/* The state's copies by the block, every thread's loads of a batch issued before its stores (a load then its
+ * store a round trip each: the state may alias the token's rows, so the compiler kept them in order): d1[i] =
+ * s1[i] and d2[i] = s2[i] (ADD: s2[i] + a2[i]) for i < n, the destinations not overlapping the sources. */
+template <bool ADD>
+__device__ __forceinline__ void cmp_copy(float *d1, const float *s1, float *d2, const float *s2, const float *a2, int n)
+{
+    constexpr int U = 4;
+    for (int i0 = threadIdx.x; i0 < n; i0 += U * blockDim.x) {
+        float v1[U], v2[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = i0 + u * blockDim.x < n ? i0 + u * blockDim.x : n - 1;
+            v1[u] = s1[i];
+            v2[u] = ADD ? s2[i] + a2[i] : s2[i];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int i = i0 + u * blockDim.x;
+            if (i < n) d1[i] = v1[u], d2[i] = v2[u];
+        }
     }
 }
 
@@ -142,21 +166,14 @@ __global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page
         const int64_t pos = s.pos0 + i;
         const int j = (int)(pos % r);
         const float *ai = a + (size_t)(s.t0 + i) * w, *gi = g + (size_t)(s.t0 + i) * w;
-        for (int q = threadIdx.x; q < w; q += blockDim.x) {
-            kvs[(size_t)(base + j) * w + q] = ai[q];
-            scs[(size_t)(base + j) * w + q] = gi[q] + A.ape[(size_t)j * w + q];
-        }
+        cmp_copy<true>(kvs + (size_t)(base + j) * w, ai, scs + (size_t)(base + j) * w, gi, A.ape + (size_t)j * w, w);
         __syncthreads();
         if (j != r - 1) continue;
         cmp_finish(
             A, page_table, s.slot, pos / r, [&](int k, int q) { return kvs[(size_t)k * w + q]; },
             [&](int k, int q) { return scs[(size_t)k * w + q]; }, sh, cmp_rowbuf);
-        if (A.coff == 2) {
-            for (int q = threadIdx.x; q < w; q += blockDim.x)
-                for (int k2 = 0; k2 < r; k2++) {
-                    kvs[(size_t)k2 * w + q] = kvs[(size_t)(r + k2) * w + q];
-                    scs[(size_t)k2 * w + q] = scs[(size_t)(r + k2) * w + q];
-                }
+        if (A.coff == 2) { /* the window moved to the state's first r entries (entry k2 <- r + k2, column by column) */
+            cmp_copy<false>(kvs, kvs + (size_t)r * w, scs, scs + (size_t)r * w, nullptr, r * w);
             __syncthreads();
         }
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/cuda/fill.cuh"
+#include "backend/cuda/sim.cuh"
 
 extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t errlen);
 extern "C" int dsv4_cuda_device_count(void);
@@ -524,22 +525,6 @@ static void c_fill(dsv4_backend *be, float *x, size_t n, uint64_t seed)
     CK_LAUNCH();
 }
 
-/* FP8SIM of one 64-wide block (len values) by a warp: two elements per lane, the block's maximum by shuffles
- * (a maximum is order-free; the rest is elementwise: the values of dsv4_fp8sim). */
-__device__ __forceinline__ void kv_sim_block(float *v, int len, int lane)
-{
-    const bool in0 = lane < len, in1 = lane + 32 < len;
-    const float a0 = in0 ? v[lane] : 0.0f, a1 = in1 ? v[lane + 32] : 0.0f;
-    float amax = 1e-4f;
-    if (in0) amax = fmaxf(amax, fabsf(a0));
-    if (in1) amax = fmaxf(amax, fabsf(a1));
-#pragma unroll
-    for (int o = 16; o; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float sc = dsv4_pow2_ceil_scale(amax, 448.0f);
-    if (in0) v[lane] = dsv4_round_bf16(dsv4_e4m3_code(a0, sc) * sc);
-    if (in1) v[lane + 32] = dsv4_round_bf16(dsv4_e4m3_code(a1, sc) * sc);
-}
-
 /* FP8SIM of KV rows: one warp per (row, 64-wide block). */
 __global__ void k_kv_sim(float *x, int rows, int ld, int nope)
 {
@@ -725,54 +710,14 @@ __global__ void k_idx_sim(float *x, int rows, int dim)
     dsv4_fp4sim(v, dim, 32);
 }
 
-/* One warp per row of dim = 32 E (a power of two): lane l holds elements
- * l E .. l E + E - 1. Each Hadamard stage is the same butterflies as
- * dsv4_hadamard's (a + b, a - b of the previous stage), in the lane or with
- * the lane l ^ (h / E); then BF16 and FP4 per 32 with the block maximum by
- * shuffles: the values of the serial version. */
+/* One warp per row of dim = 32 E (a power of two): sim.cuh's idx_sim_warp, the values of the serial version. */
 template <int E> __global__ void k_idx_sim_w(float *x, int rows)
 {
     pdl_start();
     const int lane = threadIdx.x & 31;
     const int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (r >= rows) return;
-    constexpr int dim = 32 * E;
-    float *row = x + (size_t)r * dim + lane * E;
-    float v[E];
-#pragma unroll
-    for (int e = 0; e < E; e++) v[e] = row[e];
-#pragma unroll
-    for (int h = 1; h < dim; h <<= 1) {
-        if (h < E) {
-#pragma unroll
-            for (int j = 0; j < E; j++)
-                if (!(j & h)) {
-                    const float a = v[j], b = v[j + h];
-                    v[j] = a + b;
-                    v[j + h] = a - b;
-                }
-        } else {
-            const int m = h / E;
-            const bool hi = lane & m;
-#pragma unroll
-            for (int e = 0; e < E; e++) {
-                const float o = __shfl_xor_sync(0xffffffffu, v[e], m);
-                v[e] = hi ? o - v[e] : v[e] + o;
-            }
-        }
-    }
-    const float s = 1.0f / sqrtf((float)dim);
-#pragma unroll
-    for (int e = 0; e < E; e++) v[e] = dsv4_round_bf16(v[e] * s);
-    /* FP4 per 32: 32 / E lanes per block */
-    float amax = 6.0f * 1.1754943508222875e-38f;
-#pragma unroll
-    for (int e = 0; e < E; e++) amax = fmaxf(amax, fabsf(v[e]));
-#pragma unroll
-    for (int o = 1; o < 32 / E; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float sc = dsv4_pow2_ceil_scale(amax, 6.0f), si = dsv4_pow2_recip(sc); /* v / sc exactly */
-#pragma unroll
-    for (int e = 0; e < E; e++) row[e] = dsv4_round_bf16(dsv4_e2m1_round(fminf(fmaxf(v[e] * si, -6.0f), 6.0f)) * sc);
+    idx_sim_warp<E>(x + (size_t)r * 32 * E + lane * E, lane);
 }
 
 void cuda_idx_sim(dsv4_backend *be, float *x, int rows, int dim)
