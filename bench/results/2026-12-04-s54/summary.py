@@ -5,6 +5,7 @@ with bench/stream_probe.cu; the shared expert's k_wg8 rings beside them) as one 
 Reads probe2/'s probe table and experts rows, the decode A/Bs of side/, side2/, rp2/ and final/, the bits checks
 of side2/ and verify/ (the suite's), final/'s prefills and the first top-k layer's FFN in the node traces of side/
 and rp2/; standard library only."""
+import csv
 import gzip
 import json
 import os
@@ -46,6 +47,25 @@ def floors(rounds):
             for b in (1, 16, 64)}
 
 
+def cmp_steps(path, replays=(0, 1, 2, 6, 10)):
+    """A node trace's replays (the largest graph's): each one's span (us) and its k_compress durations."""
+    rows = list(csv.DictReader(gzip.open(path, "rt")))
+    byg = {}
+    for r in rows:
+        if r["graph_id"] != "0":
+            byg.setdefault(r["graph_id"], []).append(r)
+    rs = sorted(byg[max(byg, key=lambda k: len(byg[k]))], key=lambda r: int(r["start_ns"]))
+    n = len({r["graph_node_id"] for r in rs})
+    out = {}
+    for k in replays:
+        rep = rs[k * n:(k + 1) * n]
+        t0, t1 = min(int(r["start_ns"]) for r in rep), max(int(r["end_ns"]) for r in rep)
+        out[f"replay_{k}"] = {"us": round((t1 - t0) / 1e3, 1),
+                              "k_compress_us": [round((int(r["end_ns"]) - int(r["start_ns"])) / 1e3, 1)
+                                                for r in rep if "k_compress" in r["name"]]}
+    return out
+
+
 def suite(call):
     """The verify call's pass lines: each section's result, the logits checks, the memchecks."""
     p = os.path.join(D, call, "suite.txt.gz")
@@ -54,10 +74,11 @@ def suite(call):
 
 
 side, side2 = call_rounds(D, "side"), call_rounds(D, "side2")
-rp2, final = call_rounds(D, "rp2"), call_rounds(D, "final")
+rp2, final, cmp = call_rounds(D, "rp2"), call_rounds(D, "final"), call_rounds(D, "cmp")
 print(json.dumps({
     "session": "s54 (landed: the k_wg8 ring budget of the second queue's launches of up to 16-token tiles, 32 KB "
-               "an SM - the shared expert beside the routed experts in decode; s53's router chain, now paying)",
+               "an SM - the shared expert beside the routed experts in decode; s53's router chain, now paying; the "
+               "compressors' emitting steps by warps)",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
@@ -95,5 +116,17 @@ print(json.dumps({
         "x_floor": floors(final),
         "prefill_4096": prefills(os.path.join(D, "final")),
         "suite": suite("verify"),
+    },
+    "compressors": {
+        "what": "k_compress's emitting steps: the indexer row's Hadamard / BF16 / FP4SIM and FP4 pack and the KV "
+                "row's FP8SIM by warps (sim.cuh), the state's copies with their loads batched (new) against "
+                "3018ea6's build (base), three rounds; b1c4k: batch 1 at a 4,096-token context",
+        "decode_ms": cmp,
+        "x_floor": floors(cmp),
+        "bits": lines("cmp", "bits.txt"),
+        "emitting_step_us": {"what": "node traces at batch 1, replays 0 / 1 / 2 / 6 / 10 (every fourth step emits in the "
+                                     "CSA layers); k_compress durations in the three CSA layers",
+                             "base_3018ea6": cmp_steps(os.path.join(D, "final", "kt-new-b1.csv.gz")),
+                             "new": cmp_steps(os.path.join(D, "cmp", "kt-new-b1.csv.gz"))},
     },
 }, indent=1))
