@@ -286,6 +286,11 @@ struct dsv4_backend {
      * state of every segment, writing each completed row to the pages. */
     void (*compress)(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                      const float *a, const float *g);
+    /* Optional (NULL: compress(p1) then compress(p2)): a layer's two compressors, with those calls' results; they
+     * read and write disjoint state and pages, so a backend may run them side by side. */
+    void (*compress_pair)(dsv4_backend *be, const dsv4_compress_params *p1, const float *a1, const float *g1,
+                          const dsv4_compress_params *p2, const float *a2, const float *g2, const dsv4_plan *plan,
+                          dsv4_kv *kv);
     /* q [n, nI, dI] (roped, simulated), w [n, nI] -> idx [n, topk] ascending, cnt [n]; reference
      * numerics read w as BF16 values */
     void (*indexer_topk)(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,

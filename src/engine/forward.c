@@ -111,25 +111,21 @@ static void then_norm(dsv4_hc_params *hp, const float *w, float eps, float *y, u
     hp->then_rnd = rnd;
 }
 
-/* Run one compressor (main or indexer) of layer l over the step's tokens:
- * its projections of h are in ca, cg (ica, icg for the indexer's). */
-static void run_compressor(fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
+/* The parameters of one compressor (main or indexer) of layer l. */
+static dsv4_compress_params compress_params(const fwd *f, int l, const dsv4_compressor_w *cw, bool indexer)
 {
     const dsv4_config *c = f->c;
-    dsv4_backend *be = f->be;
-    mark(f, DSV4_PROF_COMPRESS);
-    dsv4_compress_params p = {.layer = l,
-                              .indexer = indexer,
-                              .ratio = cw->ratio,
-                              .coff = cw->coff,
-                              .d = cw->d,
-                              .rope_dim = c->rope_dim,
-                              .ape = cw->ape.vec,
-                              .norm = cw->norm.vec,
-                              .freqs = f->e->freqs_compress,
-                              .norm_eps = (float)c->rms_norm_eps,
-                              .reference = f->ref};
-    be->compress(be, &p, f->plan, &f->e->kv, indexer ? f->s->ica : f->s->ca, indexer ? f->s->icg : f->s->cg);
+    return (dsv4_compress_params){.layer = l,
+                                  .indexer = indexer,
+                                  .ratio = cw->ratio,
+                                  .coff = cw->coff,
+                                  .d = cw->d,
+                                  .rope_dim = c->rope_dim,
+                                  .ape = cw->ape.vec,
+                                  .norm = cw->norm.vec,
+                                  .freqs = f->e->freqs_compress,
+                                  .norm_eps = (float)c->rms_norm_eps,
+                                  .reference = f->ref};
 }
 
 /* The linears of one input x [T, in] as one linear_multi call where the
@@ -156,12 +152,25 @@ static void lin_run(fwd *f, const lin_set *ls, const float *x, int in)
         for (int i = 0; i < ls->m; i++) be->linear(be, ls->w[i], x, in, f->T, ls->y[i], ls->ld[i]);
 }
 
-/* The layer's compressors (the indexer's, then the attention's). */
+/* The layer's compressors over the step's tokens (the indexer's, then the attention's; one compress_pair where
+ * the backend has it): their projections of h are in ica, icg and ca, cg. */
 static void run_compressors(fwd *f, int l)
 {
     const dsv4_layer_w *L = &f->e->w.layers[l];
-    if (L->kind == DSV4_ATTN_CSA) run_compressor(f, l, &L->idx_cmp, true);
-    if (L->kind != DSV4_ATTN_SLIDING) run_compressor(f, l, &L->cmp, false);
+    dsv4_backend *be = f->be;
+    dsv4_scratch *s = f->s;
+    if (L->kind == DSV4_ATTN_SLIDING) return;
+    mark(f, DSV4_PROF_COMPRESS);
+    const dsv4_compress_params pm = compress_params(f, l, &L->cmp, false);
+    if (L->kind == DSV4_ATTN_CSA) {
+        const dsv4_compress_params pi = compress_params(f, l, &L->idx_cmp, true);
+        if (be->compress_pair) {
+            be->compress_pair(be, &pi, s->ica, s->icg, &pm, s->ca, s->cg, f->plan, &f->e->kv);
+            return;
+        }
+        be->compress(be, &pi, f->plan, &f->e->kv, s->ica, s->icg);
+    }
+    be->compress(be, &pm, f->plan, &f->e->kv, s->ca, s->cg);
 }
 
 static void attention(fwd *f, int l)

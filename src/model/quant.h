@@ -238,24 +238,34 @@ DSV4_HD int dsv4_e2m1_code(float c) /* the code of a grid value, -1 when off the
     return k < 0 ? -1 : k | (dsv4_f32_bits(c) >> 31 ? 8 : 0);
 }
 
-DSV4_HD bool dsv4_fp4_pack(const float *v, int n, uint8_t *codes, uint8_t *scale)
+/* The scales dsv4_fp4_pack tries, [*e0, *e1], for a block whose finite values' largest magnitude is m (0 when
+ * none) and which holds an infinity or not. */
+DSV4_HD void dsv4_fp4_pack_scales(float m, bool inf, int *e0, int *e1)
 {
-    float m = 0.0f;
-    bool inf = false;
-    for (int i = 0; i < n; i++) {
-        if (isinf(v[i])) inf = true;
-        else m = fmaxf(m, fabsf(v[i]));
-    }
-    int e0 = 127, e1 = 127; /* the scales to try; all zeros: any */
+    *e0 = *e1 = 127; /* all zeros: any */
     if (inf) {
-        e0 = 253, e1 = 254; /* 6 x 2^126 and up overflow: FP4SIM's two largest scales */
+        *e0 = 253, *e1 = 254; /* 6 x 2^126 and up overflow: FP4SIM's two largest scales */
     } else if (m > 0.0f) {
         const uint32_t u = dsv4_f32_bits(m / 6.0f); /* exact unless it underflows, which rounds up below */
         int x = (int)((u >> 23) & 0xff);
         if (x == 0) x = 1; /* a subnormal: at most 2^-126 */
         else if (u & 0x7fffffu) x += 1;
-        e0 = e1 = x > 254 ? 254 : x;
+        *e0 = *e1 = x > 254 ? 254 : x;
     }
+}
+
+DSV4_HD bool dsv4_fp4_pack(const float *v, int n, uint8_t *codes, uint8_t *scale)
+{
+    float m = 0.0f;
+    bool inf = false;
+    for (int i = 0; i < n; i++) {
+        if (isinf(v[i]))
+            inf = true;
+        else
+            m = fmaxf(m, fabsf(v[i]));
+    }
+    int e0, e1;
+    dsv4_fp4_pack_scales(m, inf, &e0, &e1);
     for (int e = e0; e <= e1; e++) {
         const float s = dsv4_e8m0_to_f32((uint8_t)e);
         uint8_t b[16];

@@ -2474,39 +2474,64 @@ static void rows_check(scen *S, const dsv4_plan *plan, cmp_desc cd, const char *
     free(pg[0]), free(pg[1]);
 }
 
-static void run_compress(scen *S, const dsv4_plan *plan, int which, bool plant)
+/* The compressors which[0 .. m - 1] over the step, in that order (pair: a CUDA-side compress_pair where there is
+ * one, for two), each against the CPU's. */
+static void run_compress_n(scen *S, const dsv4_plan *plan, const int *which, int m, bool plant, bool pair)
 {
-    const cmp_desc cd = cmp_of(S, which);
-    const int T = plan->n_tok, w = cd.coff * cd.d;
-    float *a = rnd_vec((size_t)T * w, 1.0f), *g = rnd_vec((size_t)T * w, 2.0f);
-    if (plant) a[(size_t)(plan->segs[0].t0 + plan->segs[0].n / 2) * w + 3] = NAN;
+    const int T = plan->n_tok;
+    float *a[2], *g[2];
+    cmp_desc cd[2];
+    for (int i = 0; i < m; i++) {
+        cd[i] = cmp_of(S, which[i]);
+        const int w = cd[i].coff * cd[i].d;
+        a[i] = rnd_vec((size_t)T * w, 1.0f), g[i] = rnd_vec((size_t)T * w, 2.0f);
+        if (plant) a[i][(size_t)(plan->segs[0].t0 + plan->segs[0].n / 2) * w + 3] = NAN;
+    }
     for (int s = 0; s < 2; s++) {
         dsv4_backend *be = side[s];
-        float *da = bdup(be, a, (size_t)T * w * 4), *dg = bdup(be, g, (size_t)T * w * 4);
-        dsv4_compress_params p = {.layer = cd.layer,
-                                  .indexer = cd.indexer,
-                                  .ratio = cd.ratio,
-                                  .coff = cd.coff,
-                                  .d = cd.d,
-                                  .rope_dim = S->c->rope,
-                                  .ape = S->ape[s][which],
-                                  .norm = S->norm[s][which],
-                                  .freqs = S->freqs[s],
-                                  .norm_eps = 1e-6f,
-                                  .reference = S->ref};
-        be->compress(be, &p, plan, &S->kv[s], da, dg);
-        bfree(be, da), bfree(be, dg);
+        float *da[2], *dg[2];
+        dsv4_compress_params p[2];
+        for (int i = 0; i < m; i++) {
+            const int w = cd[i].coff * cd[i].d;
+            da[i] = bdup(be, a[i], (size_t)T * w * 4), dg[i] = bdup(be, g[i], (size_t)T * w * 4);
+            p[i] = (dsv4_compress_params){.layer = cd[i].layer,
+                                          .indexer = cd[i].indexer,
+                                          .ratio = cd[i].ratio,
+                                          .coff = cd[i].coff,
+                                          .d = cd[i].d,
+                                          .rope_dim = S->c->rope,
+                                          .ape = S->ape[s][which[i]],
+                                          .norm = S->norm[s][which[i]],
+                                          .freqs = S->freqs[s],
+                                          .norm_eps = 1e-6f,
+                                          .reference = S->ref};
+        }
+        if (m == 2 && pair && be->compress_pair)
+            be->compress_pair(be, &p[0], da[0], dg[0], &p[1], da[1], dg[1], plan, &S->kv[s]);
+        else
+            for (int i = 0; i < m; i++) be->compress(be, &p[i], plan, &S->kv[s], da[i], dg[i]);
+        for (int i = 0; i < m; i++) bfree(be, da[i]), bfree(be, dg[i]);
     }
+    /* every compressor's rows finite, then one comparison of the state (exact) and the pages (at the loosest of
+     * their tolerances: the indexer keys' grid step where they are among them) before the CPU's state is synced */
     static const char *const names[NC] = {"compress (CSA indexer keys)", "compress (CSA rows)", "compress (HCA rows)"};
     tolspec t = {.tol = 1e-5, .scale = 1};
-    if (S->ref) {
-        t.bf16 = true;
-        t.loose = which == C_IDX ? 2.0 : 0.25;
-        t.loose_frac = 0.05;
+    for (int i = 0; i < m; i++) {
+        if (S->ref) {
+            const double loose = which[i] == C_IDX ? 2.0 : 0.25;
+            t.bf16 = true;
+            t.loose = loose > t.loose ? loose : t.loose;
+            t.loose_frac = 0.05;
+        }
+        if (!S->nonfinite) rows_check(S, plan, cd[i], names[which[i]]);
+        free(a[i]), free(g[i]);
     }
-    if (!S->nonfinite) rows_check(S, plan, cd, names[which]);
-    state_check_sync(S, names[which], t);
-    free(a), free(g);
+    state_check_sync(S, m == 2 ? "compress (CSA indexer keys and rows)" : names[which[0]], t);
+}
+
+static void run_compress(scen *S, const dsv4_plan *plan, int which, bool plant)
+{
+    run_compress_n(S, plan, &which, 1, plant, false);
 }
 
 /* The CPU's indexer score of compressed row c for token t (host copy of its
@@ -2786,9 +2811,9 @@ static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16
         int32_t *idx = calloc((size_t)T * c->topk, 4), *cnt = calloc((size_t)T, 4);
         for (int l = 0; l < NL; l++) {
             /* forward.c's order: indexer keys, rows, top-k, attention, ring */
-            if (l == L_CSA) {
-                run_compress(&S, &plan, C_IDX, false);
-                run_compress(&S, &plan, C_CSA, false);
+            if (l == L_CSA) { /* odd steps: both in one compress_pair where the GPU has it */
+                static const int both[2] = {C_IDX, C_CSA};
+                run_compress_n(&S, &plan, both, 2, false, st & 1);
                 run_indexer(&S, &plan, idx, cnt, plant);
             } else if (l == L_HCA) {
                 run_compress(&S, &plan, C_HCA, plant);

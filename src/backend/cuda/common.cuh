@@ -715,6 +715,9 @@ void cuda_hc_init(void);
 void cuda_hc_join(cuda_impl *im);
 void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
                    const float *a, const float *g);
+void cuda_compress_pair(dsv4_backend *be, const dsv4_compress_params *p1, const float *a1, const float *g1,
+                        const dsv4_compress_params *p2, const float *a2, const float *g2, const dsv4_plan *plan,
+                        dsv4_kv *kv);
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                        const float *q, const float *w, int32_t *idx, int32_t *cnt);
 void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,

@@ -41,9 +41,35 @@ __device__ void cmp_finish(const cmp_args &A, const int32_t *page_table, int slo
     float *row = A.fp4 || A.bf16
                      ? rowbuf
                      : cmp_row(A.pages, page_table, A.max_pages, A.page_tokens, A.page_floats, A.pg_off, slot, c, r, d);
+    constexpr int CR = 8; /* coff 2 with r up to CR (CSA's 4): every entry of a column loaded at once */
     for (int ch = threadIdx.x; ch < d; ch += blockDim.x) {
         float mx = -INFINITY, den = 0, num = 0;
-        if (A.coff == 2) {
+        if (A.coff == 2 && r <= CR) { /* the loops below, their loads first (four loops of round trips before) */
+            float s0[CR], s1[CR], k0[CR], k1[CR];
+#pragma unroll
+            for (int k = 0; k < CR; k++)
+                if (k < r) s0[k] = SC(k, ch), s1[k] = SC(r + k, d + ch), k0[k] = KV(k, ch), k1[k] = KV(r + k, d + ch);
+#pragma unroll
+            for (int k = 0; k < CR; k++)
+                if (k < r) mx = fmaxf(mx, s0[k]);
+#pragma unroll
+            for (int k = 0; k < CR; k++)
+                if (k < r) mx = fmaxf(mx, s1[k]);
+#pragma unroll
+            for (int k = 0; k < CR; k++)
+                if (k < r && s0[k] != -INFINITY) {
+                    const float e = expf(s0[k] - mx);
+                    den += e;
+                    num += e * k0[k];
+                }
+#pragma unroll
+            for (int k = 0; k < CR; k++)
+                if (k < r) {
+                    const float e = expf(s1[k] - mx);
+                    den += e;
+                    num += e * k1[k];
+                }
+        } else if (A.coff == 2) {
             for (int k = 0; k < r; k++) mx = fmaxf(mx, SC(k, ch));
             for (int k = 0; k < r; k++) mx = fmaxf(mx, SC(r + k, d + ch));
             for (int k = 0; k < r; k++) {
@@ -150,13 +176,19 @@ __device__ __forceinline__ void cmp_copy(float *d1, const float *s1, float *d2, 
  * sequence of the step walks its tokens in order, as the CPU backend does:
  * the token's (kv, score + ape) into the state, and when a window completes
  * its row (cmp_finish) and, coff 2, the window moved to the state's first r
- * entries. */
-__global__ void k_compress(cmp_args A, const dsv4_seg *segs, const int32_t *page_table, const float *a,
-                           const float *g)
+ * entries. blockIdx.y: which of the launch's compressors (a layer's two run
+ * side by side: disjoint state and pages). */
+struct cmp_walk {
+    cmp_args A[2];
+    const float *a[2], *g[2];
+};
+__global__ void k_compress(const __grid_constant__ cmp_walk W, const dsv4_seg *segs, const int32_t *page_table)
 {
     pdl_start();
     __shared__ float sh[32];
     extern __shared__ float cmp_rowbuf[]; /* fp4: the row, d floats, before it is packed */
+    const cmp_args &A = W.A[blockIdx.y];
+    const float *a = W.a[blockIdx.y], *g = W.g[blockIdx.y];
     const dsv4_seg s = segs[blockIdx.x];
     const int r = A.ratio, w = A.coff * A.d;
     float *slot = A.slots + (size_t)s.slot * A.slot_floats;
@@ -278,6 +310,15 @@ __global__ void k_compress_state(cmp_args A, const dsv4_seg *segs, const float *
     }
 }
 
+/* DSV4_CMP_PAIR=0: a layer's two compressors in two launches, one after the other (a baseline; the same
+ * values). */
+static bool cmp_pair_on(void)
+{
+    static int v = -1;
+    if (v < 0) v = cuda_env_on("DSV4_CMP_PAIR");
+    return v;
+}
+
 /* Steps whose sequences have at most this many tokens each take the serial
  * walk (DSV4_CMP_SERIAL_MAX; default 4: decode), longer ones the parallel
  * rows and the state after them - the same values either way. */
@@ -291,10 +332,9 @@ static int cmp_serial_max(void)
     return v;
 }
 
-void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv,
-                   const float *a, const float *g)
+/* The kernels' arguments for p's compressor. */
+static cmp_args cmp_args_of(const dsv4_compress_params *p, const dsv4_kv *kv)
 {
-    cuda_impl *im = impl_of(be);
     const dsv4_layer_state *ls = &kv->layer[p->layer];
     cmp_args A;
     A.ratio = p->ratio;
@@ -318,24 +358,64 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
     A.page_floats = kv->page_floats;
     A.page_tokens = kv->page_tokens;
     A.max_pages = kv->max_pages_per_seq;
-    const size_t smem = A.fp4 || A.bf16 ? (size_t)p->d * sizeof(float) : 0;
-    /* windows completing in the step; the most tokens of one sequence */
-    int64_t nwin = 0;
+    return A;
+}
+
+/* The dynamic shared memory of A's kernels (fp4 / bf16: the row before it is packed). */
+static size_t cmp_smem(const cmp_args &A)
+{
+    return A.fp4 || A.bf16 ? (size_t)A.d * sizeof(float) : 0;
+}
+
+/* Whether the step takes the serial walk: its sequences have at most cmp_serial_max tokens each. */
+static bool cmp_walks(const dsv4_plan *plan)
+{
     int most = 0;
+    for (int i = 0; i < plan->n_seg; i++) most = plan->segs[i].n > most ? plan->segs[i].n : most;
+    return most <= cmp_serial_max();
+}
+
+void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_plan *plan, dsv4_kv *kv, const float *a,
+                   const float *g)
+{
+    cuda_impl *im = impl_of(be);
+    const cmp_args A = cmp_args_of(p, kv);
+    const size_t smem = cmp_smem(A);
+    const dsv4_seg *segs = (const dsv4_seg *)im->d_segs;
+    const int32_t *pt = (const int32_t *)im->d_page_table;
+    if (cmp_walks(plan)) { /* decode: the serial walk, one launch */
+        const cmp_walk W = {{A, A}, {a, a}, {g, g}};
+        launch_pdl(k_compress, dim3(plan->n_seg), dim3(256), smem, im->stream, W, segs, pt);
+        CK_LAUNCH();
+        return;
+    }
+    int64_t nwin = 0; /* windows completing in the step */
     for (int i = 0; i < plan->n_seg; i++) {
         const dsv4_seg *sg = &plan->segs[i];
         nwin += (sg->pos0 + sg->n) / p->ratio - sg->pos0 / p->ratio;
-        most = sg->n > most ? sg->n : most;
-    }
-    const dsv4_seg *segs = (const dsv4_seg *)im->d_segs;
-    const int32_t *pt = (const int32_t *)im->d_page_table;
-    if (most <= cmp_serial_max()) { /* decode: the serial walk, one launch */
-        launch_pdl(k_compress, dim3(plan->n_seg), dim3(256), smem, im->stream, A, segs, pt, a, g);
-        CK_LAUNCH();
-        return;
     }
     if (nwin > 0)
         launch_pdl(k_compress_rows, dim3((unsigned)nwin), dim3(256), smem, im->stream, A, segs, plan->n_seg, pt, a, g);
     launch_pdl(k_compress_state, dim3(plan->n_seg), dim3(256), 0, im->stream, A, segs, a, g);
+    CK_LAUNCH();
+}
+
+/* be->compress_pair: in decode's serial walk one launch, a block per (sequence, compressor) - the indexer keys'
+ * walk beside the KV rows' instead of before it (an emitting CSA layer at batch 1: 15 + 26 us one after the
+ * other, s54's cmp/); else the two calls. The same values either way. */
+void cuda_compress_pair(dsv4_backend *be, const dsv4_compress_params *p1, const float *a1, const float *g1,
+                        const dsv4_compress_params *p2, const float *a2, const float *g2, const dsv4_plan *plan,
+                        dsv4_kv *kv)
+{
+    if (!cmp_walks(plan) || !cmp_pair_on()) {
+        cuda_compress(be, p1, plan, kv, a1, g1);
+        cuda_compress(be, p2, plan, kv, a2, g2);
+        return;
+    }
+    cuda_impl *im = impl_of(be);
+    const cmp_walk W = {{cmp_args_of(p1, kv), cmp_args_of(p2, kv)}, {a1, a2}, {g1, g2}};
+    const size_t s1 = cmp_smem(W.A[0]), s2 = cmp_smem(W.A[1]);
+    launch_pdl(k_compress, dim3(plan->n_seg, 2), dim3(256), s1 > s2 ? s1 : s2, im->stream, W,
+               (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_page_table);
     CK_LAUNCH();
 }

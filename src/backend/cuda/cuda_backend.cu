@@ -917,6 +917,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->hc_head = cuda_hc_head;
     be->hc_post_next = cuda_hc_post_next;
     be->compress = cuda_compress;
+    be->compress_pair = cuda_compress_pair;
     be->indexer_topk = cuda_indexer_topk;
     be->attn = cuda_attn;
     be->kv_store = cuda_kv_store;

@@ -103,18 +103,8 @@ __device__ __forceinline__ bool fp4_pack_warp(const float *v, uint8_t *codes, ui
     float m = xinf ? 0.0f : fmaxf(0.0f, fabsf(x));
 #pragma unroll
     for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    int e0 = 127, e1 = 127; /* the scales to try; all zeros: any */
-    if (inf) {
-        e0 = 253, e1 = 254; /* 6 x 2^126 and up overflow: FP4SIM's two largest scales */
-    } else if (m > 0.0f) {
-        const uint32_t u = dsv4_f32_bits(m / 6.0f); /* exact unless it underflows, which rounds up below */
-        int xe = (int)((u >> 23) & 0xff);
-        if (xe == 0)
-            xe = 1; /* a subnormal: at most 2^-126 */
-        else if (u & 0x7fffffu)
-            xe += 1;
-        e0 = e1 = xe > 254 ? 254 : xe;
-    }
+    int e0, e1;
+    dsv4_fp4_pack_scales(m, inf, &e0, &e1);
     for (int e = e0; e <= e1; e++) {
         const float s = dsv4_e8m0_to_f32((uint8_t)e);
         const int k = xinf ? (x < 0 ? 15 : 7) : dsv4_e2m1_code(x / s);
