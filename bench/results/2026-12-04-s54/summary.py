@@ -2,9 +2,10 @@
 """This directory's figures (session of 2026-12-04, s54: what bounds the routed experts at one token, measured
 with bench/stream_probe.cu; the shared expert's k_wg8 rings beside them) as one JSON:
     python3 bench/results/2026-12-04-s54/summary.py > bench/results/h200-2026-12-04-s54.json
-Reads probe2/'s probe table and experts rows, the decode A/Bs of side/, side2/, rp2/ and final/, the bits checks
-of side2/ and verify/ (the suite's), final/'s prefills and the first top-k layer's FFN in the node traces of side/
-and rp2/; standard library only."""
+Reads probe2/'s probe table and experts rows, the decode A/Bs of side/, side2/, rp2/, final/, cmp/ and pair/, the
+bits checks of side2/, cmp/ and the suites of verify/ and pair/, final/'s prefills, the first top-k layer's FFN
+in the node traces of side/ and rp2/, and the steps' compressors in those of final/, cmp/ and pair/; standard
+library only."""
 import csv
 import gzip
 import json
@@ -74,11 +75,11 @@ def suite(call):
 
 
 side, side2 = call_rounds(D, "side"), call_rounds(D, "side2")
-rp2, final, cmp = call_rounds(D, "rp2"), call_rounds(D, "final"), call_rounds(D, "cmp")
+rp2, final, cmp, pair = call_rounds(D, "rp2"), call_rounds(D, "final"), call_rounds(D, "cmp"), call_rounds(D, "pair")
 print(json.dumps({
     "session": "s54 (landed: the k_wg8 ring budget of the second queue's launches of up to 16-token tiles, 32 KB "
                "an SM - the shared expert beside the routed experts in decode; s53's router chain, now paying; the "
-               "compressors' emitting steps by warps)",
+               "compressors' emitting steps by warps, their two launches in one)",
     "machine": "one NVIDIA H200 per call (calls landed on different machines: compare within a call only)",
     "decode_command": "bench_cpu -m <dsv4 mkmodel --preset flash --layers 8 --sparse> --backend cuda --numerics "
                       "reference --fill-random --prompt 16 --decode 64 --overlap --batch B",
@@ -127,6 +128,16 @@ print(json.dumps({
         "emitting_step_us": {"what": "node traces at batch 1, replays 0 / 1 / 2 / 6 / 10 (every fourth step emits in the "
                                      "CSA layers); k_compress durations in the three CSA layers",
                              "base_3018ea6": cmp_steps(os.path.join(D, "final", "kt-new-b1.csv.gz")),
-                             "new": cmp_steps(os.path.join(D, "cmp", "kt-new-b1.csv.gz"))},
+                             "new": cmp_steps(os.path.join(D, "cmp", "kt-new-b1.csv.gz")),
+                             "pair": cmp_steps(os.path.join(D, "pair", "kt-new-b1.csv.gz"))},
+    },
+    "compressor_pair": {
+        "what": "a CSA layer's two compressors in one k_compress launch in decode (compress_pair) and the pooling's "
+                "loads at once (new), DSV4_CMP_PAIR=0 (nopair: the loads only), ea96045's build (base), two rounds; "
+                "the whole suite with quick memchecks, logits byte for byte against ea96045",
+        "decode_ms": pair,
+        "x_floor_b1_b16_new": [x_floor(pair["b1"]["new"]["from_third_mean"], 1),
+                               x_floor(pair["b16"]["new"]["from_third_mean"], 16)],
+        "suite": suite("pair"),
     },
 }, indent=1))
