@@ -4,7 +4,7 @@
  *   build/bench_cpu -m DIR [--prompt N] [--decode M] [--batch B] [--threads T] [--numerics plain|reference]
  *                   [--backend cpu|cuda] [--json FILE] [--profile FILE] [--fill-random]
  *                   [--profile-steps P] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--max-context X]
- *                   [--temperature T] [--top-p P] [--overlap] [--warm-prefill]
+ *                   [--temperature T] [--top-p P] [--overlap] [--warm-prefill] [--stagger]
  *
  * --profile FILE times every op family (table on stdout, JSON in FILE): the
  * prefill, and --profile-steps P (default M) decode steps run op by op after
@@ -23,6 +23,11 @@
  * allocated, rows left as the pool holds them, no model run), so the prompt
  * ends at C and the decode steps pay a C-token context's attention and
  * indexer (the values are meaningless; the costs are not).
+ * --stagger starts sequence b b positions later still (b < B; dsv4_seq_skip
+ * again), so the sequences' compression windows complete on different steps,
+ * as a server's sequences at many positions do (without it B sequences in
+ * step complete theirs together: every fourth step at a CSA layer's ratio 4,
+ * none within 64 steps of position 16 at an HCA layer's 128).
  * --max-context X opens the engine with a context length of X tokens (at least
  * what the run needs, the default): what a server sized for long contexts
  * decodes short ones with (the decode graphs' launch shapes follow it).
@@ -76,7 +81,7 @@ int main(int argc, char **argv)
     long long C = 0; /* --context: the prompt ends at this position (dsv4_seq_skip before it) */
     long long X = 0; /* --max-context: the engine's context length, if longer than the run needs */
     const char *json = NULL, *prof_json = NULL;
-    int host_argmax = 0, prof_steps = 0, overlap = 0, warm = 0;
+    int host_argmax = 0, prof_steps = 0, overlap = 0, warm = 0, stagger = 0;
     float temperature = 0.0f, top_p = 1.0f;
     for (int i = 1; i < argc; i += 2) {
         if (!strcmp(argv[i], "--fill-random")) {
@@ -84,9 +89,11 @@ int main(int argc, char **argv)
             i--; /* a flag: no value */
             continue;
         }
-        if (!strcmp(argv[i], "--overlap") || !strcmp(argv[i], "--warm-prefill")) {
+        if (!strcmp(argv[i], "--overlap") || !strcmp(argv[i], "--warm-prefill") || !strcmp(argv[i], "--stagger")) {
             if (!strcmp(argv[i], "--overlap"))
                 overlap = 1;
+            else if (!strcmp(argv[i], "--stagger"))
+                stagger = 1;
             else
                 warm = 1;
             i--; /* a flag: no value */
@@ -141,7 +148,8 @@ int main(int argc, char **argv)
             "plain|reference] [--backend cpu|cuda] [--json FILE] [--profile FILE] [--profile-steps P] "
             "[--fill-random] [--no-graphs] [--host-argmax] [--ep N] [--context C] [--max-context X] [--warm-prefill] "
             "[--moe-backend "
-            "auto|w4a16|w4a8|w4a4] [--prefill-gemm ours|cublaslt] [--temperature T] [--top-p P] [--overlap]\n");
+            "auto|w4a16|w4a8|w4a4] [--prefill-gemm ours|cublaslt] [--temperature T] [--top-p P] [--overlap] "
+            "[--stagger]\n");
         return 2;
     }
     if (C < 0 || (C > 0 && C < N)) {
@@ -149,12 +157,13 @@ int main(int argc, char **argv)
         return 2;
     }
     const int64_t S = C > 0 ? C - N : 0; /* positions skipped before the prompt (dsv4_seq_skip) */
+    const int64_t SG = stagger ? B - 1 : 0; /* --stagger: sequence b skips S + b */
     o.profile = prof_json != NULL;
     o.verbose = 1; /* load phases and their times on stderr */
     o.max_seqs = B;
     const int P = prof_json ? (prof_steps > 0 ? prof_steps : M) : 0;
-    o.max_ctx = S + N + M + P > X ? S + N + M + P : X;
-    o.pool_tokens = (int64_t)B * (S + N + M + P + 1024); /* pages are whole: room for rounding up */
+    o.max_ctx = S + SG + N + M + P > X ? S + SG + N + M + P : X;
+    o.pool_tokens = (int64_t)B * (S + SG + N + M + P + 1024); /* pages are whole: room for rounding up */
     o.max_batch_tokens = N * B < 4096 ? N * B : 4096;
     char err[1024];
     dsv4_engine *e;
@@ -180,8 +189,9 @@ int main(int argc, char **argv)
     for (int round = warm ? 0 : 1; round < 2; round++) {
         if (round == 0 && prof_json) dsv4_profile_enable(e, 0);
         for (int b = 0; b < B; b++) {
+            const int64_t sb = S + (stagger ? b : 0);
             if (dsv4_seq_create(e, &seq[b], err, sizeof err) != DSV4_OK ||
-                (S > 0 && dsv4_seq_skip(e, seq[b], S, err, sizeof err) != DSV4_OK)) {
+                (sb > 0 && dsv4_seq_skip(e, seq[b], sb, err, sizeof err) != DSV4_OK)) {
                 fprintf(stderr, "bench_cpu: %s\n", err);
                 return 1;
             }
@@ -270,7 +280,8 @@ int main(int argc, char **argv)
     const double pf_tok_s = (double)B * N / (t1 - t0), dc_tok_s = (double)B * M / (t2 - t1), step_ms = (t2 - t1) * 1e3 / M;
     const double steady_ms = M > 2 ? (t2 - ts) * 1e3 / (M - 2) : step_ms;
     char ctx[48] = "";
-    if (S > 0) snprintf(ctx, sizeof ctx, " (context %lld)", (long long)(S + N));
+    if (S > 0 || SG > 0)
+        snprintf(ctx, sizeof ctx, " (context %lld%s)", (long long)(S + N), SG > 0 ? ", staggered" : "");
     printf("model %s  backend %s  batch %d  prefill %d tokens each%s: %.1f tok/s (%.1f ms)  decode %d steps: %.3f "
            "ms/step, %.1f tok/s, %.3f ms/step from the third  (%s%s, %s%s)\n",
            o.model_dir, info.backend, B, N, ctx, pf_tok_s, (t1 - t0) * 1e3, M, step_ms, dc_tok_s, steady_ms,
@@ -287,11 +298,11 @@ int main(int argc, char **argv)
                     "\"batch\": %d, \"prompt\": %d, \"context\": %lld, \"decode\": %d, \"prefill_tok_s\": %.2f, "
                     "\"decode_tok_s\": %.2f, \"decode_ms_per_step\": %.4f, \"decode_ms_per_token\": %.4f, "
                     "\"decode_ms_per_step_from_third\": %.4f, \"graphs\": %s, \"host_argmax\": %s, \"temperature\": "
-                    "%g, \"top_p\": %g, \"overlap\": %s, \"warm_prefill\": %s}\n",
+                    "%g, \"top_p\": %g, \"overlap\": %s, \"warm_prefill\": %s, \"stagger\": %s}\n",
                     info.backend, o.numerics == DSV4_NUMERICS_PLAIN ? "plain" : "reference", info.n_layers, o.n_threads,
                     B, N, (long long)(S + N), M, pf_tok_s, dc_tok_s, step_ms, step_ms / B, steady_ms,
                     o.no_graphs ? "false" : "true", host_argmax ? "true" : "false", (double)temperature, (double)top_p,
-                    overlap && !host_argmax ? "true" : "false", warm ? "true" : "false");
+                    overlap && !host_argmax ? "true" : "false", warm ? "true" : "false", stagger ? "true" : "false");
             fclose(f);
         }
     }
