@@ -22,14 +22,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CKE(x)                                                                                                         \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                                \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "probe.cuh"
 
 enum { CP16, CPZ, BULK1, BULKT, BULK2, LDG, NMODE };
 static const char *mode_name[NMODE] = {"cp16", "cpz", "bulk1", "bulkT", "bulk2", "ldg"};

@@ -28,14 +28,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CKE(x)                                                                                                         \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));                                \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "probe.cuh"
 
 #define NE    6    /* experts */
 #define NR    2816 /* rows of w1 (and of w3) allocated: 2,048 real, room for 176 row blocks */
