@@ -387,6 +387,9 @@ int dsv4_cuda_moe16_blocks_per_sm(void);
 /* The routed experts' calls whose plan the router made (be->moe_next, k_route), since the process began. For
  * the tests. */
 unsigned long dsv4_cuda_route_planned(void);
+/* Whether the routed experts p run on the CUDA backend be's tensor cores (the path the router plans for). For the
+ * tests. */
+bool dsv4_cuda_moe_tc(dsv4_backend *be, const dsv4_moe_params *p);
 /* The sparse attention layout (DSV4_ATTN_LAYOUT_*), for benchmarks and tests. */
 void dsv4_cuda_attn_layout(int layout);
 /* The tuned kernel choices (engine/tune.h) every CUDA backend of the process

@@ -1996,10 +1996,10 @@ static void moe_route_plan_bits(dsv4_backend *be, const dsv4_moe_params *p, cons
         ri[v] = bhost(be, di, (size_t)n * K * 4);
         ro[v] = bhost(be, dout, (size_t)n * D * 4);
 #ifdef DSV4_HAVE_CUDA
-        /* taken where the experts are on the tensor cores (whole 128-column groups; DSV4_CUDA_MMA=0: never) and
-         * one block routes every token, unless DSV4_ROUTE_PLAN=0 */
-        const char *mm = getenv("DSV4_CUDA_MMA"), *rp = getenv("DSV4_ROUTE_PLAN");
-        const bool tc = D % 128 == 0 && p->inter % 128 == 0 && !(mm && mm[0] == '0') && !(rp && rp[0] == '0');
+        /* taken where the experts are on the tensor cores (the backend says) and one block routes every token,
+         * unless DSV4_ROUTE_PLAN=0 */
+        const char *rp = getenv("DSV4_ROUTE_PLAN");
+        const bool tc = dsv4_cuda_moe_tc(be, p) && !(rp && rp[0] == '0');
         const bool want = v == 1 && tc && n <= 4 && n * K <= 32, got = dsv4_cuda_route_planned() != pl0;
         case_checks++;
         if (want != got)

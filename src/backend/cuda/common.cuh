@@ -96,6 +96,24 @@ __device__ __forceinline__ void expert_slot_order(const int32_t *idx_t, int k, i
         }
 }
 
+/* The plan of the routed experts' tensor-core path that k_route makes where one block routes every token
+ * (moe.cu): list, tiles and ntiles as k_moe_plan writes them for the n k pairs (experts in [lo, hi), all when
+ * hi <= lo), tiles of ts pairs; list NULL: none. */
+struct route_plan {
+    int *list;
+    int4 *tiles;
+    int *ntiles;
+    int ts, lo, hi;
+};
+/* The kernels cuda_moe_mma takes for n tokens (moe_mma.cu's moe_choose), its plan's pairs a tile (ts), the most
+ * tiles (maxt) and the plan's scratch. */
+struct moe_choice {
+    bool a8, bp2;
+    int NP, wgn, ntt, ts, maxt;
+    int4 *tiles;
+    int *ntiles, *list;
+};
+
 #define SMP_SLOTS 3
 struct cuda_impl {
     int device;
@@ -128,9 +146,10 @@ struct cuda_impl {
         int q;
     } moe_next;
     struct {
+        const dsv4_moe_params *p; /* the key: these experts, n tokens' ids idx, on queue q */
         const int32_t *idx;
-        const int4 *tiles;
-        int nk, ts, lo, hi, q;
+        int n, q;
+        moe_choice c;
     } plan_pend;
     /* the current step's plan and page table, on the device: pointers into d_plan (c_step_begin's layout) */
     int32_t *d_tokens, *d_tok_seg, *d_page_table;
@@ -434,10 +453,10 @@ void cuda_indexer_init(cuda_impl *im);
 void cuda_moe_mma_init(void);
 /* The largest K (hidden size, expert width) of the W4A8 expert kernels (dsv4_backend.moe_a8_kmax). */
 int cuda_moe_a8_kmax(void);
-/* The router's plan (moe.cu's k_route, for n tokens where cuda_route_plans): the scratch cuda_moe_mma reads and
- * its tile size for p's experts, recorded in plan_pend; *list NULL where they are not on the tensor cores. */
-void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, int **list, int4 **tiles,
-                        int **ntiles, int *ts, int *lo, int *hi);
+/* The router's plan (moe.cu's k_route, for n tokens where cuda_route_plans) of p's experts: the scratch
+ * cuda_moe_mma reads and its tile size, recorded with the kernels' choice in plan_pend; P->list NULL where they are
+ * not on the tensor cores. */
+void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, route_plan *P);
 int cuda_moe_mode(dsv4_backend *be, const dsv4_moe_params *p);
 bool cuda_route_plans(int n, int k);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,

@@ -1098,11 +1098,9 @@ template <int NTT, int NPT>
 static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
                           int G, int n, size_t yg)
 {
-    mma_jobs JT = J;
-    JT.trig = cuda_knob(CUDA_KNOB_TRIG) != 0; /* DSV4_MMA_TRIG=0: no trigger (a measurement's knob) */
     cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true, NPT> : k_mma_bf16<NTT, false, NPT>,
-                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true,
-                JT, xp, plane, ntok, nkg, P, n, yg);
+                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J,
+                xp, plane, ntok, nkg, P, n, yg);
 }
 
 /* one: BF16(x) alone (reference numerics), else its three parts */
@@ -1148,6 +1146,13 @@ static void fp8_pack(cudaStream_t st, const float *x, int ldx, size_t xg, int G,
     else launch_pdl(k_mma_pack<false>, pg, dim3(256), 0, st, x, ldx, xg, nc, ntok, K, nkg, xp, xs);
 }
 
+/* mma_jobs.trig: k_mma_bf16 lets the kernel after it start once past its wait, unless DSV4_MMA_TRIG=0 (a
+ * measurement's knob; the FP8 kernels do not read it) */
+static int mma_trig(void)
+{
+    return cuda_knob(CUDA_KNOB_TRIG) != 0;
+}
+
 /* y = W x for G row groups of w.rows rows (x and y of group g at g * xg,
  * g * yg), n tokens; ref: the reference's FP8 activation quantisation. */
 /* The jobs table of one linear. */
@@ -1159,6 +1164,7 @@ static mma_jobs mma_job1(const wdesc &w, float *y, int ldy)
     J.w[0] = w;
     J.y[0] = y;
     J.ldy[0] = ldy;
+    J.trig = mma_trig();
     return J;
 }
 
@@ -1248,6 +1254,7 @@ void cuda_linear_mma_multi(dsv4_backend *be, int m, const wdesc *w, const float 
         for (int i = 0; i < m; i++) {
             if (done[i]) continue;
             mma_jobs J = {};
+            J.trig = mma_trig();
             int idx[MMA_JOBS];
             const int c = multi_next(P, m, i, MMA_JOBS, done, idx);
             for (int q = 0; q < c; q++) {

@@ -54,15 +54,6 @@ void cuda_route_trace_print(void)
 #endif
 }
 
-/* The plan of the routed experts' tensor-core path made by k_route where one block routes every token
- * (route_plan_ok): list, tiles and ntiles as k_moe_plan writes them for the n k pairs (experts in [lo, hi),
- * all when hi <= lo), tiles of ts pairs; list NULL: none. */
-struct route_plan {
-    int *list;
-    int4 *tiles;
-    int *ntiles;
-    int ts, lo, hi;
-};
 #define ROUTE_PLAN_NK 32 /* pairs one warp plans (a lane each) */
 
 /* k_moe_plan's plan of nk <= 32 pairs by one warp (lane i: pair i's expert e): tiles by expert ascending, each
@@ -125,14 +116,13 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
     const float *lg = logits + (size_t)(t < n ? t : 0) * E;
     int my_id = 0;
     float my_w = 0.0f;
-    if (t >= n) {
-    } else if (tid2eid) {
+    if (t < n && tid2eid) {
         if (lane < k) {
             const size_t o = (size_t)tokens[t] * k + lane;
             my_id = tid_i64 ? (int32_t)((const int64_t *)tid2eid)[o] : ((const int32_t *)tid2eid)[o];
             my_w = sqrt_softplus(lg[my_id]);
         }
-    } else {
+    } else if (t < n) {       /* (a warp past n skips to the plan's barrier) */
         float sc[NJ], sp[NJ]; /* biased score (NaN ranks last), unbiased */
         uint32_t live = 0;    /* bit j: expert lane + 32 j exists and is not taken */
 #pragma unroll
@@ -251,7 +241,7 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     route_plan P = {};
     im->plan_pend.idx = NULL;
     if (im->moe_next.p && im->moe_next.q == im->q && cuda_route_plans(n, k))
-        cuda_moe_plan_pend(be, im->moe_next.p, n, idx, &P.list, &P.tiles, &P.ntiles, &P.ts, &P.lo, &P.hi);
+        cuda_moe_plan_pend(be, im->moe_next.p, n, idx, &P);
     im->moe_next.p = NULL;
     const bool rx = route_rx();
     auto *kr = n_experts <= 256 ? (rx ? k_route<8, true> : k_route<8, false>)
@@ -430,6 +420,12 @@ void cuda_moe_forget(dsv4_backend *be, const void *p)
 int cuda_moe_mode(dsv4_backend *be, const dsv4_moe_params *p)
 {
     return impl_of(be)->moe_mma[expert_table(be, p)];
+}
+
+/* Whether p's experts run on the tensor cores (cuda_moe_mode), for the tests. */
+extern "C" bool dsv4_cuda_moe_tc(dsv4_backend *be, const dsv4_moe_params *p)
+{
+    return p->n_experts > 0 && p->w1 && cuda_moe_mode(be, p) != 0;
 }
 
 /* be->moe_prepare: the table (and the F16 path's layout) at load, not in the first step. */

@@ -1714,12 +1714,6 @@ extern "C" unsigned long dsv4_cuda_route_planned(void)
 }
 
 /* The kernels cuda_moe_mma takes for n tokens, its plan's pairs a tile (ts) and the plan's scratch. */
-struct moe_choice {
-    bool a8, bp2;
-    int NP, wgn, ntt, ts, maxt;
-    int4 *tiles;
-    int *ntiles, *list;
-};
 static moe_choice moe_choose(dsv4_backend *be, const dsv4_moe_params *p, int mode, int n, bool aq)
 {
     moe_choice c;
@@ -1739,26 +1733,25 @@ static moe_choice moe_choose(dsv4_backend *be, const dsv4_moe_params *p, int mod
 }
 
 /* Where the router (k_route) writes the plan of the experts p on the tensor-core path for n tokens' ids idx, and
- * that it does (cuda_impl.plan_pend: cuda_moe_mma then launches no k_moe_plan); *list NULL where p's experts do
- * not take that path. The plan's first reader is two launches after the router (the pack between), as it is
- * after k_moe_plan: k_moe16 reads it before its griddepcontrol.wait. */
-void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, int **list, int4 **tiles,
-                        int **ntiles, int *ts, int *lo, int *hi)
+ * that it does (cuda_impl.plan_pend, with the choice: cuda_moe_mma then launches no k_moe_plan and chooses nothing
+ * again); P->list NULL where p's experts do not take that path. The plan's first reader is two launches after the
+ * router (the pack between), as it is after k_moe_plan: k_moe16 reads it before its griddepcontrol.wait. */
+void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, route_plan *P)
 {
     cuda_impl *im = impl_of(be);
-    *list = NULL;
+    P->list = NULL;
     const int mode = cuda_moe_mode(be, p);
     if (!mode) return;
-    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT; /* cuda_moe_experts' */
     const moe_choice c = moe_choose(be, p, mode, n, aq);
-    *list = c.list, *tiles = c.tiles, *ntiles = c.ntiles, *ts = c.ts, *lo = p->expert_lo, *hi = p->expert_hi;
-    im->plan_pend.idx = idx, im->plan_pend.tiles = c.tiles, im->plan_pend.nk = n * p->k, im->plan_pend.ts = c.ts;
-    im->plan_pend.lo = p->expert_lo, im->plan_pend.hi = p->expert_hi, im->plan_pend.q = im->q;
+    P->list = c.list, P->tiles = c.tiles, P->ntiles = c.ntiles, P->ts = c.ts, P->lo = p->expert_lo,
+    P->hi = p->expert_hi;
+    im->plan_pend.p = p, im->plan_pend.idx = idx, im->plan_pend.n = n, im->plan_pend.q = im->q, im->plan_pend.c = c;
 }
 
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
  * ranks' experts: zeros); mode: cuda_moe_mma_eligible's. The plan unless the
- * router made it (cuda_impl.plan_pend: this idx, tile size and scratch). */
+ * router made it (cuda_impl.plan_pend: these experts, ids and queue). */
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y)
 {
@@ -1769,15 +1762,16 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
 #endif
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
     const int nk = n * k;
-    const moe_choice c = moe_choose(be, p, mode, n, aq);
+    /* the router's choice where it planned these experts for these ids (cuda_moe_plan_pend: the same p, n and
+     * queue, so the same choice and scratch), else this call's */
+    const bool made =
+        im->plan_pend.idx == idx && im->plan_pend.p == p && im->plan_pend.n == n && im->plan_pend.q == im->q;
+    const moe_choice c = made ? im->plan_pend.c : moe_choose(be, p, mode, n, aq);
+    im->plan_pend.idx = NULL;
     const bool a8 = c.a8, bp2 = c.bp2;
     const int NP = c.NP, wgn = c.wgn, ntt = c.ntt, maxt = c.maxt;
     int4 *tiles = c.tiles;
     int *ntiles = c.ntiles, *list = c.list;
-    const bool made = im->plan_pend.idx == idx && im->plan_pend.tiles == tiles && im->plan_pend.nk == nk &&
-                      im->plan_pend.ts == c.ts && im->plan_pend.lo == p->expert_lo &&
-                      im->plan_pend.hi == p->expert_hi && im->plan_pend.q == im->q;
-    im->plan_pend.idx = NULL;
     if (made) {
         route_planned++;
     } else {
