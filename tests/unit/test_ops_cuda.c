@@ -1028,6 +1028,11 @@ static void test_linear(void **state)
          * 64-column group */
         {WK_BF16, 12, 4096, 1024, .xpad = 1, .nonfinite = true},
         {WK_BF16, 9, 4100, 1032, .ypad = 2, .aq = true},
+        /* 512 to 1,023 rows of 4,096 columns (an HCA layer's compressor projections: at most 4 parts along K, not
+         * 8): decode's one and two n tiles, a partial last row tile, NaN/Inf; and a prefill against each token */
+        {WK_BF16, 12, 600, 4096, .xpad = 4, .aq = true, .nonfinite = true},
+        {WK_BF16, 1, 512, 4096, .ypad = 1, .aq = true},
+        {WK_BF16, 150, 1000, 4096, .aq = true},
     };
     for (size_t j = 0; j < sizeof bf / sizeof bf[0]; j++) linear_case(&bf[j]);
     /* k_wgbf for every call, small shapes too (DSV4_WGBF=1): a token tile, a row tile, a group */

@@ -972,13 +972,32 @@ bool cuda_mma_eligible(const wdesc &w)
     return w.fmt == DSV4_WF_FLOAT && w.dtype == DSV4_DT_BF16;
 }
 
+/* BF16 weights of 512 to 1,023 rows (16 to 31 row tiles: an HCA layer's compressor projections in Flash, two in
+ * one launch on the second queue, beside wq_a and wq_b's chain) take at most 4 parts along K instead of 8: 128
+ * blocks of four 64-column groups a warp instead of 256 of two. At 8, the q-norm's one-block kernel on the main
+ * queue beside them took 10.8 us instead of 2.9 in a batch-1 step's trace (s55 exp2/). Decode, 8 Flash-shaped
+ * layers (bench/results/2026-12-04-s55/exp5/): batch 1 -0.9 %, 1 x 4k -0.9 %, 16 +0.1 %, 64 +0.2 %. The cap on a
+ * CSA layer's (1,024 rows, 32 tiles) too gained nothing at batch 1 and cost 0.2-0.5 % at 64 (exp3/, exp5/); 4 on
+ * the router's gate and the indexer's compressor (8 tiles) was slower at every batch, 2 on these too (exp2/,
+ * exp3/). The part count is the sum's order: a shape rule, the same for every batch. DSV4_BF16_PCAP=0: off (a
+ * measurement's knob). */
+#define MMA_BF16_CAP_LO 16
+#define MMA_BF16_CAP_HI 32
+#define MMA_BF16_CAP_P  4
+
 /* Parts along K: enough blocks to fill the GPU (about four per SM), each
- * warp of a part at least one 64-column group. Shape and the GPU's nsm SMs only. */
+ * warp of a part at least one 64-column group (MMA_BF16_CAP_*: fewer for some BF16 shapes). Shape and the GPU's
+ * nsm SMs only. */
 static int mma_parts(int nsm, const wdesc &w, int G)
 {
     const int64_t tiles = (w.rows + MMA_ROWS - 1) / MMA_ROWS * G, nkg = (w.cols + 63) / 64;
     int P = 1;
     while (P < MMA_MAXP && tiles * P < 4 * nsm && nkg >= 2 * MMA_WARPS * P) P *= 2;
+    /* at most MMA_BF16_CAP_P parts for BF16 weights of MMA_BF16_CAP_LO to MMA_BF16_CAP_HI - 1 row tiles */
+    static int cap = -1;
+    if (cap < 0) cap = cuda_env_on("DSV4_BF16_PCAP");
+    if (cap && w.fmt == DSV4_WF_FLOAT && tiles >= MMA_BF16_CAP_LO && tiles < MMA_BF16_CAP_HI && P > MMA_BF16_CAP_P)
+        P = MMA_BF16_CAP_P;
     return P;
 }
 
