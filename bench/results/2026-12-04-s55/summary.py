@@ -2,7 +2,8 @@
 """This directory's figures (session of 2026-12-04, s55: measurements of s54's prepared knobs, three that did not
 pay, and the part count of the HCA layers' BF16 compressor projections) as one JSON:
     python3 bench/results/2026-12-04-s55/summary.py > bench/results/h200-2026-12-04-s55.json
-Reads the decode A/Bs of next/, exp1/ to exp5/ and final/, final/'s prefills and suite, and the logits checks;
+Reads the decode A/Bs of next/, exp1/ to exp5/, final/ and ldsm/, final/'s prefills, the suites, ldsm/'s
+experts alone and the logits checks;
 standard library only."""
 import gzip
 import json
@@ -30,6 +31,20 @@ def suite(call):
 def means(rounds):
     """case -> variant -> mean ms a step from the third."""
     return {c: {v: r["from_third_mean"] for v, r in vs.items()} for c, vs in rounds.items()}
+
+
+def experts_alone(call):
+    """bench_kernels --experts-only's reference-numerics rows of a call: variant -> round -> {tokens: us a call}."""
+    out = {}
+    for f in sorted(os.listdir(os.path.join(D, call))):
+        m = re.match(r"experts-(\w+)-(\d+)\.txt$", f)
+        if not m:
+            continue
+        for ln in open(os.path.join(D, call, f)):
+            r = re.match(r"experts \(ref\.\)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", ln)
+            if r:
+                out.setdefault(m.group(1), {}).setdefault(m.group(2), {})[int(r.group(1))] = float(r.group(3))
+    return out
 
 
 final = call_rounds(D, "final")
@@ -64,4 +79,11 @@ print(json.dumps({
                           for b in (1, 16, 64)},
               "prefill_4096": prefills(os.path.join(D, "final")),
               "suite": suite("final")},
+    "ldsm": {"what": "k_moe16's weight words by ldmatrix.x4 (ldsm.diff, on b454fe8; not kept): new against b454fe8's "
+                     "build (base); the whole suite with quick memchecks, logits byte for byte; the routed experts "
+                     "alone in us a call by tokens (bench_kernels --experts-only, reference numerics), two rounds",
+             "decode_ms": means(call_rounds(D, "ldsm")),
+             "experts_alone_us": experts_alone("ldsm"),
+             "bits": lines("ldsm", "bits.txt"),
+             "suite": suite("ldsm")},
 }, indent=1))
