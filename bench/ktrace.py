@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a graph replay's time goes, kernel by kernel, from bench/ktrace.c's CSV (CUPTI's start and end of
 every kernel, each graph node included):
-    python3 bench/ktrace.py TRACE.csv[.gz] [--graph ID] [--nodes] [--skip N]
+    python3 bench/ktrace.py TRACE.csv[.gz] [--graph ID] [--nodes] [--skip N] [--replay N [--range A:B]]
 
 A replay (a step) is the kernels of one graph launch (one correlation id), or of one launch of each piece
 where the step was captured in pieces (graph_cut: the graphs replayed equally often). Sorted by end, each kernel's *advance* is how
@@ -106,6 +106,25 @@ def one_step(outside, spans, n, names):
         print(f"    {(r['start_ns'] - e0) / 1e3:9.1f} .. {(r['end_ns'] - e0) / 1e3:9.1f}  {names.get(r['name'], r['name'])[:70]}")
 
 
+def timeline(reps, spans, n, rng, names):
+    """Replay n's kernels (after --skip) in launch order: start and end in us from the replay's start, duration,
+    stream, grid - where a step's time went in that one replay (the medians mix steps that differ: every fourth
+    decode step emits the CSA layers' compressed rows)."""
+    if not 0 <= n < len(reps):
+        sys.exit(f"ktrace.py: --replay {n}: {len(reps)} replays after --skip")
+    t0 = spans[n][0]
+    ks = sorted(reps[n], key=lambda k: k["start_ns"])
+    lo, hi = 0, len(ks)
+    if rng:
+        a, _, b = rng.partition(":")
+        lo, hi = int(a or 0), min(int(b or len(ks)), len(ks))
+    print(f"\nreplay {n}: kernels {lo}..{hi - 1} of {len(ks)} in launch order, us from its start")
+    print(f"{'#':>4} {'start':>9} {'end':>9} {'dur':>7} {'stream':>6} {'grid':>12} kernel")
+    for i, k in enumerate(ks[lo:hi], lo):
+        print(f"{i:4d} {(k['start_ns'] - t0) / 1e3:9.2f} {(k['end_ns'] - t0) / 1e3:9.2f} "
+              f"{(k['end_ns'] - k['start_ns']) / 1e3:7.2f} {k['stream']:6d} {k['grid']:>12} {names[k['name']][:60]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
@@ -113,6 +132,8 @@ def main():
     ap.add_argument("--nodes", action="store_true", help="print every node of the replay in launch order")
     ap.add_argument("--skip", type=int, default=2, help="replays to leave out at the start (warm-up)")
     ap.add_argument("--step", type=int, help="list every record from replay N's start to replay N+1's start")
+    ap.add_argument("--replay", type=int, help="print replay N's kernels (after --skip) with starts and ends")
+    ap.add_argument("--range", help="with --replay: its kernels A:B in launch order (either end may be left out)")
     a = ap.parse_args()
 
     rows = read(a.trace)
@@ -136,6 +157,9 @@ def main():
         return  # KTRACE_MODE=graph: no nodes
     print(f"graph(s) {gids}: {len(reps)} steps timed, {len(reps[0])} kernels each; other graphs: " +
           (", ".join(f"{g} ({len(v)} replays)" for g, v in graphs.items() if g not in gids) or "none"))
+    if a.replay is not None:
+        timeline(reps, spans, a.replay, a.range, names)
+        return
 
     per_node = collections.defaultdict(lambda: {"adv": [], "lead": [], "dur": [], "gap": []})
     sums = []
