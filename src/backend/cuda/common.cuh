@@ -146,9 +146,11 @@ struct cuda_impl {
         int q;
     } moe_next;
     struct {
-        const dsv4_moe_params *p; /* the key: these experts, n tokens' ids idx, on queue q */
+        const dsv4_moe_params *p; /* the key: these experts, n tokens' ids idx, activation quantisation aq, on
+                                   * queue q */
         const int32_t *idx;
         int n, q;
+        bool aq;
         moe_choice c;
     } plan_pend;
     /* the current step's plan and page table, on the device: pointers into d_plan (c_step_begin's layout) */

@@ -1746,7 +1746,8 @@ void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const
     const moe_choice c = moe_choose(be, p, mode, n, aq);
     P->list = c.list, P->tiles = c.tiles, P->ntiles = c.ntiles, P->ts = c.ts, P->lo = p->expert_lo,
     P->hi = p->expert_hi;
-    im->plan_pend.p = p, im->plan_pend.idx = idx, im->plan_pend.n = n, im->plan_pend.q = im->q, im->plan_pend.c = c;
+    im->plan_pend.p = p, im->plan_pend.idx = idx, im->plan_pend.n = n, im->plan_pend.q = im->q, im->plan_pend.aq = aq;
+    im->plan_pend.c = c;
 }
 
 /* The per-slot outputs Y [n * k][D] of the routed experts (slots of other
@@ -1762,10 +1763,10 @@ void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, 
 #endif
     const int k = p->k, D = p->dim, I = p->inter, E = p->n_experts;
     const int nk = n * k;
-    /* the router's choice where it planned these experts for these ids (cuda_moe_plan_pend: the same p, n and
-     * queue, so the same choice and scratch), else this call's */
-    const bool made =
-        im->plan_pend.idx == idx && im->plan_pend.p == p && im->plan_pend.n == n && im->plan_pend.q == im->q;
+    /* the router's choice where it planned these experts for these ids (cuda_moe_plan_pend: the same p, n,
+     * activation quantisation and queue, so the same choice and scratch), else this call's */
+    const bool made = im->plan_pend.idx == idx && im->plan_pend.p == p && im->plan_pend.n == n &&
+                      im->plan_pend.aq == aq && im->plan_pend.q == im->q;
     const moe_choice c = made ? im->plan_pend.c : moe_choose(be, p, mode, n, aq);
     im->plan_pend.idx = NULL;
     const bool a8 = c.a8, bp2 = c.bp2;
