@@ -66,16 +66,6 @@ static bool proj_side(const fwd *f)
     return v && forks(f);
 }
 
-/* In CSA layers the query heads' norm-RoPE on the second queue, beside the indexer queries' RoPE on the main one
- * (DSV4_QNR_SIDE=0: on the main queue after them - there it does not queue behind the compressors, which the
- * indexer's choice waits for anyway; a measurement's knob, the same results either way). */
-static bool qnr_side(void)
-{
-    static int v = -1;
-    if (v < 0) v = knob_on("DSV4_QNR_SIDE");
-    return v;
-}
-
 /* With proj_side: the compressors' and the indexer's projections of h, and the compressors, forked before
  * wq_a and wkv instead of after them, so their bytes stream beside wq_a's rather than wq_b's (the KV head's
  * norm and RoPE, which read wkv's output, forked after it as before). DSV4_PROJ_EARLY=0: after (a baseline;
@@ -256,8 +246,9 @@ static void attention(fwd *f, int l)
         lin_run(f, &ls, s->qa, c->q_lora_rank);
     }
     /* per-head norm (reference: in place on the BF16 tensor, as the reference does), RoPE; beside the
-     * indexer's queries where there are some (qnr_side) */
-    if (L->kind == DSV4_ATTN_CSA && qnr_side()) side(f, true);
+     * indexer's queries where there are some (on the main queue after them instead: +0.3 % a batch-1 step,
+     * bench/results/2026-12-04-s55/next/) */
+    if (L->kind == DSV4_ATTN_CSA) side(f, true);
     mark(f, DSV4_PROF_NORM);
     be->norm_rope(be, s->q, T, H, hd, NULL, eps, 0, f->ref, rd, f->plan->pos, freqs, rnd(f, DSV4_RND_OUT), 0);
     side(f, false);

@@ -460,6 +460,12 @@ int cuda_moe_a8_kmax(void);
  * not on the tensor cores. */
 void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const int32_t *idx, route_plan *P);
 int cuda_moe_mode(dsv4_backend *be, const dsv4_moe_params *p);
+/* Reference numerics' FP8 activations in front of p's quantized experts, as the CPU's linear does (the experts'
+ * kernels and the router's plan of them both take this). */
+static inline bool cuda_moe_aq(const dsv4_backend *be, const dsv4_moe_params *p)
+{
+    return be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+}
 bool cuda_route_plans(int n, int k);
 void cuda_moe_mma(dsv4_backend *be, const dsv4_moe_params *p, const wdesc *tab, int mode, const float *x, int n,
                   const int32_t *idx, const float *wts, bool aq, float *M, float *Y);

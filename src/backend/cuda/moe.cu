@@ -87,13 +87,12 @@ __device__ static void route_plan_warp(const route_plan &P, int nk, int E, int e
  * i's id and unbiased score to lane i, and only the round's winner rescans
  * its experts. The ids go to ascending order by rank (distinct ids), and the
  * weights are summed in that order, as the CPU adds them. Hash layers take
- * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). RX: a
+ * the table's ids in its order. NJ: experts per lane (E <= 32 NJ). A
  * round's argmax by two warp reductions (redux.sync: the largest score as an
- * order-preserving key, then the least id holding it) instead of a butterfly
- * of three shuffles a step; the same winner. The bias (a weight) is loaded
+ * order-preserving key, then the least id holding it). The bias (a weight) is loaded
  * before griddepcontrol.wait. P.list: one block routes all n tokens and its
  * warp 0 then writes the experts' plan (route_plan_warp). */
-template <int NJ, bool RX>
+template <int NJ>
 __global__ void k_route(const float *logits, int n, int E, int k, const float *bias, const void *tid2eid, int tid_i64,
                         const int32_t *tokens, bool renorm, float route_scale, int32_t *idx, float *wts, route_plan P)
 {
@@ -150,28 +149,13 @@ __global__ void k_route(const float *logits, int n, int E, int k, const float *b
         };
         rescan();
         for (int i = 0; i < k; i++) {
-            int best = lb;
-            float bs = ls;
-            if (RX) {
-                /* the key orders scores as floats do (-0 as +0: they tie there); 0 for a lane with none left */
-                const uint32_t f = __float_as_uint(lv == 0.0f ? 0.0f : lv);
-                const uint32_t key = lb < 0 ? 0u : (f >> 31) ? ~f : f | 0x80000000u;
-                const uint32_t m = __reduce_max_sync(0xffffffffu, key);
-                const uint32_t id = __reduce_min_sync(0xffffffffu, key == m && lb >= 0 ? (uint32_t)lb : 0xffffffffu);
-                best = m ? (int)id : -1;
-                bs = __shfl_sync(0xffffffffu, ls, (int)(id & 31u));
-            } else {
-                float bv = lv;
-                for (int o = 16; o > 0; o >>= 1) {
-                    const float ov = __shfl_xor_sync(0xffffffffu, bv, o), os = __shfl_xor_sync(0xffffffffu, bs, o);
-                    const int ob = __shfl_xor_sync(0xffffffffu, best, o);
-                    if (ob >= 0 && (best < 0 || ov > bv || (ov == bv && ob < best))) {
-                        bv = ov;
-                        best = ob;
-                        bs = os;
-                    }
-                }
-            }
+            /* the key orders scores as floats do (-0 as +0: they tie there); 0 for a lane with none left */
+            const uint32_t f = __float_as_uint(lv == 0.0f ? 0.0f : lv);
+            const uint32_t key = lb < 0 ? 0u : (f >> 31) ? ~f : f | 0x80000000u;
+            const uint32_t m = __reduce_max_sync(0xffffffffu, key);
+            const uint32_t id = __reduce_min_sync(0xffffffffu, key == m && lb >= 0 ? (uint32_t)lb : 0xffffffffu);
+            const int best = m ? (int)id : -1;
+            const float bs = __shfl_sync(0xffffffffu, ls, (int)(id & 31u));
             if (lane == i) {
                 my_id = best;
                 my_w = bs;
@@ -221,14 +205,6 @@ bool cuda_route_plans(int n, int k)
     return n >= 1 && n <= 4 && n * k <= ROUTE_PLAN_NK;
 }
 
-/* DSV4_ROUTE_RX=0: k_route's rounds by the shuffle butterfly (a measurement's knob; the same ids). */
-static bool route_rx(void)
-{
-    static int v = -1;
-    if (v < 0) v = cuda_env_on("DSV4_ROUTE_RX");
-    return v;
-}
-
 void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts, int k, const float *bias,
                     const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale, int32_t *idx,
                     float *wts)
@@ -243,11 +219,8 @@ void cuda_moe_route(dsv4_backend *be, const float *logits, int n, int n_experts,
     if (im->moe_next.p && im->moe_next.q == im->q && cuda_route_plans(n, k))
         cuda_moe_plan_pend(be, im->moe_next.p, n, idx, &P);
     im->moe_next.p = NULL;
-    const bool rx = route_rx();
-    auto *kr = n_experts <= 256 ? (rx ? k_route<8, true> : k_route<8, false>)
-                                : (rx ? k_route<MAX_E / 32, true> : k_route<MAX_E / 32, false>);
-    launch_pdl(kr, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits, n, n_experts, k, bias,
-               (const void *)(hash ? tid2eid->dev : NULL), hash && tid2eid->dtype == DSV4_DT_I64,
+    launch_pdl(n_experts <= 256 ? k_route<8> : k_route<MAX_E / 32>, dim3((n + 3) / 4), dim3(128), 0, im->stream, logits,
+               n, n_experts, k, bias, (const void *)(hash ? tid2eid->dev : NULL), hash && tid2eid->dtype == DSV4_DT_I64,
                (const int *)im->d_tokens, renorm, route_scale, idx, wts, P);
     CK_LAUNCH();
 }
@@ -447,8 +420,7 @@ void cuda_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x
     float *U = (float *)cuda_scratch(be, CS_MOE_U, nk * I * sizeof(float));
     /* expert parallelism: the per-slot outputs go to the caller's buffer, the sum is moe_sum's */
     float *Y = p->slot_out ? p->slot_out : (float *)cuda_scratch(be, CS_MOE_Y, nk * D * sizeof(float));
-    /* reference numerics: FP8 activations in front of quantized experts, as the CPU's linear does */
-    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT;
+    const bool aq = cuda_moe_aq(be, p);
     if (im->moe_mma[ti]) { /* FP4 experts on the tensor cores (moe_mma.cu) */
         cuda_moe_mma(be, p, tab, im->moe_mma[ti], x, n, idx, wts, aq, G, Y);
         if (!p->slot_out) moe_sum_or_defer(be, p, Y, idx, n, k, D, out);

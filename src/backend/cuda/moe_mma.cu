@@ -1742,7 +1742,7 @@ void cuda_moe_plan_pend(dsv4_backend *be, const dsv4_moe_params *p, int n, const
     P->list = NULL;
     const int mode = cuda_moe_mode(be, p);
     if (!mode) return;
-    const bool aq = be->act_quant && p->w1[0].fmt != DSV4_WF_FLOAT; /* cuda_moe_experts' */
+    const bool aq = cuda_moe_aq(be, p);
     const moe_choice c = moe_choose(be, p, mode, n, aq);
     P->list = c.list, P->tiles = c.tiles, P->ntiles = c.ntiles, P->ts = c.ts, P->lo = p->expert_lo,
     P->hi = p->expert_hi;
