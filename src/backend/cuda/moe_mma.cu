@@ -680,16 +680,17 @@ template <int BP> constexpr int moe_ns(void)
     return BP < 8 ? 4 : MOE_STAGES;
 }
 
-
 /* What a lane copies, fixed for the whole K loop: weight chunks L + 32i (row
  * (L + 32i) / 4 of the stage, unit (L + 32i) % 4), the scale word of stage
- * row L, and its own B fragments (packed row brow). */
+ * row L, its own B fragments (packed row brow) and (moe16_part's XR) that
+ * row's activation scales x. */
 struct moe_src {
     const char *w[4];
     bool wok[4];
     const uint8_t *s;
     bool sok;
     const uint4 *b;
+    const float *x;
     bool bok;
 };
 
@@ -800,11 +801,19 @@ template <int K, int NP, int NTT, int SP, int RB, bool DOWN, int BP = 8>
 __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc &wa, int64_t ra, const wdesc &wb,
                                            int64_t rb, int64_t R, const uint32_t *xp, size_t plane, const float *xs,
                                            int nkg, const int *brow, const int *pc0, const int *pc1, int kg0, int kg1,
-                                           float4 *stab, float (*acc)[8])
+                                           float4 *stab, float *xring, float (*acc)[8])
 {
     static_assert(RB == 1 || RB == 2, "moe16_part: one or two row blocks");
     static_assert(BP == 8 || (BP == 2 && RB == 1 && NTT == 1 && MOE_BR(SP)), "moe16_part: BP 2 on one tile's ring");
     constexpr int NS = moe_ns<BP>();
+    /* XR: the activations' group scales through a ring of their own beside the stages (xring: a stage's n
+     * tile's 8 pairs' scales, zeros for pairs it lacks - BP 2's other pairs' too, read into columns nobody
+     * stores), copied with B and read where the group is summed - with two row blocks a block only: there it
+     * takes the down projection from 130 registers to 128 (four blocks an SM instead of three: the experts
+     * alone at 64 tokens 5 % faster, s56 xring2/); with one (s56 xring/), ptxas then interleaved the scale FMAs
+     * with the MMAs they wait on, 6 % slower at 1-16 tokens, so there they stay loads a group ahead (XPF) */
+    constexpr bool XR = MOE_BR(SP) && RB == 2;
+    static_assert(!XR || NTT == 1, "moe16_part: the scales' ring holds one n tile's");
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     if (kg0 >= kg1) {
         pdl_start();
@@ -820,9 +829,13 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
                                moe_src o = moe_src_of(wa, a, wb, rb + r * RS, DOWN || a + 16 > R ? R : a + 16, lane);
                                o.bok = bsrc[0] != nullptr;
                                o.b = o.bok ? bsrc[0] : (const uint4 *)xp + t;
+                               if (XR) o.x = xs + (o.bok ? (size_t)brow[0] * nkg : 0);
                                return o;
     };
     moe_src src = src_of(0);
+    auto issue_x = [&](int stage, int kg) { /* lane (g, 0) copies pair g's scale */
+                                            if (XR && t == 0) cp_async<4>(xring + stage * 8 + g, src.x + kg, src.bok);
+    };
     const int span = MOE_KST * ((kg1 - kg0 + MOE_KST - 1) / MOE_KST); /* a row block's groups, times MOE_KST */
     /* the first NS - 1 groups: their weights before griddepcontrol.wait
      * (the kernel launched before this one packs the activations; the one
@@ -835,13 +848,16 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
     pdl_start();
 #pragma unroll
     for (int i = 0; i < NS - 1; i++) {
-        if (kg0 + i * MOE_KST < kg1) moe_issue_b<SP, BP>(ring[i], src, plane, kg0 + i * MOE_KST, lane);
+        if (kg0 + i * MOE_KST < kg1) {
+            moe_issue_b<SP, BP>(ring[i], src, plane, kg0 + i * MOE_KST, lane);
+            issue_x(i, kg0 + i * MOE_KST);
+        }
         cp_async_commit();
     }
     /* B in the ring (reference numerics' decode): the activations' group scales a group ahead, in registers
      * (loaded where they were used, each group waited for an L2 round trip: ncu's largest stall at batch 16);
      * otherwise in place (the registers cost more than the wait) */
-    constexpr bool XPF = MOE_BR(SP);
+    constexpr bool XPF = MOE_BR(SP) && !XR;
     float xq[NTT][2], xqn[NTT][2];
     auto load_xs = [&](int kg, float(*d)[2]) {
 #pragma unroll
@@ -863,10 +879,12 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
             if (nx < kg1) {
                 moe_issue_w<SP, BP>(ring[ns], src, nx, SB, lane);
                 moe_issue_b<SP, BP>(ring[ns], src, plane, nx, lane);
+                issue_x(ns, nx);
             } else if (r + 1 < RB) { /* row block r + 1's first groups */
                 if (nx - span == kg0) src = src_of(r + 1);
                 moe_issue_w<SP, BP>(ring[ns], src, nx - span, SB, lane);
                 moe_issue_b<SP, BP>(ring[ns], src, plane, nx - span, lane);
+                issue_x(ns, nx - span);
             }
             cp_async_commit();
             /* the next group's activation scales: this row block's next, or the next row block's first */
@@ -906,7 +924,11 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
                 for (int e = 0; e < 4; e++) sa[j][e] = sb4[j][e] = 0.0f;
             group16<K, NP, NTT>(wa_, sc, b, t, sa);
             group16<K, NP, NTT>(wb_, sc + 2, b, t, sb4);
-            if (!XPF) load_xs(kg, xq);
+            if constexpr (XR) {
+                const float2 x2 = *(const float2 *)&xring[cur * 8 + 2 * t];
+                xq[0][0] = x2.x, xq[0][1] = x2.y;
+            } else if (!XPF)
+                load_xs(kg, xq);
 #pragma unroll
             for (int j = 0; j < NTT; j++) {
                 group_add(acc[r * NTT + j], sa[j], sb4[j], xq[j][0], xq[j][1]);
@@ -921,14 +943,20 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
 }
 
 /* Dynamic shared memory of the F16 kernels: a ring per warp (stage type SP), then (MXFP4) a warp's table of
- * a group's decoded scales (32 rows x 4 units). */
+ * a group's decoded scales (32 rows x 4 units), then (B in the ring) a warp's ring of activation scales
+ * (moe16_part's XR: 8 a stage). */
 template <int SP, int BP = 8> constexpr size_t moe16_rings(void)
 {
     return (size_t)GM_WARPS * moe_ns<BP>() * sizeof(moe_stage<SP, BP>);
 }
+template <int K> constexpr size_t moe16_stab(void)
+{
+    return K == RK_MXFP4 ? (size_t)GM_WARPS * 32 * sizeof(float4) : 0;
+}
 template <int K, int SP, int BP = 8> constexpr size_t moe16_smem(void)
 {
-    return moe16_rings<SP, BP>() + (K == RK_MXFP4 ? (size_t)GM_WARPS * 32 * sizeof(float4) : 0);
+    return moe16_rings<SP, BP>() + moe16_stab<K>() +
+           (MOE_BR(SP) ? (size_t)GM_WARPS * moe_ns<BP>() * 8 * sizeof(float) : 0);
 }
 
 /* The stage type of k_moe16<K, NP, DOWN, NTT>: B in the ring for one n tile and one plane. */
@@ -985,9 +1013,10 @@ __global__ void __launch_bounds__(32 * GM_WARPS)
     extern __shared__ uint4 moe_dyn[];
     moe_stage<SP, BP> *ring = (moe_stage<SP, BP> *)moe_dyn + wid * moe_ns<BP>();
     float4 *stab = (float4 *)(moe_dyn + moe16_rings<SP, BP>() / sizeof(uint4)) + wid * 32;
+    float *xring = (float *)((char *)moe_dyn + moe16_rings<SP, BP>() + moe16_stab<K>()) + wid * moe_ns<BP>() * 8;
     /* gate / up: rows past I are zeros; down: D is a multiple of 128, both m tiles whole */
     moe16_part<K, NP, NTT, SP, RB, DOWN, BP>(ring, a, rb, c, DOWN ? rb + 16 : rb, R, xp, plane, xs, nkg, brow, pc0, pc1,
-                                         kg0, kg1, stab, acc);
+                                             kg0, kg1, stab, xring, acc);
     /* the sums through the rings' shared memory, once every warp is done with its ring: 4 KB less a block
      * than a static buffer (with one, four blocks would need exactly the SM's 228 KB, the driver's 1 KB a
      * block included) */
@@ -1455,15 +1484,17 @@ static int moe_tiles_y(int maxt, int t0)
 }
 
 /* Row blocks a k_moe16 block (its template's RB): 2 for reference numerics' MXFP4 experts where that still
- * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 64, 37 waves), else 1. Each warp's
- * ring then runs on into the second row block instead of starting over: the experts alone at batch 64 0.5-3 %
- * faster, decode there 0.1-1.3 % (five pairs over three calls, bench/results/2026-12-01-s24/); at batch 8 / 16
- * (6.5 / 13 waves) 0.3 / 0.5 % slower, at batch 1 (1.45 waves with one row block a block) 4 % slower: fewer
- * warps in flight (moe-rb/). With two activation planes (plain numerics) the second row block's copies cost
- * registers (170: three blocks an SM) and the experts ran 20-25 % slower; NVFP4 is not measured. One n tile
- * only, and K of 8 groups or more (every warp's part at least the ring's MOE_STAGES - 1 groups ahead). The
- * same sums either way. DSV4_MOE_RB=1|2 sets it wherever RB = 2 is allowed (the suite forces 2 everywhere). */
-#define MOE_RB_WAVES 16
+ * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 8, 6.5 waves; 64, 37), else 1.
+ * Each warp's ring then runs on into the second row block instead of starting over. s24 measured the experts
+ * alone at batch 64 0.5-3 % faster, decode there 0.1-1.3 % (bench/results/2026-12-01-s24/), but at batch 8 /
+ * 16 0.3 / 0.5 % slower and at batch 1 4 % (moe-rb/) - with the down projection's RB 2 kernel at 130
+ * registers, three blocks an SM. Since its activation scales come through the ring (moe16_part's XR: 128
+ * registers, four blocks) decode is 2.1 % faster at batch 16 with RB 2 and 0.6 % at 8 (s56 xring2/), 3.9 % at
+ * 64. With two activation planes (plain numerics) the second row block's copies cost registers (170: three
+ * blocks an SM) and the experts ran 20-25 % slower; NVFP4 is not measured. One n tile only, and K of 8 groups
+ * or more (every warp's part at least the ring's MOE_STAGES - 1 groups ahead). The same sums either way.
+ * DSV4_MOE_RB=1|2 sets it wherever RB = 2 is allowed (the suite forces 2 everywhere). */
+#define MOE_RB_WAVES 5
 template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, int maxt, int nkg, int nsm)
 {
     static_assert(NTT == 1, "moe16_rb: one n tile (moe16_pass_rb asks for no other)");
