@@ -58,11 +58,11 @@ def experts_alone(call):
     return out
 
 
-def ncu(b):
+def ncu(b, call="ncu", stem="det-b{}.txt"):
     names = {"Duration", "Warp Cycles Per Issued Instruction", "Registers Per Thread", "Achieved Active Warps Per SM",
              "Waves Per SM", "DRAM Throughput", "SM Frequency", "Theoretical Occupancy", "Achieved Occupancy"}
     out = {}
-    for ln in lines("ncu", f"det-b{b}.txt"):
+    for ln in lines(call, stem.format(b)):
         m = re.match(r"(.+?)\s{2,}(\S+)\s{2,}([\d.,]+)$", ln)
         if m and m.group(1) in names:
             out[f"{m.group(1)} ({m.group(2)})"] = m.group(3)
@@ -84,6 +84,9 @@ print(json.dumps({
     "ncu": {"what": "k_moe16<MXFP4, 1 plane, gate / up, 1 n tile, 1 row block> under ncu (clocks locked at ~1.35 "
                     "GHz) at 1 and 16 tokens: details, stall samples by SASS line (stalls-b*.txt)",
             "b1": ncu(1), "b16": ncu(16)},
+    "next": {"what": "for the next session, on dd9d452: the two-row-block kernels at 16 tokens under ncu (d0: gate / "
+                     "up, d1: down; stall samples in stalls-rb2-d*.txt) and a batch-16 node trace (kt-b16.*)",
+             "gate_up_rb2_b16": ncu(0, "next", "det-rb2-d{}.txt"), "down_rb2_b16": ncu(1, "next", "det-rb2-d{}.txt")},
     "xring": {"what": "the activation scales in each ring stage for every row-block count (not kept): new against "
                       "base; suite passed, logits byte for byte",
               "decode_ms": means(call_rounds(D, "xring")), "experts_alone_us": experts_alone("xring"),
