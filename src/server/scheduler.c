@@ -92,6 +92,7 @@ struct srv_sched {
     pthread_cond_t cv;
     srv_req *q_head, *q_tail;
     int n_waiting, n_running;
+    int n_ending; /* running requests already answered whose slots steps in flight still hold */
     int draining, stopping;
     int abort_all;          /* srv_sched_cancel_all: cancel everything at the next iteration */
 
@@ -238,7 +239,10 @@ dsv4_status srv_sched_submit(srv_sched *s, srv_req *r, char *err, size_t errlen)
         snprintf(err, errlen, "the server is shutting down");
         return DSV4_ERR_STATE;
     }
-    if (s->n_running + s->n_waiting >= s->o.max_running + s->o.max_queue) {
+    /* an answered request's slot is free to the client that sent it: a client that sends its next request on
+     * the answer must not find the server busy with the last one (its slot is released after the steps in
+     * flight, and by the worker, not before the reader wakes); admit_locked still waits for the slot */
+    if (s->n_running - s->n_ending + s->n_waiting >= s->o.max_running + s->o.max_queue) {
         pthread_mutex_unlock(&s->mu);
         snprintf(err, errlen, "the server is busy: %d requests running and %d waiting (--max-queue %d)",
                  s->n_running, s->n_waiting, s->o.max_queue);
@@ -328,6 +332,7 @@ static void slot_release(srv_sched *s, srv_slot *sl)
     slot_clear(s, sl);
     pthread_mutex_lock(&s->mu);
     s->n_running--;
+    s->n_ending--;
     pthread_mutex_unlock(&s->mu);
     srv_req_release(s, r);
 }
@@ -338,6 +343,9 @@ static void finish_slot(srv_sched *s, srv_slot *sl, srv_outcome o, const char *e
 {
     srv_req *r = sl->r;
     if (sl->ending) return;
+    pthread_mutex_lock(&s->mu); /* before its reader wakes (srv_sched_submit) */
+    s->n_ending++;
+    pthread_mutex_unlock(&s->mu);
     pthread_mutex_lock(&r->mu);
     if (error) snprintf(r->error, sizeof r->error, "%s", error);
     req_done_locked(s, r, o);

@@ -927,6 +927,13 @@ class Options(unittest.TestCase):
             self.assertIn("--max-queue", error_of(self, status, data, 400, "prompt")["message"])
             status, data, _ = srv.request("POST", "/v1/completions", {"prompt": ["a", "b"], "max_tokens": 2})
             self.assertEqual([c["index"] for c in json.loads(data)["choices"]], [0, 1], data)
+            # a client sending its next request on the answer to its last, at the limit: never refused for the
+            # last one (its slots may still be held by the steps in flight when the answer leaves)
+            for i in range(12):
+                status, data, _ = srv.request("POST", "/v1/chat/completions", chat_body(max_tokens=2, n=2))
+                self.assertEqual((status, len(json.loads(data).get("choices", []))), (200, 2), (i, data))
+                status, data, _ = srv.request("POST", "/v1/completions", {"prompt": ["a", "b"], "max_tokens": 2})
+                self.assertEqual(status, 200, (i, data))
         finally:
             srv.stop()
 
