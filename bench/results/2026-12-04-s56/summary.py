@@ -87,6 +87,12 @@ print(json.dumps({
     "next": {"what": "for the next session, on dd9d452: the two-row-block kernels at 16 tokens under ncu (d0: gate / "
                      "up, d1: down; stall samples in stalls-rb2-d*.txt) and a batch-16 node trace (kt-b16.*)",
              "gate_up_rb2_b16": ncu(0, "next", "det-rb2-d{}.txt"), "down_rb2_b16": ncu(1, "next", "det-rb2-d{}.txt")},
+    "nvfp4": {"what": "8 Flash-shaped layers with NVFP4 experts (mkmodel --experts nvfp4): two row blocks a block "
+                      "(rb2: DSV4_MOE_RB=2) against the rule then (one row block for NVFP4), dd9d452's binary",
+              "decode_ms": means(call_rounds(D, "nvfp4"))},
+    "nvfp4b": {"what": "the rule extended to NVFP4 (two row blocks from 5 waves of tiles) against one row block "
+                       "everywhere (rb1: DSV4_MOE_RB=1), the same binary",
+               "decode_ms": means(call_rounds(D, "nvfp4b"))},
     "xring": {"what": "the activation scales in each ring stage for every row-block count (not kept): new against "
                       "base; suite passed, logits byte for byte",
               "decode_ms": means(call_rounds(D, "xring")), "experts_alone_us": experts_alone("xring"),

@@ -1483,7 +1483,7 @@ static int moe_tiles_y(int maxt, int t0)
     return maxt - t0 < moe_tiles_per_launch() ? maxt - t0 : moe_tiles_per_launch();
 }
 
-/* Row blocks a k_moe16 block (its template's RB): 2 for reference numerics' MXFP4 experts where that still
+/* Row blocks a k_moe16 block (its template's RB): 2 for reference numerics' experts where that still
  * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 8, 6.5 waves; 64, 37), else 1.
  * Each warp's ring then runs on into the second row block instead of starting over. s24 measured the experts
  * alone at batch 64 0.5-3 % faster, decode there 0.1-1.3 % (bench/results/2026-12-01-s24/), but at batch 8 /
@@ -1491,7 +1491,8 @@ static int moe_tiles_y(int maxt, int t0)
  * registers, three blocks an SM. Since its activation scales come through the ring (moe16_part's XR: 128
  * registers, four blocks) decode is 2.1 % faster at batch 16 with RB 2 and 0.6 % at 8 (s56 xring2/), 3.9 % at
  * 64. With two activation planes (plain numerics) the second row block's copies cost registers (170: three
- * blocks an SM) and the experts ran 20-25 % slower; NVFP4 is not measured. One n tile only, and K of 8 groups
+ * blocks an SM) and the experts ran 20-25 % slower. NVFP4's (121-122 registers) measured the same way since s56
+ * (nvfp4/: decode 2.2 / 3.7 / 3.4 % faster at 8 / 16 / 64 with two). One n tile only, and K of 8 groups
  * or more (every warp's part at least the ring's MOE_STAGES - 1 groups ahead). The same sums either way.
  * DSV4_MOE_RB=1|2 sets it wherever RB = 2 is allowed (the suite forces 2 everywhere). */
 #define MOE_RB_WAVES 5
@@ -1505,7 +1506,7 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
     }
     if (nkg < 8) return 1;
     if (env) return env;
-    if (NP != 1 || K != RK_MXFP4) return 1;
+    if (NP != 1) return 1;
     if (!per_sm)
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_moe16<K, NP, DOWN, NTT, 1>, 32 * GM_WARPS,
                                                          moe16_smem<K, MOE_SP(NP, NTT)>()));
