@@ -69,6 +69,16 @@ def ncu(b, call="ncu", stem="det-b{}.txt"):
     return out
 
 
+def serve():
+    """serve/'s dsv4 bench JSONs: variant -> concurrency -> the figures dsv4 bench wrote."""
+    out = {}
+    for f in sorted(os.listdir(os.path.join(D, "serve"))):
+        m = re.match(r"serve-(\w+)-c(\d+)\.json$", f)
+        if m:
+            out.setdefault(m.group(1), {})[int(m.group(2))] = json.load(open(os.path.join(D, "serve", f)))
+    return out
+
+
 final = call_rounds(D, "final")
 print(json.dumps({
     "session": "s56, 2026-12-04",
@@ -93,6 +103,9 @@ print(json.dumps({
     "nvfp4b": {"what": "the rule extended to NVFP4 (two row blocks from 5 waves of tiles) against one row block "
                        "everywhere (rb1: DSV4_MOE_RB=1), the same binary",
                "decode_ms": means(call_rounds(D, "nvfp4b"))},
+    "serve": {"what": "dsv4 serve on 8 Flash-shaped layers driven by dsv4 bench (64 in, 32 out) at concurrency 1 / "
+                      "16 / 64: the session's tree (new) and b454fe8 (base), one server each",
+              "bench": serve()},
     "xring": {"what": "the activation scales in each ring stage for every row-block count (not kept): new against "
                       "base; suite passed, logits byte for byte",
               "decode_ms": means(call_rounds(D, "xring")), "experts_alone_us": experts_alone("xring"),
