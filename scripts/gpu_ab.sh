@@ -7,7 +7,8 @@
 #   sh scripts/gpu_ab.sh "b1-c128k:--batch 1 --context 131072" "b16:--batch 16" ...
 #
 # Each argument is NAME:ARGS (ARGS: more bench_cpu options). The checkpoint: AB_MODEL (default: an
-# 8-layer Flash-shaped sparse one made here, AB_LAYERS layers; filled at load with --fill-random);
+# 8-layer Flash-shaped sparse one made here, AB_LAYERS layers; filled at load with --fill-random; a sparse
+# AB_MODEL (dsv4 mkmodel --sparse) needs AB_FILL=1 for that, or every run fails: s56 nvfp4/'s first try);
 # AB_NUMERICS (default reference), AB_DECODE steps (default 16), AB_BACKEND (default cuda; cpu checks the
 # script here on a small fixture: AB_MODEL=tests/fixtures/q_stock AB_BACKEND=cpu). Unpacks the
 # bundle when it is not yet (scripts/gpu_env.sh). AB_BINS compares other builds or knobs instead of new
@@ -23,6 +24,7 @@ if [ -z "${AB_BINS:-}" ]; then
 fi
 model=${AB_MODEL:-}
 fill=
+if [ "${AB_FILL:-0}" = 1 ]; then fill=--fill-random; fi
 if [ -z "$model" ]; then
   model=$(mktemp -d)/flash
   $B/dsv4 mkmodel --preset flash --layers "${AB_LAYERS:-8}" --sparse -o "$model" > /dev/null 2>&1 ||
