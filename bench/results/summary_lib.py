@@ -54,13 +54,13 @@ def ab(path, cases, ctx=True):
     return out
 
 
-def ab_rounds(path, third=False, ctx=False):
+def ab_rounds(path, third=False, ctx=False, case=None):
     """scripts/gpu_ab.sh's ab.txt ("case[-variant] (round): X ms/step, ..."): case -> variant ("new" for the bare
     case) -> ms per step by round; third: bench_cpu's mean from the third step on (since s35: "..., Y ms/step
     from the third"), rounds without it left out; ctx: a case's context ("b1-4k") part of the case, not a
-    variant."""
+    variant; case: the cases' pattern instead (a call's second A/B with cases of its own, s56's "rb-b8")."""
     out = {}
-    case = r"b\d+(?:-\d+k)?" if ctx else r"b\d+[a-z0-9]*"
+    case = case or (r"b\d+(?:-\d+k)?" if ctx else r"b\d+[a-z0-9]*")
     for line in open(path):
         m = re.match(rf"({case})(?:-(\S+))? \((\d+)\): ([\d.]+) ms/step(?:.*?([\d.]+) ms/step from the third)?",
                      line)
@@ -70,13 +70,44 @@ def ab_rounds(path, third=False, ctx=False):
     return out
 
 
-def call_rounds(d, call, ctx=False):
+def call_rounds(d, call, ctx=False, case=None):
     """A call's ab.txt (d/call/ab.txt) from the third step: case -> variant -> {"from_third": [ms a step, by
-    round], "from_third_mean": their mean}; ctx: ab_rounds'."""
+    round], "from_third_mean": their mean}; ctx, case: ab_rounds'."""
     out = {}
-    for case, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True, ctx=ctx).items():
+    for c, vs in ab_rounds(os.path.join(d, call, "ab.txt"), third=True, ctx=ctx, case=case).items():
         for v, runs in vs.items():
-            out.setdefault(case, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
+            out.setdefault(c, {})[v] = {"from_third": runs, "from_third_mean": round(statistics.mean(runs), 4)}
+    return out
+
+
+def means(rounds):
+    """call_rounds' result as case -> variant -> mean ms a step from the third."""
+    return {c: {v: r["from_third_mean"] for v, r in vs.items()} for c, vs in rounds.items()}
+
+
+def call_lines(d, call, name):
+    """A call's file d/call/name as stripped lines (none if it is missing)."""
+    p = os.path.join(d, call, name)
+    return [ln.strip() for ln in open(p)] if os.path.exists(p) else []
+
+
+def suite(d, call):
+    """A gpu_verify.sh call's pass lines (d/call/suite.txt.gz): each section's result, the logits checks, the
+    memchecks."""
+    p = os.path.join(d, call, "suite.txt.gz")
+    keep = re.compile(r"^(==|logits|suite rc|-- memcheck|\[  PASSED|\[  FAILED|exit)")
+    return [ln.rstrip("\n") for ln in gzip.open(p, "rt") if keep.match(ln)] if os.path.exists(p) else []
+
+
+def experts_alone(d, call):
+    """A call's bench_kernels --experts-only files (experts-VARIANT-ROUND.txt, gpu_call.sh's call_kernels): the
+    reference-numerics rows as variant -> round -> {tokens: us a call}."""
+    out = {}
+    for f in sorted(os.listdir(os.path.join(d, call))):
+        m = re.match(r"experts-(\w+)-(\d+)\.txt$", f)
+        if m:
+            rows = experts(os.path.join(d, call, f), r"ref\.").get("ref.", {})
+            out.setdefault(m.group(1), {})[m.group(2)] = {int(b[6:]): r["us"] for b, r in rows.items()}
     return out
 
 

@@ -5,46 +5,13 @@ pay, and the part count of the HCA layers' BF16 compressor projections) as one J
 Reads the decode A/Bs of next/, exp1/ to exp5/, final/ and ldsm/, final/'s prefills, the suites, ldsm/'s
 experts alone and the logits checks;
 standard library only."""
-import gzip
 import json
 import os
-import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, prefills, x_floor  # noqa: E402
-
-
-def lines(call, name):
-    p = os.path.join(D, call, name)
-    return [ln.strip() for ln in open(p)] if os.path.exists(p) else []
-
-
-def suite(call):
-    """The verify call's pass lines: each section's result, the logits checks, the memchecks."""
-    p = os.path.join(D, call, "suite.txt.gz")
-    keep = re.compile(r"^(==|logits|suite rc|-- memcheck|\[  PASSED|\[  FAILED|exit)")
-    return [ln.rstrip("\n") for ln in gzip.open(p, "rt") if keep.match(ln)] if os.path.exists(p) else []
-
-
-def means(rounds):
-    """case -> variant -> mean ms a step from the third."""
-    return {c: {v: r["from_third_mean"] for v, r in vs.items()} for c, vs in rounds.items()}
-
-
-def experts_alone(call):
-    """bench_kernels --experts-only's reference-numerics rows of a call: variant -> round -> {tokens: us a call}."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, call))):
-        m = re.match(r"experts-(\w+)-(\d+)\.txt$", f)
-        if not m:
-            continue
-        for ln in open(os.path.join(D, call, f)):
-            r = re.match(r"experts \(ref\.\)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", ln)
-            if r:
-                out.setdefault(m.group(1), {}).setdefault(m.group(2), {})[int(r.group(1))] = float(r.group(3))
-    return out
+from summary_lib import call_lines, call_rounds, experts_alone, means, prefills, suite, x_floor  # noqa: E402
 
 
 final = call_rounds(D, "final")
@@ -59,7 +26,7 @@ print(json.dumps({
              "decode_ms": means(call_rounds(D, "next"))},
     "exp1": {"what": "k_embed16 under programmatic dependent launch (new; emb0: as before) and the routed experts' "
                      "Y memset skipped where every expert is this rank's (new; yz: kept); base: f386fb5",
-             "decode_ms": means(call_rounds(D, "exp1")), "bits": lines("exp1", "bits.txt")},
+             "decode_ms": means(call_rounds(D, "exp1")), "bits": call_lines(D, "exp1", "bits.txt")},
     "exp2": {"what": "BF16 linears of 16 row tiles or more at most P parts along K (p8: the default rule, p4, p2)",
              "decode_ms": means(call_rounds(D, "exp2"))},
     "exp3": {"what": "the cap of 4 parts by the weights it takes: t32 (a CSA layer's compressor projections), t16 "
@@ -67,7 +34,7 @@ print(json.dumps({
              "decode_ms": means(call_rounds(D, "exp3"))},
     "exp4": {"what": "the review's mends (new: test_ops_cuda passed, logits byte for byte against f386fb5); "
                      "DSV4_QPRIO=1 (qp: stream priorities, the main queue first), t16, both",
-             "decode_ms": means(call_rounds(D, "exp4")), "bits": lines("exp4", "bits.txt")},
+             "decode_ms": means(call_rounds(D, "exp4")), "bits": call_lines(D, "exp4", "bits.txt")},
     "exp5": {"what": "the cap on an HCA layer's compressor projections alone (hca: 16-31 row tiles) against t16 "
                      "and none (new); b16s: batch 16 staggered",
              "decode_ms": means(call_rounds(D, "exp5"))},
@@ -78,12 +45,12 @@ print(json.dumps({
               "x_floor": {f"b{b}": {v: x_floor(final[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
                           for b in (1, 16, 64)},
               "prefill_4096": prefills(os.path.join(D, "final")),
-              "suite": suite("final")},
+              "suite": suite(D, "final")},
     "ldsm": {"what": "k_moe16's weight words by ldmatrix.x4 (ldsm.diff, on b454fe8; not kept): new against b454fe8's "
                      "build (base); the whole suite with quick memchecks, logits byte for byte; the routed experts "
                      "alone in us a call by tokens (bench_kernels --experts-only, reference numerics), two rounds",
              "decode_ms": means(call_rounds(D, "ldsm")),
-             "experts_alone_us": experts_alone("ldsm"),
-             "bits": lines("ldsm", "bits.txt"),
-             "suite": suite("ldsm")},
+             "experts_alone_us": experts_alone(D, "ldsm"),
+             "bits": call_lines(D, "ldsm", "bits.txt"),
+             "suite": suite(D, "ldsm")},
 }, indent=1))

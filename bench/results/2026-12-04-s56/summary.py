@@ -5,77 +5,24 @@ JSON:
     python3 bench/results/2026-12-04-s56/summary.py > bench/results/h200-2026-12-04-s56.json
 Reads the decode A/Bs of verify/, xring/, xring2/ and final/, the experts alone, the suites and logits checks and
 ncu/'s details; standard library only."""
-import gzip
 import json
 import os
 import re
-import statistics
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_rounds, x_floor  # noqa: E402
-
-
-def lines(call, name):
-    p = os.path.join(D, call, name)
-    return [ln.strip() for ln in open(p)] if os.path.exists(p) else []
-
-
-def suite(call):
-    """The verify call's pass lines: each section's result, the logits checks, the memchecks."""
-    p = os.path.join(D, call, "suite.txt.gz")
-    keep = re.compile(r"^(==|logits|suite rc|-- memcheck|\[  PASSED|\[  FAILED|exit)")
-    return [ln.rstrip("\n") for ln in gzip.open(p, "rt") if keep.match(ln)] if os.path.exists(p) else []
-
-
-def means(rounds):
-    """case -> variant -> mean ms a step from the third."""
-    return {c: {v: r["from_third_mean"] for v, r in vs.items()} for c, vs in rounds.items()}
-
-
-def rb_means(call):
-    """The row-block A/Bs (cases rb-bN, which summary_lib's case pattern leaves out): case -> variant -> mean."""
-    d = {}
-    for ln in open(os.path.join(D, call, "ab.txt")):
-        m = re.match(r"(rb-b\d+)(?:-(\S+))? \((\d+)\): .*?([\d.]+) ms/step from the third", ln)
-        if m:
-            d.setdefault(m.group(1), {}).setdefault(m.group(2) or "new", []).append(float(m.group(4)))
-    return {c: {v: round(statistics.mean(x), 4) for v, x in vs.items()} for c, vs in d.items()}
-
-
-def experts_alone(call):
-    """bench_kernels --experts-only's reference-numerics rows of a call: variant -> round -> {tokens: us a call}."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, call))):
-        m = re.match(r"experts-(\w+)-(\d+)\.txt$", f)
-        if not m:
-            continue
-        for ln in open(os.path.join(D, call, f)):
-            r = re.match(r"experts \(ref\.\)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", ln)
-            if r:
-                out.setdefault(m.group(1), {}).setdefault(m.group(2), {})[int(r.group(1))] = float(r.group(3))
-    return out
+from summary_lib import call_lines, call_rounds, experts_alone, means, serve, suite, x_floor  # noqa: E402
 
 
 def ncu(b, call="ncu", stem="det-b{}.txt"):
     names = {"Duration", "Warp Cycles Per Issued Instruction", "Registers Per Thread", "Achieved Active Warps Per SM",
              "Waves Per SM", "DRAM Throughput", "SM Frequency", "Theoretical Occupancy", "Achieved Occupancy"}
     out = {}
-    for ln in lines(call, stem.format(b)):
+    for ln in call_lines(D, call, stem.format(b)):
         m = re.match(r"(.+?)\s{2,}(\S+)\s{2,}([\d.,]+)$", ln)
         if m and m.group(1) in names:
             out[f"{m.group(1)} ({m.group(2)})"] = m.group(3)
-    return out
-
-
-def serve():
-    """serve/'s dsv4 bench JSONs: variant -> concurrency -> the figures dsv4 bench wrote."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, "serve"))):
-        m = re.match(r"serve-(\w+)-c(\d+)\.json$", f)
-        if m:
-            out.setdefault(m.group(1), {})[int(m.group(2))] = json.load(open(os.path.join(D, "serve", f)))
     return out
 
 
@@ -89,8 +36,8 @@ print(json.dumps({
                     "step on; rounds alternating in one call; each folder's run.sh is the call",
     "verify": {"what": "what s55 left unrun (6825e06, afa1803, gpu_bits.sh's 2,100-token case on 4 layers) against "
                        "b454fe8: the whole suite with quick memchecks, logits byte for byte; decode two rounds",
-               "decode_ms": means(call_rounds(D, "verify")), "bits": lines("verify", "bits.txt"),
-               "suite": suite("verify")},
+               "decode_ms": means(call_rounds(D, "verify")), "bits": call_lines(D, "verify", "bits.txt"),
+               "suite": suite(D, "verify")},
     "ncu": {"what": "k_moe16<MXFP4, 1 plane, gate / up, 1 n tile, 1 row block> under ncu (clocks locked at ~1.35 "
                     "GHz) at 1 and 16 tokens: details, stall samples by SASS line (stalls-b*.txt)",
             "b1": ncu(1), "b16": ncu(16)},
@@ -105,19 +52,20 @@ print(json.dumps({
                "decode_ms": means(call_rounds(D, "nvfp4b"))},
     "serve": {"what": "dsv4 serve on 8 Flash-shaped layers driven by dsv4 bench (64 in, 32 out) at concurrency 1 / "
                       "16 / 64: the session's tree (new) and b454fe8 (base), one server each",
-              "bench": serve()},
+              "bench": {v: serve(os.path.join(D, "serve"), f"serve-{v}") for v in ("new", "base")}},
     "xring": {"what": "the activation scales in each ring stage for every row-block count (not kept): new against "
                       "base; suite passed, logits byte for byte",
-              "decode_ms": means(call_rounds(D, "xring")), "experts_alone_us": experts_alone("xring"),
-              "suite": suite("xring")},
+              "decode_ms": means(call_rounds(D, "xring")), "experts_alone_us": experts_alone(D, "xring"),
+              "suite": suite(D, "xring")},
     "xring2": {"what": "the scales through a ring of their own with two row blocks a block only (the RB 1 kernels' "
                        "SASS the base's); rb2: DSV4_MOE_RB=2 (two row blocks everywhere)",
-               "decode_ms": means(call_rounds(D, "xring2")), "decode_ms_rb": rb_means("xring2"),
-               "experts_alone_us": experts_alone("xring2"), "bits": lines("xring2", "bits.txt"),
-               "suite": suite("xring2")},
+               "decode_ms": means(call_rounds(D, "xring2")),
+               "decode_ms_rb": means(call_rounds(D, "xring2", case=r"rb-b\d+")),
+               "experts_alone_us": experts_alone(D, "xring2"), "bits": call_lines(D, "xring2", "bits.txt"),
+               "suite": suite(D, "xring2")},
     "final": {"what": "the landed tree (xring2's kernels, two row blocks a block from 5 waves of tiles: batch 7 "
                       "and up) against base; rb2 against the tree at batch 1 / 4",
-              "decode_ms": final, "decode_ms_rb": rb_means("final"),
+              "decode_ms": final, "decode_ms_rb": means(call_rounds(D, "final", case=r"rb-b\d+")),
               "x_floor": {f"b{b}": {v: x_floor(final[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
                           for b in (1, 16, 64)}},
 }, indent=1))
