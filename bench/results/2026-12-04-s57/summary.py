@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-04, s57: the two k_moe16 variants s56 prepared and left unrun) as
+one JSON:
+    python3 bench/results/2026-12-04-s57/summary.py > bench/results/h200-2026-12-04-s57.json
+Reads the decode A/Bs, the experts alone and the suites of late/ and prologue/; standard library only."""
+import json
+import os
+import sys
+
+D = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(D))
+from summary_lib import call_lines, call_rounds, experts_alone, means, suite, x_floor  # noqa: E402
+
+pro = call_rounds(D, "prologue")
+print(json.dumps({
+    "session": "s57, 2026-12-04",
+    "machine": "one H200 a call",
+    "base": "9dc41f3's build (its kernels are 49e5ca2's and 6b4b0b3's, the bases the two diffs name)",
+    "decode_setup": "8 Flash-shaped layers (dsv4 mkmodel --preset flash --layers 8 --sparse), reference numerics, "
+                    "--fill-random, 16-token prompt, 64 decode steps, bench_cpu --overlap; ms a step from the third "
+                    "step on; rounds alternating in one call; the calls are s56's late/run.sh and prologue/run.sh",
+    "late": {"what": "s56's late.diff (not kept): the one-row-block k_moe16 with its activation scales through the "
+                     "ring and its scale FMAs after the group's MMAs (96 registers), against base",
+             "decode_ms": means(call_rounds(D, "late")), "experts_alone_us": experts_alone(D, "late"),
+             "bits": call_lines(D, "late", "bits.txt"), "suite": suite(D, "late")},
+    "prologue": {"what": "s56's prologue.diff: k_moe16's tile read with the tile count, every kernel, against base. "
+                         "Kept for one row block a block only (the landed kernels' SASS: the one-row-block kernels "
+                         "this call's, the two-row-block kernels base's but for one commuted add)",
+                 "decode_ms": means(pro), "experts_alone_us": experts_alone(D, "prologue"),
+                 "bits": call_lines(D, "prologue", "bits.txt"), "suite": suite(D, "prologue"),
+                 "x_floor": {f"b{b}": {v: x_floor(pro[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
+                             for b in (1, 16, 64)}},
+}, indent=1))
