@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""This directory's figures (session of 2026-12-04, s57: the two k_moe16 variants s56 prepared and left unrun) as
-one JSON:
+"""This directory's figures (session of 2026-12-04, s57: the two k_moe16 variants s56 prepared and left unrun,
+batch-1 / 4 node traces, the shared expert at a higher priority, and the down projection's two row blocks from 4
+waves) as one JSON:
     python3 bench/results/2026-12-04-s57/summary.py > bench/results/h200-2026-12-04-s57.json
-Reads the decode A/Bs, the experts alone and the suites of late/ and prologue/; standard library only."""
+Reads the decode A/Bs, the experts alone, the suites and the traces' step lines; standard library only."""
 import json
 import os
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_lines, call_rounds, experts_alone, means, suite, x_floor  # noqa: E402
+from summary_lib import call_lines, call_rounds, experts_alone, ktrace_step, means, suite, x_floor  # noqa: E402
 
 pro = call_rounds(D, "prologue")
 print(json.dumps({
@@ -30,4 +31,20 @@ print(json.dumps({
                  "bits": call_lines(D, "prologue", "bits.txt"), "suite": suite(D, "prologue"),
                  "x_floor": {f"b{b}": {v: x_floor(pro[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
                              for b in (1, 16, 64)}},
+    "kt": {"what": "node traces of c310eef at batch 1, 1 x 4k and 4 (kt-*.txt: bench/ktrace.py's tables); then the "
+                   "two-row-block rule (new) against one row block everywhere (rb1: DSV4_MOE_RB=1) at batch 6 / 7 / 8",
+           "traces": {t: ktrace_step(os.path.join(D, "kt", f"kt-{t}.txt")) for t in ("b1", "b1c4k", "b4")},
+           "decode_ms": means(call_rounds(D, "kt"))},
+    "shprio": {"what": "shprio.diff (not kept): the shared expert's launches at the greatest priority, decode graphs "
+                       "with node priorities honoured; sp1 all of them, sp2 those after its gate / up, sp0 neither",
+               "decode_ms": means(call_rounds(D, "shprio")),
+               "traces": {t: ktrace_step(os.path.join(D, "shprio", f"kt-{t}.txt"))
+                          for t in ("sp2-b4", "sp2-b16", "sp0-b16")}},
+    "rbsplit": {"what": "rbsplit.diff's knobs: two row blocks for the down projection alone (dn2) or gate / up alone "
+                        "(gu2) against the rule (new) at batch 1 / 2 / 4; the experts alone at 1 / 2 / 4 tokens",
+                "decode_ms": means(call_rounds(D, "rbsplit")), "experts_alone_us": experts_alone(D, "rbsplit")},
+    "dn4": {"what": "the landed rule (the down projection's two row blocks from 4 waves: batch 4) against c310eef; "
+                    "b4n: 8 layers with NVFP4 experts",
+            "decode_ms": means(call_rounds(D, "dn4")), "bits": call_lines(D, "dn4", "bits.txt"),
+            "suite": suite(D, "dn4")},
 }, indent=1))

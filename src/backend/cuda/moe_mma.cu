@@ -1495,7 +1495,7 @@ static int moe_tiles_y(int maxt, int t0)
 }
 
 /* Row blocks a k_moe16 block (its template's RB): 2 for reference numerics' experts where that still
- * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 8, 6.5 waves; 64, 37), else 1.
+ * leaves MOE_RB_WAVES waves of blocks or more (of maxt tiles: Flash's batch 5, 5.5 waves; 8, 8.7; 64, 37), else 1.
  * Each warp's ring then runs on into the second row block instead of starting over. s24 measured the experts
  * alone at batch 64 0.5-3 % faster, decode there 0.1-1.3 % (bench/results/2026-12-01-s24/), but at batch 8 /
  * 16 0.3 / 0.5 % slower and at batch 1 4 % (moe-rb/) - with the down projection's RB 2 kernel at 130
@@ -1505,8 +1505,13 @@ static int moe_tiles_y(int maxt, int t0)
  * blocks an SM) and the experts ran 20-25 % slower. NVFP4's (121-122 registers) measured the same way since s56
  * (nvfp4/: decode 2.2 / 3.7 / 3.4 % faster at 8 / 16 / 64 with two). One n tile only, and K of 8 groups
  * or more (every warp's part at least the ring's MOE_STAGES - 1 groups ahead). The same sums either way.
+ * The down projection's from MOE_RB_WAVES_DN: its K is half gate / up's (with one row block each warp walks 4
+ * groups, its ring's prologue then a third of them). At batch 4 (4.4 waves) two row blocks for the down alone
+ * made decode 1.2 % faster, every round (s57 rbsplit/, dn4/), two for gate / up 1.2 % slower; at 1 / 2 tokens
+ * (under 2.5 waves) the down's two were even or slower; NVFP4's at batch 4 even (dn4/).
  * DSV4_MOE_RB=1|2 sets it wherever RB = 2 is allowed (the suite forces 2 everywhere). */
-#define MOE_RB_WAVES 5
+#define MOE_RB_WAVES    5
+#define MOE_RB_WAVES_DN 4
 template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, int maxt, int nkg, int nsm)
 {
     static_assert(NTT == 1, "moe16_rb: one n tile (moe16_pass_rb asks for no other)");
@@ -1522,7 +1527,7 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_moe16<K, NP, DOWN, NTT, 1>, 32 * GM_WARPS,
                                                          moe16_smem<K, MOE_SP(NP, NTT)>()));
     const int64_t slots = (int64_t)(per_sm > 0 ? per_sm : 1) * nsm;
-    return (int64_t)(rowblocks + 1) / 2 * maxt >= MOE_RB_WAVES * slots ? 2 : 1;
+    return (int64_t)(rowblocks + 1) / 2 * maxt >= (DOWN ? MOE_RB_WAVES_DN : MOE_RB_WAVES) * slots ? 2 : 1;
 }
 
 /* Tiles of at most 2 pairs with their B in 2.8 KB ring stages, four a warp (moe_ns: three groups ahead, 50 %
