@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s57: the two k_moe16 variants s56 prepared and left unrun,
 batch-1 / 4 node traces, the shared expert at a higher priority, and the down projection's two row blocks from 4
-waves) as one JSON:
+waves, the 2-pair tiles at batch 4 only) as one JSON:
     python3 bench/results/2026-12-04-s57/summary.py > bench/results/h200-2026-12-04-s57.json
 Reads the decode A/Bs, the experts alone, the suites and the traces' step lines; standard library only."""
+import gzip
 import json
 import os
+import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
@@ -47,4 +49,10 @@ print(json.dumps({
                     "b4n: 8 layers with NVFP4 experts",
             "decode_ms": means(call_rounds(D, "dn4")), "bits": call_lines(D, "dn4", "bits.txt"),
             "suite": suite(D, "dn4")},
+    "bp": {"what": "the experts' 2-pair tiles (moe16_bp2, then batch 4-12) against 8-pair tiles everywhere (bp0: "
+                   "DSV4_MOE_BP=0), e958cbb's binary",
+           "decode_ms": means(call_rounds(D, "bp"))},
+    "bp4": {"what": "the landed rule (2-pair tiles at batch 4 only) against 6bfd9b3's build; test_ops_cuda",
+            "decode_ms": means(call_rounds(D, "bp4")), "ops": [ln.strip() for ln in gzip.open(os.path.join(D, "bp4", "ops_cuda.txt.gz"), "rt")
+                    if re.match(r"\[  (PASSED|FAILED)|exit", ln)]},
 }, indent=1))

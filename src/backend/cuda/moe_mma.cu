@@ -1535,11 +1535,14 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
  * activation plane (reference numerics) at MOE_BP2_MIN to MOE_BP2_MAX tokens a step, where an expert rarely
  * gets more than 2 pairs (one with more takes several tiles, each reading its weights). Measured alone
  * (bench/results/2026-12-01-s28/bp2/): 5.5 / 4.2 / 2.7 / 4.6 % faster than the three-stage ring at 4 / 6 / 8
- * / 12 tokens, 1.4 % slower at 16 and 2.5 % at 1 (bp/); decode at batch 4 / 12 1.6 / 0.7 % (bp2/). MXFP4 only
- * by default (NVFP4's experts not measured). DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it
- * is allowed (one plane and one n tile). The same sums either way. */
+ * / 12 tokens, 1.4 % slower at 16 and 2.5 % at 1 (bp/); decode at batch 4 / 12 1.6 / 0.7 % (bp2/). Since
+ * two row blocks a block run from batch 5 (s56, s57) the smaller tiles only pay at 4: against 8-pair tiles
+ * decode was 1.1 % faster at batch 4 but 1.1 % slower at 6, even at 8 and 0.6 % slower at 12, every round (s57
+ * bp/; the tile size also moves moe16_rb's wave count). MXFP4 only by default (NVFP4's experts not measured).
+ * DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed (one plane and one n tile). The
+ * same sums either way. */
 #define MOE_BP2_MIN 4
-#define MOE_BP2_MAX 12
+#define MOE_BP2_MAX 4
 static bool moe16_bp2(int ntok, bool nvfp4)
 {
     const int v = cuda_knob(CUDA_KNOB_MOE_BP);
