@@ -11,6 +11,7 @@
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
+#   call_ncu gu-b16 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1, .int.8>' "--experts-only --batch 16 --reps 8"
 #   call_prefill 2 "new=$B/bench_cpu;base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
 #   call_end
 set -u
@@ -83,4 +84,30 @@ call_prefill() {
     done
     i=$((i + 1))
   done
+}
+# call_ncu TAG KERNEL ARGS [TOP] - ncu's warp states by SASS line for one launch of KERNEL (a regex on ncu's
+# demangled names, which spell template arguments "(int)4": 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1,
+# .int.8>') in $B/bench_kernels ARGS (e.g. "--experts-only --batch 16 --reps 8", the fifth launch profiled):
+# $R/det-TAG.txt (the details page), $R/src-TAG.csv.gz (the source page by SASS line), $R/stalls-TAG.txt
+# (bench/ncu_stalls.py's regions and its TOP instructions, default 16), $R/prof-TAG.log; the details' key lines
+# and the stalls' head printed. ncu locks the clocks (~1.35 GHz on the H200): compare its durations with each
+# other, not with bench_kernels'.
+call_ncu() {
+  tag=$1 kern=$2 args=$3 top=${4:-16}
+  # shellcheck disable=SC2086 # ARGS are words
+  timeout 200 ncu --section WarpStateStats --section SourceCounters --section SpeedOfLight --section LaunchStats \
+    --section Occupancy --kernel-name-base demangled -k "regex:$kern" --launch-skip 4 --launch-count 1 \
+    -o "$R/$tag" $B/bench_kernels $args > "$R/prof-$tag.log" 2>&1
+  echo "== ncu $tag exit $?"
+  if [ -f "$R/$tag.ncu-rep" ]; then
+    ncu -i "$R/$tag.ncu-rep" --page details > "$R/det-$tag.txt" 2>&1
+    ncu -i "$R/$tag.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip > "$R/src-$tag.csv.gz"
+    rm -f "$R/$tag.ncu-rep"
+    grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Eligible Warps|Registers Per|Achieved Occupancy|DRAM Throughput|Waves Per SM" \
+      "$R/det-$tag.txt" | head -12
+    python3 bench/ncu_stalls.py "$R/src-$tag.csv.gz" "$top" > "$R/stalls-$tag.txt" 2>&1
+    head -40 "$R/stalls-$tag.txt"
+  else
+    echo "no report (no launch matched?): $(tail -2 "$R/prof-$tag.log")"
+  fi
 }
