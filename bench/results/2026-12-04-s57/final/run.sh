@@ -1,0 +1,35 @@
+#!/bin/sh
+# s57 final/ (prepared, NOT run: the session's device time was spent): s57's three landed changes together (the
+# one-row-block tile read, the down projection's two row blocks from batch 4, 2-pair tiles at batch 4 only), each
+# measured alone against its predecessor, now against s56's end (9dc41f3's build): decode at batch 1 / 4 / 5 / 6 /
+# 8 / 12 / 16 / 64, three rounds; then dsv4 serve on the 8 layers driven by dsv4 bench at concurrency 1 / 8 / 16 /
+# 64 (64 in, 32 out), the tree and then 9dc41f3's build, one server each (s56 serve/'s call with concurrency 8).
+# Pack: BASE=<9dc41f3's build-gpu> KTRACE=1 sh scripts/gpu_pack.sh (with the tokenizer, for serving)
+set -u
+cd "$(dirname "$0")/../../../.."
+. scripts/gpu_call.sh
+. scripts/serve_wait.sh
+call_begin final
+call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b4:--batch 4" "b5:--batch 5" \
+  "b6:--batch 6" "b8:--batch 8" "b12:--batch 12" "b16:--batch 16" "b64:--batch 64"
+$B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/fs > /dev/null 2>&1
+for v in new base; do
+  bin=$B/dsv4; [ $v = base ] && bin=$B/dsv4.base
+  $bin serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length 1024 -m /tmp/fs \
+    --fill-random > "$R/serve-$v.log" 2>&1 &
+  spid=$!
+  port=$(serve_wait "$R/serve-$v.log" $spid 300 0.5)
+  if [ -n "$port" ]; then
+    for c in 1 8 16 64; do
+      np=$((2 * c)); [ $np -lt 8 ] && np=8
+      timeout 100 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len 64 \
+        --output-len 32 --vocab-range 1000,100000 --json "$R/serve-$v-c$c.json" > "$R/serve-$v-c$c.txt" 2>&1
+      echo "$v c$c"; tail -4 "$R/serve-$v-c$c.txt"
+    done
+  else
+    tail -3 "$R/serve-$v.log"
+  fi
+  kill $spid 2>/dev/null
+  wait $spid 2>/dev/null
+done
+call_end
