@@ -36,30 +36,7 @@ cat "$OUT/machine.txt"
 # without one) the same prefill run again and again, every run's logits the first's (a race's trace)
 if [ -x $B/dsv4.base ]; then echo "== logits against the base build, and repeated"; else echo "== logits repeated"; fi
 sh scripts/gpu_bits.sh
-. scripts/serve_wait.sh
-# serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: dsv4 serve with the V4 tokenizer (log $OUT/NAME.log),
-# then dsv4 bench at each concurrency (2 x concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt};
-# SB_INPUT prompt tokens (default 64), SB_CTX the context (1024)
-serve_bench() {
-  name=$1 conc=$2
-  shift 2
-  $B/dsv4 serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length "${SB_CTX:-1024}" \
-    "$@" > "$OUT/$name.log" 2>&1 &
-  spid=$!
-  port=$(serve_wait "$OUT/$name.log" $spid 600 0.5)
-  if [ -n "$port" ]; then
-    for c in $conc; do
-      np=$((2 * c)); [ $np -lt 8 ] && np=8
-      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len "${SB_INPUT:-64}" \
-        --output-len 32 --vocab-range 1000,100000 --json "$OUT/$name-c$c.json" > "$OUT/$name-c$c.txt" 2>&1
-      tail -4 "$OUT/$name-c$c.txt"
-    done
-  else
-    tail -3 "$OUT/$name.log"
-  fi
-  kill $spid 2>/dev/null
-  wait $spid 2>/dev/null
-}
+. scripts/serve_wait.sh # serve_wait, serve_bench
 if [ "${TESTS:-1}" != 0 ] && [ "${TESTS:-1}" != ep ]; then
 echo "== golden tests on the GPU"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_golden > "$OUT/golden_cuda.txt" 2>&1

@@ -12,3 +12,27 @@ serve_wait() {
   done
   return 1
 }
+# serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: on the device (scripts/gpu_suite.sh, a gpu_call.sh call's
+# run.sh), dsv4 serve with the V4 tokenizer (log $OUT/NAME.log), then dsv4 bench at each concurrency (2 x
+# concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}; SB_INPUT prompt tokens (default 64), SB_CTX
+# the context (1024), SB_BIN the server's binary ($B/dsv4; $B/dsv4.base serves the base build)
+serve_bench() {
+  name=$1 conc=$2
+  shift 2
+  ${SB_BIN:-$B/dsv4} serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length "${SB_CTX:-1024}" \
+    "$@" > "$OUT/$name.log" 2>&1 &
+  spid=$!
+  port=$(serve_wait "$OUT/$name.log" $spid 600 0.5)
+  if [ -n "$port" ]; then
+    for c in $conc; do
+      np=$((2 * c)); [ $np -lt 8 ] && np=8
+      timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len "${SB_INPUT:-64}" \
+        --output-len 32 --vocab-range 1000,100000 --json "$OUT/$name-c$c.json" > "$OUT/$name-c$c.txt" 2>&1
+      tail -4 "$OUT/$name-c$c.txt"
+    done
+  else
+    tail -3 "$OUT/$name.log"
+  fi
+  kill $spid 2>/dev/null
+  wait $spid 2>/dev/null
+}

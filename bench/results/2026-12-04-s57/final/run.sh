@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
-. scripts/serve_wait.sh
+. scripts/serve_wait.sh # serve_bench
 call_begin final
 call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b4:--batch 4" "b5:--batch 5" \
   "b6:--batch 6" "b8:--batch 8" "b12:--batch 12" "b16:--batch 16" "b64:--batch 64"
@@ -19,23 +19,6 @@ call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--ba
 call_ab 3 "new=$B/bench_cpu --overlap;bp1=env DSV4_MOE_BP=1 $B/bench_cpu --overlap" "bp-b1:--batch 1" "bp-b2:--batch 2" \
   "bp-b3:--batch 3"
 $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/fs > /dev/null 2>&1
-for v in new base; do
-  bin=$B/dsv4; [ $v = base ] && bin=$B/dsv4.base
-  $bin serve --port 0 --tokenizer $B/tokenizer-v4.json --max-running-requests 64 --context-length 1024 -m /tmp/fs \
-    --fill-random > "$R/serve-$v.log" 2>&1 &
-  spid=$!
-  port=$(serve_wait "$R/serve-$v.log" $spid 300 0.5)
-  if [ -n "$port" ]; then
-    for c in 1 8 16 64; do
-      np=$((2 * c)); [ $np -lt 8 ] && np=8
-      timeout 100 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len 64 \
-        --output-len 32 --vocab-range 1000,100000 --json "$R/serve-$v-c$c.json" > "$R/serve-$v-c$c.txt" 2>&1
-      echo "$v c$c"; tail -4 "$R/serve-$v-c$c.txt"
-    done
-  else
-    tail -3 "$R/serve-$v.log"
-  fi
-  kill $spid 2>/dev/null
-  wait $spid 2>/dev/null
-done
+serve_bench serve-new "1 8 16 64" -m /tmp/fs --fill-random
+SB_BIN=$B/dsv4.base serve_bench serve-base "1 8 16 64" -m /tmp/fs --fill-random
 call_end
