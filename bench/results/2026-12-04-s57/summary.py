@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s57: the two k_moe16 variants s56 prepared and left unrun,
 batch-1 / 4 node traces, the shared expert at a higher priority, and the down projection's two row blocks from 4
-waves, the 2-pair tiles at batch 4 only) as one JSON:
+waves, the 2-pair tiles at batch 4 only; final/, run at the start of s58: the three landed together against
+9dc41f3) as one JSON:
     python3 bench/results/2026-12-04-s57/summary.py > bench/results/h200-2026-12-04-s57.json
 Reads the decode A/Bs, the experts alone, the suites and the traces' step lines; standard library only."""
 import gzip
@@ -12,9 +13,10 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_lines, call_rounds, experts_alone, ktrace_step, means, suite, x_floor  # noqa: E402
+from summary_lib import call_lines, call_rounds, experts_alone, ktrace_step, means, serve, suite, x_floor  # noqa: E402
 
 pro = call_rounds(D, "prologue")
+fin = call_rounds(D, "final")
 print(json.dumps({
     "session": "s57, 2026-12-04",
     "machine": "one H200 a call",
@@ -55,4 +57,13 @@ print(json.dumps({
     "bp4": {"what": "the landed rule (2-pair tiles at batch 4 only) against 6bfd9b3's build; test_ops_cuda",
             "decode_ms": means(call_rounds(D, "bp4")), "ops": [ln.strip() for ln in gzip.open(os.path.join(D, "bp4", "ops_cuda.txt.gz"), "rt")
                     if re.match(r"\[  (PASSED|FAILED)|exit", ln)]},
+    "final": {"what": "run at the start of s58 (the call s57 prepared): s57's three landed changes together (4e84d0b's "
+                      "build, new) against 9dc41f3's (base), decode at batch 1-64; 2-pair tiles forced at 1-3 tokens "
+                      "(bp1: DSV4_MOE_BP=1) against the tree's choice; dsv4 serve on the 8 layers driven by dsv4 "
+                      "bench (64 in, 32 out) at concurrency 1 / 8 / 16 / 64, one server each",
+              "decode_ms": means({k: v for k, v in fin.items() if not k.startswith("bp-")}),
+              "bp_forced_ms": means(call_rounds(D, "final", case=r"bp-b\d+")),
+              "x_floor": {f"b{b}": {v: x_floor(fin[f"b{b}"][v]["from_third_mean"], b) for v in ("new", "base")}
+                          for b in (1, 16, 64)},
+              "bench": {v: serve(os.path.join(D, "final"), f"serve-{v}") for v in ("new", "base")}},
 }, indent=1))
