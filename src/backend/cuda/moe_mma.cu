@@ -1538,15 +1538,16 @@ template <int K, int NP, bool DOWN, int NTT> static int moe16_rb(int rowblocks, 
  * / 12 tokens, 1.4 % slower at 16 and 2.5 % at 1 (bp/); decode at batch 4 / 12 1.6 / 0.7 % (bp2/). Since
  * two row blocks a block run from batch 5 (s56, s57) the smaller tiles only pay at 4: against 8-pair tiles
  * decode was 1.1 % faster at batch 4 but 1.1 % slower at 6, even at 8 and 0.6 % slower at 12, every round (s57
- * bp/; the tile size also moves moe16_rb's wave count). MXFP4 only by default (NVFP4's experts not measured).
+ * bp/; the tile size also moves moe16_rb's wave count). NVFP4's experts likewise (s58 nvbp/, forced against
+ * 8-pair tiles: batch 4 1.2 % faster every round; 2 / 3 1.6-1.8 % slower, 5 even, 6 -0.3 %).
  * DSV4_MOE_BP=0|1 (a knob: the tests set it) sets it wherever it is allowed (one plane and one n tile). The
  * same sums either way. */
 #define MOE_BP2_MIN 4
 #define MOE_BP2_MAX 4
-static bool moe16_bp2(int ntok, bool nvfp4)
+static bool moe16_bp2(int ntok)
 {
     const int v = cuda_knob(CUDA_KNOB_MOE_BP);
-    return v == 1 || (v < 0 && !nvfp4 && ntok >= MOE_BP2_MIN && ntok <= MOE_BP2_MAX);
+    return v == 1 || (v < 0 && ntok >= MOE_BP2_MIN && ntok <= MOE_BP2_MAX);
 }
 
 /* k_moe16's launches of one pass (gate / up, or DOWN) over rowblocks blocks of rows, RB a block: the tiles
@@ -1773,8 +1774,7 @@ static moe_choice moe_choose(dsv4_backend *be, const dsv4_moe_params *p, int mod
     c.a8 = aq && be->moe_a8 && p->w1[0].fmt != DSV4_WF_NVFP4;
     c.wgn = mode == MOE_F16 && !c.a8 ? moe_wg_n(nk, E) : 0; /* the wgmma path's tile */
     c.ntt = mode == MOE_F16 && !c.a8 ? moe_ntt(nk, E) : 1;
-    c.bp2 =
-        mode == MOE_F16 && !c.a8 && !c.wgn && c.ntt == 1 && c.NP == 1 && moe16_bp2(n, p->w1[0].fmt == DSV4_WF_NVFP4);
+    c.bp2 = mode == MOE_F16 && !c.a8 && !c.wgn && c.ntt == 1 && c.NP == 1 && moe16_bp2(n);
     c.ts = c.wgn ? c.wgn : c.bp2 ? 2 : 8 * c.ntt; /* pairs a tile */
     c.maxt = nk / c.ts + (E < nk ? E : nk);       /* tiles: sum over experts of ceil(count / ts) */
     char *pl = (char *)cuda_scratch(be, CS_MOE_PLAN, (size_t)nk * 4 + (size_t)c.maxt * 16 + 16);
