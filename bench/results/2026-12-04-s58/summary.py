@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""This directory's figures (session of 2026-12-04, s58: hc_pre's collapse over a cluster, NVFP4's experts on
-2-pair tiles) as one JSON:
+"""This directory's figures (session of 2026-12-04, s58: hc_pre's collapse over a cluster, the q norm writing
+wq_b's pack, NVFP4's experts on 2-pair tiles) as one JSON:
     python3 bench/results/2026-12-04-s58/summary.py > bench/results/h200-2026-12-04-s58.json
 Reads the decode A/Bs, the logits check and the traces' step lines; standard library only."""
 import json
@@ -9,7 +9,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_lines, call_rounds, ktrace_step, means  # noqa: E402
+from summary_lib import call_lines, call_rounds, ktrace_step, means, suite  # noqa: E402
 
 print(json.dumps({
     "session": "s58, 2026-12-04",
@@ -24,4 +24,19 @@ print(json.dumps({
     "nvbp": {"what": "8 layers with NVFP4 experts: 2-pair tiles forced (bp1: DSV4_MOE_BP=1) against the 8-pair tiles "
                      "the tree took then (new), 4e84d0b's build",
              "decode_ms": means(call_rounds(D, "nvbp"))},
+    "npack": {"what": "npack.diff's first version (not kept): the q norm writes wq_b's FP8 pack (k_rmsnorm_pack, "
+                      "the row read back from global memory, dependents launched at its start), new, against the "
+                      "norm and the pack as two launches (np0: DSV4_NORM_PACK=0); b4n: 8 layers with NVFP4 experts, "
+                      "the tree (2-pair tiles at batch 4) against 8-pair tiles (bp0: DSV4_MOE_BP=0)",
+              "decode_ms": means(call_rounds(D, "npack")), "bits": call_lines(D, "npack", "bits.txt"),
+              "trace_new_b1": ktrace_step(os.path.join(D, "npack", "kt-new-b1.txt"))},
+    "npack2": {"what": "npack/ with the row from shared memory", "decode_ms": means(call_rounds(D, "npack2")),
+               "bits": call_lines(D, "npack2", "bits.txt"),
+               "trace_new_b1": ktrace_step(os.path.join(D, "npack2", "kt-new-b1.txt"))},
+    "npack3": {"what": "npack2/'s kernel letting the linear launch after its PDL wait (new), at its start (t0) or "
+                       "after its last store (t2), against two launches (np0); two rounds",
+               "decode_ms": means(call_rounds(D, "npack3"))},
+    "verify": {"what": "the landed tree (NVFP4's 2-pair tiles at batch 4): the GPU suite with quick memchecks and "
+                       "the logits against 9dc41f3's build", "suite": suite(D, "verify"),
+               "bits": call_lines(D, "verify", "bits.txt")},
 }, indent=1))
