@@ -13,6 +13,8 @@
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
 #   call_ncu gu-b16 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1, .int.8>' "--experts-only --batch 16 --reps 8"
 #   call_prefill 2 "new=$B/bench_cpu;base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
+#   call_ops "cluster collapse"
+#   call_bits
 #   call_end
 set -u
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
@@ -110,4 +112,19 @@ call_ncu() {
   else
     echo "no report (no launch matched?): $(tail -2 "$R/prof-$tag.log")"
   fi
+}
+# call_ops PATTERN - test_ops_cuda alone (the bundle's; with the env it inherits) into $R/ops_cuda.txt.gz, printing
+# its exit, the case lines matching PATTERN (an ERE: the cases a change added) and cmocka's verdict.
+call_ops() {
+  timeout 200 $B/test_ops_cuda > "$R/ops_cuda.txt" 2>&1
+  echo "test_ops_cuda exit $?"
+  grep -E "$1|\[  (PASSED|FAILED)" "$R/ops_cuda.txt" | head -20
+  gzip -9 -n "$R/ops_cuda.txt"
+}
+# call_bits - scripts/gpu_bits.sh (the logits against the bundle's dsv4.base byte for byte, and repeated) into
+# $R/bits.txt (its output in $R/bits-run.txt), printing its exit and its lines.
+call_bits() {
+  timeout 200 sh scripts/gpu_bits.sh > "$R/bits-run.txt" 2>&1
+  echo "gpu_bits exit $?"
+  cat "$R/bits.txt"
 }

@@ -5,17 +5,13 @@
 # and decode steps: both take the cluster) with 5 repeats; decode A/B in one binary, the tree (new) against
 # DSV4_HC_CL=0 (the one-block kernel), batch 1 / 4 / 16 / 64, three rounds; a node trace at batch 1 of each.
 # Pack: BASE=<9dc41f3's build-gpu> KTRACE=1 NOTOK=1 sh scripts/gpu_pack.sh
+# (Ran with these steps inline; call_ops and call_bits in scripts/gpu_call.sh are those lines.)
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin hccl
-timeout 200 $B/test_ops_cuda > "$R/ops_cuda.txt" 2>&1
-echo "test_ops_cuda exit $?"
-grep -E "cluster collapse|\[  (PASSED|FAILED)" "$R/ops_cuda.txt" | head -20
-gzip -9 -n "$R/ops_cuda.txt"
-timeout 200 sh scripts/gpu_bits.sh > "$R/bits-run.txt" 2>&1
-echo "gpu_bits exit $?"
-cat "$R/bits.txt"
+call_ops "cluster collapse"
+call_bits
 call_ab 3 "new=$B/bench_cpu --overlap;cl0=env DSV4_HC_CL=0 $B/bench_cpu --overlap" "b1:--batch 1" "b4:--batch 4" \
   "b16:--batch 16" "b64:--batch 64"
 call_trace new-b1 "--batch 1"

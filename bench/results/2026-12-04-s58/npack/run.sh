@@ -7,17 +7,13 @@
 # 16 / 64, three rounds; 8 layers with NVFP4 experts at batch 4, the tree against DSV4_MOE_BP=0 (8-pair tiles);
 # a node trace at batch 1.
 # Pack: BASE=<9dc41f3's build-gpu> KTRACE=1 NOTOK=1 sh scripts/gpu_pack.sh
+# (Ran with these steps inline; call_ops and call_bits in scripts/gpu_call.sh are those lines.)
 set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin npack
-timeout 200 $B/test_ops_cuda > "$R/ops_cuda.txt" 2>&1
-echo "test_ops_cuda exit $?"
-grep -E "norm_linear_next|\[  (PASSED|FAILED)" "$R/ops_cuda.txt" | head -20
-gzip -9 -n "$R/ops_cuda.txt"
-timeout 200 sh scripts/gpu_bits.sh > "$R/bits-run.txt" 2>&1
-echo "gpu_bits exit $?"
-cat "$R/bits.txt"
+call_ops "norm_linear_next"
+call_bits
 call_ab 3 "new=$B/bench_cpu --overlap;np0=env DSV4_NORM_PACK=0 $B/bench_cpu --overlap" "b1:--batch 1" "b4:--batch 4" \
   "b16:--batch 16" "b64:--batch 64"
 $B/dsv4 mkmodel --preset flash --layers 8 --experts nvfp4 --sparse -o /tmp/f8n > "$R/mkmodel.txt" 2>&1
