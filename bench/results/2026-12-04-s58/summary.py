@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-04, s58: hc_pre's collapse over a cluster, the q norm writing
-wq_b's pack, NVFP4's experts on 2-pair tiles) as one JSON:
+wq_b's pack, the experts' loop two groups a step, NVFP4's experts on 2-pair tiles) as one JSON:
     python3 bench/results/2026-12-04-s58/summary.py > bench/results/h200-2026-12-04-s58.json
 Reads the decode A/Bs, the logits check and the traces' step lines; standard library only."""
 import json
@@ -9,7 +9,7 @@ import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
-from summary_lib import call_lines, call_rounds, ktrace_step, means, suite  # noqa: E402
+from summary_lib import call_lines, call_rounds, experts_alone, ktrace_step, means, suite  # noqa: E402
 
 print(json.dumps({
     "session": "s58, 2026-12-04",
@@ -36,6 +36,12 @@ print(json.dumps({
     "npack3": {"what": "npack2/'s kernel letting the linear launch after its PDL wait (new), at its start (t0) or "
                        "after its last store (t2), against two launches (np0); two rounds",
                "decode_ms": means(call_rounds(D, "npack3"))},
+    "il": {"what": "il.diff (not kept): the experts' loop two groups a step (IL: DSV4_MOE_BP=1 DSV4_MOE_IL=1); this "
+                   "call's IL launches failed (their shared-memory attribute unset), its 2-pair tiles without IL "
+                   "(bp1) against the tree (new) stand",
+           "decode_ms": means(call_rounds(D, "il")), "experts_alone_us": experts_alone(D, "il")},
+    "il2": {"what": "il/ with the attribute set: IL (il) against the tree (new); test_ops_cuda passed with IL forced",
+            "decode_ms": means(call_rounds(D, "il2")), "experts_alone_us": experts_alone(D, "il2")},
     "verify": {"what": "the landed tree (NVFP4's 2-pair tiles at batch 4): the GPU suite with quick memchecks and "
                        "the logits against 9dc41f3's build", "suite": suite(D, "verify"),
                "bits": call_lines(D, "verify", "bits.txt")},
