@@ -42,6 +42,11 @@ print(json.dumps({
            "decode_ms": means(call_rounds(D, "il")), "experts_alone_us": experts_alone(D, "il")},
     "il2": {"what": "il/ with the attribute set: IL (il) against the tree (new); test_ops_cuda passed with IL forced",
             "decode_ms": means(call_rounds(D, "il2")), "experts_alone_us": experts_alone(D, "il2")},
+    "pipes": {"what": "ncu at 1 token, gate / up then down (det-pipes.txt, ncu's clocks): the units' throughput, % "
+                      "of peak", "units": {"gate_up": {"l1tex": 70.52, "l2": 47.05, "dram": 40.34, "sm_issue": 43.24,
+                                                     "alu": 45.01, "lsu": 25.09, "tensor_cycles": 13.21},
+                                         "down": {"l1tex": 52.29, "l2": 35.61, "dram": 31.05, "sm_issue": 39.73,
+                                                  "alu": 42.04, "lsu": 22.40, "tensor_cycles": 10.93}}},
     "verify": {"what": "the landed tree (NVFP4's 2-pair tiles at batch 4): the GPU suite with quick memchecks and "
                        "the logits against 9dc41f3's build", "suite": suite(D, "verify"),
                "bits": call_lines(D, "verify", "bits.txt")},
