@@ -5,11 +5,32 @@ wq_b's pack, the experts' loop two groups a step, NVFP4's experts on 2-pair tile
 Reads the decode A/Bs, the logits check and the traces' step lines; standard library only."""
 import json
 import os
+import re
 import sys
 
 D = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(D))
 from summary_lib import call_lines, call_rounds, experts_alone, ktrace_step, means, suite  # noqa: E402
+
+
+def pipes(path):
+    """ncu's details page: per k_moe16 launch (gate_up, then down), the units' throughput and the pipes' activity."""
+    keys = {"L1/TEX Cache Throughput": "l1tex", "L2 Cache Throughput": "l2", "DRAM Throughput": "dram",
+            "Issue Slots Busy": "sm_issue", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active": "alu",
+            "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active": "lsu",
+            "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor_cycles",
+            "Achieved Active Warps Per SM": "warps_per_sm"}
+    out, cur = {}, None
+    for ln in open(path):
+        if "k_moe16<" in ln:
+            cur = out.setdefault("down" if "k_moe16<4, 1, 1," in ln else "gate_up", {})
+        elif cur is not None:
+            for k, name in keys.items():
+                m = re.match(r"\s+" + re.escape(k) + r"\s+\S+\s+([\d.,]+)$", ln)
+                if m:
+                    cur[name] = float(m.group(1).replace(",", ""))
+    return out
+
 
 print(json.dumps({
     "session": "s58, 2026-12-04",
@@ -42,11 +63,8 @@ print(json.dumps({
            "decode_ms": means(call_rounds(D, "il")), "experts_alone_us": experts_alone(D, "il")},
     "il2": {"what": "il/ with the attribute set: IL (il) against the tree (new); test_ops_cuda passed with IL forced",
             "decode_ms": means(call_rounds(D, "il2")), "experts_alone_us": experts_alone(D, "il2")},
-    "pipes": {"what": "ncu at 1 token, gate / up then down (det-pipes.txt, ncu's clocks): the units' throughput, % "
-                      "of peak", "units": {"gate_up": {"l1tex": 70.52, "l2": 47.05, "dram": 40.34, "sm_issue": 43.24,
-                                                     "alu": 45.01, "lsu": 25.09, "tensor_cycles": 13.21},
-                                         "down": {"l1tex": 52.29, "l2": 35.61, "dram": 31.05, "sm_issue": 39.73,
-                                                  "alu": 42.04, "lsu": 22.40, "tensor_cycles": 10.93}}},
+    "pipes": {"what": "ncu at 1 token, gate / up then down (det-pipes.txt, ncu's clocks ~1.34 GHz): units' throughput "
+                      "and pipes' activity, % of peak", "units": pipes(os.path.join(D, "pipes", "det-pipes.txt"))},
     "verify": {"what": "the landed tree (NVFP4's 2-pair tiles at batch 4): the GPU suite with quick memchecks and "
                        "the logits against 9dc41f3's build", "suite": suite(D, "verify"),
                "bits": call_lines(D, "verify", "bits.txt")},
