@@ -1,8 +1,10 @@
 /*
  * stream_probe.cu - how fast the routed experts' gate / up pass at one token can stream its weights, with the
  * arithmetic taken out (a measurement for k_moe16: is its batch-1 rate set by the bytes' pattern and the
- * grid's waves, or by the loop's instructions?). Standalone:
- *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a bench/stream_probe.cu -o stream_probe && ./stream_probe
+ * grid's waves, or by the loop's instructions?). Standalone (from the repository root: rowdot.cuh's F16 conversion
+ * and MMA):
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -Iinclude bench/stream_probe.cu -o stream_probe
+ *   ./stream_probe
  *
  * The data: Flash's six experts at one token, w1 and w3 of each (2,048 rows of 2,048 bytes of E2M1 codes, a
  * scale row of 128 bytes: 53.5 MB), read from HBM (a 512 MB buffer read between repeats). The kernel has
@@ -10,7 +12,10 @@
  * 128-column groups w, w + 4, ...; each warp's ring of NS stages (3 or 5: a group's 32 rows x 64 bytes and 32
  * scale words), NS - 1 groups ahead through cp.async (.L2::256B), as moe_issue_w. Then per group, in place of
  * the decode and the MMAs: the lane's 16 words read from the stage and C rounds of 16 FMAs on four chains (16 C
- * instructions, printed as FMA; 0: none). Variants:
+ * instructions, printed as FMA; 0: none) - or (the mode column, s58) k_moe16's decode of those words: dec, each
+ * word's E4M3 words by its packed layout's four logic operations (moe_mma.cu's fp4_eo) and their F16 pairs by
+ * F2FP (fp8x4_f16), the results folded by XOR; mma, the same decode feeding k_moe16's 16 MMAs a group (two a
+ * unit and tile, fresh sums, each unit's sums times a scale by FMA, as group16). Variants:
  *   moe     the rows as k_moe16 reads them (a group: 64 bytes of each of 32 rows, the block's four warps 256
  *           contiguous bytes of a row);
  *   contig  the same bytes laid out so that a warp's group is 2,048 contiguous bytes (the block's 64 KB one run);
@@ -28,6 +33,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "backend/cuda/rowdot.cuh"
 #include "probe.cuh"
 
 #define NE    6    /* experts */
@@ -62,7 +68,8 @@ template <int N> __device__ __forceinline__ void wait_g()
 
 /* w: [expert][matrix 0 / 1][row][ROWB]; s: [expert][matrix][row][SROWB] (moe). contig: the block's rows as one run
  * of [group][warp... ] stages: block b's 64 KB at b * 64 KB, its scales at b * 4 KB. */
-template <int NS, bool CONTIG>
+/* MODE: 0 C rounds of FMAs, 1 dec, 2 mma (the comment at the top) */
+template <int NS, bool CONTIG, int MODE>
 __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, const uint8_t *s, int rbk, int C, float *out)
 {
     extern __shared__ uint4 dyn[];
@@ -94,6 +101,9 @@ __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, const uint8_t *
         commit();
     }
     float a[4] = {0, 0, 0, 0};
+    float sum[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+    uint32_t xacc = 0;
+    const uint32_t bq = 0x3c003c00u ^ (uint32_t)lane; /* B's registers: F16 pairs near 1 */
     int cur = 0;
     for (int kg = wid; kg < NKG; kg += 4) {
         wait_g<NS - 2>();
@@ -102,6 +112,39 @@ __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, const uint8_t *
         if (nx < NKG) issue(ring[ns], nx);
         commit();
         const stage &st = ring[cur];
+        if (MODE > 0) {
+            uint32_t q[16];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const uint4 v = *(const uint4 *)(st.w + 16 * (lane + 32 * k));
+                q[4 * k] = v.x, q[4 * k + 1] = v.y, q[4 * k + 2] = v.z, q[4 * k + 3] = v.w;
+            }
+            const float sc = __uint_as_float((st.s[lane] & 0x3f7fffffu) | 0x3f000000u);
+#pragma unroll
+            for (int T = 0; T < 2; T++)
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const uint32_t q0 = q[8 * T + u], q1 = q[8 * T + 4 + u], M = 0x9c9c9c9cu; /* fp4_eo */
+                    const uint32_t o0 = q0 & M, e0 = ((q0 << 2) ^ (q0 >> 2)) & M;
+                    const uint32_t o1 = q1 & M, e1 = ((q1 << 2) ^ (q1 >> 2)) & M;
+                    uint32_t ae[4], ao[4];
+                    fp8x4_f16(e0, ae[0], ae[2]);
+                    fp8x4_f16(e1, ae[1], ae[3]);
+                    fp8x4_f16(o0, ao[0], ao[2]);
+                    fp8x4_f16(o1, ao[1], ao[3]);
+                    if (MODE == 2) {
+                        float c[4] = {0, 0, 0, 0};
+                        mma_f16(c, ae[0], ae[1], ae[2], ae[3], bq, bq ^ 1u);
+                        mma_f16(c, ao[0], ao[1], ao[2], ao[3], bq ^ 2u, bq ^ 3u);
+#pragma unroll
+                        for (int i = 0; i < 4; i++) sum[T][i] = __fmaf_rn(c[i], sc, sum[T][i]);
+                    } else {
+                        xacc ^= ae[0] ^ ae[1] ^ ae[2] ^ ae[3] ^ ao[0] ^ ao[1] ^ ao[2] ^ ao[3];
+                    }
+                }
+            cur = cur == NS - 1 ? 0 : cur + 1;
+            continue;
+        }
         float fw[16];
 #pragma unroll
         for (int q = 0; q < 4; q++) {
@@ -120,7 +163,10 @@ __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, const uint8_t *
         cur = cur == NS - 1 ? 0 : cur + 1;
     }
     wait_g<0>();
-    out[(blk * 4 + wid) * 32 + lane] = (a[0] + a[1]) + (a[2] + a[3]);
+    float f = (a[0] + a[1]) + (a[2] + a[3]) + __uint_as_float(xacc & 0x3f7fffffu);
+#pragma unroll
+    for (int i = 0; i < 4; i++) f += sum[0][i] + sum[1][i];
+    out[(blk * 4 + wid) * 32 + lane] = f;
 }
 
 __global__ void k_ldg(const int4 *p, size_t n, float *out)
@@ -155,7 +201,9 @@ __global__ void k_empty(float *out)
 
 template <int NS, bool CONTIG> static void set_attr(void)
 {
-    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
 }
 
 int main(int argc, char **argv)
@@ -201,8 +249,8 @@ int main(int argc, char **argv)
         const float us = timeit([&] { k_ldg<<<8 * nsm, 256>>>((const int4 *)w, b / 16, out); });
         printf("ldg     %.1f MB: %.2f us, %.0f GB/s\n", b / 1e6, us, b / us / 1e3);
     }
-    printf("%-7s %3s %4s %4s %6s %5s %8s %8s %7s\n", "pattern", "NS", "FMA", "RBK", "blocks", "b/SM", "MB", "us",
-           "GB/s");
+    printf("%-7s %4s %3s %4s %4s %6s %5s %8s %8s %7s\n", "pattern", "mode", "NS", "FMA", "RBK", "blocks", "b/SM", "MB",
+           "us", "GB/s");
     const int rbks[] = {128, 88, 176};
     const int cs[] = {0, 8, 16, 24};
     for (int contig = 0; contig < 2; contig++)
@@ -214,15 +262,29 @@ int main(int argc, char **argv)
                         size_t smem = (size_t)(227 * 1024) / bps - 1024;
                         if (ring > smem) continue;
                         smem = std::max(ring, smem - 4096);
-                        auto kern = contig ? (ns == 3 ? k_probe<3, true> : k_probe<5, true>)
-                                           : (ns == 3 ? k_probe<3, false> : k_probe<5, false>);
+                        auto kern = contig ? (ns == 3 ? k_probe<3, true, 0> : k_probe<5, true, 0>)
+                                           : (ns == 3 ? k_probe<3, false, 0> : k_probe<5, false, 0>);
                         int occ = 0;
                         CKE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 128, smem));
                         const dim3 grid(rbk, NE);
                         const float us = timeit([&] { kern<<<grid, 128, smem>>>(w, s, rbk, c, out); });
                         const double mb = (double)rbk * NE * (65536 + 4096) / 1e6;
-                        printf("%-7s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", contig ? "contig" : "moe", ns, 16 * c,
-                               rbk, rbk * NE, occ, mb, us, mb / us * 1e3);
+                        printf("%-7s %4s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", contig ? "contig" : "moe", "fma", ns,
+                               16 * c, rbk, rbk * NE, occ, mb, us, mb / us * 1e3);
                     }
+    /* k_moe16's decode (dec) and its MMAs (mma) in place of the FMAs: its rows, three stages, four blocks an SM
+     * (the real pass's grid: RBK 128; one wave: 88) */
+    for (int mode = 1; mode <= 2; mode++)
+        for (int rbk : {128, 88}) {
+            auto kern = mode == 1 ? k_probe<3, false, 1> : k_probe<3, false, 2>;
+            const size_t smem = (size_t)(227 * 1024) / 4 - 1024 - 4096;
+            int occ = 0;
+            CKE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 128, smem));
+            const dim3 grid(rbk, NE);
+            const float us = timeit([&] { kern<<<grid, 128, smem>>>(w, s, rbk, 0, out); });
+            const double mb = (double)rbk * NE * (65536 + 4096) / 1e6;
+            printf("%-7s %4s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", "moe", mode == 1 ? "dec" : "mma", 3, 0, rbk,
+                   rbk * NE, occ, mb, us, mb / us * 1e3);
+        }
     return 0;
 }
