@@ -66,6 +66,43 @@ template <int N> __device__ __forceinline__ void wait_g()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* k_moe16's decode of the lane's 16 words of a stage (dec, MODE 1: its results folded into xacc by XOR) and, MODE
+ * 2 (mma), its 16 MMAs a group: two a unit and tile into fresh sums, each unit's sums times a scale into sum (as
+ * group16). The words' E4M3 words by fp4_eo's logic (moe_mma.cu), their F16 pairs by fp8x4_f16. */
+template <int MODE>
+__device__ __forceinline__ void probe_decode(const stage &st, int lane, uint32_t bq, float (*sum)[4], uint32_t &xacc)
+{
+    uint32_t q[16];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const uint4 v = *(const uint4 *)(st.w + 16 * (lane + 32 * k));
+        q[4 * k] = v.x, q[4 * k + 1] = v.y, q[4 * k + 2] = v.z, q[4 * k + 3] = v.w;
+    }
+    const float sc = __uint_as_float((st.s[lane] & 0x3f7fffffu) | 0x3f000000u);
+#pragma unroll
+    for (int T = 0; T < 2; T++)
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const uint32_t q0 = q[8 * T + u], q1 = q[8 * T + 4 + u], M = 0x9c9c9c9cu; /* fp4_eo */
+            const uint32_t o0 = q0 & M, e0 = ((q0 << 2) ^ (q0 >> 2)) & M;
+            const uint32_t o1 = q1 & M, e1 = ((q1 << 2) ^ (q1 >> 2)) & M;
+            uint32_t ae[4], ao[4];
+            fp8x4_f16(e0, ae[0], ae[2]);
+            fp8x4_f16(e1, ae[1], ae[3]);
+            fp8x4_f16(o0, ao[0], ao[2]);
+            fp8x4_f16(o1, ao[1], ao[3]);
+            if (MODE == 2) {
+                float c[4] = {0, 0, 0, 0};
+                mma_f16(c, ae[0], ae[1], ae[2], ae[3], bq, bq ^ 1u);
+                mma_f16(c, ao[0], ao[1], ao[2], ao[3], bq ^ 2u, bq ^ 3u);
+#pragma unroll
+                for (int i = 0; i < 4; i++) sum[T][i] = __fmaf_rn(c[i], sc, sum[T][i]);
+            } else {
+                xacc ^= ae[0] ^ ae[1] ^ ae[2] ^ ae[3] ^ ao[0] ^ ao[1] ^ ao[2] ^ ao[3];
+            }
+        }
+}
+
 /* w: [expert][matrix 0 / 1][row][ROWB]; s: [expert][matrix][row][SROWB] (moe). contig: the block's rows as one run
  * of [group][warp... ] stages: block b's 64 KB at b * 64 KB, its scales at b * 4 KB. */
 /* MODE: 0 C rounds of FMAs, 1 dec, 2 mma (the comment at the top) */
@@ -113,53 +150,24 @@ __global__ void __launch_bounds__(128) k_probe(const uint8_t *w, const uint8_t *
         commit();
         const stage &st = ring[cur];
         if (MODE > 0) {
-            uint32_t q[16];
+            probe_decode<MODE>(st, lane, bq, sum, xacc);
+        } else {
+            float fw[16];
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const uint4 v = *(const uint4 *)(st.w + 16 * (lane + 32 * k));
-                q[4 * k] = v.x, q[4 * k + 1] = v.y, q[4 * k + 2] = v.z, q[4 * k + 3] = v.w;
+            for (int q = 0; q < 4; q++) {
+                const uint4 v = *(const uint4 *)(st.w + 16 * (lane + 32 * q));
+                fw[4 * q] = __uint_as_float((v.x & 0x3f7fffffu) | 0x3f000000u);
+                fw[4 * q + 1] = __uint_as_float((v.y & 0x3f7fffffu) | 0x3f000000u);
+                fw[4 * q + 2] = __uint_as_float((v.z & 0x3f7fffffu) | 0x3f000000u);
+                fw[4 * q + 3] = __uint_as_float((v.w & 0x3f7fffffu) | 0x3f000000u);
             }
-            const float sc = __uint_as_float((st.s[lane] & 0x3f7fffffu) | 0x3f000000u);
+            a[0] += __uint_as_float(st.s[lane] & 0x3f7fffffu);
+            for (int i = 0; i < C; i++)
 #pragma unroll
-            for (int T = 0; T < 2; T++)
+                for (int k = 0; k < 16; k++) a[k & 3] = fmaf(a[k & 3], fw[k], 1e-7f);
 #pragma unroll
-                for (int u = 0; u < 4; u++) {
-                    const uint32_t q0 = q[8 * T + u], q1 = q[8 * T + 4 + u], M = 0x9c9c9c9cu; /* fp4_eo */
-                    const uint32_t o0 = q0 & M, e0 = ((q0 << 2) ^ (q0 >> 2)) & M;
-                    const uint32_t o1 = q1 & M, e1 = ((q1 << 2) ^ (q1 >> 2)) & M;
-                    uint32_t ae[4], ao[4];
-                    fp8x4_f16(e0, ae[0], ae[2]);
-                    fp8x4_f16(e1, ae[1], ae[3]);
-                    fp8x4_f16(o0, ao[0], ao[2]);
-                    fp8x4_f16(o1, ao[1], ao[3]);
-                    if (MODE == 2) {
-                        float c[4] = {0, 0, 0, 0};
-                        mma_f16(c, ae[0], ae[1], ae[2], ae[3], bq, bq ^ 1u);
-                        mma_f16(c, ao[0], ao[1], ao[2], ao[3], bq ^ 2u, bq ^ 3u);
-#pragma unroll
-                        for (int i = 0; i < 4; i++) sum[T][i] = __fmaf_rn(c[i], sc, sum[T][i]);
-                    } else {
-                        xacc ^= ae[0] ^ ae[1] ^ ae[2] ^ ae[3] ^ ao[0] ^ ao[1] ^ ao[2] ^ ao[3];
-                    }
-                }
-            cur = cur == NS - 1 ? 0 : cur + 1;
-            continue;
+            for (int k = 0; k < 16; k++) a[k & 3] += fw[k];
         }
-        float fw[16];
-#pragma unroll
-        for (int q = 0; q < 4; q++) {
-            const uint4 v = *(const uint4 *)(st.w + 16 * (lane + 32 * q));
-            fw[4 * q] = __uint_as_float((v.x & 0x3f7fffffu) | 0x3f000000u);
-            fw[4 * q + 1] = __uint_as_float((v.y & 0x3f7fffffu) | 0x3f000000u);
-            fw[4 * q + 2] = __uint_as_float((v.z & 0x3f7fffffu) | 0x3f000000u);
-            fw[4 * q + 3] = __uint_as_float((v.w & 0x3f7fffffu) | 0x3f000000u);
-        }
-        a[0] += __uint_as_float(st.s[lane] & 0x3f7fffffu);
-        for (int i = 0; i < C; i++)
-#pragma unroll
-            for (int k = 0; k < 16; k++) a[k & 3] = fmaf(a[k & 3], fw[k], 1e-7f);
-#pragma unroll
-        for (int k = 0; k < 16; k++) a[k & 3] += fw[k];
         cur = cur == NS - 1 ? 0 : cur + 1;
     }
     wait_g<0>();
@@ -199,11 +207,9 @@ __global__ void k_empty(float *out)
     if (threadIdx.x == 1000) out[0] = 0.0f;
 }
 
-template <int NS, bool CONTIG> static void set_attr(void)
+template <int NS, bool CONTIG, int MODE = 0> static void set_attr(void)
 {
-    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+    CKE(cudaFuncSetAttribute(k_probe<NS, CONTIG, MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
 }
 
 int main(int argc, char **argv)
@@ -223,6 +229,7 @@ int main(int argc, char **argv)
     CKE(cudaMemset(s, 0x7f, sbytes));
     CKE(cudaMemset(flush, 1, fl));
     set_attr<3, false>(), set_attr<3, true>(), set_attr<5, false>(), set_attr<5, true>();
+    set_attr<3, false, 1>(), set_attr<3, false, 2>(); /* dec, mma: one ring, k_moe16's rows */
     cudaEvent_t e0, e1;
     CKE(cudaEventCreate(&e0));
     CKE(cudaEventCreate(&e1));
@@ -251,6 +258,17 @@ int main(int argc, char **argv)
     }
     printf("%-7s %4s %3s %4s %4s %6s %5s %8s %8s %7s\n", "pattern", "mode", "NS", "FMA", "RBK", "blocks", "b/SM", "MB",
            "us", "GB/s");
+    /* one configuration: its blocks an SM, its median time, a line of the table */
+    auto run = [&](void (*kern)(const uint8_t *, const uint8_t *, int, int, float *), size_t smem, const char *pattern,
+                   const char *mode, int ns, int c, int rbk) {
+        int occ = 0;
+        CKE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 128, smem));
+        const dim3 grid(rbk, NE);
+        const float us = timeit([&] { kern<<<grid, 128, smem>>>(w, s, rbk, c, out); });
+        const double mb = (double)rbk * NE * (65536 + 4096) / 1e6;
+        printf("%-7s %4s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", pattern, mode, ns, 16 * c, rbk, rbk * NE, occ, mb,
+               us, mb / us * 1e3);
+    };
     const int rbks[] = {128, 88, 176};
     const int cs[] = {0, 8, 16, 24};
     for (int contig = 0; contig < 2; contig++)
@@ -262,29 +280,16 @@ int main(int argc, char **argv)
                         size_t smem = (size_t)(227 * 1024) / bps - 1024;
                         if (ring > smem) continue;
                         smem = std::max(ring, smem - 4096);
-                        auto kern = contig ? (ns == 3 ? k_probe<3, true, 0> : k_probe<5, true, 0>)
-                                           : (ns == 3 ? k_probe<3, false, 0> : k_probe<5, false, 0>);
-                        int occ = 0;
-                        CKE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 128, smem));
-                        const dim3 grid(rbk, NE);
-                        const float us = timeit([&] { kern<<<grid, 128, smem>>>(w, s, rbk, c, out); });
-                        const double mb = (double)rbk * NE * (65536 + 4096) / 1e6;
-                        printf("%-7s %4s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", contig ? "contig" : "moe", "fma", ns,
-                               16 * c, rbk, rbk * NE, occ, mb, us, mb / us * 1e3);
+                        run(contig ? (ns == 3 ? k_probe<3, true, 0> : k_probe<5, true, 0>)
+                                   : (ns == 3 ? k_probe<3, false, 0> : k_probe<5, false, 0>),
+                            smem, contig ? "contig" : "moe", "fma", ns, c, rbk);
                     }
     /* k_moe16's decode (dec) and its MMAs (mma) in place of the FMAs: its rows, three stages, four blocks an SM
      * (the real pass's grid: RBK 128; one wave: 88) */
-    for (int mode = 1; mode <= 2; mode++)
-        for (int rbk : {128, 88}) {
-            auto kern = mode == 1 ? k_probe<3, false, 1> : k_probe<3, false, 2>;
-            const size_t smem = (size_t)(227 * 1024) / 4 - 1024 - 4096;
-            int occ = 0;
-            CKE(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 128, smem));
-            const dim3 grid(rbk, NE);
-            const float us = timeit([&] { kern<<<grid, 128, smem>>>(w, s, rbk, 0, out); });
-            const double mb = (double)rbk * NE * (65536 + 4096) / 1e6;
-            printf("%-7s %4s %3d %4d %4d %6d %5d %8.1f %8.2f %7.0f\n", "moe", mode == 1 ? "dec" : "mma", 3, 0, rbk,
-                   rbk * NE, occ, mb, us, mb / us * 1e3);
-        }
+    for (int rbk : {128, 88}) {
+        const size_t smem = (size_t)(227 * 1024) / 4 - 1024 - 4096;
+        run(k_probe<3, false, 1>, smem, "moe", "dec", 3, 0, rbk);
+        run(k_probe<3, false, 2>, smem, "moe", "mma", 3, 0, rbk);
+    }
     return 0;
 }
