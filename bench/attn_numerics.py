@@ -18,11 +18,15 @@ max |o - exact| / max |exact| (exact: float64). numpy only:
 import numpy as np
 
 rng = np.random.default_rng(1)
+
+
 def bf16(x):
     x = np.asarray(x, dtype=np.float32)
     u = x.view(np.uint32).astype(np.uint64)
     r = ((u + 0x7fff + ((u >> 16) & 1)) >> 16) << 16
     return r.astype(np.uint32).view(np.float32)
+
+
 def run(N, hd, sigma, P, trials=40):
     errs = {"current": [], "per-part": [], "eager-like": []}
     for _ in range(trials):
@@ -57,6 +61,8 @@ def run(N, hd, sigma, P, trials=40):
         o = (bf16(pr)[:, None] * K).sum(0, dtype=np.float32)
         errs["eager-like"].append(np.abs(o - exact).max() / ref)
     return {k: (float(np.mean(v)), float(np.max(v))) for k, v in errs.items()}
+
+
 print("N hd sigma parts | method: mean / max of max|o - exact| / max|exact| over 40 trials")
 for N, P in ((640, 8), (1152, 8), (160, 4)):
     for sigma in (1.0, 4.0, 16.0):
