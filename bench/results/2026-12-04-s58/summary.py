@@ -32,6 +32,16 @@ def pipes(path):
     return out
 
 
+def probe_modes(path):
+    """stream_probe's moe rows at three stages and four blocks an SM: "mode FMAs rbk" -> us."""
+    out = {}
+    for ln in open(path):
+        f = ln.split()
+        if len(f) == 10 and f[0] == "moe" and f[2] == "3" and f[6] == "4" and f[3] in ("0", "256"):
+            out[f"{f[1]} {f[3]} {f[4]}"] = float(f[8])
+    return out
+
+
 print(json.dumps({
     "session": "s58, 2026-12-04",
     "machine": "one H200 a call",
@@ -65,6 +75,10 @@ print(json.dumps({
             "decode_ms": means(call_rounds(D, "il2")), "experts_alone_us": experts_alone(D, "il2")},
     "pipes": {"what": "ncu at 1 token, gate / up then down (det-pipes.txt, ncu's clocks ~1.34 GHz): units' throughput "
                       "and pipes' activity, % of peak", "units": pipes(os.path.join(D, "pipes", "det-pipes.txt"))},
+    "next": {"what": "run in s59: stream_probe's gate / up grid at 1 token, events' us (an empty kernel ~2.8), "
+                     "by mode (fma: 0 / 256 FMAs a group; dec: k_moe16's decode; mma: its decode and MMAs) and row "
+                     "blocks an expert (128: the real grid, 53.5 MB; 88: one wave, 36.8 MB), beside the experts alone",
+             "probe_us": probe_modes(os.path.join(D, "next", "probe.txt")), "experts_alone_us": experts_alone(D, "next")},
     "verify": {"what": "the landed tree (NVFP4's 2-pair tiles at batch 4): the GPU suite with quick memchecks and "
                        "the logits against 9dc41f3's build", "suite": suite(D, "verify"),
                "bits": call_lines(D, "verify", "bits.txt")},
