@@ -96,9 +96,11 @@ typedef struct {
     int topk;             /* CSA: stride of the idx array */
     float scale;          /* head_dim^-0.5 */
     const float *sinks;   /* [n_heads] */
-    bool reference;       /* exp(s - max) rounded to BF16 before the product with V; q and every
-                           * row are then BF16 values (forward.c rounds them), which a backend may
-                           * multiply as BF16 (the CUDA tensor-core layout does) */
+    bool reference;       /* the weights exp(s - m) rounded to BF16 before the product with V, m the max
+                           * of the row's part (DSV4_ATTN_PARTS; the parts' sums then joined as the CPU
+                           * backend's attn_parts writes out); q and every row are then BF16 values
+                           * (forward.c rounds them), which a backend may multiply as BF16 (the CUDA
+                           * tensor-core layout does) */
     /* With out_freqs: the output is then de-rotated, exactly as the rope op with inverse = true on it
      * (rope_dim out_rope, the token's position, rnd out_rnd); a backend may do it in the attention's
      * last pass (the CUDA tensor-core layout does) */
@@ -106,6 +108,16 @@ typedef struct {
     int out_rope;
     unsigned out_rnd;
 } dsv4_attn_params;
+
+/* Reference numerics' attention parts: a (token, head)'s nr visible rows (window rows, then compressed ones)
+ * split into DSV4_ATTN_PARTS parts at multiples of 16 rows, a function of nr only; part p holds rows
+ * dsv4_attn_part_lo(nr, p) .. dsv4_attn_part_lo(nr, p + 1) - 1 (some empty when nr is small). Each part's
+ * weights are taken against its own max, so a kernel can weigh a part's rows as soon as it has scored them. */
+#define DSV4_ATTN_PARTS 8
+static inline int dsv4_attn_part_lo(int nr, int p)
+{
+    return p >= DSV4_ATTN_PARTS ? nr : (int)(((int64_t)nr * p / DSV4_ATTN_PARTS) & ~15);
+}
 
 typedef struct {
     int n_experts, k, dim, inter;

@@ -1025,6 +1025,46 @@ static int attn_rows(const dsv4_attn_params *p, const dsv4_plan *plan, const dsv
     return n;
 }
 
+/* Reference numerics' attention of one (token, head) over its nr scores sc (backend.h, dsv4_attn_params.reference):
+ * per part p (dsv4_attn_part_lo) its max m_p, its weights BF16(exp(s - m_p)), l_p the sum of the unrounded
+ * exp(s - m_p) (here in row order) and O_p the weighted sum of its rows; then M the largest m_p, c_p = exp(m_p -
+ * M), and o = (sum of c_p O_p) / (sum of c_p l_p + exp(sink - M)), each sum a chain of FMAs in part order. op:
+ * hd floats of room. */
+static void attn_parts(float *sc, int nr, int hd, const float **rows, const uint8_t *bf, float sink, float *o,
+                       float *op)
+{
+    float mp[DSV4_ATTN_PARTS], lp[DSV4_ATTN_PARTS], M = -INFINITY;
+    for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
+        const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
+        mp[p] = -INFINITY, lp[p] = 0;
+        for (int j = lo; j < hi; j++) mp[p] = fmaxf(mp[p], sc[j]);
+        for (int j = lo; j < hi; j++) lp[p] += (sc[j] = expf(sc[j] - mp[p]));
+        if (hi > lo) M = fmaxf(M, mp[p]);
+    }
+    float den = 0;
+    for (int i = 0; i < hd; i++) o[i] = 0;
+    for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
+        const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
+        if (hi <= lo) continue; /* an empty part adds nothing */
+        const float c = expf(mp[p] - M);
+        den = fmaf(c, lp[p], den);
+        for (int i = 0; i < hd; i++) op[i] = 0;
+        for (int j = lo; j < hi; j++) {
+            const float ej = dsv4_round_bf16(sc[j]);
+            if (bf[j]) {
+                const uint16_t *r = (const uint16_t *)rows[j];
+                for (int i = 0; i < hd; i++) op[i] += ej * dsv4_bf16_to_f32(r[i]);
+            } else {
+                const float *r = rows[j];
+                for (int i = 0; i < hd; i++) op[i] += ej * r[i];
+            }
+        }
+        for (int i = 0; i < hd; i++) o[i] = fmaf(c, op[i], o[i]);
+    }
+    den += expf(sink - M);
+    for (int i = 0; i < hd; i++) o[i] /= den;
+}
+
 static void attn_task(void *vctx, int64_t task)
 {
     attn_ctx *c = vctx;
@@ -1036,22 +1076,25 @@ static void attn_task(void *vctx, int64_t task)
     const uint8_t *bf = c->bf + (size_t)t * c->max_rows;
     const float *q = c->q + ((size_t)t * H + h) * hd;
     float *o = c->out + ((size_t)t * H + h) * hd;
-    float *sc = scratch(S_SCORE, (size_t)nr * sizeof(float));
+    /* reference numerics: the part sums' room after the scores */
+    float *sc = scratch(S_SCORE, ((size_t)nr + (size_t)hd) * sizeof(float));
     float sink = p->sinks[h], mx = -INFINITY;
     for (int j = 0; j < nr; j++) {
         sc[j] = kv_row_dot(q, rows[j], hd, bf[j]) * p->scale;
         mx = fmaxf(mx, sc[j]);
     }
+    if (p->reference) {
+        attn_parts(sc, nr, hd, rows, bf, sink, o, sc + nr);
+        return;
+    }
     /* The sink adds mass to the denominator only. The max runs over the real
-     * scores (the reference kernel's order); every visible set holds at least
-     * the token's own row. */
+     * scores; every visible set holds at least the token's own row. */
     float den = 0;
     for (int j = 0; j < nr; j++) den += (sc[j] = expf(sc[j] - mx));
     den += expf(sink - mx);
     for (int i = 0; i < hd; i++) o[i] = 0;
     for (int j = 0; j < nr; j++) {
-        /* reference: the kernel multiplies V by BF16 exp(s - max) and divides at the end */
-        float ej = p->reference ? dsv4_round_bf16(sc[j]) : sc[j];
+        const float ej = sc[j];
         if (bf[j]) {
             const uint16_t *r = (const uint16_t *)rows[j];
             for (int i = 0; i < hd; i++) o[i] += ej * dsv4_bf16_to_f32(r[i]);

@@ -22,7 +22,9 @@
  *   the path for other shapes.
  * Every layout fills the GPU at batch 1, and a token's result depends on its
  * own rows only, through sums whose order is a function of its row count
- * (batch invariance).
+ * (batch invariance). In reference numerics every layout weighs a part of
+ * the rows against the part's own max and joins the parts after (am_join;
+ * MODEL_NOTES, "Reference numerics' attention weights").
  */
 #include <cooperative_groups.h>
 #include <stdlib.h>
@@ -34,6 +36,34 @@
 namespace cg = cooperative_groups;
 
 #define AT_PARTS 8 /* parts of a token's rows: a cluster in k_attn_hpv */
+
+/* Reference numerics' parts of a token's rows (backend.h: DSV4_ATTN_PARTS, dsv4_attn_part_lo): each part's
+ * weights exp(s - m_p) against its own max, the parts joined after (am_join); the tensor-core weighted sums
+ * and k_attn_one split their work at the same rows. */
+#define AM_PARTS DSV4_ATTN_PARTS
+static_assert(AM_PARTS == AT_PARTS, "attn: k_attn_hpv's cluster holds the reference parts");
+
+__device__ __forceinline__ int am_part_lo(int nr, int p)
+{
+    return p >= AM_PARTS ? nr : (int)(((int64_t)nr * p / AM_PARTS) & ~15);
+}
+
+/* The parts joined (reference numerics): M the largest part max m[p], c[p] = exp(m[p] - M) (an empty part's
+ * m = -inf: 0) and the denominator, fmaf(c[p], l[p], .) from 0 in part order plus the sink's mass exp(sink -
+ * M). The weighted sums join alike: fmaf(c[p], O_p, .) from 0 in part order (an empty part's fmaf(0, 0, x) =
+ * x: it may be left out). Every reference path joins through this (the CPU: attn_parts). */
+__device__ __forceinline__ float am_join(const float *m, const float *l, float sink, float *c)
+{
+    float M = -INFINITY, d = 0.0f;
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) M = fmaxf(M, m[p]);
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) {
+        c[p] = expf(m[p] - M);
+        d = __fmaf_rn(c[p], l[p], d);
+    }
+    return d + expf(sink - M);
+}
 
 struct attn_args {
     int kind, ratio, H, hd, window, topk, max_rows;
@@ -104,27 +134,53 @@ __device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const in
 
 /* Max and sum of the nr scores of one (token, head) in a fixed order (the
  * block's threads, block_max / block_sum); the scores become the weights
- * exp(s - max) (BF16 in reference numerics) in place. Returns the sum plus
- * the sink's mass (it adds to the denominator, no value). */
-__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh)
+ * exp(s - max) in place. Returns the sum plus the sink's mass (it adds to the
+ * denominator, no value). Reference numerics: per part (am_part_lo), each
+ * part's weights BF16(exp(s - m_p)) against its own max, the parts joined by
+ * am_join (cf: the parts' factors c_p); plain: one max, cf all 1. */
+__device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh, float *cf)
 {
-    float mx = -INFINITY;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
-    mx = block_max(mx, sh);
-    float den = 0;
-    for (int j = threadIdx.x; j < nr; j += blockDim.x) {
-        const float e = expf(sc[j] - mx);
-        sc[j] = A.reference ? dsv4_round_bf16(e) : e;
-        den += e;
+    if (!A.reference) {
+        float mx = -INFINITY;
+        for (int j = threadIdx.x; j < nr; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+        mx = block_max(mx, sh);
+        float den = 0;
+        for (int j = threadIdx.x; j < nr; j += blockDim.x) {
+            const float e = expf(sc[j] - mx);
+            sc[j] = e;
+            den += e;
+        }
+        if (threadIdx.x < AM_PARTS) cf[threadIdx.x] = 1.0f;
+        return block_sum(den, sh) + expf(A.sinks[h] - mx);
     }
-    return block_sum(den, sh) + expf(A.sinks[h] - mx);
+    float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) {
+        const int lo = am_part_lo(nr, p), hi = am_part_lo(nr, p + 1);
+        float mx = -INFINITY;
+        for (int j = lo + (int)threadIdx.x; j < hi; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+        m[p] = mx = block_max(mx, sh);
+        float den = 0;
+        for (int j = lo + (int)threadIdx.x; j < hi; j += blockDim.x) {
+            const float e = expf(sc[j] - mx);
+            sc[j] = dsv4_round_bf16(e);
+            den += e;
+        }
+        l[p] = block_sum(den, sh);
+    }
+    const float d = am_join(m, l, A.sinks[h], c);
+    if (threadIdx.x < AM_PARTS)
+#pragma unroll
+        for (int p = 0; p < AM_PARTS; p++)
+            if (p == (int)threadIdx.x) cf[p] = c[p];
+    return d;
 }
 
 __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                        const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx,
                        const int32_t *cnt, float *scores, const float **rows, float *out)
 {
-    __shared__ float sh[32];
+    __shared__ float sh[32], cf[AM_PARTS];
     const int t = blockIdx.x / A.H, h = blockIdx.x % A.H;
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dsv4_seg s = segs[tok_seg[t]];
@@ -147,11 +203,20 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
         }
     }
     __syncthreads();
-    const float den = attn_weights(A, sc, nr, h, sh);
+    const float den = attn_weights(A, sc, nr, h, sh, cf);
+    __syncthreads(); /* cf */
     float *o = out + ((size_t)t * A.H + h) * A.hd;
     for (int i = threadIdx.x; i < A.hd; i += blockDim.x) {
         float acc = 0;
-        for (int j = 0; j < nr; j++) acc += sc[j] * kv_el(rp[j], i, A.bf16);
+        if (!A.reference)
+            for (int j = 0; j < nr; j++) acc += sc[j] * kv_el(rp[j], i, A.bf16);
+        else /* each part's sum, joined in part order (am_join) */
+            for (int p = 0; p < AM_PARTS; p++) {
+                const int j1 = am_part_lo(nr, p + 1);
+                float ap = 0;
+                for (int j = am_part_lo(nr, p); j < j1; j++) ap += sc[j] * kv_el(rp[j], i, A.bf16);
+                acc = __fmaf_rn(cf[p], ap, acc);
+            }
         o[i] = acc / den;
     }
 }
@@ -223,15 +288,16 @@ __global__ void __launch_bounds__(256) k_attn_hs(attn_args A, const dsv4_seg *se
 }
 
 /* A block per (token, head): attn_weights, as k_attn takes them; den gets
- * the denominator. */
-__global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, float *scores, float *den)
+ * the denominator, cf the parts' factors (AM_PARTS a head). */
+__global__ void k_attn_md(attn_args A, const int64_t *posv, const int32_t *cnt, float *scores, float *den, float *cf)
 {
     __shared__ float sh[32];
     const int t = blockIdx.x / A.H, h = blockIdx.x % A.H;
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
-    const float dn = attn_weights(A, scores + (size_t)blockIdx.x * A.max_rows, nr, h, sh);
+    const float dn =
+        attn_weights(A, scores + (size_t)blockIdx.x * A.max_rows, nr, h, sh, cf + (size_t)blockIdx.x * AM_PARTS);
     if (threadIdx.x == 0) den[blockIdx.x] = dn;
 }
 
@@ -245,116 +311,102 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
     return (((size_t)t * HG + (h >> 4)) * KS + (j >> 4)) * 256 + lane * 8 + reg * 2 + (jr & 1);
 }
 
-/* The denominator of a (token, head) in reference numerics' fixed order: lane l adds exp(s - mx) of its row
- * pairs 2 l, 2 l + 1 (+ 64 k) in order, then the butterfly, then the sink's mass (sink: the head's, loaded by
- * the caller ahead). pair(j): the scores j, j + 1 for an even j below nr rounded up to 16 (n16; whatever they
- * hold past nr); put(j, e0, e1): the pair's terms (zeros past nr) for the weights, j < n16. Four pairs a lane
- * are loaded at once (indices past n16 read pair 2 l again and add zeros, which leave the sum as it is), so a
- * round trip and an exp serve four pairs rather than one. k_attn_md16 and k_attn_one both sum through it: the
- * same bits by construction. */
-template <class P, class W> __device__ __forceinline__ float am_den(float sink, int nr, float mx, P pair, W put)
+/* Reference numerics' fixed order for a part's sum l_p (am_join): lane l of a warp adds exp(s - m_p) of the
+ * part's row pairs lo + 2 l + 64 k (lo: the part's first row; the pair's first row, then its second) in k
+ * order, then the butterfly (warp_sum). k_attn_md16 and k_attn_one both sum so.
+ *
+ * A part on a warp, rows lo .. hi - 1 (lo a multiple of 16): its max (exact in any order). pair(j): the scores
+ * j, j + 1 for an even j below hi rounded up to 16 (whatever they hold past hi). */
+template <class P> __device__ __forceinline__ float am_part_max(int lo, int hi, P pair)
 {
-    const int lane = threadIdx.x & 31, n16 = (nr + 15) & ~15;
-    float sum = 0;
-    for (int j0 = 2 * lane; j0 < n16; j0 += 256) {
-        float2 v[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) v[k] = pair(j0 + 64 * k < n16 ? j0 + 64 * k : j0);
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const int j = j0 + 64 * k; /* past nr: exp(-inf) = +0, with no branch around the exp */
-            const float e0 = expf(j < nr ? v[k].x - mx : -INFINITY), e1 = expf(j + 1 < nr ? v[k].y - mx : -INFINITY);
-            sum += e0;
-            sum += e1;
-            if (j < n16) put(j, e0, e1);
-        }
+    const int lane = threadIdx.x & 31;
+    float mx = -INFINITY;
+    for (int j = lo + 2 * lane; j < hi; j += 64) {
+        const float2 v = pair(j);
+        mx = fmaxf(mx, j + 1 < hi ? fmaxf(v.x, v.y) : v.x);
     }
-    sum = warp_sum(sum);
-    return sum + expf(sink - mx);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    return mx;
 }
 
-/* The max, sum and weights for the tensor cores: a warp per (token, head),
- * a lane taking row pairs 2 l, 2 l + 1 (+ 64 k); the max and the sum in a
- * fixed order (each lane's pairs in order, then the butterfly); the weights
- * exp(s - max) rounded to BF16 (reference numerics, the only ones that take
- * the tensor cores) and written as k_attn_pv's A fragments, a pair per 4-byte
- * store; rows from nr to the next multiple of 16 get weight 0. n = tokens x
- * heads. */
-#define MD_NV 12 /* k_attn_md16: row pairs a lane holds in registers (up to 64 MD_NV rows; 56 registers) */
-__global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
-                                                   const float *scores, uint16_t *pb, float *den, int n)
+/* The pair j's terms exp(s - mx) (zeros past hi: exp(-inf) = +0, with no branch around the exp), added to sum
+ * in the fixed order and given to put for the weights. */
+template <class W> __device__ __forceinline__ void am_pair_terms(int j, int hi, float2 v, float mx, float &sum, W put)
 {
-    const int gw = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (gw >= n) return;
+    const float e0 = expf(j < hi ? v.x - mx : -INFINITY), e1 = expf(j + 1 < hi ? v.y - mx : -INFINITY);
+    sum += e0;
+    sum += e1;
+    put(j, e0, e1);
+}
+
+/* Its sum l_p in the fixed order above, and put(j, e0, e1): the pair's terms (zeros past hi) for the weights,
+ * for every pair below hi rounded up to 16. Four pairs a lane are loaded at once (indices past that bound read
+ * the lane's first pair again and add nothing), so a round trip and an exp serve four pairs rather than one. */
+template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo, int hi, float mx, P pair, W put)
+{
+    const int lane = threadIdx.x & 31, h16 = (hi + 15) & ~15;
+    float sum = 0;
+    for (int j0 = lo + 2 * lane; j0 < h16; j0 += 256) {
+        float2 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) v[k] = pair(j0 + 64 * k < h16 ? j0 + 64 * k : j0);
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (j0 + 64 * k < h16) am_pair_terms(j0 + 64 * k, hi, v[k], mx, sum, put);
+    }
+    return warp_sum(sum);
+}
+
+/* The parts' maxima, sums and weights for the tensor cores: a block per (token, head), warp p taking part p
+ * (am_part_lo) through am_part_max and am_part_sum, as k_attn_one's warps take theirs; the weights exp(s - m_p)
+ * rounded to BF16 (reference numerics, the only ones that take the tensor cores) written as k_attn_pv's A
+ * fragments, a pair per 4-byte store; rows from nr to the next multiple of 16 get weight 0 (the last part's). Then
+ * thread 0 joins the parts: den the denominator, cf the parts' factors c_p (AM_PARTS a head), both am_join's.
+ * (A warp per (token, head) walking the parts in turn took two round trips a part, with every part's pairs in
+ * registers at once 128 registers: 5.9 / 13.4 and ~7 / ~24 us at 16 / 64 tokens against 4.4 / 8.2 for the
+ * definition before, s59 ncu16/ and pp3/.) */
+__global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                             const float *scores, uint16_t *pb, float *den, float *cf)
+{
+    __shared__ float sm[2][AM_PARTS];
+    const int gw = blockIdx.x, p = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
     int nwin;
-    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), j0 = am_part_lo(nr, p), j1 = am_part_lo(nr, p + 1);
     const float sink = A.sinks[h];
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair am_den reads) */
+    /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair read) */
     const float *sc = scores + (size_t)gw * A.max_rows;
+    const auto pair = [&](int j) { return *(const float2 *)(sc + j); };
     const auto put = [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); };
-    const int n16 = (nr + 15) & ~15;
-    if (n16 <= 64 * MD_NV) {
-        /* up to 64 MD_NV rows (CSA's 640, HCA's to an ~82k context): the lane's pairs loaded at once into
-         * registers, one round trip rather than the loops' six or more (v65's ncu: the max's loads were 40 % of
-         * the kernel's samples); the same max, and the sum in am_den's order (its loop written out: pairs
-         * 2 l + 256 i + 64 k for i, then k, in order; past n16 nothing): the same bits */
-        float2 v[MD_NV];
-#pragma unroll
-        for (int k = 0; k < MD_NV; k++) {
-            const int j = 2 * lane + 64 * k;
-            v[k] = j < n16 ? *(const float2 *)(sc + j) : make_float2(0.0f, 0.0f);
-        }
-        float mx = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < MD_NV; k++) {
-            const int j = 2 * lane + 64 * k;
-            if (j < nr) mx = fmaxf(mx, j + 1 < nr ? fmaxf(v[k].x, v[k].y) : v[k].x);
-        }
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        float sum = 0;
-#pragma unroll
-        for (int i = 0; i < (MD_NV + 3) / 4; i++) {
-            if (2 * lane + 256 * i >= n16) break;
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int j = 2 * lane + 256 * i + 64 * k;
-                const float2 u = 4 * i + k < MD_NV ? v[4 * i + k] : make_float2(0.0f, 0.0f);
-                const float e0 = expf(j < nr ? u.x - mx : -INFINITY), e1 = expf(j + 1 < nr ? u.y - mx : -INFINITY);
-                sum += e0;
-                sum += e1;
-                if (j < n16) put(j, e0, e1);
-            }
-        }
-        sum = warp_sum(sum);
-        if (lane == 0) den[gw] = sum + expf(sink - mx);
-        return;
+    float mx = -INFINITY, l = 0.0f; /* an empty part's: am_join's c = 0 */
+    if (j1 > j0) {
+        mx = am_part_max(j0, j1, pair);
+        l = am_part_sum(j0, j1, mx, pair, put);
     }
-    float mx = -INFINITY;
-#pragma unroll 4
-    for (int j = 2 * lane; j < nr; j += 64) {
-        const float2 v = *(const float2 *)(sc + j);
-        mx = fmaxf(mx, j + 1 < nr ? fmaxf(v.x, v.y) : v.x);
+    if (lane == 0) sm[0][p] = mx, sm[1][p] = l;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float c[AM_PARTS];
+        den[gw] = am_join(sm[0], sm[1], sink, c);
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) cf[(size_t)gw * AM_PARTS + q] = c[q];
     }
-    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    const float d = am_den(
-        sink, nr, mx, [&](int j) { return *(const float2 *)(sc + j); }, put);
-    if (lane == 0) den[gw] = d;
 }
 
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
  * AT_PARTS parts; thread = (head tid / 4, SL / 4 dimensions); the part's rows
  * (their SL dimensions) and weights go through shared memory a tile at a
- * time, added in row order; part 0 adds the parts in order and divides. A
+ * time, added in row order; part 0 adds the parts in order (reference
+ * numerics: am_join's, the parts being the reference parts) and divides. A
  * dimension's sum is the same whatever SL is (narrower slices: more blocks
  * for small batches). */
 template <int SL>
-__global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *posv, const int32_t *cnt,
-                                                  const float *scores, const float **rows, const float *den,
-                                                  float *out)
+__global__ void __launch_bounds__(256)
+    k_attn_hpv(attn_args A, const int64_t *posv, const int32_t *cnt, const float *scores, const float **rows,
+               const float *den, const float *cf, float *out)
 {
     constexpr int DPT = SL / 4; /* dimensions per thread */
     __shared__ __align__(16) float rs[HS_PT][SL];
@@ -364,7 +416,9 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
     int64_t lo;
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
-    const int j0 = (int)((int64_t)nr * part / AT_PARTS), j1 = (int)((int64_t)nr * (part + 1) / AT_PARTS);
+    /* reference numerics: the reference parts (each weighted against its own max; k_attn_md) */
+    const int j0 = A.reference ? am_part_lo(nr, part) : (int)((int64_t)nr * part / AT_PARTS),
+              j1 = A.reference ? am_part_lo(nr, part + 1) : (int)((int64_t)nr * (part + 1) / AT_PARTS);
     const float **rp = rows + (size_t)t * A.max_rows;
     float acc[DPT];
 #pragma unroll
@@ -405,10 +459,17 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
     if (part == 0 && h < A.H) {
+        const float *c = cf + ((size_t)t * A.H + h) * AM_PARTS; /* reference numerics: am_join's order */
+        if (A.reference)
+#pragma unroll
+            for (int k = 0; k < DPT; k++) acc[k] = __fmaf_rn(c[0], acc[k], 0.0f);
         for (int p = 1; p < AT_PARTS; p++) {
             const float *o = cl.map_shared_rank(&red[0][0], p);
+            const float cp = c[p];
 #pragma unroll
-            for (int k = 0; k < DPT; k++) acc[k] += o[k * 256 + threadIdx.x];
+            for (int k = 0; k < DPT; k++)
+                acc[k] =
+                    A.reference ? __fmaf_rn(cp, o[k * 256 + threadIdx.x], acc[k]) : acc[k] + o[k * 256 + threadIdx.x];
         }
         const float dn = den[t * A.H + h];
         float *ot = out + ((size_t)t * A.H + h) * A.hd;
@@ -423,7 +484,7 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
 
 /* ---- tensor cores (reference numerics): the 64 heads of a token are the
  * MMA's M dimension, its rows the N (scores) or K (weighted sum) dimension.
- * In reference numerics q, every row and every weight exp(s - max) are BF16
+ * In reference numerics q, every row and every weight exp(s - m_p) are BF16
  * values (forward.c rounds q and the rows, k_attn_md16 the weights), so BF16
  * MMAs with FP32 accumulation form every product exactly: only the order of
  * the sums differs from the CPU. Other inputs would be rounded to BF16.
@@ -435,26 +496,21 @@ __global__ void __launch_bounds__(256) k_attn_hpv(attn_args A, const int64_t *po
  * rows go through shared memory CH dimensions at a time (the next chunk's
  * loads in flight during this chunk's MMAs). A score is one MMA chain over
  * the dimensions in order, whatever RT is: the part count is free.
- * k_attn_md16: each (token, head)'s max, sum and weights on a warp, the
- * weights written as k_attn_pv's A fragments (BF16: exact). k_attn_pv:
+ * k_attn_md16: each (token, head)'s parts' maxima, sums and weights (a warp a
+ * part), the weights written as k_attn_pv's A fragments (BF16: exact), the
+ * parts' factors and the denominator (am_join). k_attn_pv:
  * block (token, 8 NT
  * dimensions, part), a cluster of the AM_PARTS parts (split at multiples of
  * 16 rows, a function of the token's row count only); tiles of values
  * through shared memory as BF16, B operands through ldmatrix.trans, the
- * weights' fragments straight from memory; each part adds an eighth of the
- * outputs over the parts, in part order, and divides. With many tokens
+ * weights' fragments straight from memory; each part joins an eighth of the
+ * outputs over the parts, in part order (am_join), and divides. With many tokens
  * (WALK) one block per (token, 32, 64 or 128 dimensions) walks the parts itself, the
- * part sums added in the same order: the same bits with no cluster and no
+ * part sums joined in the same order: the same bits with no cluster and no
  * per-part start-up (the tests compare the two). Which scores block and
  * which weighted-sum layout serve a call of n tokens is dsv4 tune's choice
  * (engine/tune.h; built in: the H200's): every choice gives the same bits. */
-#define AM_PARTS 8
 #define AM_TILE 64 /* rows per tile of k_attn_pv */
-
-__device__ __forceinline__ int am_part_lo(int nr, int p)
-{
-    return p >= AM_PARTS ? nr : (int)(((int64_t)nr * p / AM_PARTS) & ~15);
-}
 
 /* Bytes per row of a BF16 tile in shared memory whose 16-byte fragment reads
  * (8 lanes: 2 rows x 4 chunks) meet 8 distinct bank groups: stride = 64 mod 128. */
@@ -677,8 +733,9 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const 
 }
 
 template <int NT, bool WALK, bool BF>
-__global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *posv, const int32_t *cnt,
-                                                 const uint16_t *pb, const float **rows, const float *den, float *out)
+__global__ void __launch_bounds__(128)
+    k_attn_pv(attn_args A, const int64_t *posv, const int32_t *cnt, const uint16_t *pb, const float **rows,
+              const float *den, const float *cf, float *out)
 {
     constexpr int SL = 8 * NT, VS = SL == 8 ? 16 : 2 * SL + 16; /* bytes per value row: an odd multiple of 16 */
     static_assert(WALK || 128 % SL == 0, "k_attn_pv: a thread's stores keep one column (the de-rotation's angle)");
@@ -761,7 +818,19 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     }
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
     if (pn < p_hi) load_weights();
+    /* WALK: the parts' factors of the thread's heads 16 w + g, + 8 (am_join; past H: 0, their sums are 0) */
+    float cw[WALK ? AM_PARTS : 1][2] = {};
+    if (WALK)
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++)
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int h = 16 * w + g + 8 * i;
+                cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
+            }
     float acc[NT][4], tot[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++) tot[n][0] = tot[n][1] = tot[n][2] = tot[n][3] = 0.0f;
     int ti = 0; /* tiles so far */
     for (int p = p_lo; p < p_hi; p++) {
 #pragma unroll
@@ -809,11 +878,17 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
                 }
             }
         }
-        /* the parts' sums added in part order (an empty part adds its zeros) */
+        /* WALK: the parts' sums joined in part order (am_join; an empty part's fmaf(0, 0, x) = x); else the
+         * block's own part */
+        float c0 = cw[0][0], c1 = cw[0][WALK ? 1 : 0]; /* part p's (a select: cw stays in registers) */
+#pragma unroll
+        for (int q = 1; q < (WALK ? AM_PARTS : 1); q++)
+            if (q == p) c0 = cw[q][0], c1 = cw[q][WALK ? 1 : 0];
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) tot[n][e] = p == p_lo ? acc[n][e] : tot[n][e] + acc[n][e];
+            for (int e = 0; e < 4; e++)
+                tot[n][e] = WALK ? __fmaf_rn(e >> 1 ? c1 : c0, acc[n][e], tot[n][e]) : acc[n][e];
     }
     if (WALK) {
         if (!active) return;
@@ -836,13 +911,17 @@ __global__ void __launch_bounds__(128) k_attn_pv(attn_args A, const int64_t *pos
     for (int e = part * 8 * SL + tid; e < (part + 1) * 8 * SL; e += 128) { /* the same trip count in every lane */
         const int h = e / SL, d = e % SL;
         if (!A.ofreq && h >= A.H) break;
-        float r[AM_PARTS];
+        float r[AM_PARTS], c[AM_PARTS];
+        const size_t hh = (size_t)t * A.H + (h < A.H ? h : A.H - 1);
 #pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) r[q] = cl.map_shared_rank(red, q)[e]; /* (in bounds past A.H too) */
-        float v = r[0];
+        for (int q = 0; q < AM_PARTS; q++) {
+            r[q] = cl.map_shared_rank(red, q)[e]; /* (in bounds past A.H too) */
+            c[q] = cf[hh * AM_PARTS + q];
+        }
+        float v = 0.0f; /* am_join's order */
 #pragma unroll
-        for (int q = 1; q < AM_PARTS; q++) v += r[q];
-        v = v / den[t * A.H + (h < A.H ? h : A.H - 1)];
+        for (int q = 0; q < AM_PARTS; q++) v = __fmaf_rn(c[q], r[q], v);
+        v = v / den[hh];
         if (A.ofreq) { /* the pair's other column is the next or previous lane's (SL even) */
             const float pv = __shfl_xor_sync(0xffffffffu, v, 1);
             const bool odd = d & 1;
@@ -879,8 +958,9 @@ static size_t pw_smem(int NA, int KT, int S, int max_rows)
 #define PW_SMEM_MAX (200 * 1024) /* k_attn_pvw's opt-in (cuda_attn_init) */
 
 template <int NA, int KT, int S>
-__global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *posv, const int32_t *cnt,
-                                                  const uint16_t *pb, const float **rows, const float *den, float *out)
+__global__ void __launch_bounds__(128)
+    k_attn_pvw(attn_args A, const int64_t *posv, const int32_t *cnt, const uint16_t *pb, const float **rows,
+               const float *den, const float *cf, float *out)
 {
     static_assert(S >= 2 && S <= 8 && KT % 16 == 0, "k_attn_pvw: 2 to 8 stages of whole k16 steps");
     constexpr int SL = 64 * NA, SB = pw_stage(NA, KT), VB = NA * KT * 128, KS = KT / 16;
@@ -927,23 +1007,25 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights and denominators (k_attn_md16's) */
     for (int i = 0; i < S - 1 && i < nst; i++) issue_a(i);
     cp_async_commit();
+    /* the parts' factors of the thread's heads 16 w + g, + 8 (am_join; past H: 0, their sums are 0) */
+    float cw[AM_PARTS][2];
+#pragma unroll
+    for (int q = 0; q < AM_PARTS; q++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int h = 16 * w + g + 8 * i;
+            cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
+        }
     float acc[NA][32], tot[NA][32];
 #pragma unroll
     for (int a = 0; a < NA; a++)
 #pragma unroll
         for (int j = 0; j < 32; j++) acc[a][j] = tot[a][j] = 0.0f;
-    /* the parts: p the current step's (am_part_lo's split; empty parts add zeros, as k_attn_pv's do), pf the
-     * parts added to tot so far */
+    /* the parts: p the current step's (am_part_lo's split; an empty part adds nothing: am_join's fmaf(0, 0,
+     * x) = x) */
     auto hi = [&](int q) { return am_part_lo(nr, q + 1); };
-    int p = 0, pf = 0;
+    int p = 0;
     while (p < AM_PARTS - 1 && hi(p) <= 0) p++;
-    auto fold_empty = [&](int pe) {
-        for (; pf < pe; pf++)
-#pragma unroll
-            for (int a = 0; a < NA; a++)
-#pragma unroll
-                for (int j = 0; j < 32; j++) tot[a][j] = pf == 0 ? 0.0f : tot[a][j] + 0.0f;
-    };
     /* the wgmma in flight done, their accumulators read from here on */
     auto acc_ready = [&]() {
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -981,17 +1063,19 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
             for (int a = 0; a < NA; a++)
                 wg_k16_bf_tb(acc[a], af[k], wg_desc(sst + (uint32_t)(a * (KT * 128) + k * 2048)));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            if (16 * (s + 1) >= hi(p)) { /* part p's last step: into the total, in part order */
+            if (16 * (s + 1) >= hi(p)) { /* part p's last step: into the total, in part order (am_join) */
                 acc_ready();
-                fold_empty(p);
+                float c0 = cw[0][0], c1 = cw[0][1]; /* part p's (a select: cw stays in registers) */
+#pragma unroll
+                for (int q = 1; q < AM_PARTS; q++)
+                    if (q == p) c0 = cw[q][0], c1 = cw[q][1];
 #pragma unroll
                 for (int a = 0; a < NA; a++)
 #pragma unroll
                     for (int j = 0; j < 32; j++) {
-                        tot[a][j] = pf == 0 ? acc[a][j] : tot[a][j] + acc[a][j];
+                        tot[a][j] = __fmaf_rn((j >> 1) & 1 ? c1 : c0, acc[a][j], tot[a][j]);
                         acc[a][j] = 0.0f;
                     }
-                pf = p + 1;
                 p++;
                 while (p < AM_PARTS - 1 && hi(p) <= 16 * (s + 1)) p++;
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); /* acc written since */
@@ -999,7 +1083,6 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
         }
     }
     acc_ready();
-    fold_empty(AM_PARTS);
     /* The epilogue through shared memory (the ring is free now): the sums as [head][SL] floats, then a loop of
      * column pairs a thread - the heads' denominators and the pairs' (cos, sin) once a block - divided,
      * de-rotated and stored as attn_store_quad does (the same operations on the same values: the same bits).
@@ -1055,14 +1138,11 @@ __global__ void __launch_bounds__(128) k_attn_pvw(attn_args A, const int64_t *po
  * token's HB heads (the parts' rows split as k_attn_pv's: am_part_lo): block p puts the HB heads' q and its
  * part's rows in shared memory once (the cached rows by cp.async, a warp a row; q and the step's own rows
  * from FP32, rounded to BF16 as k_attn_qpack does: no launch before it), takes the part's scores (k_attn_qk's MMA chain
- * over the dimensions in order, its permutation of K; each score stored at its head's owner too, through distributed
- * shared memory), the heads' maxima, the cluster's (a max is exact in any order), then for its own HO = HB / 8 heads
- * the denominators in k_attn_md16's order (am_den) from its own memory, the part's weights exp(s - max) as BF16 A
- * fragments, and the part's weighted sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order). The parts'
- * sums are added in part order by the heads' owners, divided and de-rotated as k_attn_pv does. EX1 (one token): the
- * scores to their owners and every part's maxima to every part go by st.async onto an mbarrier a block (initialised
- * before the PDL wait, a cluster barrier publishing it), and each block waits on its own mbarrier for the bytes it
- * expects instead of a cluster barrier (whose release is a GPU-wide fence) and remote loads of the maxima. Rows and q
+ * over the dimensions in order, its permutation of K), each head's part max and sum and the part's weights exp(s -
+ * m_p) as BF16 A fragments (k_attn_md16's order: am_part_max, am_part_sum, a warp a head), and the part's weighted
+ * sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order) - with no exchange between the parts until
+ * then. After one cluster barrier the owner of each head (HO = HB / 8 heads a part) joins the parts' maxima and sums
+ * (am_join) and their weighted sums in part order, divides and de-rotates as k_attn_pv does. Rows and q
  * go through shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
@@ -1095,12 +1175,12 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, dr, pt, rm, mb, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
- * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, maxima and
- * denominators. */
+ * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
+ * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
 __host__ __device__ inline af_lay af_layout(int hd, int RP)
 {
     af_lay L;
@@ -1112,15 +1192,12 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.pf = L.sc + (size_t)16 * (RP + 8) * 4;
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
-    L.dr = L.mx + 3 * 64 * sizeof(float);
-    L.pt = L.dr + (size_t)2 * AM_PARTS * RP * sizeof(float); /* k_attn_one: its HO heads' scores, every part's */
-    L.rm = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);       /* CSA: the slot's page table */
-    L.mb = L.rm + (size_t)AM_PARTS * 16 * sizeof(float);     /* EX1: every part's 16 maxima */
-    L.total = L.mb + 8;                                      /* EX1: the mbarrier they and the scores arrive on */
+    L.pt = L.mx + 3 * 64 * sizeof(float);
+    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
     return L;
 }
 
-template <bool EX1, int HB>
+template <int HB>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1133,10 +1210,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
     const float **rps = (const float **)(af_sm + L.rp);
-    float *lmx = (float *)(af_sm + L.mx), *mxa = lmx + 16, *dn = lmx + 32;
-    float *drow = (float *)(af_sm + L.dr); /* the scores of this part's HO heads over all the rows */
-    const int NRM = AM_PARTS * RP;         /* at least nr, even */
-    static_assert(32 * AF_WARPS == 256, "k_attn_one: sixteen threads a head for its maxima and weights");
+    /* every part's maxima and sums of the owned heads (HO a part, stored here by each part before the cluster
+     * barrier), the owned heads' denominators and factors (am_join) */
+    float *omx = (float *)(af_sm + L.mx), *osm = omx + 16, *dn = omx + 32, *cfo = omx + 48;
+    static_assert(3 * 16 + 2 * AM_PARTS <= 3 * 64, "k_attn_one: the owned heads' values fit");
     const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < HB ? A.H - h0 : HB; /* this block's heads */
     constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
@@ -1212,19 +1289,8 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     int dc = 2 * (tid % (hd >> 1));
     float dcs = 0.0f, dsn = 0.0f;
     if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
-    /* the sink of the head whose denominator this warp sums (a weight) */
-    const float sink = w < HO && HO * p + w < nh ? A.sinks[h0 + HO * p + w] : 0.0f;
-    /* EX1: the scores for this part's heads and every part's maxima arrive here by st.async on mb (no release
-     * barrier between the scores and the denominators); its init published to the cluster before the wait */
-    float *rmx = (float *)(af_sm + L.rm);
-    const uint32_t mb = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
-    if (EX1) {
-        if (tid == 0) {
-            mbar_init(mb, 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
-        cg::this_cluster().sync();
-    }
+    /* the sink of the owned head this thread joins (tid < HO) */
+    const float sink = tid < HO && HO * p + tid < nh ? A.sinks[h0 + HO * p + tid] : 0.0f;
     AF_T();
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* q, the step's rows, the indexer's choice */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -1270,8 +1336,6 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             issue_rows(0);
         }
     }
-    /* EX1: the bytes this part's mbarrier waits for: its HO heads' scores over all nr rows, 16 maxima a part */
-    if (EX1 && tid == 0) mbar_expect(mb, (unsigned)((HO * nr + AM_PARTS * 16) * sizeof(float)));
     AF_T();
     issue_rows(1);
     AF_T();
@@ -1319,71 +1383,31 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
-                if (j < np && (n == 0 || v1)) {
-                    const float v = acc[n][e] * A.scale;
-                    sc[h * SR + j] = v;
-                    /* and to the head's owner (part h / HO), which sums its denominator from its own memory (heads
-                     * HB .. 15 of the MMA's 16 rows: none; heads nh .. HB - 1, past H: zeros, as the bytes expected) */
-                    if (HB == 16 || h < HB) {
-                        const int ho = HO == 2 ? h >> 1 : h, hs = HO == 2 ? h & 1 : 0;
-                        if (EX1)
-                            st_async1((uint32_t)__cvta_generic_to_shared(drow + hs * NRM + r0 + j), mb, ho, v);
-                        else
-                            cl.map_shared_rank(drow, ho)[hs * NRM + r0 + j] = v;
-                    }
-                }
+                if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
             }
     }
     __syncthreads();
     AF_T();
-    { /* the part's maxima: sixteen threads a head */
-        const int h = tid >> 4, sub = tid & 15;
-        float m = -INFINITY;
-        if (h < nh)
-            for (int j = sub; j < np; j += 16) m = fmaxf(m, sc[h * SR + j]);
-        for (int o = 8; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        if (sub == 0) {
-            if (!EX1)
-                lmx[h] = m; /* read by every part after the barrier */
-            else            /* to every part (rmx[this part][h] there) */
-                for (int q = 0; q < AM_PARTS; q++)
-                    st_async1((uint32_t)__cvta_generic_to_shared(rmx + p * 16 + h), mb, q, m);
+    /* each head's part max and sum and the part's weights as A fragments (k_attn_md16's order: a warp a head;
+     * rows past np and heads past the block's zeros), the scores read unconditionally (SR > np16); the max and
+     * sum to the head's owner (part h / HO), whose join reads them after the cluster barrier */
+    for (int h = w; h < 16; h += AF_WARPS) {
+        float mx = -INFINITY, l = 0.0f; /* an empty part's: am_join's c = 0 */
+        if (h < nh && np > 0) {
+            const float *sh = sc + h * SR;
+            const auto pair = [&](int j) { return *(const float2 *)(sh + j); };
+            const auto put = [&](int j, float e0, float e1) {
+                *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = bf2_rn(e0, e1);
+            };
+            mx = am_part_max(0, np, pair);
+            l = am_part_sum(0, np, mx, pair, put);
+        } else {
+            for (int j = 2 * lane; j < np16; j += 64) *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = 0u;
         }
-    }
-    if (EX1)
-        mbar_wait(mb, 0); /* every part's scores of this part's heads and every part's maxima */
-    else
-        cl.sync(); /* every part's scores (here and at their heads' owners) and maxima */
-    AF_T();
-    if (tid < nh) {
-        float m = -INFINITY;
-#pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) m = fmaxf(m, EX1 ? rmx[q * 16 + tid] : cl.map_shared_rank(lmx, q)[tid]);
-        mxa[tid] = m;
-    }
-    AF_T();
-    __syncthreads();
-    AF_T();
-    /* the denominators of this part's HO heads (HO p .. of the block's) through am_den (k_attn_md16's order),
-     * from the scores every part stored here */
-    if (w < HO && HO * p + w < nh) {
-        const int hl = HO * p + w;
-        const float d = am_den(
-            sink, nr, mxa[hl], [&](int j) { return *(const float2 *)(drow + w * NRM + j); }, [](int, float, float) {});
-        if (lane == 0) dn[w] = d;
-    }
-    AF_T();
-    /* the part's weights as A fragments (k_attn_md16's: pairs, rows past nr and heads past H zero): sixteen
-     * threads a head, the scores read unconditionally (SR > np16) */
-    {
-        const int h = tid >> 4;
-        const float mx = mxa[h];
-        for (int j = 2 * (tid & 15); j < np16; j += 32) {
-            const int jg = r0 + j;
-            const float2 v = *(const float2 *)(sc + h * SR + j);
-            const float e0 = expf(h < nh && jg < nr ? v.x - mx : -INFINITY); /* +0 past them, branch-free */
-            const float e1 = expf(h < nh && jg + 1 < nr ? v.y - mx : -INFINITY);
-            *(uint32_t *)(pf + am_frag(0, 1, KSP, h, j)) = bf2_rn(e0, e1);
+        if (lane == 0 && h < nh) {
+            const int ho = h / HO, hs = h % HO;
+            cl.map_shared_rank(omx, ho)[p * HO + hs] = mx;
+            cl.map_shared_rank(osm, ho)[p * HO + hs] = l;
         }
     }
     __syncthreads();
@@ -1416,9 +1440,18 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
                 *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
                     make_float2(acc[u][e], acc[u][e + 1]);
     }
-    cl.sync(); /* every part's sums */
+    cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
-    /* this part's HO heads: the parts' sums in part order, divided, de-rotated (column pairs); two pairs'
+    if (tid < HO && HO * p + tid < nh) { /* the owned heads' join (am_join) */
+        float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) m[q] = omx[q * HO + tid], l[q] = osm[q * HO + tid];
+        dn[tid] = am_join(m, l, sink, c);
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) cfo[tid * AM_PARTS + q] = c[q];
+    }
+    __syncthreads();
+    /* this part's HO heads: the parts' sums joined in part order, divided, de-rotated (column pairs); two pairs'
      * loads in flight together */
     const int npair = HO * (hd >> 1);
     for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
@@ -1435,11 +1468,12 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int u = 0; u < 2; u++) {
             const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e >= npair || hl >= nh) continue;
-            float2 v = r[u][0];
+            float2 v = make_float2(0.0f, 0.0f); /* am_join's order */
 #pragma unroll
-            for (int q = 1; q < AM_PARTS; q++) {
-                v.x += r[u][q].x;
-                v.y += r[u][q].y;
+            for (int q = 0; q < AM_PARTS; q++) {
+                const float cq = cfo[hi * AM_PARTS + q];
+                v.x = __fmaf_rn(cq, r[u][q].x, v.x);
+                v.y = __fmaf_rn(cq, r[u][q].y, v.y);
             }
             const float d = dn[hi];
             float v0 = v.x / d, v1 = v.y / d;
@@ -1503,8 +1537,8 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-            k_attn_one<false, 16>, k_attn_one<true, 16>, k_attn_one<false, 8>, k_attn_one<true, 8>};
+                             const float *, const float *, const int32_t *, const int32_t *, int,
+                             float *) = {k_attn_one<16>, k_attn_one<8>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1513,7 +1547,7 @@ void cuda_attn_init(size_t smem_optin)
         }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        af_fits = cuda_cluster_fits(k_attn_one<false, 16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1595,7 +1629,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         if (mma && derot && p->out_freqs && p->out_rope > 0 && p->out_rope <= hd && (hd - p->out_rope) % 2 == 0)
             A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;
-        const size_t qb_off = (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1) * sizeof(float) + 15) & ~(size_t)15;
+        /* rows' addresses, scores, denominators, the parts' factors (reference numerics: am_join's), q's pack, ... */
+        const size_t qb_off =
+            (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1 + AM_PARTS) * sizeof(float) + 15) & ~(size_t)15;
         const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
         const size_t h16 = (size_t)((H + 15) & ~15);
         const size_t kb_off = pb_off + (mma ? nt * h16 * max_rows * sizeof(uint16_t) : 0); /* 16-byte multiples */
@@ -1604,9 +1640,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         A.kvb = (const float *)kvb;
         const float **hrows = (const float **)sp;
         float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
-        float *hden = hsc + nt * H * max_rows;
+        float *hden = hsc + nt * H * max_rows, *hcf = hden + nt * H;
         const int64_t *dpos = im->d_pos;
-        const float *csc = hsc, *cden = hden;
+        const float *csc = hsc, *cden = hden, *ccf = hcf;
         if (mma) {
             if (!attn_tune_set) dsv4_cuda_tune_set(NULL);
             const dsv4_attn_choice *ch = dsv4_tune_pick(&attn_tune, (int)nt);
@@ -1621,11 +1657,6 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
             if (one && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
-                /* the first exchange by st.async at one token (CSA 4k 11.24 against 11.46 us, HCA 4k 7.60 against
-                 * 7.86, v54); at two it was 7 % slower (likely its extra cluster barrier before the wait, exposed
-                 * when the next launch's clusters cannot be resident beside this one's). DSV4_ATTN_ONE_EX1=0: never */
-                static int ex1 = -1;
-                if (ex1 < 0) ex1 = cuda_env_on("DSV4_ATTN_ONE_EX1");
                 /* one8: 8 heads a block (a part owns one head) - HCA at 4k 6.85 against 7.54 us alone, 32k 8.25
                  * against 8.95 (bench/results/2026-12-03-s49/one8/). CSA's 96-row parts (4k on) measured slower
                  * alone (12.31 against 11.30: back-to-back calls overlapping themselves) but faster in decode
@@ -1634,8 +1665,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                launch_attn(hb == 8 ? (ex1 && nt == 1 ? k_attn_one<true, 8> : k_attn_one<false, 8>)
-                                    : (ex1 && nt == 1 ? k_attn_one<true, 16> : k_attn_one<false, 16>),
+                launch_attn(hb == 8 ? k_attn_one<8> : k_attn_one<16>,
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
@@ -1654,8 +1684,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                         (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                         (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
-            launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
-                        csc, pb, hden, (int)(nt * H));
+            launch_attn(k_attn_md16, dim3((unsigned)(nt * H)), 32 * AM_PARTS, 0, im->stream, false, true, A, dpos, cnt,
+                        csc, pb, hden, hcf);
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
              * the parts per (token, slice), or with many tokens a block per (token, 32, 64
              * or 128 dimensions) walking the parts itself (the same sums in the same order);
@@ -1669,7 +1699,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 pws <= PW_SMEM_MAX) {
                 launch_attn(wgs == 64 ? k_attn_pvw<1, PW1_KT, PW1_S> : k_attn_pvw<2, PW2_KT, PW2_S>,
                             dim3((unsigned)nt, (unsigned)(hd / wgs), 1), 128, pws, im->stream, false, true, A, dpos,
-                            cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
+                            cnt, (const uint16_t *)pb, (const float **)hrows, cden, ccf, out);
                 return A.ofreq != NULL;
             }
             const int wsl = ch->sum == DSV4_SUM_WALK32                                 ? 32
@@ -1681,21 +1711,23 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 max_rows * sizeof(float *) <= (A.bf16 ? 26 : 36) * 1024; /* BF16 rows: two value tiles, ~21 KB */
             if (walk) {
                 void (*wk)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
-                           float *) = wsl == 32   ? (A.bf16 ? k_attn_pv<4, true, true> : k_attn_pv<4, true, false>)
-                                      : wsl == 64 ? (A.bf16 ? k_attn_pv<8, true, true> : k_attn_pv<8, true, false>)
-                                                  : (A.bf16 ? k_attn_pv<16, true, true> : k_attn_pv<16, true, false>);
+                           const float *, float *) =
+                    wsl == 32   ? (A.bf16 ? k_attn_pv<4, true, true> : k_attn_pv<4, true, false>)
+                    : wsl == 64 ? (A.bf16 ? k_attn_pv<8, true, true> : k_attn_pv<8, true, false>)
+                                : (A.bf16 ? k_attn_pv<16, true, true> : k_attn_pv<16, true, false>);
                 launch_attn(wk, dim3((unsigned)nt, (unsigned)(hd / wsl), 1), 128, max_rows * sizeof(float *),
                             im->stream, false, true, A, dpos, cnt, (const uint16_t *)pb, (const float **)hrows, cden,
-                            out);
+                            ccf, out);
                 return A.ofreq != NULL;
             }
             const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
             void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
-                       float *) = sl == 16   ? (A.bf16 ? k_attn_pv<2, false, true> : k_attn_pv<2, false, false>)
-                                  : sl == 32 ? (A.bf16 ? k_attn_pv<4, false, true> : k_attn_pv<4, false, false>)
-                                             : (A.bf16 ? k_attn_pv<8, false, true> : k_attn_pv<8, false, false>);
+                       const float *, float *) =
+                sl == 16   ? (A.bf16 ? k_attn_pv<2, false, true> : k_attn_pv<2, false, false>)
+                : sl == 32 ? (A.bf16 ? k_attn_pv<4, false, true> : k_attn_pv<4, false, false>)
+                           : (A.bf16 ? k_attn_pv<8, false, true> : k_attn_pv<8, false, false>);
             launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
-                        cnt, (const uint16_t *)pb, (const float **)hrows, cden, out);
+                        cnt, (const uint16_t *)pb, (const float **)hrows, cden, ccf, out);
             return A.ofreq != NULL;
         }
         /* small batches: more blocks (a score is the same for any part count,
@@ -1705,12 +1737,14 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         k_attn_hs<<<dim3((unsigned)nt, (unsigned)((H + 7) / 8), hs_parts), 256, 0, im->stream>>>(
             A, im->d_segs, im->d_tok_seg, dpos, im->d_page_table, q, kv_new, idx, cnt, hsc, hrows);
         CK_LAUNCH();
-        k_attn_md<<<(unsigned)(nt * H), 128, 0, im->stream>>>(A, dpos, cnt, hsc, hden);
+        k_attn_md<<<(unsigned)(nt * H), 128, 0, im->stream>>>(A, dpos, cnt, hsc, hden, hcf);
         CK_LAUNCH();
         void (*hpv)(attn_args, const int64_t *, const int32_t *, const float *, const float **, const float *,
-                    float *) = sl == 16 ? k_attn_hpv<16> : sl == 32 ? k_attn_hpv<32> : k_attn_hpv<64>;
+                    const float *, float *) = sl == 16   ? k_attn_hpv<16>
+                                              : sl == 32 ? k_attn_hpv<32>
+                                                         : k_attn_hpv<64>;
         launch_attn(hpv, dim3((unsigned)nt, (unsigned)((hd + sl - 1) / sl), AT_PARTS), 256, 0, im->stream, true, false,
-                    A, dpos, cnt, csc, (const float **)hrows, cden, out);
+                    A, dpos, cnt, csc, (const float **)hrows, cden, ccf, out);
         return false;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;

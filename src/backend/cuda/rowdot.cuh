@@ -568,17 +568,4 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
                      : "r"(bar), "r"(parity)
                      : "memory");
 }
-/* A float into cluster block rank's shared memory at this block's shared address a (the same offset there),
- * counted as 4 bytes of transactions on rank's mbarrier at this block's address bar: the writer needs no
- * fence or barrier, the reader waits on its own mbarrier (st.async: no MEMBAR, unlike a release). */
-__device__ __forceinline__ void st_async1(uint32_t a, uint32_t bar, unsigned rank, float x)
-{
-    uint32_t ra, rb;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(bar), "r"(rank));
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(ra),
-                 "r"(__float_as_uint(x)), "r"(rb)
-                 : "memory");
-}
-
 #endif
