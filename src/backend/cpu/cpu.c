@@ -1025,6 +1025,17 @@ static int attn_rows(const dsv4_attn_params *p, const dsv4_plan *plan, const dsv
     return n;
 }
 
+/* o += e x a cached row (BF16 when bf, else FP32), hd values. */
+static void row_add(float *o, float e, const float *row, bool bf, int hd)
+{
+    if (bf) {
+        const uint16_t *r = (const uint16_t *)row;
+        for (int i = 0; i < hd; i++) o[i] += e * dsv4_bf16_to_f32(r[i]);
+    } else {
+        for (int i = 0; i < hd; i++) o[i] += e * row[i];
+    }
+}
+
 /* Reference numerics' attention of one (token, head) over its nr scores sc (backend.h, dsv4_attn_params.reference):
  * per part p (dsv4_attn_part_lo) its max m_p, its weights BF16(exp(s - m_p)), l_p the sum of the unrounded
  * exp(s - m_p) (here in row order) and O_p the weighted sum of its rows; then M the largest m_p, c_p = exp(m_p -
@@ -1049,16 +1060,7 @@ static void attn_parts(float *sc, int nr, int hd, const float **rows, const uint
         const float c = expf(mp[p] - M);
         den = fmaf(c, lp[p], den);
         for (int i = 0; i < hd; i++) op[i] = 0;
-        for (int j = lo; j < hi; j++) {
-            const float ej = dsv4_round_bf16(sc[j]);
-            if (bf[j]) {
-                const uint16_t *r = (const uint16_t *)rows[j];
-                for (int i = 0; i < hd; i++) op[i] += ej * dsv4_bf16_to_f32(r[i]);
-            } else {
-                const float *r = rows[j];
-                for (int i = 0; i < hd; i++) op[i] += ej * r[i];
-            }
-        }
+        for (int j = lo; j < hi; j++) row_add(op, dsv4_round_bf16(sc[j]), rows[j], bf[j], hd);
         for (int i = 0; i < hd; i++) o[i] = fmaf(c, op[i], o[i]);
     }
     den += expf(sink - M);
@@ -1093,16 +1095,7 @@ static void attn_task(void *vctx, int64_t task)
     for (int j = 0; j < nr; j++) den += (sc[j] = expf(sc[j] - mx));
     den += expf(sink - mx);
     for (int i = 0; i < hd; i++) o[i] = 0;
-    for (int j = 0; j < nr; j++) {
-        const float ej = sc[j];
-        if (bf[j]) {
-            const uint16_t *r = (const uint16_t *)rows[j];
-            for (int i = 0; i < hd; i++) o[i] += ej * dsv4_bf16_to_f32(r[i]);
-        } else {
-            const float *r = rows[j];
-            for (int i = 0; i < hd; i++) o[i] += ej * r[i];
-        }
-    }
+    for (int j = 0; j < nr; j++) row_add(o, sc[j], rows[j], bf[j], hd);
     for (int i = 0; i < hd; i++) o[i] /= den;
 }
 

@@ -708,6 +708,19 @@ __global__ void __launch_bounds__(256)
         }
 }
 
+/* The parts' factors c_p (am_join's, from cf: AM_PARTS a (token, head)) of an MMA accumulator's two heads, hb
+ * and hb + 8, as cw[p][0 / 1] (heads past H: 0; their sums are 0). */
+__device__ __forceinline__ void am_factors(const attn_args &A, const float *cf, int t, int hb, float (*cw)[2])
+{
+#pragma unroll
+    for (int q = 0; q < AM_PARTS; q++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int h = hb + 8 * i;
+            cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
+        }
+}
+
 /* A walking block's quad of outputs (an MMA accumulator's: q[0], q[1] head hb, q[2], q[3] head hb + 8, columns c,
  * c + 1) divided by the heads' denominators, de-rotated (cs, sn: attn_derot_cs's at c) and stored; heads past
  * H are not. k_attn_pv's walk and k_attn_pvw end in it: the same operations. */
@@ -818,16 +831,8 @@ __global__ void __launch_bounds__(128)
     }
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
     if (pn < p_hi) load_weights();
-    /* WALK: the parts' factors of the thread's heads 16 w + g, + 8 (am_join; past H: 0, their sums are 0) */
-    float cw[WALK ? AM_PARTS : 1][2] = {};
-    if (WALK)
-#pragma unroll
-        for (int q = 0; q < AM_PARTS; q++)
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int h = 16 * w + g + 8 * i;
-                cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
-            }
+    float cw[WALK ? AM_PARTS : 1][2] = {}; /* WALK: the parts' factors of the thread's heads */
+    if (WALK) am_factors(A, cf, t, 16 * w + g, cw);
     float acc[NT][4], tot[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++) tot[n][0] = tot[n][1] = tot[n][2] = tot[n][3] = 0.0f;
@@ -1007,15 +1012,8 @@ __global__ void __launch_bounds__(128)
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights and denominators (k_attn_md16's) */
     for (int i = 0; i < S - 1 && i < nst; i++) issue_a(i);
     cp_async_commit();
-    /* the parts' factors of the thread's heads 16 w + g, + 8 (am_join; past H: 0, their sums are 0) */
-    float cw[AM_PARTS][2];
-#pragma unroll
-    for (int q = 0; q < AM_PARTS; q++)
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            const int h = 16 * w + g + 8 * i;
-            cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
-        }
+    float cw[AM_PARTS][2]; /* the parts' factors of the thread's heads */
+    am_factors(A, cf, t, 16 * w + g, cw);
     float acc[NA][32], tot[NA][32];
 #pragma unroll
     for (int a = 0; a < NA; a++)
