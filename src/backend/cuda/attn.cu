@@ -329,16 +329,6 @@ template <class P> __device__ __forceinline__ float am_part_max(int lo, int hi, 
     return mx;
 }
 
-/* The pair j's terms exp(s - mx) (zeros past hi: exp(-inf) = +0, with no branch around the exp), added to sum
- * in the fixed order and given to put for the weights. */
-template <class W> __device__ __forceinline__ void am_pair_terms(int j, int hi, float2 v, float mx, float &sum, W put)
-{
-    const float e0 = expf(j < hi ? v.x - mx : -INFINITY), e1 = expf(j + 1 < hi ? v.y - mx : -INFINITY);
-    sum += e0;
-    sum += e1;
-    put(j, e0, e1);
-}
-
 /* Its sum l_p in the fixed order above, and put(j, e0, e1): the pair's terms (zeros past hi) for the weights,
  * for every pair below hi rounded up to 16. Four pairs a lane are loaded at once (indices past that bound read
  * the lane's first pair again and add nothing), so a round trip and an exp serve four pairs rather than one. */
@@ -351,8 +341,16 @@ template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo,
 #pragma unroll
         for (int k = 0; k < 4; k++) v[k] = pair(j0 + 64 * k < h16 ? j0 + 64 * k : j0);
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (j0 + 64 * k < h16) am_pair_terms(j0 + 64 * k, hi, v[k], mx, sum, put);
+        for (int k = 0; k < 4; k++) {
+            const int j = j0 + 64 * k; /* past hi: exp(-inf) = +0, with no branch around the exp */
+            if (j < h16) {
+                const float e0 = expf(j < hi ? v[k].x - mx : -INFINITY);
+                const float e1 = expf(j + 1 < hi ? v[k].y - mx : -INFINITY);
+                sum += e0;
+                sum += e1;
+                put(j, e0, e1);
+            }
+        }
     }
     return warp_sum(sum);
 }
