@@ -5,7 +5,7 @@
     cmake -S . -B build-trace -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS=-DAF_TRACE
     cmake --build build-trace --target bench_kernels
     build-trace/bench_kernels --attn-only --batch 1 --reps 8 > trace.txt      # on the GPU
-    python3 bench/af_trace.py trace.txt[.gz]
+    python3 bench/af_trace.py trace.txt[.gz]       # --before-s59: a trace of the kernel before s59
 
 Per (kind, row count): the median over calls of each phase's cycles, a column per part, and the sum of the
 phases after griddepcontrol.wait (what is before it overlaps the kernel before under programmatic dependent
@@ -16,14 +16,19 @@ import re
 import statistics
 import sys
 
-PHASES = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+barrier",
-          "remote max", "max sync", "den", "weights", "pv", "sums+barrier", "combine", "exit"]
+# the stamps since s59's per-part weights (one cluster barrier); --before-s59: the earlier kernel's
+PHASES = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+sum+wts", "pv",
+          "sums+barrier", "join", "combine", "exit", "-", "-", "-"]
+PHASES_BEFORE_S59 = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+barrier",
+                     "remote max", "max sync", "den", "weights", "pv", "sums+barrier", "combine", "exit"]
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = [a for a in sys.argv[1:] if a != "--before-s59"]
+    phases = PHASES_BEFORE_S59 if "--before-s59" in sys.argv[1:] else PHASES
+    if len(args) != 1:
         sys.exit(__doc__)
-    path = sys.argv[1]
+    path = args[0]
     calls = {}
     with (gzip.open if path.endswith(".gz") else open)(path, "rt", errors="replace") as f:
         for line in f:
@@ -37,8 +42,8 @@ def main():
         ps = sorted(parts)
         print("%s, %d rows: %d calls; cycles, the median over calls, parts %s" %
               ({1: "CSA", 2: "HCA"}.get(kind, "kind %d" % kind), nr, len(parts[ps[0]]), " ".join(map(str, ps))))
-        for i, name in enumerate(PHASES):
-            if i == 1:
+        for i, name in enumerate(phases):
+            if i == 1 or name == "-":
                 continue
             print("  %-13s" % name + "".join("%7d" % statistics.median(d[i] for d in parts[p]) for p in ps))
         tot = [statistics.median(sum(d[2:]) for d in parts[p]) for p in ps]

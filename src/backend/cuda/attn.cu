@@ -1447,6 +1447,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int q = 0; q < AM_PARTS; q++) cfo[tid * AM_PARTS + q] = c[q];
     }
     __syncthreads();
+    AF_T();
     /* this part's HO heads: the parts' sums joined in part order, divided, de-rotated (column pairs); two pairs'
      * loads in flight together */
     const int npair = HO * (hd >> 1);
