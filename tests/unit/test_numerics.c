@@ -1,7 +1,8 @@
 /*
  * test_numerics.c - invariants of the small numeric building blocks:
  * Sinkhorn (MODEL.md §3.3), the RoPE frequency tables (§3.5), the FP8 / FP4
- * simulations and the Hadamard transform (§3.10), and top-k selection.
+ * simulations and the Hadamard transform (§3.10), top-k selection, and the
+ * row parts of reference numerics' attention (backend.h).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_ops.h"
 #include "model/quant.h"
 
@@ -181,12 +183,35 @@ static void test_topk(void **state)
     assert_int_equal(dsv4_cpu_topk(s, 3, 8, idx), 3);
 }
 
+/* The parts every reference attention path weighs alike (dsv4_attn_part_lo): they cover the rows in order from
+ * 0 to nr, start at multiples of 16, hold at most nr / 8 + 16 rows each (what k_attn_one sizes a part's shared
+ * memory by), and the last is never empty (rows past nr, padded to 16, are its). */
+static void test_attn_parts(void **state)
+{
+    (void)state;
+    for (int nr = 1; nr <= 20000; nr++) {
+        assert_int_equal(dsv4_attn_part_lo(nr, 0), 0);
+        assert_int_equal(dsv4_attn_part_lo(nr, DSV4_ATTN_PARTS), nr);
+        for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
+            const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
+            assert_int_equal(lo % 16, 0);
+            assert_true(hi >= lo);
+            assert_true(hi - lo <= (nr + DSV4_ATTN_PARTS - 1) / DSV4_ATTN_PARTS + 16);
+        }
+        assert_true(dsv4_attn_part_lo(nr, DSV4_ATTN_PARTS - 1) < nr);
+    }
+    assert_int_equal(dsv4_attn_part_lo(640, 1), 80); /* CSA's 640 rows: 8 parts of 80 */
+    assert_int_equal(dsv4_attn_part_lo(160, 1), 16); /* HCA at 4k: parts of 16, 16, 16, 32, 16, 16, 16, 32 */
+    assert_int_equal(dsv4_attn_part_lo(20, 7), 16);  /* few rows: parts 0-5 empty, 6 holds 16, 7 the rest */
+    assert_int_equal(dsv4_attn_part_lo(20, 6), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sinkhorn_invariants), cmocka_unit_test(test_rope_tables),
-        cmocka_unit_test(test_fp8sim),              cmocka_unit_test(test_fp4sim_hadamard),
-        cmocka_unit_test(test_bf16_rounding),       cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_sinkhorn_invariants), cmocka_unit_test(test_rope_tables),   cmocka_unit_test(test_fp8sim),
+        cmocka_unit_test(test_fp4sim_hadamard),     cmocka_unit_test(test_bf16_rounding), cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_attn_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
