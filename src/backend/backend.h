@@ -97,8 +97,8 @@ typedef struct {
     float scale;          /* head_dim^-0.5 */
     const float *sinks;   /* [n_heads] */
     bool reference;       /* the weights exp(s - m) rounded to BF16 before the product with V, m the max
-                           * of the row's part (DSV4_ATTN_PARTS; the parts' sums then joined as the CPU
-                           * backend's attn_parts writes out); q and every row are then BF16 values
+                           * of the row's part (DSV4_ATTN_PARTS; the parts' sums then joined as
+                           * dsv4_attn_join says); q and every row are then BF16 values
                            * (forward.c rounds them), which a backend may multiply as BF16 (the CUDA
                            * tensor-core layout does) */
     /* With out_freqs: the output is then de-rotated, exactly as the rope op with inverse = true on it
@@ -114,9 +114,25 @@ typedef struct {
  * dsv4_attn_part_lo(nr, p) .. dsv4_attn_part_lo(nr, p + 1) - 1 (some empty when nr is small). Each part's
  * weights are taken against its own max, so a kernel can weigh a part's rows as soon as it has scored them. */
 #define DSV4_ATTN_PARTS 8
-static inline int dsv4_attn_part_lo(int nr, int p)
+DSV4_HD int dsv4_attn_part_lo(int nr, int p)
 {
     return p >= DSV4_ATTN_PARTS ? nr : (int)(((int64_t)nr * p / DSV4_ATTN_PARTS) & ~15);
+}
+
+/* The parts joined, on every backend: m[p] the part's max (an empty part's -inf), l[p] its sum of the unrounded
+ * exp(s - m[p]); M the largest m[p], c[p] = exp(m[p] - M) (an empty part's 0); returns the denominator, fmaf(c[p],
+ * l[p], .) from 0 in part order plus the sink's mass exp(sink - M). The output is the weighted sums O_p joined
+ * alike - fmaf(c[p], O_p, .) from 0 in part order (an empty part's fmaf(0, 0, x) = x: it may be left out) -
+ * divided by the denominator. */
+DSV4_HD float dsv4_attn_join(const float *m, const float *l, float sink, float *c)
+{
+    float M = -INFINITY, d = 0.0f;
+    for (int p = 0; p < DSV4_ATTN_PARTS; p++) M = fmaxf(M, m[p]);
+    for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
+        c[p] = expf(m[p] - M);
+        d = fmaf(c[p], l[p], d);
+    }
+    return d + expf(sink - M);
 }
 
 typedef struct {

@@ -1038,32 +1038,27 @@ static void row_add(float *o, float e, const float *row, bool bf, int hd)
 
 /* Reference numerics' attention of one (token, head) over its nr scores sc (backend.h, dsv4_attn_params.reference):
  * per part p (dsv4_attn_part_lo) its max m_p, its weights BF16(exp(s - m_p)), l_p the sum of the unrounded
- * exp(s - m_p) (here in row order) and O_p the weighted sum of its rows; then M the largest m_p, c_p = exp(m_p -
- * M), and o = (sum of c_p O_p) / (sum of c_p l_p + exp(sink - M)), each sum a chain of FMAs in part order. op:
- * hd floats of room. */
+ * exp(s - m_p) (here in row order) and O_p the weighted sum of its rows, joined by dsv4_attn_join. op: hd floats
+ * of room. */
 static void attn_parts(float *sc, int nr, int hd, const float **rows, const uint8_t *bf, float sink, float *o,
                        float *op)
 {
-    float mp[DSV4_ATTN_PARTS], lp[DSV4_ATTN_PARTS], M = -INFINITY;
+    float mp[DSV4_ATTN_PARTS], lp[DSV4_ATTN_PARTS], c[DSV4_ATTN_PARTS];
     for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
         const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
         mp[p] = -INFINITY, lp[p] = 0;
         for (int j = lo; j < hi; j++) mp[p] = fmaxf(mp[p], sc[j]);
         for (int j = lo; j < hi; j++) lp[p] += (sc[j] = expf(sc[j] - mp[p]));
-        if (hi > lo) M = fmaxf(M, mp[p]);
     }
-    float den = 0;
+    const float den = dsv4_attn_join(mp, lp, sink, c);
     for (int i = 0; i < hd; i++) o[i] = 0;
     for (int p = 0; p < DSV4_ATTN_PARTS; p++) {
         const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
-        if (hi <= lo) continue; /* an empty part adds nothing */
-        const float c = expf(mp[p] - M);
-        den = fmaf(c, lp[p], den);
+        if (hi <= lo) continue; /* an empty part adds nothing (dsv4_attn_join) */
         for (int i = 0; i < hd; i++) op[i] = 0;
         for (int j = lo; j < hi; j++) row_add(op, dsv4_round_bf16(sc[j]), rows[j], bf[j], hd);
-        for (int i = 0; i < hd; i++) o[i] = fmaf(c, op[i], o[i]);
+        for (int i = 0; i < hd; i++) o[i] = fmaf(c[p], op[i], o[i]);
     }
-    den += expf(sink - M);
     for (int i = 0; i < hd; i++) o[i] /= den;
 }
 

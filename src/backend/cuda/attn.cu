@@ -23,7 +23,7 @@
  * Every layout fills the GPU at batch 1, and a token's result depends on its
  * own rows only, through sums whose order is a function of its row count
  * (batch invariance). In reference numerics every layout weighs a part of
- * the rows against the part's own max and joins the parts after (am_join;
+ * the rows against the part's own max and joins the parts after (dsv4_attn_join;
  * MODEL_NOTES, "Reference numerics' attention weights").
  */
 #include <cooperative_groups.h>
@@ -38,32 +38,10 @@ namespace cg = cooperative_groups;
 #define AT_PARTS 8 /* parts of a token's rows: a cluster in k_attn_hpv */
 
 /* Reference numerics' parts of a token's rows (backend.h: DSV4_ATTN_PARTS, dsv4_attn_part_lo): each part's
- * weights exp(s - m_p) against its own max, the parts joined after (am_join); the tensor-core weighted sums
- * and k_attn_one split their work at the same rows. */
+ * weights exp(s - m_p) against its own max, the parts joined after (dsv4_attn_join); the tensor-core weighted
+ * sums and k_attn_one split their work at the same rows. */
 #define AM_PARTS DSV4_ATTN_PARTS
 static_assert(AM_PARTS == AT_PARTS, "attn: k_attn_hpv's cluster holds the reference parts");
-
-__device__ __forceinline__ int am_part_lo(int nr, int p)
-{
-    return p >= AM_PARTS ? nr : (int)(((int64_t)nr * p / AM_PARTS) & ~15);
-}
-
-/* The parts joined (reference numerics): M the largest part max m[p], c[p] = exp(m[p] - M) (an empty part's
- * m = -inf: 0) and the denominator, fmaf(c[p], l[p], .) from 0 in part order plus the sink's mass exp(sink -
- * M). The weighted sums join alike: fmaf(c[p], O_p, .) from 0 in part order (an empty part's fmaf(0, 0, x) =
- * x: it may be left out). Every reference path joins through this (the CPU: attn_parts). */
-__device__ __forceinline__ float am_join(const float *m, const float *l, float sink, float *c)
-{
-    float M = -INFINITY, d = 0.0f;
-#pragma unroll
-    for (int p = 0; p < AM_PARTS; p++) M = fmaxf(M, m[p]);
-#pragma unroll
-    for (int p = 0; p < AM_PARTS; p++) {
-        c[p] = expf(m[p] - M);
-        d = __fmaf_rn(c[p], l[p], d);
-    }
-    return d + expf(sink - M);
-}
 
 struct attn_args {
     int kind, ratio, H, hd, window, topk, max_rows;
@@ -135,9 +113,9 @@ __device__ static int attn_rows(const attn_args &A, int64_t pos, int t, const in
 /* Max and sum of the nr scores of one (token, head) in a fixed order (the
  * block's threads, block_max / block_sum); the scores become the weights
  * exp(s - max) in place. Returns the sum plus the sink's mass (it adds to the
- * denominator, no value). Reference numerics: per part (am_part_lo), each
+ * denominator, no value). Reference numerics: per part (dsv4_attn_part_lo), each
  * part's weights BF16(exp(s - m_p)) against its own max, the parts joined by
- * am_join (cf: the parts' factors c_p); plain: one max, cf all 1. */
+ * dsv4_attn_join (cf: the parts' factors c_p); plain: one max, cf all 1. */
 __device__ static float attn_weights(const attn_args &A, float *sc, int nr, int h, float *sh, float *cf)
 {
     if (!A.reference) {
@@ -156,7 +134,7 @@ __device__ static float attn_weights(const attn_args &A, float *sc, int nr, int 
     float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
 #pragma unroll
     for (int p = 0; p < AM_PARTS; p++) {
-        const int lo = am_part_lo(nr, p), hi = am_part_lo(nr, p + 1);
+        const int lo = dsv4_attn_part_lo(nr, p), hi = dsv4_attn_part_lo(nr, p + 1);
         float mx = -INFINITY;
         for (int j = lo + (int)threadIdx.x; j < hi; j += blockDim.x) mx = fmaxf(mx, sc[j]);
         m[p] = mx = block_max(mx, sh);
@@ -168,7 +146,7 @@ __device__ static float attn_weights(const attn_args &A, float *sc, int nr, int 
         }
         l[p] = block_sum(den, sh);
     }
-    const float d = am_join(m, l, A.sinks[h], c);
+    const float d = dsv4_attn_join(m, l, A.sinks[h], c);
     if (threadIdx.x < AM_PARTS)
 #pragma unroll
         for (int p = 0; p < AM_PARTS; p++)
@@ -210,11 +188,11 @@ __global__ void k_attn(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg
         float acc = 0;
         if (!A.reference)
             for (int j = 0; j < nr; j++) acc += sc[j] * kv_el(rp[j], i, A.bf16);
-        else /* each part's sum, joined in part order (am_join) */
+        else /* each part's sum, joined in part order (dsv4_attn_join) */
             for (int p = 0; p < AM_PARTS; p++) {
-                const int j1 = am_part_lo(nr, p + 1);
+                const int j1 = dsv4_attn_part_lo(nr, p + 1);
                 float ap = 0;
-                for (int j = am_part_lo(nr, p); j < j1; j++) ap += sc[j] * kv_el(rp[j], i, A.bf16);
+                for (int j = dsv4_attn_part_lo(nr, p); j < j1; j++) ap += sc[j] * kv_el(rp[j], i, A.bf16);
                 acc = __fmaf_rn(cf[p], ap, acc);
             }
         o[i] = acc / den;
@@ -311,7 +289,7 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
     return (((size_t)t * HG + (h >> 4)) * KS + (j >> 4)) * 256 + lane * 8 + reg * 2 + (jr & 1);
 }
 
-/* Reference numerics' fixed order for a part's sum l_p (am_join): lane l of a warp adds exp(s - m_p) of the
+/* Reference numerics' fixed order for a part's sum l_p (dsv4_attn_join): lane l of a warp adds exp(s - m_p) of the
  * part's row pairs lo + 2 l + 64 k (lo: the part's first row; the pair's first row, then its second) in k
  * order, then the butterfly (warp_sum). k_attn_md16 and k_attn_one both sum so.
  *
@@ -356,10 +334,10 @@ template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo,
 }
 
 /* The parts' maxima, sums and weights for the tensor cores: a block per (token, head), warp p taking part p
- * (am_part_lo) through am_part_max and am_part_sum, as k_attn_one's warps take theirs; the weights exp(s - m_p)
+ * (dsv4_attn_part_lo) through am_part_max and am_part_sum, as k_attn_one's warps take theirs; the weights exp(s - m_p)
  * rounded to BF16 (reference numerics, the only ones that take the tensor cores) written as k_attn_pv's A
  * fragments, a pair per 4-byte store; rows from nr to the next multiple of 16 get weight 0 (the last part's). Then
- * thread 0 joins the parts: den the denominator, cf the parts' factors c_p (AM_PARTS a head), both am_join's.
+ * thread 0 joins the parts: den the denominator, cf the parts' factors c_p (AM_PARTS a head), both dsv4_attn_join's.
  * (A warp per (token, head) walking the parts in turn took two round trips a part, with every part's pairs in
  * registers at once 128 registers: 5.9 / 13.4 and ~7 / ~24 us at 16 / 64 tokens against 4.4 / 8.2 for the
  * definition before, s59 ncu16/ and pp3/.) */
@@ -371,7 +349,8 @@ __global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const 
     const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
     int nwin;
-    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), j0 = am_part_lo(nr, p), j1 = am_part_lo(nr, p + 1);
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), j0 = dsv4_attn_part_lo(nr, p),
+              j1 = dsv4_attn_part_lo(nr, p + 1);
     const float sink = A.sinks[h];
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -379,7 +358,7 @@ __global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const 
     const float *sc = scores + (size_t)gw * A.max_rows;
     const auto pair = [&](int j) { return *(const float2 *)(sc + j); };
     const auto put = [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); };
-    float mx = -INFINITY, l = 0.0f; /* an empty part's: am_join's c = 0 */
+    float mx = -INFINITY, l = 0.0f; /* an empty part's: dsv4_attn_join's c = 0 */
     if (j1 > j0) {
         mx = am_part_max(j0, j1, pair);
         l = am_part_sum(j0, j1, mx, pair, put);
@@ -388,7 +367,7 @@ __global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const 
     __syncthreads();
     if (threadIdx.x == 0) {
         float c[AM_PARTS];
-        den[gw] = am_join(sm[0], sm[1], sink, c);
+        den[gw] = dsv4_attn_join(sm[0], sm[1], sink, c);
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) cf[(size_t)gw * AM_PARTS + q] = c[q];
     }
@@ -398,7 +377,7 @@ __global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const 
  * AT_PARTS parts; thread = (head tid / 4, SL / 4 dimensions); the part's rows
  * (their SL dimensions) and weights go through shared memory a tile at a
  * time, added in row order; part 0 adds the parts in order (reference
- * numerics: am_join's, the parts being the reference parts) and divides. A
+ * numerics: dsv4_attn_join's, the parts being the reference parts) and divides. A
  * dimension's sum is the same whatever SL is (narrower slices: more blocks
  * for small batches). */
 template <int SL>
@@ -415,8 +394,8 @@ __global__ void __launch_bounds__(256)
     int nwin;
     const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
     /* reference numerics: the reference parts (each weighted against its own max; k_attn_md) */
-    const int j0 = A.reference ? am_part_lo(nr, part) : (int)((int64_t)nr * part / AT_PARTS),
-              j1 = A.reference ? am_part_lo(nr, part + 1) : (int)((int64_t)nr * (part + 1) / AT_PARTS);
+    const int j0 = A.reference ? dsv4_attn_part_lo(nr, part) : (int)((int64_t)nr * part / AT_PARTS),
+              j1 = A.reference ? dsv4_attn_part_lo(nr, part + 1) : (int)((int64_t)nr * (part + 1) / AT_PARTS);
     const float **rp = rows + (size_t)t * A.max_rows;
     float acc[DPT];
 #pragma unroll
@@ -457,7 +436,7 @@ __global__ void __launch_bounds__(256)
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
     if (part == 0 && h < A.H) {
-        const float *c = cf + ((size_t)t * A.H + h) * AM_PARTS; /* reference numerics: am_join's order */
+        const float *c = cf + ((size_t)t * A.H + h) * AM_PARTS; /* reference numerics: dsv4_attn_join's order */
         if (A.reference)
 #pragma unroll
             for (int k = 0; k < DPT; k++) acc[k] = __fmaf_rn(c[0], acc[k], 0.0f);
@@ -496,13 +475,13 @@ __global__ void __launch_bounds__(256)
  * the dimensions in order, whatever RT is: the part count is free.
  * k_attn_md16: each (token, head)'s parts' maxima, sums and weights (a warp a
  * part), the weights written as k_attn_pv's A fragments (BF16: exact), the
- * parts' factors and the denominator (am_join). k_attn_pv:
+ * parts' factors and the denominator (dsv4_attn_join). k_attn_pv:
  * block (token, 8 NT
  * dimensions, part), a cluster of the AM_PARTS parts (split at multiples of
  * 16 rows, a function of the token's row count only); tiles of values
  * through shared memory as BF16, B operands through ldmatrix.trans, the
  * weights' fragments straight from memory; each part joins an eighth of the
- * outputs over the parts, in part order (am_join), and divides. With many tokens
+ * outputs over the parts, in part order (dsv4_attn_join), and divides. With many tokens
  * (WALK) one block per (token, 32, 64 or 128 dimensions) walks the parts itself, the
  * part sums joined in the same order: the same bits with no cluster and no
  * per-part start-up (the tests compare the two). Which scores block and
@@ -706,7 +685,7 @@ __global__ void __launch_bounds__(256)
         }
 }
 
-/* The parts' factors c_p (am_join's, from cf: AM_PARTS a (token, head)) of an MMA accumulator's two heads, hb
+/* The parts' factors c_p (dsv4_attn_join's, from cf: AM_PARTS a (token, head)) of an MMA accumulator's two heads, hb
  * and hb + 8, as cw[p][0 / 1] (heads past H: 0; their sums are 0). */
 __device__ __forceinline__ void am_factors(const attn_args &A, const float *cf, int t, int hb, float (*cw)[2])
 {
@@ -717,6 +696,15 @@ __device__ __forceinline__ void am_factors(const attn_args &A, const float *cf, 
             const int h = hb + 8 * i;
             cw[q][i] = h < A.H ? cf[((size_t)t * A.H + h) * AM_PARTS + q] : 0.0f;
         }
+}
+
+/* Part p's pair of am_factors' cw (NP parts: a select over them, so that cw stays in registers). */
+template <int NP> __device__ __forceinline__ void am_factor_of(const float (*cw)[2], int p, float &c0, float &c1)
+{
+    c0 = cw[0][0], c1 = cw[0][1];
+#pragma unroll
+    for (int q = 1; q < NP; q++)
+        if (q == p) c0 = cw[q][0], c1 = cw[q][1];
 }
 
 /* A walking block's quad of outputs (an MMA accumulator's: q[0], q[1] head hb, q[2], q[3] head hb + 8, columns c,
@@ -776,12 +764,12 @@ __global__ void __launch_bounds__(128)
     uint2 vr[BF ? 1 : VL]; /* BF16 */
     uint4 pa[TILE / 16];
     /* the loads run a tile ahead: cursor (pn, jn), the tile's rows end at je */
-    int pn = p_lo, jn = am_part_lo(nr, p_lo), je = am_part_lo(nr, p_lo + 1);
+    int pn = p_lo, jn = dsv4_attn_part_lo(nr, p_lo), je = dsv4_attn_part_lo(nr, p_lo + 1);
     auto skip = [&]() { /* past the end of a part: the next part's first rows */
         while (pn < p_hi && jn >= je) {
             pn++;
-            jn = am_part_lo(nr, pn);
-            je = am_part_lo(nr, pn + 1);
+            jn = dsv4_attn_part_lo(nr, pn);
+            je = dsv4_attn_part_lo(nr, pn + 1);
         }
     };
     auto load_values = [&]() {
@@ -838,8 +826,8 @@ __global__ void __launch_bounds__(128)
     for (int p = p_lo; p < p_hi; p++) {
 #pragma unroll
         for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-        const int j1 = am_part_lo(nr, p + 1);
-        for (int jt = am_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
+        const int j1 = dsv4_attn_part_lo(nr, p + 1);
+        for (int jt = dsv4_attn_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
             const unsigned char *vc = ti & 1 ? vt1 : vt0;
             if (BF) {
                 cp_async_wait<0>(); /* this tile */
@@ -881,12 +869,10 @@ __global__ void __launch_bounds__(128)
                 }
             }
         }
-        /* WALK: the parts' sums joined in part order (am_join; an empty part's fmaf(0, 0, x) = x); else the
+        /* WALK: the parts' sums joined in part order (dsv4_attn_join; an empty part's fmaf(0, 0, x) = x); else the
          * block's own part */
-        float c0 = cw[0][0], c1 = cw[0][WALK ? 1 : 0]; /* part p's (a select: cw stays in registers) */
-#pragma unroll
-        for (int q = 1; q < (WALK ? AM_PARTS : 1); q++)
-            if (q == p) c0 = cw[q][0], c1 = cw[q][WALK ? 1 : 0];
+        float c0, c1;
+        am_factor_of<WALK ? AM_PARTS : 1>(cw, p, c0, c1);
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -921,7 +907,7 @@ __global__ void __launch_bounds__(128)
             r[q] = cl.map_shared_rank(red, q)[e]; /* (in bounds past A.H too) */
             c[q] = cf[hh * AM_PARTS + q];
         }
-        float v = 0.0f; /* am_join's order */
+        float v = 0.0f; /* dsv4_attn_join's order */
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) v = __fmaf_rn(c[q], r[q], v);
         v = v / den[hh];
@@ -1017,9 +1003,9 @@ __global__ void __launch_bounds__(128)
     for (int a = 0; a < NA; a++)
 #pragma unroll
         for (int j = 0; j < 32; j++) acc[a][j] = tot[a][j] = 0.0f;
-    /* the parts: p the current step's (am_part_lo's split; an empty part adds nothing: am_join's fmaf(0, 0,
-     * x) = x) */
-    auto hi = [&](int q) { return am_part_lo(nr, q + 1); };
+    /* the parts: p the current step's (dsv4_attn_part_lo's split; an empty part adds nothing: dsv4_attn_join's fmaf(0,
+     * 0, x) = x) */
+    auto hi = [&](int q) { return dsv4_attn_part_lo(nr, q + 1); };
     int p = 0;
     while (p < AM_PARTS - 1 && hi(p) <= 0) p++;
     /* the wgmma in flight done, their accumulators read from here on */
@@ -1059,12 +1045,10 @@ __global__ void __launch_bounds__(128)
             for (int a = 0; a < NA; a++)
                 wg_k16_bf_tb(acc[a], af[k], wg_desc(sst + (uint32_t)(a * (KT * 128) + k * 2048)));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            if (16 * (s + 1) >= hi(p)) { /* part p's last step: into the total, in part order (am_join) */
+            if (16 * (s + 1) >= hi(p)) { /* part p's last step: into the total, in part order (dsv4_attn_join) */
                 acc_ready();
-                float c0 = cw[0][0], c1 = cw[0][1]; /* part p's (a select: cw stays in registers) */
-#pragma unroll
-                for (int q = 1; q < AM_PARTS; q++)
-                    if (q == p) c0 = cw[q][0], c1 = cw[q][1];
+                float c0, c1;
+                am_factor_of<AM_PARTS>(cw, p, c0, c1);
 #pragma unroll
                 for (int a = 0; a < NA; a++)
 #pragma unroll
@@ -1131,14 +1115,14 @@ __global__ void __launch_bounds__(128)
  * (token, HB heads, row part) what k_attn_qk, k_attn_md16 and k_attn_pv do in three kernels, with the same
  * bits. HB is 16 ("one") or 8 ("one8": the MMA's rows 8-15 zeros; twice the blocks, each part owning one
  * head instead of two, so half the parts' sums read into each SM). A cluster of the AM_PARTS parts of a
- * token's HB heads (the parts' rows split as k_attn_pv's: am_part_lo): block p puts the HB heads' q and its
+ * token's HB heads (the parts' rows split as k_attn_pv's: dsv4_attn_part_lo): block p puts the HB heads' q and its
  * part's rows in shared memory once (the cached rows by cp.async, a warp a row; q and the step's own rows
  * from FP32, rounded to BF16 as k_attn_qpack does: no launch before it), takes the part's scores (k_attn_qk's MMA chain
  * over the dimensions in order, its permutation of K), each head's part max and sum and the part's weights exp(s -
  * m_p) as BF16 A fragments (k_attn_md16's order: am_part_max, am_part_sum, a warp a head), and the part's weighted
  * sum from the same rows (k_attn_pv's MMA chain: 16-row steps in order) - with no exchange between the parts until
  * then. After one cluster barrier the owner of each head (HO = HB / 8 heads a part) joins the parts' maxima and sums
- * (am_join) and their weighted sums in part order, divides and de-rotates as k_attn_pv does. Rows and q
+ * (dsv4_attn_join) and their weighted sums in part order, divides and de-rotates as k_attn_pv does. Rows and q
  * go through shared memory at a stride of a multiple of 128 bytes with their 16-byte chunks swizzled within each 128
  * (chunk c of row r at c ^ f(r)): the scores' fragment loads (two rows x four chunks a quarter warp) and the
  * weighted sum's ldmatrix.trans (eight rows x one chunk) both meet eight distinct bank groups. */
@@ -1164,7 +1148,7 @@ __device__ __forceinline__ int af_chunk(int r, int c)
     return (c & ~7) | ((c ^ (((r & 1) << 2) | ((r >> 1) & 3))) & 7);
 }
 
-/* The rows of a part, padded to 16, for a row bound of max_rows (am_part_lo: at most nr / 8 + 16 a part). */
+/* The rows of a part, padded to 16, for a row bound of max_rows (dsv4_attn_part_lo: at most nr / 8 + 16 a part). */
 static int af_part_rows(int max_rows)
 {
     return ((max_rows + AM_PARTS - 1) / AM_PARTS + 16 + 15) & ~15;
@@ -1207,7 +1191,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
     const float **rps = (const float **)(af_sm + L.rp);
     /* every part's maxima and sums of the owned heads (HO a part, stored here by each part before the cluster
-     * barrier), the owned heads' denominators and factors (am_join) */
+     * barrier), the owned heads' denominators and factors (dsv4_attn_join) */
     float *omx = (float *)(af_sm + L.mx), *osm = omx + 16, *dn = omx + 32, *cfo = omx + 48;
     static_assert(3 * 16 + 2 * AM_PARTS <= 3 * 64, "k_attn_one: the owned heads' values fit");
     const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
@@ -1232,7 +1216,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     /* the part's rows and their addresses (the block's threads in parallel) */
     auto rows_of = [&]() {
         nr = attn_rows(A, pos, t, cnt, lo, nwin);
-        r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+        r0 = dsv4_attn_part_lo(nr, p), np = dsv4_attn_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
         for (int r = tid; r < np; r += blockDim.x)
             rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
         __syncthreads();
@@ -1274,7 +1258,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         lo = pos - A.window + 1 > 0 ? pos - A.window + 1 : 0;
         nwin = (int)(pos - lo + 1);
         nr = nwin + pred;
-        r0 = am_part_lo(nr, p), np = am_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
+        r0 = dsv4_attn_part_lo(nr, p), np = dsv4_attn_part_lo(nr, p + 1) - r0, np16 = (np + 15) & ~15;
         for (int r = tid; r < np; r += blockDim.x)
             if (r0 + r < nwin) rps[r] = row_ptr(A, s, pos, t, r0 + r, nwin, lo, kv_new, idx, page_table);
         __syncthreads();
@@ -1388,7 +1372,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * rows past np and heads past the block's zeros), the scores read unconditionally (SR > np16); the max and
      * sum to the head's owner (part h / HO), whose join reads them after the cluster barrier */
     for (int h = w; h < 16; h += AF_WARPS) {
-        float mx = -INFINITY, l = 0.0f; /* an empty part's: am_join's c = 0 */
+        float mx = -INFINITY, l = 0.0f; /* an empty part's: dsv4_attn_join's c = 0 */
         if (h < nh && np > 0) {
             const float *sh = sc + h * SR;
             const auto pair = [&](int j) { return *(const float2 *)(sh + j); };
@@ -1438,11 +1422,11 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     }
     cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
-    if (tid < HO && HO * p + tid < nh) { /* the owned heads' join (am_join) */
+    if (tid < HO && HO * p + tid < nh) { /* the owned heads' join (dsv4_attn_join) */
         float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) m[q] = omx[q * HO + tid], l[q] = osm[q * HO + tid];
-        dn[tid] = am_join(m, l, sink, c);
+        dn[tid] = dsv4_attn_join(m, l, sink, c);
 #pragma unroll
         for (int q = 0; q < AM_PARTS; q++) cfo[tid * AM_PARTS + q] = c[q];
     }
@@ -1465,7 +1449,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int u = 0; u < 2; u++) {
             const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e >= npair || hl >= nh) continue;
-            float2 v = make_float2(0.0f, 0.0f); /* am_join's order */
+            float2 v = make_float2(0.0f, 0.0f); /* dsv4_attn_join's order */
 #pragma unroll
             for (int q = 0; q < AM_PARTS; q++) {
                 const float cq = cfo[hi * AM_PARTS + q];
@@ -1626,7 +1610,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         if (mma && derot && p->out_freqs && p->out_rope > 0 && p->out_rope <= hd && (hd - p->out_rope) % 2 == 0)
             A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;
-        /* rows' addresses, scores, denominators, the parts' factors (reference numerics: am_join's), q's pack, ... */
+        /* rows' addresses, scores, denominators, the parts' factors (reference numerics: dsv4_attn_join's), q's pack,
+         * ... */
         const size_t qb_off =
             (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1 + AM_PARTS) * sizeof(float) + 15) & ~(size_t)15;
         const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
