@@ -333,44 +333,101 @@ template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo,
     return warp_sum(sum);
 }
 
-/* The parts' maxima, sums and weights for the tensor cores: a block per (token, head), warp p taking part p
- * (dsv4_attn_part_lo) through am_part_max and am_part_sum, as k_attn_one's warps take theirs; the weights exp(s - m_p)
- * rounded to BF16 (reference numerics, the only ones that take the tensor cores) written as k_attn_pv's A
- * fragments, a pair per 4-byte store; rows from nr to the next multiple of 16 get weight 0 (the last part's). Then
- * thread 0 joins the parts: den the denominator, cf the parts' factors c_p (AM_PARTS a head), both dsv4_attn_join's.
- * (A warp per (token, head) walking the parts in turn took two round trips a part, with every part's pairs in
- * registers at once 128 registers: 5.9 / 13.4 and ~7 / ~24 us at 16 / 64 tokens against 4.4 / 8.2 for the
- * definition before, s59 ncu16/ and pp3/.) */
-__global__ void __launch_bounds__(32 * AM_PARTS) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
-                                                             const float *scores, uint16_t *pb, float *den, float *cf)
+/* The parts' maxima, sums and weights for the tensor cores: a warp per (token, head), a lane's pairs 2 l (+ 64 k)
+ * of all the rows, MD_NV at a time in registers (one round trip; CSA's 640 rows, HCA's to an ~82k context:
+ * once), each pair's part (dsv4_attn_part_lo) by comparison: the parts' maxima, then their sums - each lane's pairs in
+ * row order into its part's sum, then a butterfly a part - and the weights exp(s - m_p) rounded to BF16
+ * (reference numerics, the only ones that take the tensor cores), written as k_attn_pv's A fragments, a pair per
+ * 4-byte store; rows from nr to the next multiple of 16 get weight 0. den: the denominator, cf: the parts'
+ * factors c_p (AM_PARTS a head), both dsv4_attn_join's. n = tokens x heads.
+ * The same sums as am_part_sum's, whose lane l takes a part's pairs lo + 2 l + 64 k: here lane l takes the pairs
+ * j = 2 l (mod 64), the same pairs in the same order on the lane lo / 2 (mod 32) further on - a rotation of the
+ * lanes by a multiple of 8 (lo is a multiple of 16), which maps the xor butterfly's tree onto itself (each node
+ * a commutative add of the same two children): the same bits (checked in numpy on 22,937 parts; s59).
+ * (A block per (token, head), a warp a part, as k_attn_one's warps: CSA at 64 tokens 72.5 against 67.2 us,
+ * HCA 4k 39.1 against 31.7, s59 pp4/ and pp2/.) */
+#define MD_NV 12 /* k_attn_md16: row pairs a lane holds in registers (64 MD_NV rows a round) */
+__global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
+                                                   const float *scores, uint16_t *pb, float *den, float *cf, int n)
 {
-    __shared__ float sm[2][AM_PARTS];
-    const int gw = blockIdx.x, p = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int gw = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (gw >= n) return;
     const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
     int nwin;
-    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), j0 = dsv4_attn_part_lo(nr, p),
-              j1 = dsv4_attn_part_lo(nr, p + 1);
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin), n16 = (nr + 15) & ~15;
+    int plo[AM_PARTS]; /* the parts' first rows */
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) plo[p] = dsv4_attn_part_lo(nr, p);
     const float sink = A.sinks[h];
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair read) */
     const float *sc = scores + (size_t)gw * A.max_rows;
-    const auto pair = [&](int j) { return *(const float2 *)(sc + j); };
-    const auto put = [&](int j, float e0, float e1) { *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1); };
-    float mx = -INFINITY, l = 0.0f; /* an empty part's: dsv4_attn_join's c = 0 */
-    if (j1 > j0) {
-        mx = am_part_max(j0, j1, pair);
-        l = am_part_sum(j0, j1, mx, pair, put);
-    }
-    if (lane == 0) sm[0][p] = mx, sm[1][p] = l;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float c[AM_PARTS];
-        den[gw] = dsv4_attn_join(sm[0], sm[1], sink, c);
+    /* the part of row j (j < n16): the last p whose first row is at most j (an empty part's is its
+     * successor's; rows past nr are the last part's) */
+    const auto part = [&](int j) {
+        int q = 0;
 #pragma unroll
-        for (int q = 0; q < AM_PARTS; q++) cf[(size_t)gw * AM_PARTS + q] = c[q];
+        for (int p = 1; p < AM_PARTS; p++) q += j >= plo[p];
+        return q;
+    };
+    float2 v[MD_NV];
+    const auto load = [&](int r0) {
+#pragma unroll
+        for (int k = 0; k < MD_NV; k++) {
+            const int j = r0 + 2 * lane + 64 * k;
+            v[k] = j < n16 ? *(const float2 *)(sc + j) : make_float2(0.0f, 0.0f);
+        }
+    };
+    float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) m[p] = -INFINITY, l[p] = 0.0f;
+    for (int r0 = 0; r0 < n16; r0 += 64 * MD_NV) {
+        load(r0);
+#pragma unroll
+        for (int k = 0; k < MD_NV; k++) {
+            const int j = r0 + 2 * lane + 64 * k;
+            if (j >= nr) break;
+            const float x = j + 1 < nr ? fmaxf(v[k].x, v[k].y) : v[k].x;
+            const int q = part(j);
+#pragma unroll
+            for (int p = 0; p < AM_PARTS; p++)
+                if (p == q) m[p] = fmaxf(m[p], x);
+        }
     }
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++)
+        for (int o = 16; o > 0; o >>= 1) m[p] = fmaxf(m[p], __shfl_xor_sync(0xffffffffu, m[p], o));
+    for (int r0 = 0; r0 < n16; r0 += 64 * MD_NV) {
+        if (n16 > 64 * MD_NV) load(r0); /* else the registers hold them still */
+#pragma unroll
+        for (int k = 0; k < MD_NV; k++) {
+            const int j = r0 + 2 * lane + 64 * k;
+            if (j >= n16) break;
+            const int q = part(j);
+            float mq = m[0];
+#pragma unroll
+            for (int p = 1; p < AM_PARTS; p++)
+                if (p == q) mq = m[p];
+            /* past nr: exp(-inf) = +0, with no branch around the exp */
+            const float e0 = expf(j < nr ? v[k].x - mq : -INFINITY), e1 = expf(j + 1 < nr ? v[k].y - mq : -INFINITY);
+#pragma unroll
+            for (int p = 0; p < AM_PARTS; p++)
+                if (p == q) {
+                    l[p] += e0;
+                    l[p] += e1;
+                }
+            *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1);
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) l[p] = warp_sum(l[p]);
+    const float d = dsv4_attn_join(m, l, sink, c);
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++)
+        if (lane == p) cf[(size_t)gw * AM_PARTS + p] = c[p];
+    if (lane == 0) den[gw] = d;
 }
 
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
@@ -817,8 +874,6 @@ __global__ void __launch_bounds__(128)
     }
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the weights */
     if (pn < p_hi) load_weights();
-    float cw[WALK ? AM_PARTS : 1][2] = {}; /* WALK: the parts' factors of the thread's heads */
-    if (WALK) am_factors(A, cf, t, 16 * w + g, cw);
     float acc[NT][4], tot[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; n++) tot[n][0] = tot[n][1] = tot[n][2] = tot[n][3] = 0.0f;
@@ -826,6 +881,12 @@ __global__ void __launch_bounds__(128)
     for (int p = p_lo; p < p_hi; p++) {
 #pragma unroll
         for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        /* WALK: part p's factors of the thread's heads 16 w + g, + 8 (dsv4_attn_join; past H 0: their sums are 0),
+         * loaded here and used at the part's end (two registers: the 16 of every part's took the 128-dimension walk to
+         * 255 registers) */
+        const int hb = 16 * w + g;
+        const float c0 = WALK && hb < A.H ? cf[((size_t)t * A.H + hb) * AM_PARTS + p] : 0.0f;
+        const float c1 = WALK && hb + 8 < A.H ? cf[((size_t)t * A.H + hb + 8) * AM_PARTS + p] : 0.0f;
         const int j1 = dsv4_attn_part_lo(nr, p + 1);
         for (int jt = dsv4_attn_part_lo(nr, p); jt < j1; jt += TILE) { /* the cursor is at (p, jt) */
             const unsigned char *vc = ti & 1 ? vt1 : vt0;
@@ -871,8 +932,6 @@ __global__ void __launch_bounds__(128)
         }
         /* WALK: the parts' sums joined in part order (dsv4_attn_join; an empty part's fmaf(0, 0, x) = x); else the
          * block's own part */
-        float c0, c1;
-        am_factor_of<WALK ? AM_PARTS : 1>(cw, p, c0, c1);
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -1666,8 +1725,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                         (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                         (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
-            launch_attn(k_attn_md16, dim3((unsigned)(nt * H)), 32 * AM_PARTS, 0, im->stream, false, true, A, dpos, cnt,
-                        csc, pb, hden, hcf);
+            launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
+                        csc, pb, hden, hcf, (int)(nt * H));
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
              * the parts per (token, slice), or with many tokens a block per (token, 32, 64
              * or 128 dimensions) walking the parts itself (the same sums in the same order);
