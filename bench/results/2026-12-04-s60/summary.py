@@ -46,4 +46,13 @@ print(json.dumps({
                      "alone), then k_attn_one's early join at 1 token: alone three rounds, decode at batch 1 two",
              "memchecks": memchecks("mrg2"), "attention_us": attn_calls("mrg2"),
              "decode_ms": call_rounds(D, "mrg2")},
+    "aftrace": {"what": "k_attn_one's phases at one token (AF_TRACE build; bench/af_trace.py), ncu on k_attn_md16 at "
+                        "64 tokens (CSA 4k) as landed",
+                "attention_us": attn_calls("aftrace")},
+    "late": {"what": "k_attn_one's maxima and sums stored after the weights phase's sync; both columns ran the change "
+                     "(cuda_env_int returns the default for 0)", "attention_us": attn_calls("late"),
+             "decode_ms": call_rounds(D, "late")},
+    "qkp": {"what": "the scores' blocks making the part weights (k_attn_qk<NT, true, true> + k_attn_join); qkp0 ran "
+                    "the change too; base: main's build before s60", "suite": suite(D, "qkp"),
+            "attention_us": attn_calls("qkp")},
 }, indent=1))
