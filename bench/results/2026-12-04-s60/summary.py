@@ -55,4 +55,6 @@ print(json.dumps({
     "qkp": {"what": "the scores' blocks making the part weights (k_attn_qk<NT, true, true> + k_attn_join); qkp0 ran "
                     "the change too; base: main's build before s60", "suite": suite(D, "qkp"),
             "attention_us": attn_calls("qkp")},
+    "mdr": {"what": "k_attn_md16 with a running max and sum a lane (landed); base: main's build at 2130abe",
+            "suite": suite(D, "mdr"), "attention_us": attn_calls("mdr"), "decode_ms": means(call_rounds(D, "mdr"))},
 }, indent=1))

@@ -335,22 +335,33 @@ template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo,
 
 /* The parts' maxima, sums and weights for the tensor cores: a warp per (token, head), a lane's pairs 2 l (+ 64 k)
  * of all the rows, MD_NV at a time in registers (one round trip; CSA's 640 rows, HCA's to an ~82k context:
- * once), each pair's part (dsv4_attn_part_lo) by comparison: the parts' maxima, then their sums - each lane's pairs in
- * row order into its part's sum, then a butterfly a part - and the weights exp(s - m_p) rounded to BF16
- * (reference numerics, the only ones that take the tensor cores), written as k_attn_pv's A fragments, a pair per
- * 4-byte store; rows from nr to the next multiple of 16 get weight 0. den: the denominator, cf: the parts'
- * factors c_p (AM_PARTS a head), both dsv4_attn_join's. n = tokens x heads.
+ * once): the parts' maxima, then their sums - each lane's pairs in row order into its part's sum, then a
+ * butterfly a part - and the weights exp(s - m_p) rounded to BF16 (reference numerics, the only ones that take
+ * the tensor cores), written as k_attn_pv's A fragments, a pair per 4-byte store; rows from nr to the next
+ * multiple of 16 get weight 0. den: the denominator, cf: the parts' factors c_p (AM_PARTS a head), both
+ * dsv4_attn_join's. n = tokens x heads.
+ * A pair's part is its 16-row block's (dsv4_attn_part_lo's parts start at multiples of 16; an empty part's
+ * rows are its successor's, rows past nr the last part's): each lane finds two blocks' parts once a round
+ * (into shared memory: a shuffle in the pairs' loop made ptxas wrap each in a collective) and a pair reads its
+ * block's. A lane's pairs of one part are consecutive (the parts are), so the lane
+ * keeps one running max and one running sum, restarted where its part changes and stored at [part][lane] in
+ * shared memory after each pair (the last store of a part holds the lane's value; a part without pairs keeps
+ * -inf and 0): the same max, and the same sum - 0 + e0 + e1 + ... in row order - as one per part in registers.
+ * The butterflies then take the 32 lanes' values of each part, as before.
  * The same sums as am_part_sum's, whose lane l takes a part's pairs lo + 2 l + 64 k: here lane l takes the pairs
  * j = 2 l (mod 64), the same pairs in the same order on the lane lo / 2 (mod 32) further on - a rotation of the
  * lanes by a multiple of 8 (lo is a multiple of 16), which maps the xor butterfly's tree onto itself (each node
  * a commutative add of the same two children): the same bits (checked in numpy on 22,937 parts; s59).
- * (A block per (token, head), a warp a part, as k_attn_one's warps: CSA at 64 tokens 72.5 against 67.2 us,
- * HCA 4k 39.1 against 31.7, s59 pp4/ and pp2/.) */
+ * The whole attention at 64 tokens, CSA: 64.5 us (s60 mdr/); with a lane's 8 parts in registers, each pair's
+ * part by 7 comparisons and its max / sum by 8 selects (95 registers, 2,344 SASS instructions against 72 and
+ * 1,936), 67.1; with a block per (token, head) and a warp a part (s59 pp4/), 72.5. */
 #define MD_NV 12 /* k_attn_md16: row pairs a lane holds in registers (64 MD_NV rows a round) */
 __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                    const float *scores, uint16_t *pb, float *den, float *cf, int n)
 {
-    const int gw = blockIdx.x * 4 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    __shared__ float md_m[4][AM_PARTS][32], md_l[4][AM_PARTS][32], md_mx[4][AM_PARTS];
+    __shared__ int md_q[4][64];
+    const int wb = threadIdx.x >> 5, gw = blockIdx.x * 4 + wb, lane = threadIdx.x & 31;
     if (gw >= n) return;
     const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
     int64_t lo;
@@ -360,18 +371,30 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
 #pragma unroll
     for (int p = 0; p < AM_PARTS; p++) plo[p] = dsv4_attn_part_lo(nr, p);
     const float sink = A.sinks[h];
+    float(*const sm)[32] = md_m[wb], (*const sl)[32] = md_l[wb];
+#pragma unroll
+    for (int p = 0; p < AM_PARTS; p++) sm[p][lane] = -INFINITY, sl[p][lane] = 0.0f;
     asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     /* 8-byte aligned: max_rows is a multiple of 16 (and so holds every pair read) */
     const float *sc = scores + (size_t)gw * A.max_rows;
-    /* the part of row j (j < n16): the last p whose first row is at most j (an empty part's is its
-     * successor's; rows past nr are the last part's) */
+    /* the part of the 16-row block from row j (the last p whose first row is at most j) */
     const auto part = [&](int j) {
         int q = 0;
 #pragma unroll
         for (int p = 1; p < AM_PARTS; p++) q += j >= plo[p];
         return q;
     };
+    /* a round's blocks' parts: lane b finds blocks b and b + 32's (MD_NV <= 16: a round has at most 64 blocks);
+     * pair slot k of lane l is in block 4 k + l / 8 */
+    static_assert(MD_NV <= 16, "k_attn_md16: a round's blocks in two per lane");
+    int *const tq = md_q[wb];
+    const auto parts = [&](int r0) {
+        __syncwarp(); /* the round before has read them */
+        tq[lane] = part(r0 + 16 * lane), tq[lane + 32] = part(r0 + 16 * (lane + 32));
+        __syncwarp();
+    };
+    const auto qof = [&](int k) { return tq[4 * k + (lane >> 3)]; };
     float2 v[MD_NV];
     const auto load = [&](int r0) {
 #pragma unroll
@@ -380,49 +403,56 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
             v[k] = j < n16 ? *(const float2 *)(sc + j) : make_float2(0.0f, 0.0f);
         }
     };
-    float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
-#pragma unroll
-    for (int p = 0; p < AM_PARTS; p++) m[p] = -INFINITY, l[p] = 0.0f;
+    /* the lane's running value and its part; the shared [part][lane] slots at sv + 32 part */
+    float run = -INFINITY, *const smv = &sm[0][lane], *const slv = &sl[0][lane];
+    int qp = -1;
     for (int r0 = 0; r0 < n16; r0 += 64 * MD_NV) {
         load(r0);
+        parts(r0);
 #pragma unroll
         for (int k = 0; k < MD_NV; k++) {
             const int j = r0 + 2 * lane + 64 * k;
             if (j >= nr) break;
+            const int q = qof(k);
             const float x = j + 1 < nr ? fmaxf(v[k].x, v[k].y) : v[k].x;
-            const int q = part(j);
-#pragma unroll
-            for (int p = 0; p < AM_PARTS; p++)
-                if (p == q) m[p] = fmaxf(m[p], x);
+            run = q != qp ? x : fmaxf(run, x);
+            qp = q;
+            smv[32 * q] = run;
         }
     }
+    __syncwarp();
+    float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
 #pragma unroll
-    for (int p = 0; p < AM_PARTS; p++)
-        for (int o = 16; o > 0; o >>= 1) m[p] = fmaxf(m[p], __shfl_xor_sync(0xffffffffu, m[p], o));
+    for (int p = 0; p < AM_PARTS; p++) { /* the max over the lanes, exact in any order: as ordered integers */
+        const int b = __float_as_int(sm[p][lane]), key = __reduce_max_sync(0xffffffffu, b >= 0 ? b : b ^ 0x7fffffff);
+        m[p] = __int_as_float(key >= 0 ? key : key ^ 0x7fffffff);
+    }
+    if (lane < AM_PARTS) md_mx[wb][lane] = m[lane];
+    __syncwarp();
+    run = 0.0f, qp = -1;
     for (int r0 = 0; r0 < n16; r0 += 64 * MD_NV) {
-        if (n16 > 64 * MD_NV) load(r0); /* else the registers hold them still */
+        if (n16 > 64 * MD_NV) load(r0), parts(r0); /* else the registers hold them still */
+        /* pair slot k's fragment: slot 0's plus 64 k rows, 4 k fragment steps of 256 values (am_frag) */
+        uint16_t *const pk = pb + am_frag(t, HG, KS, h, r0 + 2 * lane);
 #pragma unroll
         for (int k = 0; k < MD_NV; k++) {
             const int j = r0 + 2 * lane + 64 * k;
             if (j >= n16) break;
-            const int q = part(j);
-            float mq = m[0];
-#pragma unroll
-            for (int p = 1; p < AM_PARTS; p++)
-                if (p == q) mq = m[p];
+            const int q = qof(k);
+            const float mq = md_mx[wb][q];
             /* past nr: exp(-inf) = +0, with no branch around the exp */
             const float e0 = expf(j < nr ? v[k].x - mq : -INFINITY), e1 = expf(j + 1 < nr ? v[k].y - mq : -INFINITY);
-#pragma unroll
-            for (int p = 0; p < AM_PARTS; p++)
-                if (p == q) {
-                    l[p] += e0;
-                    l[p] += e1;
-                }
-            *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1);
+            run = q != qp ? 0.0f : run;
+            qp = q;
+            run += e0;
+            run += e1;
+            slv[32 * q] = run;
+            *(uint32_t *)(pk + 1024 * k) = bf2_rn(e0, e1);
         }
     }
+    __syncwarp();
 #pragma unroll
-    for (int p = 0; p < AM_PARTS; p++) l[p] = warp_sum(l[p]);
+    for (int p = 0; p < AM_PARTS; p++) l[p] = warp_sum(sl[p][lane]);
     const float d = dsv4_attn_join(m, l, sink, c);
 #pragma unroll
     for (int p = 0; p < AM_PARTS; p++)
