@@ -4,21 +4,15 @@
 Reads the attention tables, the decode A/Bs, the suite and the memchecks; standard library only."""
 import json
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import attn, call_rounds, means, suite  # noqa: E402
+from summary_lib import attn, call_rounds, means, suite, table_rounds  # noqa: E402
 
 
 def attn_calls(call):
-    """A call's bench_kernels --attn-only files: variant -> round -> row -> bB -> us."""
-    out = {}
-    for f in sorted(os.listdir(os.path.join(D, call))):
-        m = re.match(r"attn-(\w+)-(\d+)\.txt$", f)
-        if m:
-            out.setdefault(m.group(1), {})[m.group(2)] = attn(os.path.join(D, call, f))
-    return out
+    """A call's bench_kernels --attn-only tables: row -> bB -> variant -> [us a call, by round]."""
+    return table_rounds(D, call, attn)
 
 
 def memchecks(call):
