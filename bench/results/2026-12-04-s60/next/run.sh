@@ -1,0 +1,23 @@
+#!/bin/sh
+# s60 next/ (PREPARED, NOT run: the session's device time was spent): KERNEL_NOTES' next item 2 - where the
+# attention chain's time goes at 16 and 64 tokens now (CSA 4k: 30.6 / 64.5 us alone, s60 mdr/). ncu at the
+# GPU's own clocks (no cache flush: each kernel reads what the one before wrote) on every k_attn kernel of two
+# calls at 16 and 64 tokens (time, instructions, issue, DRAM bytes, warps), then the warp states by SASS line of
+# the two largest at 16 tokens (k_attn_qk<4, true>, k_attn_pvw<1, 64, 6>) and of k_attn_md16 at 64 (s60
+# aftrace/'s ncu had the kernel before mdr/ at 18.9 us, 95 registers: compare).
+# Pack: KTRACE=1 NOTOK=1 LEAN=1 sh scripts/gpu_pack.sh
+set -u
+cd "$(dirname "$0")/../../../.."
+. scripts/gpu_call.sh
+call_begin next
+M=gpu__time_duration.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,sm__warps_active.avg.per_cycle_active,smsp__cycles_active.avg,sm__cycles_elapsed.avg.per_second
+for b in 16 64; do
+  timeout 150 ncu --clock-control none --cache-control none --metrics "$M" --kernel-name-base demangled \
+    -k 'regex:k_attn' --launch-skip 8 --launch-count 8 $B/bench_kernels --attn-only --batch $b --reps 4 > "$R/ncu-b$b.txt" 2>&1
+  echo "== b$b exit $?"
+  grep -E "^  [a-z_ ]*k_attn|duration" "$R/ncu-b$b.txt" | sed 's/(attn_args.*//' | paste - - | awk '{print $1, $2, $NF}' | head -10
+done
+call_ncu qk-b16 'k_attn_qk<.int.4, .bool.1' "--attn-only --batch 16 --reps 8" 24
+call_ncu pvw-b16 'k_attn_pvw<.int.1, .int.64, .int.6>' "--attn-only --batch 16 --reps 8" 24
+call_ncu md16-b64 'k_attn_md16' "--attn-only --batch 64 --reps 8" 16
+call_end
