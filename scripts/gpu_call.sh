@@ -11,6 +11,7 @@
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
+#   call_ncu_metrics b16 k_attn "--attn-only --batch 16 --reps 4"
 #   call_ncu gu-b16 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1, .int.8>' "--experts-only --batch 16 --reps 8"
 #   call_prefill 2 "new=$B/bench_cpu;base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
 #   call_ops "cluster collapse"
@@ -112,6 +113,19 @@ call_ncu() {
   else
     echo "no report (no launch matched?): $(tail -2 "$R/prof-$tag.log")"
   fi
+}
+# call_ncu_metrics TAG KERNELS ARGS - ncu at the GPU's own clocks and without its cache flush (each kernel reads what
+# the one before wrote) on 8 launches of the kernels matching KERNELS (a regex on demangled names, e.g. k_attn)
+# in $B/bench_kernels ARGS after 8 skipped: time, instructions, issue, DRAM bytes read, warps a cycle, clocks
+# (s59 ncu16/'s set) into $R/ncu-TAG.txt, printing each launch's kernel and duration.
+call_ncu_metrics() {
+  tag=$1 kern=$2 args=$3
+  m=gpu__time_duration.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,sm__warps_active.avg.per_cycle_active,smsp__cycles_active.avg,sm__cycles_elapsed.avg.per_second
+  # shellcheck disable=SC2086 # ARGS are words
+  timeout 150 ncu --clock-control none --cache-control none --metrics "$m" --kernel-name-base demangled \
+    -k "regex:$kern" --launch-skip 8 --launch-count 8 $B/bench_kernels $args > "$R/ncu-$tag.txt" 2>&1
+  echo "== ncu metrics $tag exit $?"
+  grep -E "^  [a-z_ ]*k_|duration" "$R/ncu-$tag.txt" | sed 's/(.*//' | paste - - | awk '{print $1, $2, $NF}' | head -10
 }
 # call_ops PATTERN - test_ops_cuda alone (the bundle's; with the env it inherits) into $R/ops_cuda.txt.gz, printing
 # its exit, the case lines matching PATTERN (an ERE: the cases a change added) and cmocka's verdict.

@@ -13,13 +13,7 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin next
-M=gpu__time_duration.sum,sm__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,sm__warps_active.avg.per_cycle_active,smsp__cycles_active.avg,sm__cycles_elapsed.avg.per_second
-for b in 16 64; do
-  timeout 150 ncu --clock-control none --cache-control none --metrics "$M" --kernel-name-base demangled \
-    -k 'regex:k_attn' --launch-skip 8 --launch-count 8 $B/bench_kernels --attn-only --batch $b --reps 4 > "$R/ncu-b$b.txt" 2>&1
-  echo "== b$b exit $?"
-  grep -E "^  [a-z_ ]*k_attn|duration" "$R/ncu-b$b.txt" | sed 's/(attn_args.*//' | paste - - | awk '{print $1, $2, $NF}' | head -10
-done
+for b in 16 64; do call_ncu_metrics b$b k_attn "--attn-only --batch $b --reps 4"; done
 call_ncu qk-b16 'k_attn_qk<.int.4, .bool.1' "--attn-only --batch 16 --reps 8" 24
 call_ncu pvw-b16 'k_attn_pvw<.int.1, .int.64, .int.6>' "--attn-only --batch 16 --reps 8" 24
 call_ncu md16-b64 'k_attn_md16' "--attn-only --batch 64 --reps 8" 16
