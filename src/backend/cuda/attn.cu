@@ -346,14 +346,15 @@ template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo,
  * reads its block's. A lane's pairs of one part are consecutive (the parts are), so the lane keeps one running max and
  * one running sum, restarted where its part changes and stored at [part][lane] in shared memory after each pair (the
  * last store of a part holds the lane's value; a part without pairs keeps -inf and 0): the same max, and the same sum -
- * 0 + e0 + e1 + ... in row order - as one per part in registers. The butterflies then take the 32 lanes' values of each
- * part, as before. The same sums as am_part_sum's, whose lane l takes a part's pairs lo + 2 l + 64 k: here lane l takes
- * the pairs j = 2 l (mod 64), the same pairs in the same order on the lane lo / 2 (mod 32) further on - a rotation of
- * the lanes by a multiple of 8 (lo is a multiple of 16), which maps the xor butterfly's tree onto itself (each node a
- * commutative add of the same two children): the same bits (checked in numpy on 22,937 parts; s59). The whole attention
- * at 64 tokens, CSA: 64.5 us (s60 mdr/); with a lane's 8 parts in registers, each pair's part by 7 comparisons and its
- * max / sum by 8 selects (95 registers, 2,344 SASS instructions against 72 and 1,936), 67.1; with a block per (token,
- * head) and a warp a part (s59 pp4/), 72.5. */
+ * 0 + e0 + e1 + ... in row order - as one per part in registers (bench/results/2026-12-04-s60/mdr/md16_order.py
+ * emulates both). The butterflies then take the 32 lanes' values of each part, as before. The same sums as
+ * am_part_sum's, whose lane l takes a part's pairs lo + 2 l + 64 k: here lane l takes the pairs j = 2 l (mod 64), the
+ * same pairs in the same order on the lane lo / 2 (mod 32) further on - a rotation of the lanes by a multiple of 8 (lo
+ * is a multiple of 16), which maps the xor butterfly's tree onto itself (each node a commutative add of the same two
+ * children): the same bits (checked in numpy on 22,937 parts; s59). The whole attention at 64 tokens, CSA: 64.5 us (s60
+ * mdr/); with a lane's 8 parts in registers, each pair's part by 7 comparisons and its max / sum by 8 selects (95
+ * registers, 2,344 SASS instructions against 72 and 1,936), 67.1; with a block per (token, head) and a warp a part (s59
+ * pp4/), 72.5. */
 #define MD_NV 12 /* k_attn_md16: row pairs a lane holds in registers (64 MD_NV rows a round) */
 __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *posv, const int32_t *cnt,
                                                    const float *scores, uint16_t *pb, float *den, float *cf, int n)
