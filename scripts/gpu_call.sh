@@ -10,6 +10,7 @@
 #   call_trace new-b1 "--batch 1"
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
+#   call_attn_ab new base
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
 #   call_ncu_metrics b16 k_attn "--attn-only --batch 16 --reps 4"
 #   call_ncu gu-b16 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1, .int.8>' "--experts-only --batch 16 --reps 8"
@@ -58,6 +59,12 @@ call_kernels() {
     done
     i=$((i + 1))
   done
+}
+# call_attn_ab [VARIANT...] - call_kernels attn ...'s tables side by side (bench/attn_ab.py: each variant's µs by round,
+# the first against the last in %), printed and kept as $R/attn-ab.txt (s59 pp3/-pp4/ and s60 mrg/ wrote it inline).
+call_attn_ab() {
+  python3 bench/attn_ab.py "$R" "$@" > "$R/attn-ab.txt" 2>&1
+  cat "$R/attn-ab.txt"
 }
 # call_memcheck KERNEL ARGS - compute-sanitizer's memcheck on KERNEL's launches in $B/bench_kernels ARGS (e.g.
 # k_idx_score_tc "--attn-only --batch 4 --reps 1") into $R/san-KERNEL.txt, printing its exit and summary.
