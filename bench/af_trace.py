@@ -19,23 +19,34 @@ import sys
 # the stamps since s59's per-part weights (one cluster barrier); --before-s59: the earlier kernel's
 PHASES = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+sum+wts", "pv",
           "sums+barrier", "join", "combine", "exit", "-", "-", "-"]
+# s61: each warp's lane 0 in "max+sum+wts" (the last: the wait at the phase's __syncthreads); --w5: s61 rot/'s and
+# icache/'s traces (the kernel before s61's change), whose AF_REP2 build ran the phase twice (its "sync": the second)
+W_PHASES = ["weights", "remote st", "sync"]
+W_PHASES_5 = ["max", "sum+wts", "remote st", "zero head", "sync"]
 PHASES_BEFORE_S59 = ["pre-wait", "wait", "idx/addr", "issue rows", "q", "copy wait", "scores", "max+barrier",
                      "remote max", "max sync", "den", "weights", "pv", "sums+barrier", "combine", "exit"]
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--before-s59"]
+    args = [a for a in sys.argv[1:] if a not in ("--before-s59", "--w5")]
+    w_phases = W_PHASES_5 if "--w5" in sys.argv[1:] else W_PHASES
     phases = PHASES_BEFORE_S59 if "--before-s59" in sys.argv[1:] else PHASES
     if len(args) != 1:
         sys.exit(__doc__)
     path = args[0]
     calls = {}
+    warps = {}  # (kind, nr) -> part -> warp -> [stamps a call]
     with (gzip.open if path.endswith(".gz") else open)(path, "rt", errors="replace") as f:
         for line in f:
             m = re.search(r"aftrace kind (\d+) nr (\d+) p (\d+) np (\d+) cyc((?: -?\d+){16})", line)
             if m:
                 d = [int(x) for x in m.group(5).split()]
                 calls.setdefault((int(m.group(1)), int(m.group(2))), {}).setdefault(int(m.group(3)), []).append(d)
+            m = re.search(r"aftracew kind (\d+) nr (\d+) p (\d+) w (\d+) cyc((?: -?\d+)+)", line)
+            if m:  # a warp's i-th line is its i-th call's
+                d = [int(x) for x in m.group(5).split()]
+                warps.setdefault((int(m.group(1)), int(m.group(2))), {}).setdefault(int(m.group(3)), {}).setdefault(
+                    int(m.group(4)), []).append(d)
     if not calls:
         sys.exit("no aftrace lines (a build with -DAF_TRACE prints them)")
     for (kind, nr), parts in sorted(calls.items()):
@@ -49,6 +60,19 @@ def main():
         tot = [statistics.median(sum(d[2:]) for d in parts[p]) for p in ps]
         print("  %-13s" % "after wait" + "".join("%7d" % x for x in tot) + "   (%.2f us at 1.98 GHz, the largest)" %
               (max(tot) / 1980.0))
+        wk = warps.get((kind, nr))
+        if wk:  # s61's stamps in the weights phase, each warp's lane 0: the slowest and the fastest warp
+            print("  the weights phase by warp (median over calls of the slowest / fastest warp):")
+            for i, name in enumerate(w_phases):
+                row = ""
+                for p in ps:
+                    byw = wk.get(p, {})
+                    n = min((len(v) for v in byw.values()), default=0)
+                    calls_p = [[byw[w][c] for w in byw] for c in range(n)]
+                    hi = statistics.median(max(c[i] for c in cw) for cw in calls_p) if calls_p else 0
+                    lo_ = statistics.median(min(c[i] for c in cw) for cw in calls_p) if calls_p else 0
+                    row += "%10s" % ("%d/%d" % (hi, lo_))
+                print("    %-11s" % name + row)
 
 
 if __name__ == "__main__":
