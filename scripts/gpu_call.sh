@@ -6,7 +6,7 @@
 #   cd "$(dirname "$0")/../../../.."
 #   . scripts/gpu_call.sh
 #   call_begin r7
-#   sh scripts/gpu_verify.sh
+#   call_verify DSV4_ATTN_QKW=1
 #   call_trace new-b1 "--batch 1"
 #   call_ab 3 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
@@ -28,7 +28,31 @@ call_begin() {
 }
 call_end() {
   OUT=$OUT_SAVE
-  (cd "$R" && tar czf "$OUT/r.tgz" $(find . -type f))
+  call_snap
+}
+# call_snap - what the call has written so far packed as the tool's r.tgz now (call_end packs it again): a call cut
+# by its time limit still brings back what ran (the records since s59 defined it inline as snap).
+call_snap() {
+  (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f))
+}
+# call_aftrace [ARGS] - k_attn_one's phases at one token from an AF_TRACE build carried as .gpu/bk-trace.xz (xz -9 of
+# its bench_kernels; attn.cu's -DAF_TRACE): bench_kernels --attn-only --batch 1 --reps 8 ARGS into $R/trace.txt.gz,
+# bench/af_trace.py's table into $R/trace.tab, its head printed.
+call_aftrace() {
+  xz -dc .gpu/bk-trace.xz > $B/bench_kernels.trace && chmod +x $B/bench_kernels.trace
+  timeout 120 $B/bench_kernels.trace --attn-only --batch 1 --reps 8 "$@" > "$R/trace.txt" 2>&1
+  echo "== trace exit $?"
+  python3 bench/af_trace.py "$R/trace.txt" > "$R/trace.tab" 2>&1
+  head -20 "$R/trace.tab"
+  gzip -9 -n "$R/trace.txt"
+}
+# call_verify [NAME=VALUE...] - scripts/gpu_verify.sh (the suite, its memchecks, the logits against the base's dsv4)
+# with those variables set and VERIFY_TIMEOUT 400 unless given, then call_snap and a pause for the GPU to settle
+# before timings (what a kernel change's call runs first).
+call_verify() {
+  env VERIFY_TIMEOUT="${VERIFY_TIMEOUT:-400}" "$@" sh scripts/gpu_verify.sh
+  call_snap
+  sleep 5
 }
 # The steps the records since s38 repeated: call_trace TAG "ARGS" - a node trace (scripts/gpu_ktrace.sh) of a
 # 64-step decode on 8 Flash-shaped layers (made once, /tmp/f8), reference numerics, overlapped steps, with more

@@ -14,19 +14,12 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin mrg
-snap() { (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f)); } # what has run comes back if the call is cut
-DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1 VERIFY_TIMEOUT=420 sh scripts/gpu_verify.sh
-snap
-sleep 5
+call_verify DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1
 export DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1 # (an assignment before a shell function's name does not reach it everywhere)
 call_memcheck k_attn_qkw "--attn-only --batch 16 --reps 1"
 call_memcheck k_attn_pvw "--attn-only --batch 16 --reps 1"
 call_memcheck k_attn_one "--attn-only --batch 1 --reps 1"
 unset DSV4_ATTN_QKW DSV4_ATTN_PVW2
-snap
-xz -dc .gpu/bk-trace.xz > $B/bench_kernels.trace && chmod +x $B/bench_kernels.trace
-timeout 120 $B/bench_kernels.trace --attn-only --batch 1 --reps 8 > "$R/trace.txt" 2>&1
-echo "== trace exit $?"
-python3 bench/af_trace.py "$R/trace.txt" > "$R/trace.tab" 2>&1; head -20 "$R/trace.tab"
-gzip -9 -n "$R/trace.txt"
+call_snap
+call_aftrace
 call_end

@@ -8,12 +8,11 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin mrg2
-snap() { (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f)); } # what has run comes back if the call is cut
 call_kernels attn 3 "all=env DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1 $B/bench_kernels;qkw=env DSV4_ATTN_QKW=1 \
 $B/bench_kernels;pvw2=env DSV4_ATTN_PVW2=1 $B/bench_kernels;off=$B/bench_kernels;main=$B/bench_kernels.base" \
   "--attn-only --batch 1,2,16,32,64"
 call_attn_ab all qkw pvw2 off main
-snap
+call_snap
 call_ab 2 "all=env DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1 $B/bench_cpu --overlap;main=$B/bench_cpu.base --overlap" \
   "b1:--batch 1" "b1x4k:--batch 1 --context 4096" "b16:--batch 16" "b32:--batch 32" "b64:--batch 64"
 call_end

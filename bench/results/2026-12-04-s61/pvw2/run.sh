@@ -15,10 +15,7 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin pvw2
-snap() { (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f)); } # what has run comes back if the call is cut
-DSV4_ATTN_PVW2=1 VERIFY_TIMEOUT=400 sh scripts/gpu_verify.sh
-snap
-sleep 5
+call_verify DSV4_ATTN_PVW2=1
 export DSV4_ATTN_PVW2=1 # (an assignment before a shell function's name does not reach its commands everywhere)
 call_memcheck k_attn_pvw "--attn-only --batch 16 --reps 1"
 for b in 16 32; do call_ncu_metrics b$b 'k_attn_pvw' "--attn-only --batch $b --reps 4"; done
@@ -26,7 +23,7 @@ unset DSV4_ATTN_PVW2
 call_kernels attn 3 "two=env DSV4_ATTN_PVW2=1 $B/bench_kernels;one=$B/bench_kernels;main=$B/bench_kernels.base" \
   "--attn-only --batch 16,32,64"
 call_attn_ab two one main
-snap
+call_snap
 call_ab 2 "two=env DSV4_ATTN_PVW2=1 $B/bench_cpu --overlap;main=$B/bench_cpu.base --overlap" "b16:--batch 16" \
   "b32:--batch 32"
 call_end

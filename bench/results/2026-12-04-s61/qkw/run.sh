@@ -15,16 +15,13 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin qkw
-snap() { (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f)); } # what has run comes back if the call is cut
-DSV4_ATTN_QKW=1 VERIFY_TIMEOUT=400 sh scripts/gpu_verify.sh
-snap
-sleep 5
+call_verify DSV4_ATTN_QKW=1
 export DSV4_ATTN_QKW=1 # (an assignment before a shell function's name does not reach its commands everywhere)
 call_memcheck k_attn_qkw "--attn-only --batch 16 --reps 1"
 for b in 16 64; do call_ncu_metrics b$b 'k_attn_q' "--attn-only --batch $b --reps 4"; done
 unset DSV4_ATTN_QKW
 call_kernels attn 3 "qkw=env DSV4_ATTN_QKW=1 $B/bench_kernels;mma=$B/bench_kernels" "--attn-only --batch 16,64"
 call_attn_ab qkw mma
-snap
+call_snap
 call_ab 2 "qkw=env DSV4_ATTN_QKW=1 $B/bench_cpu --overlap;mma=$B/bench_cpu --overlap" "b16:--batch 16" "b64:--batch 64"
 call_end

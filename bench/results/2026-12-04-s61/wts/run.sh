@@ -17,17 +17,10 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin wts
-snap() { (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f)); } # what has run comes back if the call is cut
-VERIFY_TIMEOUT=400 sh scripts/gpu_verify.sh
-snap
-sleep 5
-xz -dc .gpu/bk-trace.xz > $B/bench_kernels.trace && chmod +x $B/bench_kernels.trace
-timeout 200 $B/bench_kernels.trace --attn-only --batch 1 --reps 8 > "$R/trace.txt" 2>&1
-echo "== trace exit $?"
-python3 bench/af_trace.py "$R/trace.txt" > "$R/trace.tab" 2>&1; head -20 "$R/trace.tab"
-gzip -9 -n "$R/trace.txt"
+call_verify
+call_aftrace
 call_kernels attn 3 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,2"
 call_attn_ab new base
-snap
+call_snap
 call_ab 2 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b1x4k:--batch 1 --context 4096"
 call_end
