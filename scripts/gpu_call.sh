@@ -35,16 +35,19 @@ call_end() {
 call_snap() {
   (cd "$R" && tar czf "$OUT_SAVE/r.tgz" $(find . -type f))
 }
-# call_aftrace [ARGS] - k_attn_one's phases at one token from an AF_TRACE build carried as .gpu/bk-trace.xz (xz -9 of
-# its bench_kernels; attn.cu's -DAF_TRACE): bench_kernels --attn-only --batch 1 --reps 8 ARGS into $R/trace.txt.gz,
-# bench/af_trace.py's table into $R/trace.tab, its head printed.
+# call_aftrace [TAG [NAME=VALUE...]] - k_attn_one's phases at one token from an AF_TRACE build carried as
+# .gpu/bk-trace.xz (xz -9 of its bench_kernels; attn.cu's -DAF_TRACE): bench_kernels --attn-only --batch 1 --reps 8,
+# with those variables set, into $R/TAG.txt.gz (TAG: trace unless given), bench/af_trace.py's table into
+# $R/TAG.tab, its head printed.
 call_aftrace() {
-  xz -dc .gpu/bk-trace.xz > $B/bench_kernels.trace && chmod +x $B/bench_kernels.trace
-  timeout 120 $B/bench_kernels.trace --attn-only --batch 1 --reps 8 "$@" > "$R/trace.txt" 2>&1
-  echo "== trace exit $?"
-  python3 bench/af_trace.py "$R/trace.txt" > "$R/trace.tab" 2>&1
-  head -20 "$R/trace.tab"
-  gzip -9 -n "$R/trace.txt"
+  tag=${1:-trace}
+  [ $# -gt 0 ] && shift
+  [ -x $B/bench_kernels.trace ] || { xz -dc .gpu/bk-trace.xz > $B/bench_kernels.trace && chmod +x $B/bench_kernels.trace; }
+  timeout 120 env "$@" $B/bench_kernels.trace --attn-only --batch 1 --reps 8 > "$R/$tag.txt" 2>&1
+  echo "== $tag exit $?"
+  python3 bench/af_trace.py "$R/$tag.txt" > "$R/$tag.tab" 2>&1
+  head -20 "$R/$tag.tab"
+  gzip -9 -n "$R/$tag.txt"
 }
 # call_verify [NAME=VALUE...] - scripts/gpu_verify.sh (the suite, its memchecks, the logits against the base's dsv4)
 # with those variables set and VERIFY_TIMEOUT 400 unless given, then call_snap and a pause for the GPU to settle

@@ -4,8 +4,8 @@
 # by one. The whole suite with both switches on (DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1; k_attn_one's change has none): the
 # logits against main's dsv4 byte for byte, and test_ops_cuda's tuned choices bit for bit - a failure there names
 # the choice, which names the change (one / one8: wip/one-weights; score_rows 64: k_attn_qkw; wg64: k_attn_pvw with
-# two warpgroups). Then a memcheck of each new kernel and k_attn_one's phases (an AF_TRACE build of the merge). The
-# timings are mrg2/'s.
+# two warpgroups). Then a memcheck of each new kernel and k_attn_one's phases (an AF_TRACE build of the merge), with
+# and without DSV4_ATTN_ROT=1 (the merge branch's: rot/'s void question again). The timings are mrg2/'s.
 # Pack (on the branch): cmake -S . -B build-trace -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release
 #   -DCMAKE_CUDA_FLAGS=-DAF_TRACE; cmake --build build-trace --target bench_kernels; BASE=<a build-gpu of main>
 #   KTRACE=1 NOTOK=1 sh scripts/gpu_pack.sh; xz -9 -c build-trace/bench_kernels > .gpu/bk-trace.xz  (move older
@@ -22,4 +22,5 @@ call_memcheck k_attn_one "--attn-only --batch 1 --reps 1"
 unset DSV4_ATTN_QKW DSV4_ATTN_PVW2
 call_snap
 call_aftrace
+call_aftrace trace-rot DSV4_ATTN_ROT=1 # rot/'s question: the part's rows issued from each head group's own offset
 call_end
