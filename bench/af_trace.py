@@ -10,7 +10,9 @@
 Per (kind, row count): the median over calls of each phase's cycles, a column per part, and the sum of the
 phases after griddepcontrol.wait (what is before it overlaps the kernel before under programmatic dependent
 launch; the printing makes the calls slow and the wait before each call long, so the wait is not shown: only
-the cycles between stamps mean anything). Standard library only."""
+the cycles between stamps mean anything). Where the build also stamps each warp's lane 0 in the weights phase
+("aftracew" lines: wip/one-weights' kernel; --w5: s61 rot/'s and icache/'s five-stamp builds), that phase by warp,
+the slowest and the fastest. Standard library only."""
 import gzip
 import re
 import statistics
@@ -63,14 +65,17 @@ def main():
         wk = warps.get((kind, nr))
         if wk:  # s61's stamps in the weights phase, each warp's lane 0: the slowest and the fastest warp
             print("  the weights phase by warp (median over calls of the slowest / fastest warp):")
+            by_call = {}  # part -> [[each warp's stamps] a call]
+            for p in ps:
+                byw = wk.get(p, {})
+                n = min((len(v) for v in byw.values()), default=0)
+                by_call[p] = [[byw[w][c] for w in byw] for c in range(n)]
             for i, name in enumerate(w_phases):
                 row = ""
                 for p in ps:
-                    byw = wk.get(p, {})
-                    n = min((len(v) for v in byw.values()), default=0)
-                    calls_p = [[byw[w][c] for w in byw] for c in range(n)]
-                    hi = statistics.median(max(c[i] for c in cw) for cw in calls_p) if calls_p else 0
-                    lo_ = statistics.median(min(c[i] for c in cw) for cw in calls_p) if calls_p else 0
+                    cs = by_call[p]
+                    hi = statistics.median(max(d[i] for d in ws) for ws in cs) if cs else 0
+                    lo_ = statistics.median(min(d[i] for d in ws) for ws in cs) if cs else 0
                     row += "%10s" % ("%d/%d" % (hi, lo_))
                 print("    %-11s" % name + row)
 
