@@ -219,6 +219,21 @@ struct dsv4_backend {
      * (bounds from kv->max_ctx), never from this step's positions. */
     int (*graph_begin)(dsv4_backend *be, int key);
     void (*graph_end)(dsv4_backend *be, int key);
+    /* Optional (NULL where unsupported), for a backend that drives others (expert parallelism): graph_peek(key)
+     * answers what graph_begin(key) would, changing nothing; graph_drop(key) forgets key's graph (the next
+     * graph_begin captures it again). graph_piece cuts a step's graph, between graph_begin and graph_end:
+     * graph_piece(be, 0) closes the piece under way (captured, it is launched; replayed, the next piece is),
+     * graph_piece(be, 1) opens the next; what is issued between the two runs outside the graph, every step. A
+     * replay (graph_begin answered 2, no ops issued) calls graph_piece(be, 0) as often as the capture did, in
+     * order, before graph_end; nothing happens at either in a step that sizes the scratch (answer 0). */
+    int (*graph_peek)(dsv4_backend *be, int key);
+    /* Set by a backend that drives several with graph_piece: their captures are open side by side on one thread
+     * (each piece is instantiated and launched while the others' captures run), so a backend must not let the
+     * others' calls invalidate its capture (CUDA: cudaStreamCaptureModeRelaxed instead of ThreadLocal; what a
+     * capture must not contain, such as a buffer growing, the backend refuses itself). */
+    bool graph_shared;
+    void (*graph_drop)(dsv4_backend *be, int key);
+    void (*graph_piece)(dsv4_backend *be, int begin);
 
     /* Sampling on the device (NULL when unsupported): for i < n, tok[i]
      * (host) = the pick of req[i] from row rows[i] of logits [.., V]; -1 when

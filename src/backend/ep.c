@@ -73,6 +73,17 @@ typedef struct {
     ep_experts *ex;
     int n_ex;
     bool profiling;  /* a profile mark was made since the last collect: the collective gets its own span */
+    /* decode graphs (every rank a device backend with graph pieces): each rank's graph of a step is cut at each
+     * all-reduce, which runs between two pieces at every step, outside any graph */
+    float *zeros[EP_MAX_RANKS]; /* slots_cap zeros on ranks with no experts (copied in, capturable) */
+    unsigned gen;               /* bumped when the slot buffers move: graphs captured before are stale */
+    int gstate, gkey;           /* what ep_graph_begin answered, for which key */
+    struct ep_graph {
+        unsigned gen;
+        int n_cut, cap_cut;
+        size_t *need; /* each cut's all-reduce, in order */
+    } * g;
+    int n_g;
 } ep_impl;
 
 static ep_impl *ep_of(dsv4_backend *be) { return (ep_impl *)be->impl; }
@@ -595,6 +606,15 @@ static void loopback_allreduce(ep_impl *m, float **buf, size_t n)
     EACH RB->upload(RB, buf[r], m->host_sum, n * sizeof(float));
 }
 
+/* The ranks' slot buffers [n] summed (each element has one non-zero term: exact), every rank given the sum. */
+static void allreduce(ep_impl *m, size_t n)
+{
+    if (m->comm)
+        m->comm->allreduce(m->comm, m->slots, n);
+    else
+        loopback_allreduce(m, m->slots, n);
+}
+
 /* p as rank r runs it: its share of the experts, its copies of their weights. */
 static dsv4_moe_params rank_moe(ep_impl *m, const dsv4_moe_params *p, int r)
 {
@@ -613,12 +633,29 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
     ep_impl *m = ep_of(be);
     const size_t need = (size_t)n * p->k * p->dim;
     if (m->slots_cap < need) {
+        if (m->gstate == 1) { /* the step before a capture sized them */
+            fprintf(stderr, "dsv4: the expert-parallel slot buffers grew inside a graph capture\n");
+            abort();
+        }
+        m->gen++;
         EACH {
             if (m->slots[r]) m->rank[r]->free(m->rank[r], m->slots[r]);
+            if (m->zeros[r]) m->rank[r]->free(m->rank[r], m->zeros[r]);
+            m->zeros[r] = NULL;
             m->slots[r] = m->rank[r]->alloc(m->rank[r], need * sizeof(float));
             if (!m->slots[r]) {
                 fprintf(stderr, "dsv4: out of memory for the expert-parallel slot buffers\n");
                 abort();
+            }
+            const dsv4_moe_params q = rank_moe(m, p, r);
+            if (q.expert_hi == q.expert_lo) { /* more ranks than experts: this one contributes zeros */
+                if (!(m->zeros[r] = m->rank[r]->alloc(m->rank[r], need * sizeof(float)))) {
+                    fprintf(stderr, "dsv4: out of memory for the expert-parallel slot buffers\n");
+                    abort();
+                }
+                host_bufs(m, need);
+                memset(m->host_tmp, 0, need * sizeof(float));
+                RB->upload(RB, m->zeros[r], m->host_tmp, need * sizeof(float));
             }
         }
         m->slots_cap = need;
@@ -627,16 +664,28 @@ static void ep_moe_experts(dsv4_backend *be, const dsv4_moe_params *p, const flo
         dsv4_moe_params q = rank_moe(m, p, r);
         q.slot_out = m->slots[r];
         if (q.expert_hi > q.expert_lo) RB->moe_experts(RB, &q, T(x), n, T(idx), T(wts), T(out));
-        else { /* more ranks than experts: this one contributes zeros */
-            host_bufs(m, need);
-            memset(m->host_tmp, 0, need * sizeof(float));
-            RB->upload(RB, m->slots[r], m->host_tmp, need * sizeof(float));
-        }
+        else
+            RB->copy(RB, m->slots[r], m->zeros[r], need * sizeof(float));
     }
     const bool prof = m->profiling; /* only inside a profiled step (never in a capture) */
     if (prof) be->prof_mark(be, DSV4_PROF_COMM);
-    if (m->comm) m->comm->allreduce(m->comm, m->slots, need);
-    else loopback_allreduce(m, m->slots, need);
+    if (m->gstate == 1) { /* captured: the piece so far closes (and runs), the all-reduce runs outside it */
+        struct ep_graph *g = &m->g[m->gkey];
+        if (g->n_cut == g->cap_cut) {
+            const int cap = g->cap_cut ? 2 * g->cap_cut : 64;
+            size_t *nn = realloc(g->need, (size_t)cap * sizeof *nn);
+            if (!nn) {
+                fprintf(stderr, "dsv4: out of memory in an expert-parallel decode graph\n");
+                abort();
+            }
+            g->need = nn;
+            g->cap_cut = cap;
+        }
+        g->need[g->n_cut++] = need;
+        EACH RB->graph_piece(RB, 0);
+    }
+    allreduce(m, need);
+    if (m->gstate == 1) EACH RB->graph_piece(RB, 1);
     if (prof) be->prof_mark(be, DSV4_PROF_ROUTED);
     EACH RB->moe_sum(RB, m->slots[r], T(idx), n, p->k, p->dim, T(out));
 }
@@ -649,6 +698,67 @@ static void ep_moe_prepare(dsv4_backend *be, const dsv4_moe_params *p)
         const dsv4_moe_params q = rank_moe(m, p, r);
         if (q.expert_hi > q.expert_lo && RB->moe_prepare) RB->moe_prepare(RB, &q);
     }
+}
+
+/* ---- decode graphs -------------------------------------------------------- */
+
+/* Every rank answers the same: a key that any rank would capture again (its scratch moved), or whose slot
+ * buffers moved (gen), is captured again on every rank. Whether a key was seen is the same on every rank (the
+ * forward pass begins every key on all of them). */
+static int ep_graph_begin(dsv4_backend *be, int key)
+{
+    ep_impl *m = ep_of(be);
+    m->gstate = 0;
+    m->gkey = key;
+    int st[EP_MAX_RANKS];
+    bool replay = key >= 1 && key < m->n_g && m->g[key].gen == m->gen;
+    EACH
+    {
+        st[r] = RB->graph_peek(RB, key);
+        replay = replay && st[r] == 2;
+    }
+    if (!replay) EACH if (st[r] == 2) RB->graph_drop(RB, key);
+    int ans = -1;
+    EACH
+    {
+        const int a = RB->graph_begin(RB, key);
+        if (ans >= 0 && a != ans) {
+            fprintf(stderr, "dsv4: expert-parallel ranks disagree on a decode graph (%d against %d)\n", a, ans);
+            abort();
+        }
+        ans = a;
+    }
+    if (ans == 1) {
+        if (key >= m->n_g) {
+            const int n = key + 1;
+            struct ep_graph *g = realloc(m->g, (size_t)n * sizeof *g);
+            if (!g) {
+                fprintf(stderr, "dsv4: out of memory in an expert-parallel decode graph\n");
+                abort();
+            }
+            memset(g + m->n_g, 0, (size_t)(n - m->n_g) * sizeof *g);
+            m->g = g;
+            m->n_g = n;
+        }
+        m->g[key].n_cut = 0;
+        m->g[key].gen = m->gen;
+    }
+    return m->gstate = ans;
+}
+
+/* A replay runs each rank's pieces with the all-reduces between them, as the capture cut them. */
+static void ep_graph_end(dsv4_backend *be, int key)
+{
+    ep_impl *m = ep_of(be);
+    if (m->gstate == 2 && key == m->gkey) {
+        const struct ep_graph *g = &m->g[key];
+        for (int i = 0; i < g->n_cut; i++) {
+            EACH RB->graph_piece(RB, 0);
+            allreduce(m, g->need[i]);
+        }
+    }
+    EACH RB->graph_end(RB, key);
+    m->gstate = 0;
 }
 
 /* ---- sampling ----------------------------------------------------------- */
@@ -673,6 +783,7 @@ static void ep_destroy(dsv4_backend *be)
         bind(m, r);
         dsv4_backend *b = m->rank[r];
         if (m->slots[r]) b->free(b, m->slots[r]);
+        if (m->zeros[r]) b->free(b, m->zeros[r]);
         /* activations on every rank; of the weights' copies only ranks 1.. are ours */
         for (int i = 0; i < m->n_al; i++)
             if (!m->al[i].weight || r > 0) b->free(b, m->al[i].p[r]);
@@ -685,6 +796,8 @@ static void ep_destroy(dsv4_backend *be)
         }
         b->destroy(b);
     }
+    for (int k = 0; k < m->n_g; k++) free(m->g[k].need);
+    free(m->g);
     free(m->ex);
     free(m->al);
     free(m->host_sum);
@@ -830,8 +943,18 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->moe_experts = ep_moe_experts;
     be->moe_prepare = ep_moe_prepare;
     be->swiglu = ep_swiglu;
-    /* No decode graphs: each rank capturing its own, the NCCL call inside, hung on two H200s (one host
-     * thread, two concurrent captures; docs/PARALLEL.md). Steps run op by op. */
+    /* Decode graphs where every rank can cut its graph into pieces: the all-reduces run between the pieces,
+     * outside any graph (each rank capturing its own graph with the NCCL call inside hung on two H200s: one host
+     * thread, two concurrent captures; docs/PARALLEL.md). DSV4_EP_GRAPHS=0: op by op (a baseline). */
+    bool graphs = !(getenv("DSV4_EP_GRAPHS") && !strcmp(getenv("DSV4_EP_GRAPHS"), "0"));
+    for (int r = 0; r < n_ranks; r++)
+        graphs = graphs && ranks[r]->graph_begin && ranks[r]->graph_end && ranks[r]->graph_peek &&
+                 ranks[r]->graph_drop && ranks[r]->graph_piece;
+    if (graphs) {
+        for (int r = 0; r < n_ranks; r++) ranks[r]->graph_shared = true;
+        be->graph_begin = ep_graph_begin;
+        be->graph_end = ep_graph_end;
+    }
     bool sample = true;
     for (int r = 0; r < n_ranks; r++) sample = sample && ranks[r]->sample;
     if (sample) be->sample = ep_sample;

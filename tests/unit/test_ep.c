@@ -218,6 +218,237 @@ static void test_profile_comm(void **state)
     dsv4_engine_close(e);
 }
 
+/* ---- decode graphs under expert parallelism: the protocol, on mock ranks ----
+ * Each mock rank answers graph_begin / peek / drop / piece / end as the CUDA backend does (graph.cu: a key seen
+ * once is captured at its second step and replayed after, until its gen moves) and logs what it runs: E / e a
+ * rank's experts run directly / while capturing, c a piece closed (and launched) in a capture, l a piece launched
+ * in a replay, D / U the loopback all-reduce's download / upload, s moe_sum. The experts write rank r + 1 into
+ * the slots i with i % 2 == r, so the all-reduced slots (moe_sum copies them to out) are 1, 2, 1, 2, ... */
+#define MK_KEYS 8
+static char mk_log[4096];
+typedef struct {
+    int id;
+    bool seen[MK_KEYS], capturing;
+    int npiece[MK_KEYS], state, key, next;
+    unsigned kgen[MK_KEYS], gen;
+} mock_rank;
+
+static void mk_put(char c, int id)
+{
+    size_t n = strlen(mk_log);
+    if (n + 2 < sizeof mk_log) {
+        mk_log[n] = c;
+        mk_log[n + 1] = (char)('0' + id);
+        mk_log[n + 2] = 0;
+    }
+}
+static mock_rank *mk(dsv4_backend *be)
+{
+    return (mock_rank *)be->impl;
+}
+static void *mk_alloc(dsv4_backend *be, size_t bytes)
+{
+    (void)be;
+    return calloc(1, bytes ? bytes : 1);
+}
+static void mk_free(dsv4_backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+static void mk_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    mk_put('U', mk(be)->id);
+    memcpy(dst, src, bytes);
+}
+static void mk_download(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    mk_put('D', mk(be)->id);
+    memcpy(dst, src, bytes);
+}
+static void mk_copy(dsv4_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    memcpy(dst, src, bytes);
+}
+static void mk_experts(dsv4_backend *be, const dsv4_moe_params *p, const float *x, int n, const int32_t *idx,
+                       const float *wts, float *out)
+{
+    (void)x, (void)idx, (void)wts, (void)out;
+    mock_rank *r = mk(be);
+    mk_put(r->capturing ? 'e' : 'E', r->id);
+    for (size_t i = 0; i < (size_t)n * p->k * p->dim; i++) p->slot_out[i] = (int)(i % 2) == r->id ? r->id + 1.0f : 0.0f;
+}
+static void mk_sum(dsv4_backend *be, const float *Y, const int32_t *idx, int n, int k, int dim, float *out)
+{
+    (void)idx;
+    mk_put('s', mk(be)->id);
+    memcpy(out, Y, (size_t)n * k * dim * sizeof(float));
+}
+static int mk_peek(dsv4_backend *be, int key)
+{
+    mock_rank *r = mk(be);
+    if (key < 1 || key >= MK_KEYS) return 0;
+    if (r->npiece[key] && r->kgen[key] == r->gen) return 2;
+    return r->seen[key] ? 1 : 0;
+}
+static void mk_drop(dsv4_backend *be, int key)
+{
+    if (key >= 1 && key < MK_KEYS) mk(be)->npiece[key] = 0;
+}
+static int mk_begin(dsv4_backend *be, int key)
+{
+    mock_rank *r = mk(be);
+    r->state = 0, r->key = key, r->next = 0;
+    const int a = mk_peek(be, key);
+    if (a == 2 || key < 1 || key >= MK_KEYS) return r->state = a;
+    r->npiece[key] = 0;
+    if (!r->seen[key]) {
+        r->seen[key] = true;
+        return 0;
+    }
+    r->capturing = true;
+    return r->state = 1;
+}
+static void mk_piece(dsv4_backend *be, int begin)
+{
+    mock_rank *r = mk(be);
+    if (r->state == 1) {
+        if (!begin && r->capturing) {
+            r->capturing = false;
+            r->npiece[r->key]++;
+            mk_put('c', r->id);
+        } else if (begin)
+            r->capturing = true;
+    } else if (r->state == 2 && !begin) {
+        assert_true(r->next < r->npiece[r->key]);
+        r->next++;
+        mk_put('l', r->id);
+    }
+}
+static void mk_end(dsv4_backend *be, int key)
+{
+    mock_rank *r = mk(be);
+    assert_int_equal(key, r->key);
+    if (r->state == 1) {
+        if (r->capturing) mk_piece(be, 0);
+        r->kgen[key] = r->gen;
+    } else if (r->state == 2)
+        while (r->next < r->npiece[key]) mk_piece(be, 0);
+    r->state = 0;
+}
+static void mk_destroy(dsv4_backend *be)
+{
+    free(be->impl);
+    free(be);
+}
+static dsv4_backend *mk_create(int id)
+{
+    dsv4_backend *be = calloc(1, sizeof *be);
+    mock_rank *r = calloc(1, sizeof *r);
+    assert_non_null(be);
+    assert_non_null(r);
+    r->id = id;
+    be->name = "mock";
+    be->impl = r;
+    be->alloc = mk_alloc;
+    be->free = mk_free;
+    be->upload = mk_upload;
+    be->download = mk_download;
+    be->copy = mk_copy;
+    be->moe_experts = mk_experts;
+    be->moe_sum = mk_sum;
+    be->graph_begin = mk_begin;
+    be->graph_end = mk_end;
+    be->graph_peek = mk_peek;
+    be->graph_drop = mk_drop;
+    be->graph_piece = mk_piece;
+    be->destroy = mk_destroy;
+    return be;
+}
+
+/* One step of key's graph with `cuts` MoE layers of n tokens; the answer of graph_begin. */
+static int mk_step(dsv4_backend *ep, int key, int cuts, int n, float *out)
+{
+    static const dsv4_moe_params p = {.n_experts = 8, .k = 2, .dim = 4};
+    mk_log[0] = 0;
+    const int g = ep->graph_begin(ep, key);
+    if (g != 2)
+        for (int c = 0; c < cuts; c++) ep->moe_experts(ep, &p, NULL, n, NULL, NULL, out);
+    ep->graph_end(ep, key);
+    return g;
+}
+
+static void test_graph_protocol(void **state)
+{
+    (void)state;
+    dsv4_backend *ranks[2] = {mk_create(0), mk_create(1)};
+    dsv4_weights w;
+    memset(&w, 0, sizeof w);
+    w.n_experts = 8;
+    char err[256];
+    dsv4_backend *ep = dsv4_backend_ep_create(ranks, 2, NULL, &w, err, sizeof err);
+    assert_non_null(ep);
+    assert_non_null(ep->graph_begin);
+    assert_true(ranks[0]->graph_shared && ranks[1]->graph_shared);
+    float *out = ep->alloc(ep, 64 * 2 * 4 * sizeof(float));
+    assert_non_null(out);
+    const char *cut_direct = "E0E1D0D1U0U1s0s1", *cut_capture = "e0e1c0c1D0D1U0U1s0s1", *cut_replay = "l0l1D0D1U0U1";
+    char want[1024];
+#define WANT3(a, tail) snprintf(want, sizeof want, "%s%s%s%s", a, a, a, tail)
+    /* the first step of a key sizes (every op directly), the second is captured in pieces, the third replayed */
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 0);
+    WANT3(cut_direct, "");
+    assert_string_equal(mk_log, want);
+    memset(out, 0, 2 * 2 * 4 * sizeof(float));
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 1);
+    WANT3(cut_capture, "c0c1");
+    assert_string_equal(mk_log, want);
+    for (int i = 0; i < 2 * 2 * 4; i++) assert_true(out[i] == (float)(1 + i % 2)); /* the all-reduce's sum */
+    assert_int_equal(mk(ranks[0])->npiece[1], 4);
+    assert_int_equal(mk(ranks[1])->npiece[1], 4);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(mk_step(ep, 1, 3, 2, out), 2);
+        WANT3(cut_replay, "l0l1");
+        assert_string_equal(mk_log, want);
+    }
+    /* another key: sized, then captured, while key 1 stays */
+    assert_int_equal(mk_step(ep, 2, 3, 1, out), 0);
+    assert_int_equal(mk_step(ep, 2, 3, 1, out), 1);
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 2);
+    /* one rank's buffers moved (its gen): every rank captures key 1 again (rank 0's graph dropped) */
+    mk(ranks[1])->gen++;
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 1);
+    WANT3(cut_capture, "c0c1");
+    assert_string_equal(mk_log, want);
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 2);
+    /* the slot buffers grow (a bigger step outside any graph): every key's graph is captured again */
+    mk_step(ep, 0, 1, 64, out);
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 1);
+    assert_int_equal(mk_step(ep, 2, 3, 1, out), 1);
+    assert_int_equal(mk_step(ep, 1, 3, 2, out), 2);
+    assert_int_equal(mk_step(ep, 2, 3, 1, out), 2);
+    /* DSV4_EP_GRAPHS=0, or a rank without pieces: no graphs */
+    ep->free(ep, out);
+    ep->destroy(ep);
+    ranks[0] = mk_create(0), ranks[1] = mk_create(1);
+    ranks[1]->graph_piece = NULL;
+    ep = dsv4_backend_ep_create(ranks, 2, NULL, &w, err, sizeof err);
+    assert_non_null(ep);
+    assert_null(ep->graph_begin);
+    ep->destroy(ep);
+    setenv("DSV4_EP_GRAPHS", "0", 1);
+    ranks[0] = mk_create(0), ranks[1] = mk_create(1);
+    ep = dsv4_backend_ep_create(ranks, 2, NULL, &w, err, sizeof err);
+    assert_non_null(ep);
+    assert_null(ep->graph_begin);
+    ep->destroy(ep);
+    unsetenv("DSV4_EP_GRAPHS");
+#undef WANT3
+    printf("graphs under expert parallelism: sized, captured in pieces (the all-reduce between), replayed; "
+           "recaptured when a rank's or the slots' buffers move\n");
+}
+
 int main(void)
 {
     const int rc = tu_test_backend(&test_backend);
@@ -227,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_profile_comm),
+        cmocka_unit_test(test_graph_protocol),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

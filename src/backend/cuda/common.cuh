@@ -77,8 +77,11 @@ enum { RK_F32, RK_BF16, RK_F16, RK_FP8, RK_MXFP4, RK_NVFP4 };
 #define MAX_MOE_TABLES 1024
 #define MAX_PROF_EVENTS 8192
 #define MAX_GRAPH_KEY 512
+/* A decode step's graph: one piece, or several where a caller cut the capture (graph_piece: expert parallelism's
+ * all-reduce runs between two pieces, outside any graph). */
 struct cuda_graph {
-    cudaGraphExec_t exec;
+    cudaGraphExec_t *piece;
+    int n_piece, cap_piece;
     unsigned gen;
     bool seen;
 };
@@ -200,6 +203,7 @@ struct cuda_impl {
      * (scratch growth) bump gen; graphs of an older gen are captured again. */
     bool graph_mode, capturing;
     int graph_state; /* what graph_begin answered */
+    int graph_key, graph_next; /* the step's key; in a replay, the pieces launched so far */
     unsigned gen;
     struct cuda_graph *graphs; /* [MAX_GRAPH_KEY + 1] */
     /* sampling: requests up and picks down through pinned buffers, one a slot (SMP_SLOTS: sample_launch's two,
@@ -770,6 +774,9 @@ void cuda_sample_wait(dsv4_backend *be, int slot, int n, int32_t *tok);
 void cuda_feed_tokens(cuda_impl *im, int32_t *tokens, const int32_t *feed, int n, int slot);
 int cuda_graph_begin(dsv4_backend *be, int key);
 void cuda_graph_end(dsv4_backend *be, int key);
+int cuda_graph_peek(dsv4_backend *be, int key);
+void cuda_graph_drop(dsv4_backend *be, int key);
+void cuda_graph_piece(dsv4_backend *be, int begin);
 void cuda_graphs_destroy(cuda_impl *im);
 
 #endif

@@ -130,8 +130,8 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
     cuda_impl *im = impl_of(be);
     const int q = im->q;
     if (im->scratch_cap[q][slot] < bytes) {
-        if (im->capturing) {
-            /* the step before a capture sizes everything: a broken invariant */
+        if (im->graph_state == 1) {
+            /* the step before a capture sizes everything (the pieces' gaps too): a broken invariant */
             fprintf(stderr, "dsv4: CUDA scratch %d grew inside a graph capture (%zu > %zu bytes)\n", slot, bytes,
                     im->scratch_cap[q][slot]);
             abort();
@@ -929,6 +929,9 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->swiglu = cuda_swiglu;
     be->graph_begin = cuda_graph_begin;
     be->graph_end = cuda_graph_end;
+    be->graph_peek = cuda_graph_peek;
+    be->graph_drop = cuda_graph_drop;
+    be->graph_piece = cuda_graph_piece;
     be->sample = cuda_sample;
     be->sample_launch = cuda_sample_launch;
     be->sample_wait = cuda_sample_wait;
