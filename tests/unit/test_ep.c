@@ -258,11 +258,13 @@ static void mk_free(dsv4_backend *be, void *p)
 }
 static void mk_upload(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
+    assert_false(mk(be)->capturing); /* the all-reduce outside every graph */
     mk_put('U', mk(be)->id);
     memcpy(dst, src, bytes);
 }
 static void mk_download(dsv4_backend *be, void *dst, const void *src, size_t bytes)
 {
+    assert_false(mk(be)->capturing); /* the all-reduce outside every graph */
     mk_put('D', mk(be)->id);
     memcpy(dst, src, bytes);
 }
@@ -382,6 +384,10 @@ static int mk_step(dsv4_backend *ep, int key, int cuts, int n, float *out)
 static void test_graph_protocol(void **state)
 {
     (void)state;
+    /* (the test's own DSV4_EP_GRAPHS: a run of the suite with it at 0 still checks the protocol) */
+    const char *env = getenv("DSV4_EP_GRAPHS");
+    char *saved = env ? strdup(env) : NULL;
+    unsetenv("DSV4_EP_GRAPHS");
     dsv4_backend *ranks[2] = {mk_create(0), mk_create(1)};
     dsv4_weights w;
     memset(&w, 0, sizeof w);
@@ -444,6 +450,8 @@ static void test_graph_protocol(void **state)
     assert_null(ep->graph_begin);
     ep->destroy(ep);
     unsetenv("DSV4_EP_GRAPHS");
+    if (saved) setenv("DSV4_EP_GRAPHS", saved, 1);
+    free(saved);
 #undef WANT3
     printf("graphs under expert parallelism: sized, captured in pieces (the all-reduce between), replayed; "
            "recaptured when a rank's or the slots' buffers move\n");

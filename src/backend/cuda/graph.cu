@@ -22,7 +22,7 @@
 
 static void drop_pieces(cuda_graph *g)
 {
-    for (int i = 0; i < g->n_piece; i++) CK(cudaGraphExecDestroy(g->piece[i]));
+    for (int i = 0; i < g->n_piece; i++) cudaGraphExecDestroy(g->piece[i]); /* (teardown after an error too) */
     g->n_piece = 0;
 }
 
@@ -107,9 +107,19 @@ void cuda_graph_piece(dsv4_backend *be, int begin)
     cuda_graph *g = &im->graphs[im->graph_key];
     if (im->graph_state == 1) {
         if (!begin && im->capturing) {
-            /* a capture ends joined: an hc_pre's post-and-comb blocks forked to the second queue (hc.cu) join
-             * queue 0 here instead of at the hc_post that would have joined them in the next piece */
+            /* a capture ends joined: what runs on the second queue (an hc_pre's post-and-comb blocks, hc.cu, or
+             * work the caller forked) joins queue 0 here, so that no later join waits on an event of this
+             * capture; a cut while ops go to the second queue is the caller's bug */
+            if (im->q != 0) {
+                fprintf(stderr, "dsv4: a decode graph cut while ops go to the second queue\n");
+                abort();
+            }
             cuda_hc_join(im);
+            if (im->side_open) {
+                CK(cudaEventRecord(im->join_ev, im->queue[1]));
+                CK(cudaStreamWaitEvent(im->queue[0], im->join_ev, 0));
+                im->side_open = false;
+            }
             capture_close(im, g);
         } else if (begin && !im->capturing)
             capture_open(be, im);
@@ -125,6 +135,11 @@ void cuda_graph_piece(dsv4_backend *be, int begin)
 void cuda_graph_end(dsv4_backend *be, int key)
 {
     cuda_impl *im = impl_of(be);
+    if (im->capturing && (key != im->graph_key || !key_ok(im, key))) { /* a capture left open: the caller's bug */
+        fprintf(stderr, "dsv4: a decode graph ended with another key (%d, captured %d) or on the second queue\n", key,
+                im->graph_key);
+        abort();
+    }
     if (im->graph_state && key == im->graph_key && key_ok(im, key)) {
         cuda_graph *g = &im->graphs[key];
         if (im->graph_state == 1) {
