@@ -35,6 +35,12 @@ timeout 150 compute-sanitizer --tool memcheck --error-exitcode 3 $B/bench_cpu -m
 echo "== memcheck ep2 graphs exit $?"
 grep -E "ERROR SUMMARY|ms/step" "$R/san-ep2.txt" | tail -2
 call_snap
+# the full Flash shape (145 GiB) on this one GPU without --ep: refused at start-up with the sizes (f109b25), not an
+# out-of-memory error after ~139 GiB were generated
+$B/dsv4 mkmodel --preset flash --layers 43 --sparse -o /tmp/f43 > /dev/null 2>&1
+timeout 60 $B/bench_cpu -m /tmp/f43 --backend cuda --fill-random --prompt 4 --decode 2 > "$R/too-big.txt" 2>&1
+echo "too big for one GPU: exit $? - $(grep -m1 -oE 'do not fit.*' "$R/too-big.txt" | cut -c1-160)"
+rm -rf /tmp/f43
 [ -d /tmp/f8 ] || $B/dsv4 mkmodel --preset flash --layers 8 --sparse -o /tmp/f8 > /dev/null 2>&1
 for b in 1 16; do
   for v in graphs nographs single; do

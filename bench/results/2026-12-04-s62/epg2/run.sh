@@ -42,5 +42,9 @@ call_snap
 run graphs 8
 run graphs 64
 call_snap
+# without --ep: the weights do not fit one H200, so dsv4 takes expert parallelism over two itself (f109b25)
+timeout 150 $B/bench_cpu -m /tmp/flash-ep --backend cuda --numerics reference --fill-random --prompt 16 --decode 8 \
+  --batch 1 > "$R/d-auto-b1.txt" 2>&1
+echo "without --ep: exit $? - $(grep -m1 -oE 'do not fit.*' "$R/d-auto-b1.txt")"
 serve_bench serve-ep2 "1 16 64" -m /tmp/flash-ep --fill-random --ep 2
 call_end
