@@ -68,6 +68,7 @@ typedef struct srv_req {
                                   (allocated by the submitter; ptoks[0] has none) */
     int n_ptoks;               /* the prompt tokens done: n_prompt once the prompt is in */
     int n_gen;                 /* tokens generated (EOS included) */
+    int n_cached;              /* prompt tokens the prefix cache supplied (usage.prompt_tokens_details) */
     int done;                  /* 1: finished; nothing more will be appended */
     srv_outcome outcome;
     char error[256];           /* outcome ERROR: what went wrong */
@@ -98,6 +99,7 @@ typedef struct {
     int chunked_prefill;     /* prefill tokens per step */
     int64_t pages_total;     /* for the reservation arithmetic */
     int overlap;             /* submit each step before the previous one's picks are read (scheduler.c) */
+    int prefix_cache;        /* reuse kept states of earlier prompts (server/prefix.h; needs engine snapshots) */
 } srv_sched_opts;
 
 typedef struct srv_sched srv_sched;
