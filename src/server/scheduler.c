@@ -52,6 +52,8 @@ typedef struct srv_sched_slot {
     int64_t kept;          /* prefix cache: the length of its state kept last, or of the prefix it started from */
     int save_at;           /* prefix cache: the prompt length at which its state is kept */
     int branch_at;         /* prefix cache: where its prompt parts from a kept one's tokens (its state kept there) */
+    int wait_lead;         /* prefix cache: a choice k > 0 whose prefill waits for choice 0's state at its prompt's
+                              last token, to start from it (shared_prefill) */
     int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
     int n_gen_ids, cap_gen;
     srv_outcome outcome; /* how it ended (finish_slot) */
@@ -126,8 +128,10 @@ double srv_now(void)
 
 srv_req *srv_req_create(const int32_t *prompt, int n_prompt)
 {
+    static uint64_t groups;
     srv_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    r->group = __atomic_add_fetch(&groups, 1, __ATOMIC_RELAXED);
     r->prompt = malloc((size_t)(n_prompt > 0 ? n_prompt : 1) * sizeof(int32_t));
     if (!r->prompt) {
         free(r);
@@ -156,6 +160,7 @@ srv_req *srv_req_clone_prompt(const srv_req *r, const int32_t *prompt, int n_pro
     srv_req *c = srv_req_create(prompt, n_prompt);
     if (!c) return NULL;
     c->choice = k;
+    if (same) c->group = r->group;
     c->sp = r->sp;
     memcpy(c->stop_ids, r->stop_ids, sizeof c->stop_ids);
     if (r->sp.stop_ids == r->stop_ids) c->sp.stop_ids = c->stop_ids;
@@ -534,6 +539,50 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
 
 /* ---- admission --------------------------------------------------------------- */
 
+/* The running choice 0 of r's prompt, if r is another choice of it. */
+static srv_slot *lead_of(srv_sched *s, const srv_req *r)
+{
+    for (int k = 0; r->choice > 0 && k < s->o.max_running; k++) {
+        srv_slot *l = &s->slots[k];
+        if (l->r && !l->ending && l->r->group == r->group && l->r->choice == 0) return l;
+    }
+    return NULL;
+}
+
+/* Choices waiting for their choice 0's state (slot_setup): once it has passed the prompt's last token, each starts
+ * from the state kept there - its empty sequence replaced, the pages it shares no longer reserved - or, where
+ * none was kept (or choice 0 ended first), prefills the prompt itself. */
+static void followers_update(srv_sched *s)
+{
+    for (int k = 0; k < s->o.max_running; k++) {
+        srv_slot *f = &s->slots[k];
+        if (!f->r || !f->wait_lead) continue;
+        const srv_slot *lead = f->ending ? NULL : lead_of(s, f->r);
+        const int64_t at = (int64_t)f->r->n_prompt - 1;
+        if (lead && lead->prefilled < at) continue;
+        f->wait_lead = 0;
+        int64_t len;
+        const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, at, &len, NULL);
+        if (i < 0 || len <= f->prefilled || f->inflight) continue;
+        char err[256];
+        dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
+        f->seq = -1;
+        if (srv_prefix_start(s->pc, i, &f->seq, err, sizeof err)) {
+            finish_slot(s, f, SRV_OUTCOME_ERROR, err);
+            continue;
+        }
+        const int64_t credit = len / s->page_tokens - f->prefilled / s->page_tokens;
+        f->pages -= credit;
+        s->reserved -= credit;
+        srv_metrics_prefix(s->m, 0, len - f->prefilled);
+        f->prefilled = (int)len;
+        f->kept = len;
+        pthread_mutex_lock(&f->r->mu);
+        f->r->n_cached = (int)len;
+        pthread_mutex_unlock(&f->r->mu);
+    }
+}
+
 /* hit: a prefix cache entry whose hit_len tokens start r's prompt (-1: none); common: the most tokens r's prompt
  * shares with the start of an entry. */
 static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t hit_len, int64_t common, char *err,
@@ -587,6 +636,15 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
      * system prompt, another question): the state where they part serves both and those to come, so it is
      * kept there - a split of this prefill once, against the run's prefill for every later one. */
     sl->branch_at = common - hit_len >= s->branch_gap ? (int)common : 0;
+    /* n choices of one prompt: choice 0 prefills it and keeps its state before the last token, the others wait
+     * for that state and start from it (followers_update) */
+    if (s->pc && !r->ptoks && r->choice > 0 && hit_len < r->n_prompt - 1) {
+        srv_slot *lead = lead_of(s, r);
+        if (lead && lead->prefilled < r->n_prompt - 1) {
+            lead->save_at = r->n_prompt - 1;
+            sl->wait_lead = 1;
+        }
+    }
     sl->pages = pages_for(s, r) - hit_len / s->page_tokens;
     s->reserved += sl->pages;
     if (s->pc) {
@@ -843,6 +901,7 @@ static void *worker(void *arg)
         /* the step in flight first where the next one cannot run ahead of its picks */
         if (s->n_steps && !(s->o.overlap && overlap_ok(s))) step_finish(s);
 
+        if (s->pc) followers_update(s);
         /* the batch: decode tokens first, then prefill chunks oldest first */
         int n = 0, budget = s->o.chunked_prefill, n_tok = 0;
         const int64_t follow_id = s->n_steps ? s->steps[0].id : -1; /* picks still in flight */
@@ -866,6 +925,7 @@ static void *worker(void *arg)
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
                 if (!sl->r || sl->ending || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
+                if (sl->wait_lead) continue;    /* it starts from its choice 0's state */
                 if (sl->plp_inflight) continue; /* its last chunk's logits are not read yet */
                 if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
             }

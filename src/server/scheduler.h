@@ -52,6 +52,7 @@ typedef struct srv_req {
     int no_gen;                /* generate nothing: the request ends once its prompt is in (echo, max_tokens 0) */
     int choice;                /* k of the choices of one prompt (srv_req_clone's k): the usage counts choice 0's
                                   prompt only */
+    uint64_t group;            /* the same for the choices of one prompt (srv_req_clone), unique otherwise */
     double t_arrive;           /* srv_now() at arrival */
     double deadline;           /* srv_now() after which the request is abandoned; 0 = none */
 

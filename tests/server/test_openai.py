@@ -912,6 +912,35 @@ class PrefixCache(unittest.TestCase):
         self.assertTrue(all(g[1].prompt_tokens_details.cached_tokens > 48 for g in got),
                         [g[1].prompt_tokens_details.cached_tokens for g in got])
 
+    def test_n_choices_share_the_prompt(self):
+        """n choices of one prompt: choice 0 prefills it, the others start from its state before the last token -
+        the prompt runs about once, not n times, and every choice gives what it gives alone."""
+        prompt = LONG_SYSTEM + " The choices share this prompt; write a number:"
+        for stream in (False, True):
+            body = dict(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, n=4, stream=stream,
+                        extra_body={"ignore_eos": True})
+            ref = self.off.client().completions.create(**dict(body, n=1, stream=False)).choices[0].text
+            before = S.metrics()
+            r = S.client().completions.create(**body)
+            if stream:
+                texts = ["", "", "", ""]
+                for c in r:
+                    for ch in c.choices:
+                        texts[ch.index] += ch.text
+            else:
+                texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+            m = S.metrics()
+            self.assertEqual(texts, [ref] * 4)
+            n_prompt = self.off.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=1,
+                                                            temperature=0).usage.prompt_tokens
+            hit = m["dsv4_prefix_cache_hit_tokens_total"] - before["dsv4_prefix_cache_hit_tokens_total"]
+            ran = m["dsv4_step_tokens_total"] - before["dsv4_step_tokens_total"]
+            if not stream:  # the first: nothing kept yet, choices 1-3 start from choice 0's state
+                self.assertEqual(hit, 3 * (n_prompt - 1))
+                self.assertLessEqual(ran, n_prompt + 3 + 4 * 6, (ran, n_prompt))
+            else:  # the second: every choice starts from the state the first kept
+                self.assertEqual(hit, 4 * (n_prompt - 1))
+
     def test_auto(self):
         """--prefix-cache auto (the default): on with the CPU backend, off (said so) on the GPU."""
         log = self.off.logtext()
