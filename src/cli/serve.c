@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/backend.h" /* dsv4_cuda_device_count */
 #include "cli/cli.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -86,7 +87,7 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
-    int overlap = 1, prefix = -1; /* prefix: -1 auto, 0 off, 1 on */
+    int overlap = 1, prefix = -1, prefix_auto_off = 0; /* prefix: -1 auto, 0 off, 1 on */
     long long prefix_entries = -1;
     const char *served_name = NULL, *tokenizer = NULL;
     for (int i = 1; i < argc; i++) {
@@ -181,6 +182,18 @@ int cmd_serve(int argc, char **argv)
     eo.max_batch_tokens = chunk + max_running;
     eo.n_threads = (int)threads;
     eo.verbose = 1;
+    /* auto: on where its path is verified on a device - the CPU backend; the GPU's runs the same engine
+     * bookkeeping and stream-ordered copies, not yet checked on a device (tests/unit/test_prefix.c on CUDA).
+     * Decided before the engine opens, so that a pool sized from free memory leaves no room for states that
+     * will not be kept (a --backend auto that the engine sends to the CPU all the same keeps it off) */
+    if (prefix == -1) {
+        int gpu = 0;
+#ifdef DSV4_HAVE_CUDA
+        gpu = eo.backend != DSV4_BACKEND_CPU && dsv4_cuda_device_count() > 0;
+#endif
+        prefix = !gpu;
+        prefix_auto_off = gpu;
+    }
     /* states kept by the prefix cache: their memory is allocated at the first one */
     eo.max_snaps = prefix == 0 ? 0 : (int)(prefix_entries > 0 ? prefix_entries : 2 * max_running);
     if (dsv4_engine_open(&eo, &e, err, sizeof err)) {
@@ -223,14 +236,12 @@ int cmd_serve(int argc, char **argv)
         free(ids);
     }
 
-    /* auto: on where its path is verified on a device - the CPU backend; the GPU's runs the same engine
-     * bookkeeping and stream-ordered copies, not yet checked on a device (tests/unit/test_prefix.c on CUDA) */
-    const int prefix_on = prefix == 1 || (prefix == -1 && !strcmp(info.backend, "cpu"));
+    const int prefix_on = prefix == 1 && info.max_snaps > 0;
     if (prefix_on)
         logf_("prefix cache: up to %d kept states of %.2f MiB each (allocated at the first), pages on demand",
               info.max_snaps, (double)info.state_slot_bytes / 1048576.0);
     else
-        logf_("prefix cache: off%s", prefix == 0 ? "" : " (auto: on with the CPU backend; --prefix-cache on)");
+        logf_("prefix cache: off%s", prefix_auto_off ? " (auto: on with the CPU backend; --prefix-cache on)" : "");
     t0 = now_s();
     srv_sched_opts so = {.max_running = (int)max_running,
                          .max_queue = (int)max_queue,

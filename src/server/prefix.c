@@ -104,31 +104,34 @@ int srv_prefix_count(const srv_prefix *pc)
 
 int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int64_t spare_pages)
 {
-    if (!pc) return 0;
+    if (!pc) return -1;
     const int64_t len = dsv4_seq_len(pc->e, seq);
-    if (len <= 0) return 0;
+    if (len <= 0) return -1;
     for (int i = 0; i < pc->n; i++) {
         entry *en = &pc->ent[i];
         if (en->snap >= 0 && en->len == len && !memcmp(en->toks, toks, (size_t)len * sizeof(int32_t))) {
             en->used = ++pc->tick; /* kept already */
-            return 0;
+            return -1;
         }
     }
     /* a copy of a partly filled page comes out of the pages no running request counts on (evicting an entry
      * returns those of its pages nobody else holds) */
     const int64_t shared0 = dsv4_pages_shared(pc->e);
-    if (!take && len % dsv4_page_tokens(pc->e))
+    if (!take && len % dsv4_page_tokens(pc->e)) {
+        /* evicting every entry frees at most the pages the entries alone hold: nothing if that is too few */
+        if (spare_pages + dsv4_pages_cached(pc->e) < 1) return -1;
         while (spare_pages - (dsv4_pages_shared(pc->e) - shared0) < 1)
-            if (!srv_prefix_evict(pc, -1)) return 0;
+            if (!srv_prefix_evict(pc, -1)) return -1;
+    }
     int slot = 0;
     while (slot < pc->n && pc->ent[slot].snap >= 0) slot++;
     if (slot == pc->n) {
-        if (!srv_prefix_evict(pc, -1)) return 0;
+        if (!srv_prefix_evict(pc, -1)) return -1;
         for (slot = 0; pc->ent[slot].snap >= 0; slot++) {
         }
     }
     entry *en = &pc->ent[slot];
-    if (!(en->toks = malloc((size_t)len * sizeof(int32_t)))) return 0;
+    if (!(en->toks = malloc((size_t)len * sizeof(int32_t)))) return -1;
     memcpy(en->toks, toks, (size_t)len * sizeof(int32_t));
     char err[256];
     const dsv4_status st = take ? dsv4_seq_to_snap(pc->e, seq, &en->snap, err, sizeof err)
@@ -137,9 +140,19 @@ int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int6
         free(en->toks);
         memset(en, 0, sizeof *en);
         en->snap = -1;
-        return 0;
+        return -1;
     }
     en->len = len;
     en->used = ++pc->tick;
-    return 1;
+    return slot;
+}
+
+uint64_t srv_prefix_stamp(const srv_prefix *pc, int i)
+{
+    return pc && i >= 0 && i < pc->n && pc->ent[i].snap >= 0 ? pc->ent[i].used : 0;
+}
+
+void srv_prefix_drop(srv_prefix *pc, int i)
+{
+    if (pc && i >= 0 && i < pc->n && pc->ent[i].snap >= 0) entry_drop(pc, &pc->ent[i]);
 }

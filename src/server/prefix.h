@@ -33,10 +33,14 @@ dsv4_status srv_prefix_start(srv_prefix *pc, int i, int *seq, char *err, size_t 
 
 /* Keeps sequence seq's state; its first dsv4_seq_len(seq) tokens are toks. take: the sequence is freed into
  * the entry (dsv4_seq_to_snap), else copied (dsv4_snap_save: a partly filled last page takes a page from the
- * pool - only while spare_pages > 0, evicting entries to make it so). An entry of the same tokens is only
- * marked used. Where no snapshot slot is free the least recently used entry goes. Returns 1 if seq's state is
- * in an entry (with take: seq is gone), 0 if not (with take: seq is still the caller's). */
+ * pool - only while spare_pages > 0, evicting entries to make it so where that can). An entry of the same
+ * tokens is only marked used. Where no snapshot slot is free the least recently used entry goes. Returns the
+ * new entry's index (with take: seq is gone), or -1 when none was made (with take: seq is still the
+ * caller's). */
 int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int64_t spare_pages);
+/* Entry i's last use (0: empty): unchanged since srv_prefix_save returned i means nobody has used it. */
+uint64_t srv_prefix_stamp(const srv_prefix *pc, int i);
+void srv_prefix_drop(srv_prefix *pc, int i);
 /* Evicts the least recently used entry other than keep (-1: any); 0 when there is none. */
 int srv_prefix_evict(srv_prefix *pc, int keep);
 /* Entries held. */

@@ -56,6 +56,9 @@ typedef struct srv_sched_slot {
                               last token, to start from it (shared_prefill) */
     int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
     int n_gen_ids, cap_gen;
+    int no_keep;     /* prefix cache: its state is not kept at its end (a pick not recorded, a failed step) */
+    int chunk_entry; /* prefix cache: the entry kept at its last chunk's end (-1: none) and that entry's stamp */
+    uint64_t chunk_stamp;
     srv_outcome outcome; /* how it ended (finish_slot) */
     dsv4_sampler *smp;
     dsv4_detok *dt;
@@ -346,7 +349,7 @@ static void slot_clear(srv_sched *s, srv_slot *sl)
  * turn that repeats them (its sequence freed into an entry, no copy). */
 static void keep_end(srv_sched *s, srv_slot *sl)
 {
-    if (!s->pc || sl->seq < 0 || sl->outcome > SRV_OUTCOME_TOOL_CALLS) return;
+    if (!s->pc || sl->seq < 0 || sl->no_keep || sl->outcome > SRV_OUTCOME_TOOL_CALLS) return;
     const srv_req *r = sl->r;
     const int64_t len = dsv4_seq_len(s->e, sl->seq), out = len - r->n_prompt; /* out: the picks it absorbed */
     if (len <= sl->kept || out < 0 || out > sl->n_gen_ids) return;
@@ -354,7 +357,7 @@ static void keep_end(srv_sched *s, srv_slot *sl)
     if (!toks) return;
     memcpy(toks, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
     if (out) memcpy(toks + r->n_prompt, sl->gen, (size_t)out * sizeof(int32_t));
-    if (srv_prefix_save(s->pc, sl->seq, toks, 1, 0)) sl->seq = -1;
+    if (srv_prefix_save(s->pc, sl->seq, toks, 1, 0) >= 0) sl->seq = -1;
     free(toks);
 }
 
@@ -364,9 +367,18 @@ static void keep_prompt(srv_sched *s, srv_slot *sl)
 {
     const int64_t at = sl->prefilled;
     if (!s->pc || sl->ending || at <= sl->kept || dsv4_seq_len(s->e, sl->seq) != at) return;
-    if (at != sl->save_at && at != sl->branch_at && !(at < sl->r->n_prompt && at - sl->kept >= s->keep_gap)) return;
+    const bool chunk_end = at != sl->save_at && at != sl->branch_at;
+    if (chunk_end && !(at < sl->r->n_prompt && at - sl->kept >= s->keep_gap)) return;
     const int64_t spare = s->o.pages_total - s->reserved - dsv4_pages_shared(s->e);
-    if (srv_prefix_save(s->pc, sl->seq, sl->r->prompt, 0, spare)) sl->kept = at;
+    const int i = srv_prefix_save(s->pc, sl->seq, sl->r->prompt, 0, spare);
+    if (i < 0) return;
+    sl->kept = at;
+    if (!chunk_end) return;
+    /* a long prompt keeps one state at a chunk's end at a time: the one before goes unless somebody used it */
+    if (sl->chunk_entry >= 0 && srv_prefix_stamp(s->pc, sl->chunk_entry) == sl->chunk_stamp)
+        srv_prefix_drop(s->pc, sl->chunk_entry);
+    sl->chunk_entry = i;
+    sl->chunk_stamp = srv_prefix_stamp(s->pc, i);
 }
 
 /* The slot of an ended request that no step in flight holds: its sequence freed (or kept by the prefix
@@ -590,6 +602,7 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
 {
     memset(sl, 0, sizeof *sl);
     sl->seq = -1;
+    sl->chunk_entry = -1;
     sl->r = r;
     if (r->n_stops) {
         const char *stops[SRV_MAX_STOPS];
@@ -669,7 +682,10 @@ static int fits_locked(srv_sched *s, srv_req *r, int *hit, int64_t *hit_len, int
     for (;;) {
         const int64_t need = pages_for(s, r) - *hit_len / s->page_tokens, total = s->o.pages_total;
         if (s->reserved + need > total) return 0; /* the running requests' futures first */
-        if (!s->pc || dsv4_pages_shared(s->e) <= total - s->reserved - need) return 1;
+        const int64_t shared = s->pc ? dsv4_pages_shared(s->e) : 0;
+        if (shared <= total - s->reserved - need) return 1;
+        /* evicting entries frees at most the pages they alone hold: where that cannot do, wait (keep them) */
+        if (shared - dsv4_pages_cached(s->e) > total - s->reserved - need) return 0;
         if (srv_prefix_evict(s->pc, *hit)) continue;
         if (*hit < 0) return 0;
         *hit = -1; /* the entry's pages are worth more as free ones */
@@ -807,10 +823,13 @@ static void step_finish(srv_sched *s)
     srv_step *t = &s->steps[0];
     /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
     dsv4_status st = dsv4_step_finish(s->e, err, sizeof err);
-    /* a failed step may have left any state it touched wrong, those kept since it was submitted among them */
-    if (st != DSV4_OK && st != DSV4_ERR_STATE)
+    /* a failed step may have left any state it touched wrong: those kept since it was submitted, and its
+     * sequences' own (ending ones are released below) */
+    if (st != DSV4_OK && st != DSV4_ERR_STATE) {
         while (srv_prefix_evict(s->pc, -1)) {
         }
+        for (int i = 0; i < t->n; i++) s->slots[t->m[i].slot].no_keep = 1;
+    }
     const double now = srv_now();
     srv_metrics_step(s->m, now - s->t_step, t->n_tok);
     s->t_step = now;
@@ -819,8 +838,12 @@ static void step_finish(srv_sched *s)
         sl->inflight--;
         /* the prefix cache keeps the tokens the sequence absorbs: its picks, including those of steps in flight
          * when it ended (keep_end takes as many as the sequence holds) */
-        if (s->pc && t->m[i].sample && !grow((void **)&sl->gen, &sl->cap_gen, sl->n_gen_ids + 1, sizeof(int32_t)))
-            sl->gen[sl->n_gen_ids++] = sl->picked.token;
+        if (s->pc && t->m[i].sample) {
+            if (!grow((void **)&sl->gen, &sl->cap_gen, sl->n_gen_ids + 1, sizeof(int32_t)))
+                sl->gen[sl->n_gen_ids++] = sl->picked.token;
+            else
+                sl->no_keep = 1; /* a gap: the tokens would not be the state's */
+        }
         if (sl->ending) {
             if (!sl->inflight) slot_release(s, sl);
             continue;

@@ -251,6 +251,72 @@ static void test_branches(void **state)
     }
 }
 
+/* Snapshots taken with the step that brought the sequence there still in flight (dsv4_step_submit, then the
+ * snapshot, then dsv4_step_finish: what overlapped serving does; on the GPU the copies are ordered after the
+ * step), and a chain: a sequence from a snapshot, freed into a snapshot of its own, a sequence from that. */
+static void test_in_flight_and_chains(void **state)
+{
+    (void)state;
+    for (int f = 0; f < n_fixtures; f++) {
+        const fixture *fx = &fixtures[f];
+        int V;
+        dsv4_engine *e = open_engine(fx, DSV4_NUMERICS_REFERENCE, 1, 4, 4 * 1024, &V);
+        const int T = fx->T, P1 = T / 3, P2 = 2 * T / 3, dec = 3;
+        const int64_t total = dsv4_pages_total(e);
+        float *whole = malloc((size_t)T * V * sizeof(float)), *got = calloc((size_t)T * V, sizeof(float));
+        char err[512];
+        int a, b, c, d, s1, s2, s3;
+        assert_int_equal(dsv4_seq_create(e, &a, err, sizeof err), DSV4_OK);
+        feed(e, a, fx->ids, 0, T, 0, dec, V, whole);
+        dsv4_seq_free(e, a);
+        /* a's two chunks, each snapshot taken before its step is finished; the steps pick a token (greedy) and
+         * read no logits, so on the GPU they run ahead of the host */
+        dsv4_sampling_params sp;
+        dsv4_sampling_params_default(&sp);
+        sp.temperature = 0;
+        dsv4_sampler *smp;
+        assert_int_equal(dsv4_sampler_create(&sp, V, NULL, 0, &smp, err, sizeof err), DSV4_OK);
+        dsv4_sample pick;
+        assert_int_equal(dsv4_seq_create(e, &a, err, sizeof err), DSV4_OK);
+        const int cut[3] = {0, P1, P2};
+        int snaps[2];
+        for (int k = 0; k < 2; k++) {
+            dsv4_batch_entry en = {
+                .seq = a, .n_tokens = cut[k + 1] - cut[k], .tokens = fx->ids + cut[k], .sampler = smp, .sample = &pick};
+            assert_int_equal(dsv4_step_submit(e, &en, 1, err, sizeof err), DSV4_OK);
+            assert_int_equal(dsv4_snap_save(e, a, &snaps[k], err, sizeof err), DSV4_OK);
+            assert_int_equal(dsv4_step_finish(e, err, sizeof err), DSV4_OK);
+        }
+        dsv4_sampler_free(smp);
+        s1 = snaps[0], s2 = snaps[1];
+        assert_int_equal(dsv4_snap_len(e, s1), P1);
+        assert_int_equal(dsv4_snap_len(e, s2), P2);
+        dsv4_seq_free(e, a);
+        assert_int_equal(dsv4_seq_from_snap(e, s2, &b, err, sizeof err), DSV4_OK);
+        feed(e, b, fx->ids, P2, T, 0, dec, V, got);
+        expect_equal(whole, got, P2, T, V, "from a snapshot taken with its step in flight", P2);
+        dsv4_seq_free(e, b);
+        /* the chain: c from s1 to P2, freed into s3; d from s3 */
+        memset(got, 0, (size_t)T * V * sizeof(float));
+        assert_int_equal(dsv4_seq_from_snap(e, s1, &c, err, sizeof err), DSV4_OK);
+        feed(e, c, fx->ids, P1, P2, 17, 0, V, got);
+        expect_equal(whole, got, P1, P2, V, "a sequence from a snapshot taken with its step in flight", P1);
+        assert_int_equal(dsv4_seq_to_snap(e, c, &s3, err, sizeof err), DSV4_OK);
+        dsv4_snap_free(e, s1);
+        dsv4_snap_free(e, s2);
+        assert_int_equal(dsv4_seq_from_snap(e, s3, &d, err, sizeof err), DSV4_OK);
+        feed(e, d, fx->ids, P2, T, 0, dec, V, got);
+        expect_equal(whole, got, P2, T, V, "the end of a chain of snapshots", P2);
+        dsv4_seq_free(e, d);
+        dsv4_snap_free(e, s3);
+        expect_pages(e, total, 0, 0);
+        printf("  %-40s snapshots with their steps in flight, and a chain of them, == whole\n", fx->dir);
+        free(whole);
+        free(got);
+        dsv4_engine_close(e);
+    }
+}
+
 /* The page counts through a snapshot's life, and the refusals. */
 static void test_pages_and_refusals(void **state)
 {
@@ -354,6 +420,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume),
         cmocka_unit_test(test_branches),
+        cmocka_unit_test(test_in_flight_and_chains),
         cmocka_unit_test(test_pages_and_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
