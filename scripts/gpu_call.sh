@@ -25,6 +25,19 @@ call_begin() {
   rm -rf "$R" && mkdir -p "$R"
   OUT_SAVE=$OUT
   export OUT="$R"
+  call_check_pack | tee "$R/pack.txt"
+}
+# call_check_pack - what the bundle is, printed first (and kept as $R/pack.txt): its commit.txt, and a loud line where
+# it was packed from a tree with uncommitted changes (s62's review found a stale bundle of another tree in .gpu) or
+# where a base build rides along that is this build itself (a BASE=build-gpu packed from the branch's checkout:
+# gpu_pack.sh rebuilds build-gpu before it copies the base) - an A/B of a build against itself reads as even.
+call_check_pack() {
+  echo "bundle: $(head -1 $B/commit.txt 2>/dev/null || echo '(no commit.txt)')"
+  grep -q uncommitted $B/commit.txt 2>/dev/null && echo "WARNING: the bundle was packed from a tree with uncommitted changes"
+  for b in dsv4 bench_cpu bench_kernels; do
+    if [ -f $B/$b.base ] && cmp -s $B/$b $B/$b.base; then echo "WARNING: $B/$b.base is the same file as $B/$b"; fi
+  done
+  return 0
 }
 call_end() {
   OUT=$OUT_SAVE

@@ -2778,7 +2778,16 @@ static const segdef steps[][4] = {
     {{1, 1}, {0, 1}, {2, 1}, {-1, 0}},  {{0, 33}, {2, 2}, {-1, 0}},         {{1, 37}, {0, 3}, {2, 5}, {-1, 0}},
 };
 
-static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16)
+/* Sequences of ~600 tokens: the attention's decode kernels at 21-36 tokens a step over ~550-610 rows a query (a
+ * 512-token window and the indexer's 96), as Flash's CSA layers see from a 4k context on (its 640 rows: 80 a part,
+ * padded to 96; the scenarios above reach ~100 rows). */
+static const segdef steps_long[][4] = {
+    {{0, 290}, {1, 250}, {-1, 0}},      {{0, 280}, {1, 300}, {2, 3}, {-1, 0}},
+    {{0, 16}, {1, 9}, {2, 1}, {-1, 0}}, {{0, 1}, {1, 33}, {2, 2}, {-1, 0}},
+    {{0, 20}, {1, 1}, {-1, 0}},
+};
+
+static void scenario_steps(const scen_cfg *c, bool ref, bool nonfinite, bool bf16, const segdef (*sdef)[4], int n_steps)
 {
     case_begin("state %s (head_dim %d, %d heads, window %d, page %d, CSA 1/%d top-%d, HCA 1/%d)%s%s%s", c->name, c->hd,
                c->H, c->window, c->P, c->rc, c->topk, c->rh, ref ? " reference" : "", nonfinite ? " NaN/Inf" : "",
@@ -2786,12 +2795,11 @@ static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16
     scen S;
     scen_init(&S, c, ref, nonfinite, bf16);
     attn_planted_nan = 0;
-    const int n_steps = (int)(sizeof steps / sizeof steps[0]);
     for (int st = 0; st < n_steps; st++) {
         dsv4_seg segs[4];
         int n_seg = 0, T = 0;
-        for (int i = 0; i < 4 && steps[st][i].slot >= 0; i++) {
-            const int sl = steps[st][i].slot, n = steps[st][i].n;
+        for (int i = 0; i < 4 && sdef[st][i].slot >= 0; i++) {
+            const int sl = sdef[st][i].slot, n = sdef[st][i].n;
             segs[n_seg++] = (dsv4_seg){.slot = sl, .pos0 = S.len[sl], .n = n, .t0 = T};
             T += n;
             /* the pages the step needs, as dsv4_step reserves them */
@@ -2833,6 +2841,11 @@ static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16
     case_end();
 }
 
+static void scenario_rows(const scen_cfg *c, bool ref, bool nonfinite, bool bf16)
+{
+    scenario_steps(c, ref, nonfinite, bf16, steps, (int)(sizeof steps / sizeof steps[0]));
+}
+
 static void scenario(const scen_cfg *c, bool ref, bool nonfinite)
 {
     scenario_rows(c, ref, nonfinite, false);
@@ -2857,6 +2870,9 @@ static const scen_cfg cfg_flash = {"flash", .hd = 512, .H = 64,   .rope = 64, .w
  * wgmma (wg64 / wg128) with heads past H in its M (zero weights), over several stages of its ring */
 static const scen_cfg cfg_heads128 = {"heads128", .hd = 128, .H = 20,    .rope = 32, .window = 70, .P = 32,
                                       .rc = 4,    .rh = 8,   .topk = 24, .nI = 3,    .dI = 64,     .max_ctx = 96};
+/* steps_long's: ~600 rows a query (CSA: 512 window rows and the indexer's 96) */
+static const scen_cfg cfg_long = {"long",  .hd = 128, .H = 20,    .rope = 32, .window = 512, .P = 64,
+                                  .rc = 4, .rh = 16,  .topk = 96, .nI = 3,    .dI = 64,      .max_ctx = 640};
 
 /* The GPU side's attention layout (backend.h): the first layout (one block
  * per (token, head): the benchmark baseline and the path for shapes beyond 64
@@ -2906,6 +2922,7 @@ static void test_state_bf16_rows(void **state)
     scenario_rows(&cfg_heads, true, false, true);
     scenario_rows(&cfg_flash, true, false, true);
     scenario_rows(&cfg_heads128, true, false, true);
+    scenario_steps(&cfg_long, true, false, true, steps_long, (int)(sizeof steps_long / sizeof steps_long[0]));
     scenario_rows(&cfg_heads, true, true, true);
     attn_layout(DSV4_ATTN_LAYOUT_FP32);
     scenario_rows(&cfg_heads, true, false, true);

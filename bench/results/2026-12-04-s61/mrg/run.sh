@@ -18,7 +18,7 @@ call_verify DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1
 export DSV4_ATTN_QKW=1 DSV4_ATTN_PVW2=1 # (an assignment before a shell function's name does not reach it everywhere)
 call_memcheck k_attn_qkw "--attn-only --batch 16 --reps 1"
 call_memcheck k_attn_pvw "--attn-only --batch 16 --reps 1"
-call_memcheck k_attn_one "--attn-only --batch 1 --reps 1"
+call_memcheck k_attn_one "--attn-only --batch 1,2 --reps 1" # (one8 at 1 token, one at 2: s62's review)
 unset DSV4_ATTN_QKW DSV4_ATTN_PVW2
 call_snap
 call_aftrace

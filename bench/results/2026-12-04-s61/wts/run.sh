@@ -18,6 +18,7 @@ cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin wts
 call_verify
+call_memcheck k_attn_one "--attn-only --batch 1,2 --reps 1" # (one8 at 1 token, one at 2: s62's review)
 call_aftrace
 call_kernels attn 3 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,2"
 call_attn_ab new base
