@@ -80,8 +80,10 @@ typedef struct {
                                   them; such a checkpoint is refused without it, any other checkpoint with it */
     int no_graphs;             /* run decode steps op by op instead of replaying CUDA graphs (--profile implies it) */
     int ep;                    /* > 1: expert parallelism over this many ranks (--ep N): the routed experts split by
-                                  id, every other op replicated; today CPU ranks in one process with a loopback
-                                  communicator (the multi-GPU code path, bit for bit the single rank's logits) */
+                                  id, every other op replicated (CPU ranks in one process with a loopback
+                                  communicator, or CUDA ranks one a GPU joined by NCCL; bit for bit the single
+                                  rank's logits); 1: one rank; 0: one, or on the GPU as many as the weights need
+                                  when they do not fit GPU 0 (docs/PARALLEL.md) */
     const char *tune_file;     /* CUDA: a `dsv4 tune` file of kernel choices (--tune); NULL: $DSV4_TUNE, else the
                                   built-in ones. Unreadable, stale or from another GPU: a warning, the built-in ones */
 } dsv4_engine_opts;

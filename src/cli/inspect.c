@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "engine/engine.h"
 #include "model/config.h"
 #include "model/quant_config.h"
 #include "model/safetensors.h"
@@ -69,11 +70,11 @@ static uint64_t layer_shared(const dsv4_layer_w *L)
     return sum_ws(ws, 3);
 }
 
-static uint64_t layer_experts(const dsv4_layer_w *L, int E)
+/* GPUs of mem bytes the bound weights need (1, the expert-parallel ranks, or 0: dsv4_ep_ranks_needed with a GPU's
+ * whole memory for its free memory, so an estimate from above: the engine decides on what is free at start-up). */
+static int gpus_needed(const dsv4_weights *w, double mem, int n_gpus)
 {
-    uint64_t b = 0;
-    for (int e = 0; e < E; e++) b += dsv4_w_bytes(&L->exp_w1[e]) + dsv4_w_bytes(&L->exp_w2[e]) + dsv4_w_bytes(&L->exp_w3[e]);
-    return b;
+    return dsv4_ep_ranks_needed(w->bytes, dsv4_weights_expert_bytes(w), w->n_experts, (int64_t)mem, n_gpus);
 }
 
 /* GPUs present, from nvidia-smi when it exists: total bytes of the first. */
@@ -129,7 +130,7 @@ int cmd_inspect(int argc, char **argv)
         hc += layer_hc(L);
         router += dsv4_w_bytes(&L->gate) + dsv4_w_bytes(&L->gate_bias) + dsv4_w_bytes(&L->tid2eid);
         shared += layer_shared(L);
-        experts += layer_experts(L, E);
+        experts += dsv4_layer_expert_bytes(L, E);
         if (l == 0) {
             dsv4_w_format_str(&L->wq_b, f_attn, sizeof f_attn);
             dsv4_w_format_str(&L->sh_w1, f_shared, sizeof f_shared);
@@ -142,7 +143,7 @@ int cmd_inspect(int argc, char **argv)
         const dsv4_w *ws[] = {&M->e_proj, &M->h_proj, &M->enorm, &M->hnorm, &M->norm, &M->hc_head_fn, &M->hc_head_base,
                               &M->hc_head_scale, &M->block.gate, &M->block.gate_bias};
         mtp = sum_ws(ws, 10) + layer_attn(&M->block) + layer_hc(&M->block) + layer_shared(&M->block) +
-              layer_experts(&M->block, E);
+              dsv4_layer_expert_bytes(&M->block, E);
     }
     const dsv4_w *headw[] = {&w.norm, &w.hc_head_fn, &w.hc_head_base, &w.hc_head_scale};
     uint64_t head = dsv4_w_bytes(&w.head) + sum_ws(headw, 4), embed = dsv4_w_bytes(&w.embed);
@@ -221,6 +222,8 @@ int cmd_inspect(int argc, char **argv)
         json_object_set_new(j, "gpus", json_integer(n_gpus));
         json_object_set_new(j, "fits_one_gpu", n_gpus ? json_boolean(main_total < gpu_mem) : json_null());
         json_object_set_new(j, "fits_one_h200", json_boolean(main_total < H200_BYTES));
+        json_object_set_new(j, "gpus_needed", n_gpus ? json_integer(gpus_needed(&w, gpu_mem, n_gpus)) : json_null());
+        json_object_set_new(j, "h200s_needed", json_integer(gpus_needed(&w, H200_BYTES, 16)));
         json_object_set_new(j, "decode_roofline", jr);
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         putchar('\n');
@@ -250,6 +253,15 @@ int cmd_inspect(int argc, char **argv)
         else
             printf("\n  GPUs: none found; on one H200 (140.4 GiB) the main model %s\n",
                    main_total < H200_BYTES ? "fits" : "does not fit");
+        /* what dsv4 serve does without --ep (engine.c): one GPU, or expert parallelism over the fewest that hold it */
+        const int need = n_gpus ? gpus_needed(&w, gpu_mem, n_gpus) : gpus_needed(&w, H200_BYTES, 16);
+        const char *of = n_gpus ? "of these GPUs" : "H200s";
+        if (need > 1)
+            printf("  with its routed experts split by expert parallelism it needs %d %s (dsv4 takes --ep %d "
+                   "itself when --ep is not given)\n",
+                   need, of, need);
+        else if (need == 0)
+            printf("  no split of its routed experts over %s %s holds it\n", n_gpus ? "the" : "16", of);
         printf("\n  decode roofline (weights only; H200 %.1f TB/s peak, %.1f TB/s measured copy)\n", BW_PEAK / 1e12,
                BW_MEASURED / 1e12);
         printf("  %6s %16s %16s %14s %14s\n", "batch", "MB per step", "MB per token", "tok/s peak", "tok/s 4.3TB/s");

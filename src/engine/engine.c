@@ -435,6 +435,21 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, co
     return DSV4_OK;
 }
 
+/* How many GPUs the weights need when --ep is not given: 1 when all of them fit GPU 0's free memory less a reserve
+ * for the activations and the KV pool (4 GiB, or 1/32 of the free memory if more), else the fewest ranks n (2 ..
+ * n_gpus, at most 16) whose largest share fits - a rank holds every weight but the routed experts, and ceil(E / n)
+ * experts of each layer (ep.c's split) - else 0: no split of the GPUs present holds them. */
+int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_t free_bytes, int n_gpus)
+{
+    const int64_t reserve = free_bytes / 32 > (4LL << 30) ? free_bytes / 32 : (4LL << 30);
+    if ((int64_t)total + reserve <= free_bytes) return 1;
+    for (int n = 2; n <= n_gpus && n <= 16 && n <= n_experts; n++) {
+        const uint64_t share = experts / (uint64_t)n_experts * (uint64_t)((n_experts + n - 1) / n);
+        if ((int64_t)(total - experts + share) + reserve <= free_bytes) return n;
+    }
+    return 0;
+}
+
 static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, const dsv4_weights *w,
                                   dsv4_backend **out, char *err, size_t errlen)
 {
@@ -448,6 +463,35 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
                 snprintf(why, sizeof why, "hc_mult, num_experts_per_tok or n_routed_experts exceed the CUDA "
                                           "backend's limits (16, 16, 1024)");
             else if ((*out = dsv4_backend_cuda_create(0, why, sizeof why)) != NULL) {
+                /* weights larger than one GPU (the full Flash: ~145 GiB) and --ep not given: expert parallelism
+                 * over as few GPUs as hold them, said on stderr; or a clear refusal now, not an out-of-memory
+                 * error after most of the weights were read */
+                const int64_t fr = (*out)->mem_free ? (*out)->mem_free(*out) : 0;
+                const int n_gpu = dsv4_cuda_device_count();
+                const uint64_t ex = dsv4_weights_expert_bytes(w);
+                int need = o->ep == 0 && fr > 0 ? dsv4_ep_ranks_needed(w->bytes, ex, w->n_experts, fr, n_gpu) : 1;
+                if (need == 0 && (int64_t)w->bytes <= fr) need = 1; /* no split helps, one GPU may still hold them */
+                if (need != 1) {
+                    (*out)->destroy(*out);
+                    *out = NULL;
+                    const double gib = 1073741824.0;
+                    if (need == 0) {
+                        snprintf(
+                            err, errlen,
+                            "the weights (%.1f GiB, %.1f of them routed experts) do not fit GPU 0 (%.1f GiB free), "
+                            "nor split by expert parallelism over the %d GPU%s present (--ep N: each GPU holds "
+                            "every weight but the routed experts, and 1/N of those)",
+                            (double)w->bytes / gib, (double)ex / gib, (double)fr / gib, n_gpu, n_gpu > 1 ? "s" : "");
+                        return DSV4_ERR_NOMEM;
+                    }
+                    fprintf(stderr,
+                            "dsv4: the weights (%.1f GiB) do not fit GPU 0 (%.1f GiB free): expert parallelism over "
+                            "%d GPUs (--ep %d)\n",
+                            (double)w->bytes / gib, (double)fr / gib, need, need);
+                    dsv4_engine_opts oe = *o;
+                    oe.ep = need;
+                    return ep_choose(&oe, c, w, out, err, errlen);
+                }
                 if (o->verbose || o->backend == DSV4_BACKEND_AUTO)
                     fprintf(stderr, "dsv4: backend cuda (GPU 0)\n");
                 tune_apply(o, (*out)->device);

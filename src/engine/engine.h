@@ -106,6 +106,11 @@ static inline dsv4_moe_params dsv4_layer_moe(const dsv4_config *c, const dsv4_la
                              .reference = reference};
 }
 
+/* GPUs the weights need without --ep (engine.c): 1, the fewest expert-parallel ranks whose share of total bytes
+ * (experts of them routed experts, n_experts a layer) fits free_bytes less a reserve, or 0 when no split of n_gpus
+ * does. */
+int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_t free_bytes, int n_gpus);
+
 /* Run the forward pass over `plan`; the logits of token t are written to the
  * host buffer out[t] ([V] floats) when out[t] is not NULL, and when req[t] is
  * not NULL the device samples token t's logits with it into pick[t] - or,

@@ -523,6 +523,22 @@ uint64_t dsv4_w_bytes(const dsv4_w *w)
     return dsv4_w_elem_bytes(w) + dsv4_w_scale_bytes(w) + (w->fmt == DSV4_WF_NVFP4 ? 8 : 0);
 }
 
+uint64_t dsv4_layer_expert_bytes(const dsv4_layer_w *L, int E)
+{
+    uint64_t b = 0;
+    for (int e = 0; L->exp_w1 && e < E; e++)
+        b += dsv4_w_bytes(&L->exp_w1[e]) + dsv4_w_bytes(&L->exp_w2[e]) + dsv4_w_bytes(&L->exp_w3[e]);
+    return b;
+}
+
+uint64_t dsv4_weights_expert_bytes(const dsv4_weights *w)
+{
+    uint64_t b = 0;
+    for (int l = 0; l < w->n_layers; l++) b += dsv4_layer_expert_bytes(&w->layers[l], w->n_experts);
+    if (w->mtp.present) b += dsv4_layer_expert_bytes(&w->mtp.block, w->n_experts);
+    return b;
+}
+
 const char *dsv4_w_format_str(const dsv4_w *w, char *buf, size_t n)
 {
     switch (w->fmt) {

@@ -156,6 +156,9 @@ dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, d
 
 /* Bytes a weight occupies in the checkpoint: elements plus scales. */
 uint64_t dsv4_w_bytes(const dsv4_w *w);
+/* Bytes of a layer's E routed experts (w1, w3, w2), and of every layer's and the MTP block's. */
+uint64_t dsv4_layer_expert_bytes(const dsv4_layer_w *L, int E);
+uint64_t dsv4_weights_expert_bytes(const dsv4_weights *w);
 /* Bytes of its elements as stored (what `host` / `dev` hold), and of its
  * scales (`scale` / `dev_scale`; 0 for unquantized weights). Inline: the
  * CUDA library uses them too. */

@@ -28,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "dsv4.h"
+#include "engine/engine.h"
 #include "test_util.h"
 
 /* DSV4_TEST_BACKEND=cuda: the ranks are CUDA backends on the GPUs present (exit 77 without one) */
@@ -218,6 +219,33 @@ static void test_profile_comm(void **state)
     dsv4_engine_close(e);
 }
 
+/* Without --ep, the GPUs the weights need (engine.c's dsv4_ep_ranks_needed): the full Flash checkpoint (145.3 GiB,
+ * 137.1 of them its 256 routed experts, `dsv4 inspect` of mkmodel --preset flash --layers 43) on H200s with
+ * ~139 GiB free needs two; a model that fits takes one GPU; one that no split holds is refused. */
+static void test_ep_ranks_needed(void **state)
+{
+    (void)state;
+    const double G = 1073741824.0;
+    const uint64_t total = (uint64_t)(145.301 * G), ex = (uint64_t)(137.062 * G);
+    const int64_t h200 = (int64_t)(139.0 * G);
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, h200, 1), 0);
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, h200, 2), 2);
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, h200, 8), 2);
+    /* 80 GiB GPUs: 8.2 GiB dense + ceil(256 / n) of 256 experts' 137.1 + 4 GiB of reserve is 80.8 at n = 2, 58.3
+     * at 3; 48 GiB ones: 46.5 at 4 */
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, (int64_t)(80.0 * G), 8), 3);
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, (int64_t)(48.0 * G), 8), 4);
+    assert_int_equal(dsv4_ep_ranks_needed(total, ex, 256, (int64_t)(48.0 * G), 3), 0);
+    /* fits one GPU: one, whatever the GPUs present; the reserve counts (4 GiB, or 1/32 of the free memory) */
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(20 * G), (uint64_t)(15 * G), 256, h200, 4), 1);
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(135.5 * G), (uint64_t)(120 * G), 256, h200, 2), 2);
+    /* the dense part alone too large: no split helps */
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(200 * G), (uint64_t)(50 * G), 256, h200, 16), 0);
+    /* uneven shares: 3 ranks of 8 experts hold 3, 3 and 2 - the largest share counts */
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(100 * G), (uint64_t)(96 * G), 8, (int64_t)(44.5 * G), 4), 3);
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(100 * G), (uint64_t)(96 * G), 8, (int64_t)(43.5 * G), 4), 4);
+}
+
 int main(void)
 {
     const int rc = tu_test_backend(&test_backend);
@@ -227,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_profile_comm),
+        cmocka_unit_test(test_ep_ranks_needed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@ call_begin epg2
 nvidia-smi topo -m > "$R/topo.txt" 2>&1
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 200 $B/test_ep > "$R/ep_cuda.txt" 2>&1
 echo "test_ep (NCCL, graphs) exit $?"
-grep -E "dsv4: [0-9]+ x|PASSED|FAILED|ERROR" "$R/ep_cuda.txt" | sort | uniq -c
+grep -E "dsv4: [0-9]+ x|without NCCL|PASSED|FAILED|ERROR" "$R/ep_cuda.txt" | sort | uniq -c
 gzip -9 -n "$R/ep_cuda.txt"
 call_snap
 $B/dsv4 mkmodel --preset flash --layers 43 --sparse -o /tmp/flash-ep > /dev/null 2>&1
@@ -32,6 +32,7 @@ run() { # NAME BATCH [env...]
   timeout 150 env "$@" $B/bench_cpu -m /tmp/flash-ep --backend cuda --numerics reference --fill-random --prompt 16 \
     --decode 32 --batch "$b" --ep 2 > "$R/d-$name-b$b.txt" 2>&1
   echo "batch $b $name: $(grep -oE '[0-9.]+ ms/step from the third' "$R/d-$name-b$b.txt")"
+  grep -hE "expert parallel|without NCCL" "$R/d-$name-b$b.txt" | head -2 # NCCL (its version) or the loopback
 }
 for b in 1 16; do
   run graphs $b
@@ -41,5 +42,9 @@ call_snap
 run graphs 8
 run graphs 64
 call_snap
+# without --ep: the weights do not fit one H200, so dsv4 takes expert parallelism over two itself (f109b25)
+timeout 150 $B/bench_cpu -m /tmp/flash-ep --backend cuda --numerics reference --fill-random --prompt 16 --decode 8 \
+  --batch 1 > "$R/d-auto-b1.txt" 2>&1
+echo "without --ep: exit $? - $(grep -m1 -oE 'do not fit.*' "$R/d-auto-b1.txt")"
 serve_bench serve-ep2 "1 16 64" -m /tmp/flash-ep --fill-random --ep 2
 call_end
