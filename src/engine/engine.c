@@ -438,7 +438,8 @@ static dsv4_status ep_choose(const dsv4_engine_opts *o, const dsv4_config *c, co
 /* How many GPUs the weights need when --ep is not given: 1 when all of them fit GPU 0's free memory less a reserve
  * for the activations and the KV pool (4 GiB, or 1/32 of the free memory if more), else the fewest ranks n (2 ..
  * n_gpus, at most 16) whose largest share fits - a rank holds every weight but the routed experts, and ceil(E / n)
- * experts of each layer (ep.c's split) - else 0: no split of the GPUs present holds them. */
+ * experts of each layer (ep.c's split) - else 1 when the weights alone fit (the pool may still find room, as before
+ * this rule), else 0: no split of the GPUs present holds them. */
 int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_t free_bytes, int n_gpus)
 {
     const int64_t reserve = free_bytes / 32 > (4LL << 30) ? free_bytes / 32 : (4LL << 30);
@@ -447,7 +448,7 @@ int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_
         const uint64_t share = experts / (uint64_t)n_experts * (uint64_t)((n_experts + n - 1) / n);
         if ((int64_t)(total - experts + share) + reserve <= free_bytes) return n;
     }
-    return 0;
+    return (int64_t)total <= free_bytes ? 1 : 0;
 }
 
 static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *c, const dsv4_weights *w,
@@ -466,11 +467,10 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
                 /* weights larger than one GPU (the full Flash: ~145 GiB) and --ep not given: expert parallelism
                  * over as few GPUs as hold them, said on stderr; or a clear refusal now, not an out-of-memory
                  * error after most of the weights were read */
-                const int64_t fr = (*out)->mem_free ? (*out)->mem_free(*out) : 0;
+                const int64_t fr = o->ep == 0 && (*out)->mem_free ? (*out)->mem_free(*out) : 0;
                 const int n_gpu = dsv4_cuda_device_count();
-                const uint64_t ex = dsv4_weights_expert_bytes(w);
-                int need = o->ep == 0 && fr > 0 ? dsv4_ep_ranks_needed(w->bytes, ex, w->n_experts, fr, n_gpu) : 1;
-                if (need == 0 && (int64_t)w->bytes <= fr) need = 1; /* no split helps, one GPU may still hold them */
+                const uint64_t ex = fr > 0 ? dsv4_weights_expert_bytes(w) : 0;
+                const int need = fr > 0 ? dsv4_ep_ranks_needed(w->bytes, ex, w->n_experts, fr, n_gpu) : 1;
                 if (need != 1) {
                     (*out)->destroy(*out);
                     *out = NULL;

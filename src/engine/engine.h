@@ -107,8 +107,8 @@ static inline dsv4_moe_params dsv4_layer_moe(const dsv4_config *c, const dsv4_la
 }
 
 /* GPUs the weights need without --ep (engine.c): 1, the fewest expert-parallel ranks whose share of total bytes
- * (experts of them routed experts, n_experts a layer) fits free_bytes less a reserve, or 0 when no split of n_gpus
- * does. */
+ * (experts of them routed experts, n_experts a layer) fits free_bytes less a reserve, 1 again when none does but
+ * the weights alone fit, or 0. */
 int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_t free_bytes, int n_gpus);
 
 /* Run the forward pass over `plan`; the logits of token t are written to the

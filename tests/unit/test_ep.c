@@ -239,6 +239,8 @@ static void test_ep_ranks_needed(void **state)
     /* fits one GPU: one, whatever the GPUs present; the reserve counts (4 GiB, or 1/32 of the free memory) */
     assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(20 * G), (uint64_t)(15 * G), 256, h200, 4), 1);
     assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(135.5 * G), (uint64_t)(120 * G), 256, h200, 2), 2);
+    /* no split helps but the weights alone fit (the reserve not): one GPU, as before the rule */
+    assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(136 * G), (uint64_t)(120 * G), 256, h200, 1), 1);
     /* the dense part alone too large: no split helps */
     assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(200 * G), (uint64_t)(50 * G), 256, h200, 16), 0);
     /* uneven shares: 3 ranks of 8 experts hold 3, 3 and 2 - the largest share counts */
