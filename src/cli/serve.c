@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/backend.h" /* dsv4_cuda_device_count */
 #include "cli/cli.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -70,8 +69,8 @@ static void serve_usage(FILE *f)
         "from `dsv4 tune` (default $DSV4_TUNE, else built in); --overlap off: finish each step before the next\n"
         "is built (default on: the next is submitted first, following the picks on the device);\n"
         "--prefill-gemm cublaslt: FP8 linears of prefill steps through cuBLASLt (faster, other bits);\n"
-        "--prefix-cache: start a prompt from the kept state of an earlier one that it begins with (auto: on\n"
-        "with the CPU backend, off on the GPU until verified there), --prefix-cache-entries states kept\n"
+        "--prefix-cache: start a prompt from the kept state of an earlier one that it begins with (auto, the\n"
+        "default: on), --prefix-cache-entries states kept\n"
         "(default twice --max-running-requests). See docs/SERVER.md.\n",
         DSV4_DEFAULT_MODEL);
 }
@@ -87,7 +86,7 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
-    int overlap = 1, prefix = -1, prefix_auto_off = 0; /* prefix: -1 auto, 0 off, 1 on */
+    int overlap = 1, prefix = -1; /* prefix: -1 auto, 0 off, 1 on */
     long long prefix_entries = -1;
     const char *served_name = NULL, *tokenizer = NULL;
     for (int i = 1; i < argc; i++) {
@@ -182,18 +181,9 @@ int cmd_serve(int argc, char **argv)
     eo.max_batch_tokens = chunk + max_running;
     eo.n_threads = (int)threads;
     eo.verbose = 1;
-    /* auto: on where its path is verified on a device - the CPU backend; the GPU's runs the same engine
-     * bookkeeping and stream-ordered copies, not yet checked on a device (tests/unit/test_prefix.c on CUDA).
-     * Decided before the engine opens, so that a pool sized from free memory leaves no room for states that
-     * will not be kept (a --backend auto that the engine sends to the CPU all the same keeps it off) */
-    if (prefix == -1) {
-        int gpu = 0;
-#ifdef DSV4_HAVE_CUDA
-        gpu = eo.backend != DSV4_BACKEND_CPU && dsv4_cuda_device_count() > 0;
-#endif
-        prefix = !gpu;
-        prefix_auto_off = gpu;
-    }
+    /* auto: on, on every backend (the GPU's path - the same engine bookkeeping, the copies on the stream - ran on
+     * an H200 in s63's pfx/: test_prefix and its memcheck, on against off through the server) */
+    if (prefix == -1) prefix = 1;
     /* states kept by the prefix cache: their memory is allocated at the first one */
     eo.max_snaps = prefix == 0 ? 0 : (int)(prefix_entries > 0 ? prefix_entries : 2 * max_running);
     if (dsv4_engine_open(&eo, &e, err, sizeof err)) {
@@ -241,7 +231,7 @@ int cmd_serve(int argc, char **argv)
         logf_("prefix cache: up to %d kept states of %.2f MiB each (allocated at the first), pages on demand",
               info.max_snaps, (double)info.state_slot_bytes / 1048576.0);
     else
-        logf_("prefix cache: off%s", prefix_auto_off ? " (auto: on with the CPU backend; --prefix-cache on)" : "");
+        logf_("prefix cache: off");
     t0 = now_s();
     srv_sched_opts so = {.max_running = (int)max_running,
                          .max_queue = (int)max_queue,
