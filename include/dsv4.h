@@ -84,6 +84,9 @@ typedef struct {
                                   communicator, or CUDA ranks one a GPU joined by NCCL; bit for bit the single
                                   rank's logits); 1: one rank; 0: one, or on the GPU as many as the weights need
                                   when they do not fit GPU 0 (docs/PARALLEL.md) */
+    int max_snaps;             /* prefix snapshots kept at once (dsv4_snap_save); 0: none. Each holds a copy of a
+                                  sequence's fixed state (dsv4_model_info.state_slot_bytes): a pool sized from free
+                                  memory leaves room for them; they are allocated at the first snapshot */
     const char *tune_file;     /* CUDA: a `dsv4 tune` file of kernel choices (--tune); NULL: $DSV4_TUNE, else the
                                   built-in ones. Unreadable, stale or from another GPU: a warning, the built-in ones */
 } dsv4_engine_opts;
@@ -111,6 +114,8 @@ typedef struct {
     int64_t kv_page_bytes; /* one KV page (dsv4_page_tokens() positions of one sequence, every layer) */
     int kv_bf16_rows;      /* the cached rows are stored as BF16 (reference numerics, where the backend can) */
     int kv_fp4_keys;       /* the indexer's keys are stored as E2M1 codes + UE8M0 scales (likewise) */
+    int64_t state_slot_bytes; /* a sequence's fixed state: window rings and compressors' partial windows */
+    int max_snaps;            /* dsv4_engine_opts.max_snaps */
 } dsv4_model_info;
 void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info);
 
@@ -142,6 +147,33 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
 int64_t dsv4_pages_free(const dsv4_engine *e);
 int64_t dsv4_pages_total(const dsv4_engine *e);
 int dsv4_page_tokens(const dsv4_engine *e);
+
+/* Snapshots, for reusing a prompt's prefix: the state of a sequence after its
+ * first n tokens, from which a new sequence starts as if it had absorbed those
+ * n tokens itself - the same bits in every later step, as a prefill split at n
+ * gives (a snapshot is a prefill chunk boundary kept). The pages of whole
+ * pages of positions are shared, not copied (a page is freed when no
+ * sequence or snapshot holds it); a last, partly filled page is copied. The
+ * state captured is that of the steps submitted so far (device copies are
+ * ordered after them): save between the step that brought the sequence to n
+ * and the next step that holds it. DSV4_ERR_NOMEM when every snapshot slot is
+ * taken (dsv4_engine_opts.max_snaps) or a partly filled page finds no free
+ * page; DSV4_ERR_INVALID for a sequence that does not exist or is empty. */
+dsv4_status dsv4_snap_save(dsv4_engine *e, int seq, int *snap, char *err, size_t errlen);
+/* The same, and the sequence is freed: its pages move to the snapshot (none copied). */
+dsv4_status dsv4_seq_to_snap(dsv4_engine *e, int seq, int *snap, char *err, size_t errlen);
+/* A new sequence holding the snapshot's state and length (the snapshot stays). */
+dsv4_status dsv4_seq_from_snap(dsv4_engine *e, int snap, int *seq, char *err, size_t errlen);
+void dsv4_snap_free(dsv4_engine *e, int snap);
+/* Tokens the snapshot holds; -1 for none. */
+int64_t dsv4_snap_len(const dsv4_engine *e, int snap);
+int dsv4_snap_max(const dsv4_engine *e);
+/* Pages held only through sharing: by snapshots, or by sequences that got them from one, with the sequence
+ * that filled them gone. They are not free; freeing the snapshots that hold them returns those that no live
+ * sequence holds. */
+int64_t dsv4_pages_shared(const dsv4_engine *e);
+/* Pages held by snapshots alone (freeing every snapshot would return them). */
+int64_t dsv4_pages_cached(const dsv4_engine *e);
 
 struct dsv4_sampler;
 struct dsv4_sample;

@@ -50,6 +50,10 @@ echo "== overlapped steps on the GPU against one step at a time"
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_overlap > "$OUT/overlap_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/overlap_cuda.txt"
 grep -E "overlapped =|PASSED|FAILED|ERROR|exit" "$OUT/overlap_cuda.txt"
+echo "== prefix snapshots on the GPU: a sequence from a kept state against the whole prompt"
+DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_prefix > "$OUT/prefix_cuda.txt" 2>&1
+echo "exit $?" >> "$OUT/prefix_cuda.txt"
+grep -E "== |PASSED|FAILED|ERROR|differ|exit" "$OUT/prefix_cuda.txt"
 echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
 # the streamed decode FP8 kernel (k_mma_fp8s) takes only large shapes by default: forced on the tests' small
 # ones, with several tiles shared between warps (DSV4_MMA_GPW=3); DSV4_WG8=0 sends reference numerics'
@@ -103,6 +107,8 @@ if [ "${SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     DSV4_SAMPLE_QUICK=3 san memcheck "test_sample_cuda (129,280 ids, cooperative)" $B/test_sample_cuda
     # overlapped steps: the picks fed on the device (k_tok_feed reading mapped memory), two sample slots
     DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda san memcheck "test_overlap" $B/test_overlap
+    # prefix snapshots: the slots and pages copied on the stream, shared pages read by two sequences
+    DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda san memcheck "test_prefix" $B/test_prefix
   else
   for f in tiny_a tiny_b tiny_c tiny_d q_stock q_nvfp4 q_mma; do
     san memcheck "$f plain" $B/bench_cpu -m tests/fixtures/$f --prompt 40 --decode 6 --batch 3 --backend cuda --numerics plain

@@ -14,8 +14,10 @@ serve_wait() {
 }
 # serve_bench NAME "CONCURRENCIES" SERVE-ARGS...: on the device (scripts/gpu_suite.sh, a gpu_call.sh call's
 # run.sh), dsv4 serve with the V4 tokenizer (log $OUT/NAME.log), then dsv4 bench at each concurrency (2 x
-# concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}; SB_INPUT prompt tokens (default 64), SB_CTX
-# the context (1024), SB_BIN the server's binary ($B/dsv4; $B/dsv4.base serves the base build)
+# concurrency requests, at least 8) into $OUT/NAME-cC.{json,txt}; SB_INPUT prompt tokens (default 64), SB_OUTPUT
+# output tokens (32), SB_CTX
+# the context (1024), SB_BIN the server's binary ($B/dsv4; $B/dsv4.base serves the base build), SB_BENCH more
+# options of dsv4 bench (e.g. --shared-prefix N)
 serve_bench() {
   name=$1 conc=$2
   shift 2
@@ -27,7 +29,8 @@ serve_bench() {
     for c in $conc; do
       np=$((2 * c)); [ $np -lt 8 ] && np=8
       timeout 200 $B/dsv4 bench --url "http://127.0.0.1:$port" --concurrency "$c" --num-prompts $np --input-len "${SB_INPUT:-64}" \
-        --output-len 32 --vocab-range 1000,100000 --json "$OUT/$name-c$c.json" > "$OUT/$name-c$c.txt" 2>&1
+        --output-len "${SB_OUTPUT:-32}" --vocab-range 1000,100000 ${SB_BENCH:-} --json "$OUT/$name-c$c.json" \
+        > "$OUT/$name-c$c.txt" 2>&1
       tail -4 "$OUT/$name-c$c.txt"
     done
   else

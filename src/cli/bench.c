@@ -4,7 +4,7 @@
  *
  *   dsv4 bench [--url http://127.0.0.1:30000] [--concurrency 1,8,16] [--num-prompts N]
  *              [--input-len I --output-len O | --dataset FILE] [--seed S] [--json OUT] [--api-key KEY]
- *              [--temperature T] [--top-p P]
+ *              [--temperature T] [--top-p P] [--shared-prefix N]
  *
  * For each concurrency level it sends --num-prompts streaming requests to
  * /v1/completions, keeping exactly that many in flight (a finished request is
@@ -17,7 +17,10 @@
  * bench_serving's random dataset does; a --dataset is JSON Lines of
  * {"prompt": "...", "output_len": N}. Requests are greedy unless --temperature
  * T > 0 (then each has seed S + its index, so a run repeats; --top-p P with
- * it), as a chat client's sampling would be. One libcurl multi handle drives every
+ * it), as a chat client's sampling would be. --shared-prefix N makes the
+ * first N ids the same in every random prompt (a system prompt: what a
+ * prefix cache serves); the server's usage.prompt_tokens_details says how
+ * many prompt tokens it did not prefill (reported as cached). One libcurl multi handle drives every
  * connection from one thread; timestamps are taken in the write callback.
  */
 #include <curl/curl.h>
@@ -51,7 +54,7 @@ typedef struct {
     double t0, t_first, t_last;
     double *itl;       /* chunk gaps */
     int n_itl, cap_itl;
-    int out_tokens, in_tokens;
+    int out_tokens, in_tokens, cached_tokens;
     int chunks_with_text;
     int error;
     char errmsg[256];
@@ -127,6 +130,8 @@ static void on_event(bench_conn *c, const char *data, size_t n)
     if (json_is_object(u)) {
         c->out_tokens = (int)json_integer_value(json_object_get(u, "completion_tokens"));
         c->in_tokens = (int)json_integer_value(json_object_get(u, "prompt_tokens"));
+        c->cached_tokens =
+            (int)json_integer_value(json_object_get(json_object_get(u, "prompt_tokens_details"), "cached_tokens"));
     }
     json_decref(j);
 }
@@ -159,7 +164,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *user)
 typedef struct {
     int concurrency, completed, failed;
     double duration;
-    long long in_tokens, out_tokens;
+    long long in_tokens, out_tokens, cached_tokens;
     vec ttft, tpot, itl, e2e;
     char first_error[256];
 } bench_level;
@@ -172,6 +177,7 @@ static void start_conn(CURLM *m, bench_conn *c, const char *url, const bench_pro
     c->n_itl = 0;
     c->out_tokens = 0;
     c->in_tokens = p->input_len;
+    c->cached_tokens = 0;
     c->chunks_with_text = 0;
     c->error = 0;
     c->errmsg[0] = 0;
@@ -227,6 +233,7 @@ static void run_level(const char *url, const bench_prompt *prompts, int n_prompt
                 for (int i = 0; i < c->n_itl; i++) vec_push(&L->itl, c->itl[i]);
                 L->out_tokens += out;
                 L->in_tokens += c->in_tokens;
+                L->cached_tokens += c->cached_tokens;
             } else {
                 L->failed++;
                 if (!L->first_error[0])
@@ -287,10 +294,13 @@ static void bench_usage(FILE *f)
     fprintf(f, "usage: dsv4 bench [--url http://127.0.0.1:30000] [--concurrency 1,8,16] [--num-prompts N]\n"
                "                  [--input-len I --output-len O | --dataset FILE.jsonl] [--seed S] [--json OUT]\n"
                "                  [--api-key KEY] [--model NAME] [--vocab-range LO,HI] [--temperature T] [--top-p P]\n"
+               "                  [--shared-prefix N]\n"
                "Streams --num-prompts requests (default 4 x the concurrency, at least 16) per concurrency level to\n"
                "/v1/completions and reports TTFT, TPOT, ITL (mean/p50/p90/p99) and throughput. Random prompts are\n"
                "I token ids (default 128) from [LO, HI) (default 20,500) generating exactly O tokens (default 64).\n"
-               "Greedy unless --temperature T > 0 (each request seeded with S + its index; --top-p P beside it).\n");
+               "Greedy unless --temperature T > 0 (each request seeded with S + its index; --top-p P beside it).\n"
+               "--shared-prefix N: the first N of the I ids the same in every prompt; prompt tokens the server\n"
+               "took from its prefix cache are reported as cached.\n");
 }
 
 /* A count option: an integer in [lo, 2^24]; 1 (the exit code) after one line when it is not. */
@@ -307,7 +317,7 @@ int cmd_bench(int argc, char **argv)
     const char *C = "bench";
     const char *url = "http://127.0.0.1:30000", *conc_s = "1,8,16", *dataset = NULL, *json_out = NULL;
     const char *api_key = getenv("DSV4_API_KEY"), *model = NULL;
-    int num_prompts = 0, in_len = 128, out_len = 64, vlo = 20, vhi = 500;
+    int num_prompts = 0, in_len = 128, out_len = 64, vlo = 20, vhi = 500, shared = 0;
     double temperature = 0.0, top_p = 1.0;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -327,6 +337,8 @@ int cmd_bench(int argc, char **argv)
             bad = parse_count(C, a, v, 1, &in_len);
         else if (!strcmp(a, "--output-len"))
             bad = parse_count(C, a, v, 1, &out_len);
+        else if (!strcmp(a, "--shared-prefix"))
+            bad = parse_count(C, a, v, 0, &shared);
         else if (!strcmp(a, "--dataset")) dataset = v;
         else if (!strcmp(a, "--seed")) {
             if (cli_parse_seed(C, a, v, &seed)) return 1;
@@ -353,6 +365,8 @@ int cmd_bench(int argc, char **argv)
         if (bad) return 1;
     }
     if (in_len < 1 || out_len < 1) return cli_fail(C, "--input-len and --output-len must be positive");
+    if (shared > in_len) return cli_fail(C, "--shared-prefix %d: longer than --input-len %d", shared, in_len);
+    if (shared && dataset) return cli_fail(C, "--shared-prefix: random prompts only, not with --dataset");
     int levels[MAX_LEVELS], n_levels = 0;
     for (const char *p = conc_s; *p;) {
         char *end;
@@ -460,9 +474,13 @@ int cmd_bench(int argc, char **argv)
         }
     } else {
         prompts = calloc((size_t)num_prompts, sizeof *prompts);
+        uint64_t ps = rs ^ 0x5a5a5a5a5a5a5a5aull; /* the shared prefix's own stream: the same for every prompt */
+        json_t *prefix = json_array();
+        for (int t = 0; t < shared; t++)
+            json_array_append_new(prefix, json_integer(vlo + (json_int_t)(rng_next(&ps) % (uint64_t)(vhi - vlo))));
         for (int i = 0; i < num_prompts; i++) {
-            json_t *ids = json_array();
-            for (int t = 0; t < in_len; t++)
+            json_t *ids = json_deep_copy(prefix);
+            for (int t = shared; t < in_len; t++)
                 json_array_append_new(ids, json_integer(vlo + (json_int_t)(rng_next(&rs) % (uint64_t)(vhi - vlo))));
             json_t *req = json_pack("{s:s, s:o, s:i, s:b, s:b, s:{s:b}, s:f}", "model", model, "prompt", ids,
                                     "max_tokens", out_len, "ignore_eos", 1, "stream", 1, "stream_options",
@@ -472,13 +490,15 @@ int cmd_bench(int argc, char **argv)
             prompts[i].input_len = in_len;
             json_decref(req);
         }
+        json_decref(prefix);
         n_prompts = num_prompts;
     }
 
     printf("dsv4 bench: %s, model %s, %d prompts per level, %s\n", endpoint, model, n_prompts,
            dataset ? dataset : "random prompts");
-    if (!dataset) printf("            input %d tokens, output %d tokens, seed %llu\n", in_len, out_len,
-                         (unsigned long long)seed);
+    if (!dataset)
+        printf("            input %d tokens (%d of them shared), output %d tokens, seed %llu\n", in_len, shared,
+               out_len, (unsigned long long)seed);
     if (temperature > 0) printf("            temperature %g, top_p %g\n", temperature, top_p);
     printf("\n%5s %5s %5s %8s %8s %10s %10s | %-26s | %-26s | %-26s\n", "conc", "ok", "fail", "time s", "req/s",
            "out tok/s", "in tok/s", "TTFT ms  p50 / p90 / p99", "TPOT ms  p50 / p90 / p99",
@@ -496,6 +516,10 @@ int cmd_bench(int argc, char **argv)
                pct(&L.tpot, 90) * 1e3, pct(&L.tpot, 99) * 1e3, pct(&L.itl, 50) * 1e3, pct(&L.itl, 90) * 1e3,
                pct(&L.itl, 99) * 1e3);
         fflush(stdout);
+        if (L.cached_tokens)
+            printf("%5s cached: %lld of %lld prompt tokens (%.1f %%) came from the server's prefix cache\n", "",
+                   L.cached_tokens, L.in_tokens,
+                   100.0 * (double)L.cached_tokens / (double)(L.in_tokens ? L.in_tokens : 1));
         if (L.failed) {
             any_fail = 1;
             fprintf(stderr, "dsv4 bench: %d requests failed at concurrency %d; first error: %s\n", L.failed,
@@ -508,6 +532,7 @@ int cmd_bench(int argc, char **argv)
                               (json_int_t)L.in_tokens, "total_output_tokens", (json_int_t)L.out_tokens, "ttft_ms",
                               stats_json(&L.ttft, 1e3), "tpot_ms", stats_json(&L.tpot, 1e3), "itl_ms",
                               stats_json(&L.itl, 1e3), "e2e_ms", stats_json(&L.e2e, 1e3));
+        json_object_set_new(r, "total_cached_tokens", json_integer((json_int_t)L.cached_tokens));
         json_array_append_new(results, r);
         free(L.ttft.v);
         free(L.tpot.v);
@@ -529,6 +554,7 @@ int cmd_bench(int argc, char **argv)
                                  "num_prompts", n_prompts, "input_len", dataset ? 0 : in_len, "output_len", out_len,
                                  "seed", (json_int_t)seed, "results", results);
         json_object_set_new(root, "temperature", json_real(temperature));
+        json_object_set_new(root, "shared_prefix", json_integer(dataset ? 0 : shared));
         json_object_set_new(root, "top_p", json_real(top_p));
         dsv4_strbuf_free(&cmd);
         if (json_dump_file(root, json_out, JSON_INDENT(2)) != 0) rc = cli_fail(C, "cannot write %s", json_out);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "server/prefix.h"
 #include "text/chat.h"
 
 typedef struct {
@@ -62,7 +63,15 @@ typedef struct {
     dsv4_chat_opts chat;
     const char **stops;
     int n_stops;
+    srv_prefix *pc; /* the conversation's kept states (NULL: --prefix-cache off) */
 } runner;
+
+/* Pages that positions [0, n) take. */
+static int64_t pages_of(const runner *r, int64_t n)
+{
+    const int pt = dsv4_page_tokens(r->e);
+    return (n + pt - 1) / pt;
+}
 
 /* Generate one assistant turn for msgs; the streamed answer is left in out. */
 static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_out *out, char *err, size_t errlen)
@@ -86,13 +95,34 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
     if (dsv4_sampler_create(&r->sp, r->info.vocab_size, ids, (int)n_ids, &smp, err, errlen) ||
         dsv4_detok_create(r->tok, &dt, err, errlen) ||
         dsv4_chat_parser_create(r->chat.thinking, on_event, out, &ps) != DSV4_OK ||
-        (r->n_stops && dsv4_stop_create(r->stops, r->n_stops, &sm, err, errlen)) ||
-        dsv4_seq_create(r->e, &seq, err, errlen))
+        (r->n_stops && dsv4_stop_create(r->stops, r->n_stops, &sm, err, errlen)))
         goto done;
+    /* The conversation so far, from the state kept at the last turn's prompt or answer where this prompt
+     * repeats it (the same bits as prefilling it all). The turn may run to the context: the pages for that
+     * come first, entries dropped for them where needed. */
+    int64_t hit = 0;
+    int hi = srv_prefix_match(r->pc, ids, (int64_t)n_ids - 1, &hit, NULL);
+    const int64_t turn_pages = pages_of(r, r->info.max_ctx);
+    while (dsv4_pages_free(r->e) < turn_pages - (hi >= 0 ? hit / dsv4_page_tokens(r->e) : 0) &&
+           srv_prefix_evict(r->pc, hi)) {
+    }
+    if (hi >= 0 && dsv4_pages_free(r->e) < turn_pages - hit / dsv4_page_tokens(r->e)) hi = -1, hit = 0;
+    if (hi >= 0 ? srv_prefix_start(r->pc, hi, &seq, err, errlen) : dsv4_seq_create(r->e, &seq, err, errlen)) goto done;
+    if (hi < 0) hit = 0;
     dsv4_sample s;
-    dsv4_batch_entry b = {.seq = seq, .n_tokens = (int)n_ids, .tokens = ids, .sampler = smp, .sample = &s};
+    dsv4_batch_entry b;
+    if ((int64_t)n_ids - 1 > hit) { /* the prompt but its last token, kept: the next turn repeats it (in thinking
+                                     * mode not the last, "<think>") */
+        b = (dsv4_batch_entry){.seq = seq, .n_tokens = (int)(n_ids - 1 - hit), .tokens = ids + hit};
+        if (dsv4_step(r->e, &b, 1, err, errlen)) goto done;
+        srv_prefix_save(r->pc, seq, ids, 0, dsv4_pages_free(r->e) - (turn_pages - pages_of(r, (int64_t)n_ids - 1)));
+    }
+    b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = ids + n_ids - 1, .sampler = smp, .sample = &s};
     if (dsv4_step(r->e, &b, 1, err, errlen)) goto done;
     int64_t len = (int64_t)n_ids;
+    int32_t *fed = NULL; /* the tokens absorbed after the prompt: the state at the turn's end holds them */
+    size_t n_fed = 0, cap_fed = 0;
+    int lost = 0; /* one could not be recorded: this turn's end is not kept */
     for (;;) {
         dsv4_finish fin = dsv4_sampler_accept(smp, s.token);
         if (fin == DSV4_FINISH_STOP) break; /* a stop id (EOS) is not part of the answer */
@@ -107,9 +137,32 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
         if (stopped || fin == DSV4_FINISH_LENGTH || len + 1 >= r->info.max_ctx) break;
         int32_t t = s.token;
         b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = &t, .sampler = smp, .sample = &s};
-        if (dsv4_step(r->e, &b, 1, err, errlen)) goto done;
+        if (dsv4_step(r->e, &b, 1, err, errlen)) {
+            free(fed);
+            goto done;
+        }
         len++;
+        if (r->pc && !lost && n_fed == cap_fed) {
+            int32_t *g = realloc(fed, (cap_fed ? 2 * cap_fed : 64) * sizeof(int32_t));
+            if (g)
+                fed = g, cap_fed = cap_fed ? 2 * cap_fed : 64;
+            else
+                lost = 1;
+        }
+        if (r->pc && !lost) fed[n_fed++] = t;
     }
+    /* the state at the turn's end (the prompt and what was absorbed of the answer), the sequence moved into it:
+     * the next turn repeats it (outside thinking mode) */
+    if (r->pc && !lost && fed && (int64_t)n_fed == len - (int64_t)n_ids) {
+        int32_t *all = malloc((size_t)len * sizeof(int32_t));
+        if (all) {
+            memcpy(all, ids, n_ids * sizeof(int32_t));
+            memcpy(all + n_ids, fed, n_fed * sizeof(int32_t));
+            if (srv_prefix_save(r->pc, seq, all, 1, 0) >= 0) seq = -1;
+            free(all);
+        }
+    }
+    free(fed);
     {
         const char *text;
         size_t tl;
@@ -142,7 +195,9 @@ static void run_usage(FILE *f)
                "                [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--max-tokens N]\n"
                "                [--stop STR]... [--context N] [--numerics reference|plain]\n"
                "                [--backend auto|cpu|cuda] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
-               "                [--prefill-gemm ours|cublaslt]\n");
+               "                [--prefill-gemm ours|cublaslt] [--prefix-cache on|off]\n"
+               "A conversation on stdin starts each turn from the state kept at the turn before (--prefix-cache off:\n"
+               "prefills it all again; the same output either way).\n");
 }
 
 static int parse_float(const char *C, const char *opt, const char *v, double lo, double hi, float *out)
@@ -176,6 +231,7 @@ int cmd_run(int argc, char **argv)
     r.chat.thinking = 0;
     const char *prompt = NULL, *system = NULL, *tokenizer = NULL;
     const char *stops[16];
+    int prefix = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -208,6 +264,9 @@ int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--stop")) {
             if (r.n_stops == 16) return cli_fail(C, "at most 16 --stop strings");
             stops[r.n_stops++] = v;
+        } else if (!strcmp(a, "--prefix-cache")) {
+            if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(C, "--prefix-cache: on or off, not '%s'", v);
+            prefix = !strcmp(v, "on");
         } else if (!strcmp(a, "--context")) {
             long long x = 0;
             bad = cli_parse_int(C, a, v, 16, 1 << 24, &x);
@@ -220,6 +279,10 @@ int cmd_run(int argc, char **argv)
         if (bad) return 1;
     }
     r.stops = stops;
+    /* the conversation's kept states: a prompt's (before its last token) and a turn's end, two turns' worth; the
+     * pool room for one turn at full context beside them */
+    eo.max_snaps = prefix ? 4 : 0;
+    eo.pool_tokens = (prefix ? 2 : 1) * eo.max_ctx;
     char err[1024], path[4096];
     if (cli_open_tokenizer(C, eo.model_dir, tokenizer, &r.tok, path, sizeof path)) return 1;
     if (dsv4_engine_open(&eo, &r.e, err, sizeof err)) {
@@ -227,6 +290,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail(C, "%s", err);
     }
     dsv4_engine_info(r.e, &r.info);
+    r.pc = prefix ? srv_prefix_create(r.e) : NULL;
     int32_t eos = r.info.eos_id;
     r.sp.stop_ids = &eos;
     r.sp.n_stop_ids = 1;
@@ -285,6 +349,7 @@ int cmd_run(int argc, char **argv)
     free(owned);
     free(msgs);
     free(line);
+    srv_prefix_destroy(r.pc);
     dsv4_engine_close(r.e);
     dsv4_tokenizer_close(r.tok);
     return rc;

@@ -59,6 +59,7 @@ static void serve_usage(FILE *f)
         "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random] [--prefill-gemm "
         "ours|cublaslt]\n"
         "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--overlap on|off]\n"
+        "                  [--prefix-cache auto|on|off] [--prefix-cache-entries N]\n"
         "\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
         "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
@@ -67,8 +68,10 @@ static void serve_usage(FILE *f)
         "model folder's; --fill-random: serve a sparse synthetic checkpoint (benchmarks); --tune: kernel choices\n"
         "from `dsv4 tune` (default $DSV4_TUNE, else built in); --overlap off: finish each step before the next\n"
         "is built (default on: the next is submitted first, following the picks on the device);\n"
-        "--prefill-gemm cublaslt: FP8 linears of prefill steps through cuBLASLt (faster, other bits). See\n"
-        "docs/SERVER.md.\n",
+        "--prefill-gemm cublaslt: FP8 linears of prefill steps through cuBLASLt (faster, other bits);\n"
+        "--prefix-cache: start a prompt from the kept state of an earlier one that it begins with (auto, the\n"
+        "default: on), --prefix-cache-entries states kept\n"
+        "(default twice --max-running-requests). See docs/SERVER.md.\n",
         DSV4_DEFAULT_MODEL);
 }
 
@@ -83,7 +86,8 @@ int cmd_serve(int argc, char **argv)
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
-    int overlap = 1;
+    int overlap = 1, prefix = -1; /* prefix: -1 auto, 0 off, 1 on */
+    long long prefix_entries = -1;
     const char *served_name = NULL, *tokenizer = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -119,6 +123,12 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--overlap")) {
             if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(C, "--overlap: on or off, not '%s'", v);
             overlap = !strcmp(v, "on");
+        } else if (!strcmp(a, "--prefix-cache")) {
+            if (strcmp(v, "auto") && strcmp(v, "on") && strcmp(v, "off"))
+                return cli_fail(C, "--prefix-cache: auto, on or off, not '%s'", v);
+            prefix = !strcmp(v, "auto") ? -1 : !strcmp(v, "on");
+        } else if (!strcmp(a, "--prefix-cache-entries")) {
+            bad = cli_parse_int(C, a, v, 1, 1 << 16, &prefix_entries);
         } else if ((bad = cli_engine_option(C, a, v, &eo)) >= 0) {
         } else {
             return cli_fail(C, "unknown option %s (see dsv4 serve --help)", a);
@@ -171,6 +181,11 @@ int cmd_serve(int argc, char **argv)
     eo.max_batch_tokens = chunk + max_running;
     eo.n_threads = (int)threads;
     eo.verbose = 1;
+    /* auto: on, on every backend (the GPU's path - the same engine bookkeeping, the copies on the stream - ran on
+     * an H200 in s63's pfx/: test_prefix and its memcheck, on against off through the server) */
+    if (prefix == -1) prefix = 1;
+    /* states kept by the prefix cache: their memory is allocated at the first one */
+    eo.max_snaps = prefix == 0 ? 0 : (int)(prefix_entries > 0 ? prefix_entries : 2 * max_running);
     if (dsv4_engine_open(&eo, &e, err, sizeof err)) {
         cli_fail(C, "%s", err);
         goto out;
@@ -211,12 +226,19 @@ int cmd_serve(int argc, char **argv)
         free(ids);
     }
 
+    const int prefix_on = prefix == 1 && info.max_snaps > 0;
+    if (prefix_on)
+        logf_("prefix cache: up to %d kept states of %.2f MiB each (allocated at the first), pages on demand",
+              info.max_snaps, (double)info.state_slot_bytes / 1048576.0);
+    else
+        logf_("prefix cache: off");
     t0 = now_s();
     srv_sched_opts so = {.max_running = (int)max_running,
                          .max_queue = (int)max_queue,
                          .chunked_prefill = (int)chunk,
                          .pages_total = dsv4_pages_total(e),
-                         .overlap = overlap};
+                         .overlap = overlap,
+                         .prefix_cache = prefix_on};
     if (srv_sched_start(e, tok, &so, metrics, &sched, err, sizeof err)) {
         cli_fail(C, "%s", err);
         goto out;

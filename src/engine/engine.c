@@ -91,8 +91,8 @@ static int64_t host_mem_available(void)
 
 /* pool_tokens 0 with pool_bytes > 0: as many pages as pool_bytes holds after
  * the sequence slots, capped at every sequence at full context, at least one. */
-static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_t pool_tokens, int64_t pool_bytes,
-                           char *err, size_t errlen)
+static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int max_snaps, int64_t max_ctx, int64_t pool_tokens,
+                           int64_t pool_bytes, char *err, size_t errlen)
 {
     const dsv4_config *c = &e->cfg;
     dsv4_kv *kv = &e->kv;
@@ -155,7 +155,7 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     kv->page_floats = po > 0 ? po : 1;
     if (pool_tokens <= 0) {
         const int64_t page_bytes = (int64_t)kv->page_floats * (int64_t)sizeof(float);
-        const int64_t left = pool_bytes - (int64_t)max_seqs * (int64_t)so * (int64_t)sizeof(float);
+        const int64_t left = pool_bytes - (int64_t)(max_seqs + max_snaps) * (int64_t)so * (int64_t)sizeof(float);
         int64_t np = left > 0 ? left / page_bytes : 0;
         if (np > (int64_t)max_seqs * kv->max_pages_per_seq) np = (int64_t)max_seqs * kv->max_pages_per_seq;
         if (np < kv->max_pages_per_seq) np = kv->max_pages_per_seq;
@@ -168,13 +168,28 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int64_t max_ctx, int64_
     kv->n_seq_pages = calloc((size_t)max_seqs, sizeof(int));
     kv->page_table = calloc((size_t)max_seqs * kv->max_pages_per_seq, sizeof(int32_t));
     kv->free_list = calloc((size_t)kv->n_pages, sizeof(int32_t));
-    if (!kv->slots || !kv->pages || !kv->live || !kv->len || !kv->n_seq_pages || !kv->page_table ||
-        !kv->free_list) {
-        snprintf(err, errlen, "out of memory sizing the state pool (%d sequences, %lld pages of %d tokens)",
-                 max_seqs, (long long)kv->n_pages, kv->page_tokens);
+    kv->page_ref = calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->page_owner = calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->page_sref = calloc((size_t)kv->n_pages, sizeof(int32_t));
+    kv->max_snaps = max_snaps;
+    if (max_snaps > 0) { /* snap_slots at the first snapshot: none is allocated where none is taken */
+        kv->snap_live = calloc((size_t)max_snaps, sizeof(bool));
+        kv->snap_len = calloc((size_t)max_snaps, sizeof(int64_t));
+        kv->snap_pages = calloc((size_t)max_snaps * kv->max_pages_per_seq, sizeof(int32_t));
+    }
+    if (!kv->slots || !kv->pages || !kv->live || !kv->len || !kv->n_seq_pages || !kv->page_table || !kv->free_list ||
+        !kv->page_ref || !kv->page_owner || !kv->page_sref ||
+        (max_snaps > 0 && (!kv->snap_live || !kv->snap_len || !kv->snap_pages))) {
+        snprintf(err, errlen,
+                 "out of memory sizing the state pool (%d sequences, %d snapshots, %lld pages of %d "
+                 "tokens)",
+                 max_seqs, max_snaps, (long long)kv->n_pages, kv->page_tokens);
         return DSV4_ERR_NOMEM;
     }
-    for (int64_t i = 0; i < kv->n_pages; i++) kv->free_list[i] = (int32_t)(kv->n_pages - 1 - i);
+    for (int64_t i = 0; i < kv->n_pages; i++) {
+        kv->free_list[i] = (int32_t)(kv->n_pages - 1 - i);
+        kv->page_owner[i] = -1;
+    }
     kv->n_free = kv->n_pages;
     kv->pt_version = 1;
     return DSV4_OK;
@@ -186,6 +201,7 @@ static void kv_destroy(dsv4_engine *e)
     if (e->be) {
         if (kv->slots) e->be->free(e->be, kv->slots);
         if (kv->pages) e->be->free(e->be, kv->pages);
+        if (kv->snap_slots) e->be->free(e->be, kv->snap_slots);
     }
     free(kv->layer);
     free(kv->live);
@@ -193,6 +209,12 @@ static void kv_destroy(dsv4_engine *e)
     free(kv->n_seq_pages);
     free(kv->page_table);
     free(kv->free_list);
+    free(kv->page_ref);
+    free(kv->page_owner);
+    free(kv->page_sref);
+    free(kv->snap_live);
+    free(kv->snap_len);
+    free(kv->snap_pages);
     memset(kv, 0, sizeof(*kv));
 }
 
@@ -654,7 +676,8 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         if (pool_tokens <= 0) pool_tokens = max_ctx * max_seqs / 2;
         if (pool_tokens < max_ctx) pool_tokens = max_ctx;
     }
-    if ((st = kv_init(e, max_seqs, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
+    const int max_snaps = o->max_snaps > 0 ? o->max_snaps : 0;
+    if ((st = kv_init(e, max_seqs, max_snaps, max_ctx, pool_tokens, pool_bytes, err, errlen)) != DSV4_OK) goto fail;
     e->pick_step = calloc((size_t)max_seqs, sizeof(int64_t));
     e->pick_tok = calloc((size_t)max_seqs, sizeof(int32_t));
     e->pick_row = calloc((size_t)max_seqs, sizeof(int));
@@ -721,6 +744,8 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info)
     info->kv_page_bytes = (int64_t)e->kv.page_floats * (int64_t)sizeof(float);
     info->kv_bf16_rows = e->kv.bf16_rows;
     info->kv_fp4_keys = e->kv.fp4_keys;
+    info->state_slot_bytes = (int64_t)e->kv.slot_floats * (int64_t)sizeof(float);
+    info->max_snaps = e->kv.max_snaps;
 }
 
 /* ---- sequences ---------------------------------------------------------- */
@@ -744,11 +769,12 @@ static void seq_reset_state(dsv4_engine *e, int slot)
     free(tmp);
 }
 
-dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen)
+/* A free sequence slot, its state reset unless the caller overwrites it. */
+static dsv4_status seq_claim(dsv4_engine *e, bool reset, int *seq, char *err, size_t errlen)
 {
     for (int s = 0; s < e->kv.max_seqs; s++)
         if (!e->kv.live[s]) {
-            seq_reset_state(e, s);
+            if (reset) seq_reset_state(e, s);
             e->kv.live[s] = true;
             e->kv.len[s] = 0;
             e->pick_step[s] = 0;
@@ -760,12 +786,51 @@ dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen)
     return DSV4_ERR_NOMEM;
 }
 
+dsv4_status dsv4_seq_create(dsv4_engine *e, int *seq, char *err, size_t errlen)
+{
+    return seq_claim(e, true, seq, err, errlen);
+}
+
+/* A page from the free list for owner (a sequence, or -1: a snapshot's own copy). */
+static int32_t page_take(dsv4_kv *kv, int owner)
+{
+    const int32_t pg = kv->free_list[--kv->n_free];
+    kv->page_ref[pg] = 1;
+    kv->page_sref[pg] = owner >= 0;
+    kv->page_owner[pg] = owner;
+    if (owner < 0) kv->n_shared++, kv->n_cached++;
+    return pg;
+}
+
+/* One more table holds page pg: a sequence's (by_seq) or a snapshot's. */
+static void page_hold(dsv4_kv *kv, int32_t pg, bool by_seq)
+{
+    kv->page_ref[pg]++;
+    if (by_seq && kv->page_sref[pg]++ == 0) kv->n_cached--;
+}
+
+/* A table's reference to page pg dropped; holder is the sequence whose table it was (-1: a snapshot's). */
+static void page_drop(dsv4_kv *kv, int32_t pg, int holder)
+{
+    const bool owned = holder >= 0 && kv->page_owner[pg] == holder;
+    if (owned) kv->page_owner[pg] = -1;
+    if (holder >= 0) kv->page_sref[pg]--;
+    if (--kv->page_ref[pg] == 0) {
+        if (!owned) kv->n_shared--;
+        if (holder < 0) kv->n_cached--;
+        kv->free_list[kv->n_free++] = pg;
+    } else {
+        if (owned) kv->n_shared++; /* others still hold it; nobody owns it now */
+        if (holder >= 0 && kv->page_sref[pg] == 0) kv->n_cached++;
+    }
+}
+
 void dsv4_seq_free(dsv4_engine *e, int seq)
 {
     dsv4_kv *kv = &e->kv;
     if (seq < 0 || seq >= kv->max_seqs || !kv->live[seq]) return;
     for (int i = 0; i < kv->n_seq_pages[seq]; i++)
-        kv->free_list[kv->n_free++] = kv->page_table[(size_t)seq * kv->max_pages_per_seq + i];
+        page_drop(kv, kv->page_table[(size_t)seq * kv->max_pages_per_seq + i], seq);
     kv->n_seq_pages[seq] = 0;
     kv->live[seq] = false;
 }
@@ -788,7 +853,7 @@ static void seq_take_pages(dsv4_kv *kv, int seq, int64_t end)
     int64_t k = seq_pages_short(kv, seq, end);
     if (k > 0) kv->pt_version++;
     for (; k > 0; k--)
-        kv->page_table[(size_t)seq * kv->max_pages_per_seq + kv->n_seq_pages[seq]++] = kv->free_list[--kv->n_free];
+        kv->page_table[(size_t)seq * kv->max_pages_per_seq + kv->n_seq_pages[seq]++] = page_take(kv, seq);
 }
 
 dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t errlen)
@@ -845,6 +910,166 @@ dsv4_status dsv4_seq_skip(dsv4_engine *e, int seq, int64_t n, char *err, size_t 
 int64_t dsv4_pages_free(const dsv4_engine *e) { return e->kv.n_free; }
 int64_t dsv4_pages_total(const dsv4_engine *e) { return e->kv.n_pages; }
 int dsv4_page_tokens(const dsv4_engine *e) { return e->kv.page_tokens; }
+int64_t dsv4_pages_shared(const dsv4_engine *e)
+{
+    return e->kv.n_shared;
+}
+int64_t dsv4_pages_cached(const dsv4_engine *e)
+{
+    return e->kv.n_cached;
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+int dsv4_snap_max(const dsv4_engine *e)
+{
+    return e->kv.max_snaps;
+}
+
+int64_t dsv4_snap_len(const dsv4_engine *e, int snap)
+{
+    if (snap < 0 || snap >= e->kv.max_snaps || !e->kv.snap_live[snap]) return -1;
+    return e->kv.snap_len[snap];
+}
+
+/* Pages holding positions [0, len). */
+static int64_t pages_of(const dsv4_kv *kv, int64_t len)
+{
+    return (len + kv->page_tokens - 1) / kv->page_tokens;
+}
+
+static float *slot_at(dsv4_kv *kv, float *base, int k)
+{
+    return base + (size_t)k * kv->slot_floats;
+}
+static float *page_at(dsv4_kv *kv, int32_t pg)
+{
+    return kv->pages + (size_t)pg * kv->page_floats;
+}
+
+/* A free snapshot slot (*k) for sequence seq's state, the sequence's fixed state copied into it. */
+static dsv4_status snap_begin(dsv4_engine *e, int seq, bool need_page, int *k, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    if (seq < 0 || seq >= kv->max_seqs || !kv->live[seq] || kv->len[seq] <= 0) {
+        snprintf(err, errlen, "snapshot: no sequence %d, or it is empty", seq);
+        return DSV4_ERR_INVALID;
+    }
+    *k = 0;
+    while (*k < kv->max_snaps && kv->snap_live[*k]) ++*k;
+    if (*k == kv->max_snaps) {
+        snprintf(err, errlen, "snapshot: all %d snapshot slots are in use", kv->max_snaps);
+        return DSV4_ERR_NOMEM;
+    }
+    if (need_page && kv->len[seq] % kv->page_tokens && kv->n_free == 0) {
+        snprintf(err, errlen, "snapshot: the state pool has no free page for the last, partly filled one");
+        return DSV4_ERR_NOMEM;
+    }
+    if (!kv->snap_slots &&
+        !(kv->snap_slots = e->be->alloc(e->be, (size_t)kv->max_snaps * kv->slot_floats * sizeof(float)))) {
+        snprintf(err, errlen, "snapshot: out of memory for %d snapshots of %.1f MiB", kv->max_snaps,
+                 (double)kv->slot_floats * sizeof(float) / 1048576.0);
+        return DSV4_ERR_NOMEM;
+    }
+    e->be->copy(e->be, slot_at(kv, kv->snap_slots, *k), slot_at(kv, kv->slots, seq), kv->slot_floats * sizeof(float));
+    return DSV4_OK;
+}
+
+dsv4_status dsv4_snap_save(dsv4_engine *e, int seq, int *snap, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    int k;
+    const dsv4_status st = snap_begin(e, seq, true, &k, err, errlen);
+    if (st != DSV4_OK) return st;
+    const int64_t len = kv->len[seq], np = pages_of(kv, len);
+    for (int64_t i = 0; i < np; i++) {
+        int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + i];
+        if (i == np - 1 && len % kv->page_tokens) { /* still being written: a copy of its rows so far */
+            const int32_t q = page_take(kv, -1);
+            e->be->copy(e->be, page_at(kv, q), page_at(kv, pg), kv->page_floats * sizeof(float));
+            pg = q;
+        } else {
+            page_hold(kv, pg, false);
+        }
+        kv->snap_pages[(size_t)k * kv->max_pages_per_seq + i] = pg;
+    }
+    kv->snap_live[k] = true;
+    kv->snap_len[k] = len;
+    *snap = k;
+    return DSV4_OK;
+}
+
+dsv4_status dsv4_seq_to_snap(dsv4_engine *e, int seq, int *snap, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    int k;
+    const dsv4_status st = snap_begin(e, seq, false, &k, err, errlen);
+    if (st != DSV4_OK) return st;
+    const int64_t len = kv->len[seq], np = pages_of(kv, len);
+    for (int64_t i = 0; i < kv->n_seq_pages[seq]; i++) {
+        const int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + i];
+        if (i >= np) { /* none is taken beyond the positions absorbed; dropped if one were */
+            page_drop(kv, pg, seq);
+            continue;
+        }
+        if (kv->page_owner[pg] == seq) { /* the sequence's reference becomes the snapshot's */
+            kv->page_owner[pg] = -1;
+            kv->n_shared++;
+        }
+        if (--kv->page_sref[pg] == 0) kv->n_cached++;
+        kv->snap_pages[(size_t)k * kv->max_pages_per_seq + i] = pg;
+    }
+    kv->n_seq_pages[seq] = 0;
+    kv->live[seq] = false;
+    kv->snap_live[k] = true;
+    kv->snap_len[k] = len;
+    *snap = k;
+    return DSV4_OK;
+}
+
+dsv4_status dsv4_seq_from_snap(dsv4_engine *e, int snap, int *seq, char *err, size_t errlen)
+{
+    dsv4_kv *kv = &e->kv;
+    if (snap < 0 || snap >= kv->max_snaps || !kv->snap_live[snap]) {
+        snprintf(err, errlen, "no snapshot %d", snap);
+        return DSV4_ERR_INVALID;
+    }
+    const int64_t len = kv->snap_len[snap], np = pages_of(kv, len);
+    const bool partial = len % kv->page_tokens != 0;
+    if (partial && kv->n_free == 0) {
+        snprintf(err, errlen, "the state pool has no free page for the snapshot's last, partly filled one");
+        return DSV4_ERR_NOMEM;
+    }
+    int s;
+    dsv4_status st = seq_claim(e, false, &s, err, errlen);
+    if (st != DSV4_OK) return st;
+    e->be->copy(e->be, slot_at(kv, kv->slots, s), slot_at(kv, kv->snap_slots, snap), kv->slot_floats * sizeof(float));
+    for (int64_t i = 0; i < np; i++) {
+        int32_t pg = kv->snap_pages[(size_t)snap * kv->max_pages_per_seq + i];
+        if (i == np - 1 && partial) { /* the sequence writes on in it: its own copy */
+            const int32_t q = page_take(kv, s);
+            e->be->copy(e->be, page_at(kv, q), page_at(kv, pg), kv->page_floats * sizeof(float));
+            pg = q;
+        } else {
+            page_hold(kv, pg, true);
+        }
+        kv->page_table[(size_t)s * kv->max_pages_per_seq + i] = pg;
+    }
+    kv->n_seq_pages[s] = (int)np;
+    kv->len[s] = len;
+    kv->pt_version++;
+    *seq = s;
+    return DSV4_OK;
+}
+
+void dsv4_snap_free(dsv4_engine *e, int snap)
+{
+    dsv4_kv *kv = &e->kv;
+    if (snap < 0 || snap >= kv->max_snaps || !kv->snap_live[snap]) return;
+    const int64_t np = pages_of(kv, kv->snap_len[snap]);
+    for (int64_t i = 0; i < np; i++) page_drop(kv, kv->snap_pages[(size_t)snap * kv->max_pages_per_seq + i], -1);
+    kv->snap_live[snap] = false;
+}
 
 /* ---- the batch step ----------------------------------------------------- */
 

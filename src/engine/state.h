@@ -66,6 +66,23 @@ typedef struct {
     int32_t *free_list;      /* [n_pages] stack of free page ids */
     int64_t n_free;
     uint64_t pt_version;     /* bumped whenever page_table changes (device copies follow it) */
+    /* Pages are shared by reference: a page's count of the sequences and snapshots whose tables hold it
+     * (page_ref), of the sequences among them (page_sref), and the sequence that took it from the free list
+     * while that sequence lives (-1 after, and for a snapshot's own copy of a partly filled page). n_shared
+     * counts the pages held with no live owner, n_cached those held by snapshots alone. */
+    int32_t *page_ref;   /* [n_pages] */
+    int32_t *page_sref;  /* [n_pages] */
+    int32_t *page_owner; /* [n_pages] */
+    int64_t n_shared;
+    int64_t n_cached;
+    /* Snapshots (prefix reuse): a sequence's slot copied as it was after its first snap_len tokens, with
+     * the pages of those tokens - whole pages shared, a last partly filled one copied (it is the snapshot's
+     * own: its owner is still writing the original). */
+    int max_snaps;
+    float *snap_slots;   /* backend memory: [max_snaps][slot_floats] */
+    bool *snap_live;     /* [max_snaps] */
+    int64_t *snap_len;   /* [max_snaps] */
+    int32_t *snap_pages; /* [max_snaps][max_pages_per_seq] */
 } dsv4_kv;
 
 /* One sequence's part of a batch step. */

@@ -36,6 +36,9 @@ struct srv_metrics {
     hist h[SRV_HIST_COUNT];
     int running, waiting;
     int64_t pages_used, pages_free;
+    uint64_t prefix_query, prefix_hit;
+    int64_t pages_cached;
+    int prefix_entries;
 };
 
 static const char *const outcome_name[SRV_OUTCOME_COUNT] = {"stop", "length", "tool_calls", "cancelled", "timeout",
@@ -130,6 +133,22 @@ static int put(dsv4_strbuf *b, const char *fmt, ...)
     return dsv4_strbuf_put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
+void srv_metrics_prefix(srv_metrics *m, int64_t query_tokens, int64_t hit_tokens)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prefix_query += (uint64_t)query_tokens;
+    m->prefix_hit += (uint64_t)hit_tokens;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void srv_metrics_prefix_gauges(srv_metrics *m, int64_t pages_cached, int entries)
+{
+    pthread_mutex_lock(&m->mu);
+    m->pages_cached = pages_cached;
+    m->prefix_entries = entries;
+    pthread_mutex_unlock(&m->mu);
+}
+
 int srv_metrics_render(srv_metrics *m, dsv4_strbuf *b)
 {
     pthread_mutex_lock(&m->mu);
@@ -163,10 +182,29 @@ int srv_metrics_render(srv_metrics *m, dsv4_strbuf *b)
                 "# TYPE dsv4_requests_running gauge\ndsv4_requests_running %d\n", s.running);
     r |= put(b, "# HELP dsv4_requests_waiting Requests queued for admission.\n"
                 "# TYPE dsv4_requests_waiting gauge\ndsv4_requests_waiting %d\n", s.waiting);
-    r |= put(b, "# HELP dsv4_kv_pages_used KV state pages held by sequences.\n"
-                "# TYPE dsv4_kv_pages_used gauge\ndsv4_kv_pages_used %lld\n", (long long)s.pages_used);
+    r |= put(b,
+             "# HELP dsv4_kv_pages_used KV state pages held by running sequences.\n"
+             "# TYPE dsv4_kv_pages_used gauge\ndsv4_kv_pages_used %lld\n",
+             (long long)s.pages_used);
     r |= put(b, "# HELP dsv4_kv_pages_free KV state pages free in the pool.\n"
                 "# TYPE dsv4_kv_pages_free gauge\ndsv4_kv_pages_free %lld\n", (long long)s.pages_free);
+    r |= put(b,
+             "# HELP dsv4_kv_pages_cached KV state pages held by the prefix cache alone (freed on demand).\n"
+             "# TYPE dsv4_kv_pages_cached gauge\ndsv4_kv_pages_cached %lld\n",
+             (long long)s.pages_cached);
+    r |= put(b,
+             "# HELP dsv4_prefix_cache_entries Kept prompt states of the prefix cache.\n"
+             "# TYPE dsv4_prefix_cache_entries gauge\ndsv4_prefix_cache_entries %d\n",
+             s.prefix_entries);
+    r |= put(b,
+             "# HELP dsv4_prefix_cache_query_tokens_total Prompt tokens of requests looked up in the prefix "
+             "cache.\n# TYPE dsv4_prefix_cache_query_tokens_total counter\n"
+             "dsv4_prefix_cache_query_tokens_total %llu\n",
+             (unsigned long long)s.prefix_query);
+    r |= put(b,
+             "# HELP dsv4_prefix_cache_hit_tokens_total Prompt tokens the prefix cache supplied (not prefilled).\n"
+             "# TYPE dsv4_prefix_cache_hit_tokens_total counter\ndsv4_prefix_cache_hit_tokens_total %llu\n",
+             (unsigned long long)s.prefix_hit);
     for (int h = 0; h < SRV_HIST_COUNT; h++) {
         const char *nm = hist_info[h].name;
         r |= put(b, "# HELP %s %s\n# TYPE %s histogram\n", nm, hist_info[h].help, nm);

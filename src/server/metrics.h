@@ -40,6 +40,10 @@ void srv_metrics_observe(srv_metrics *m, srv_hist h, double seconds);
 void srv_metrics_step(srv_metrics *m, double seconds, int n_tokens);
 /* Gauges, set by the scheduler after each step. */
 void srv_metrics_gauges(srv_metrics *m, int running, int waiting, int64_t pages_used, int64_t pages_free);
+/* The prefix cache: a request's prompt tokens looked up (0: not looked up) and those it supplied; the pages
+ * and entries it holds. */
+void srv_metrics_prefix(srv_metrics *m, int64_t query_tokens, int64_t hit_tokens);
+void srv_metrics_prefix_gauges(srv_metrics *m, int64_t pages_cached, int entries);
 
 /* Appends the exposition text to out. Returns 0, or -1 when out of memory. */
 int srv_metrics_render(srv_metrics *m, dsv4_strbuf *out);

@@ -555,16 +555,17 @@ static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
     return s;
 }
 
-/* Each prompt once (its choice 0's), every choice's tokens */
+/* Each prompt once (its choice 0's), every choice's tokens; of the prompt tokens, those the prefix cache
+ * supplied (choice 0's) */
 static json_t *usage_json(srv_req *const *rs, int n)
 {
-    int gen = 0, prompt = 0;
+    int gen = 0, prompt = 0, cached = 0;
     for (int k = 0; k < n; k++) {
         gen += rs[k]->n_gen;
-        if (rs[k]->choice == 0) prompt += rs[k]->n_prompt;
+        if (rs[k]->choice == 0) prompt += rs[k]->n_prompt, cached += rs[k]->n_cached;
     }
-    return json_pack("{s:i, s:i, s:i}", "prompt_tokens", prompt, "completion_tokens", gen, "total_tokens",
-                     prompt + gen);
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", prompt, "completion_tokens", gen, "total_tokens",
+                     prompt + gen, "prompt_tokens_details", "cached_tokens", cached);
 }
 
 /* chat: {"content": [{token, logprob, bytes, top_logprobs}]} for toks [a, b) */

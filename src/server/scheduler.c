@@ -41,12 +41,25 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/prefix.h"
+
 typedef struct srv_sched_slot {
     srv_req *r;
     int seq;
     int prefilled;         /* prompt tokens already in the sequence */
     int32_t last;          /* the token to decode next */
-    int64_t pages;         /* pages reserved for its whole future */
+    int64_t pages;         /* pages reserved for its whole future (less the whole pages its prefix hit shares) */
+    int64_t kept;          /* prefix cache: the length of its state kept last, or of the prefix it started from */
+    int save_at;           /* prefix cache: the prompt length at which its state is kept */
+    int branch_at;         /* prefix cache: where its prompt parts from a kept one's tokens (its state kept there) */
+    int wait_lead;         /* prefix cache: a choice k > 0 whose prefill waits for choice 0's state at its prompt's
+                              last token, to start from it (shared_prefill) */
+    int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
+    int n_gen_ids, cap_gen;
+    int no_keep;     /* prefix cache: its state is not kept at its end (a pick not recorded, a failed step) */
+    int chunk_entry; /* prefix cache: the entry kept at its last chunk's end (-1: none) and that entry's stamp */
+    uint64_t chunk_stamp;
+    srv_outcome outcome; /* how it ended (finish_slot) */
     dsv4_sampler *smp;
     dsv4_detok *dt;
     dsv4_stop_matcher *sm;
@@ -104,6 +117,9 @@ struct srv_sched {
     int n_steps;
     int64_t n_submitted;
     double t_step; /* when the step being timed began (srv_metrics_step) */
+    srv_prefix *pc;     /* the prefix cache; NULL when off */
+    int64_t keep_gap;   /* prefix cache: a prompt's state is kept at a chunk's end this many tokens past the last */
+    int64_t branch_gap; /* prefix cache: ... and where it parts from a kept state's tokens, this many past its hit */
 };
 
 double srv_now(void)
@@ -115,8 +131,10 @@ double srv_now(void)
 
 srv_req *srv_req_create(const int32_t *prompt, int n_prompt)
 {
+    static uint64_t groups;
     srv_req *r = calloc(1, sizeof *r);
     if (!r) return NULL;
+    r->group = __atomic_add_fetch(&groups, 1, __ATOMIC_RELAXED);
     r->prompt = malloc((size_t)(n_prompt > 0 ? n_prompt : 1) * sizeof(int32_t));
     if (!r->prompt) {
         free(r);
@@ -145,6 +163,7 @@ srv_req *srv_req_clone_prompt(const srv_req *r, const int32_t *prompt, int n_pro
     srv_req *c = srv_req_create(prompt, n_prompt);
     if (!c) return NULL;
     c->choice = k;
+    if (same) c->group = r->group;
     c->sp = r->sp;
     memcpy(c->stop_ids, r->stop_ids, sizeof c->stop_ids);
     if (r->sp.stop_ids == r->stop_ids) c->sp.stop_ids = c->stop_ids;
@@ -320,15 +339,54 @@ static void slot_clear(srv_sched *s, srv_slot *sl)
     dsv4_stop_free(sl->sm);
     dsv4_chat_parser_free(sl->ps);
     free(sl->plogits);
+    free(sl->gen);
     s->reserved -= sl->pages;
     memset(sl, 0, sizeof *sl);
     sl->seq = -1;
 }
 
-/* The slot of an ended request that no step in flight holds: its sequence freed, the request handed back. */
+/* Prefix cache: the state of a request that ended by itself - its prompt and what it wrote - kept for a next
+ * turn that repeats them (its sequence freed into an entry, no copy). */
+static void keep_end(srv_sched *s, srv_slot *sl)
+{
+    if (!s->pc || sl->seq < 0 || sl->no_keep || sl->outcome > SRV_OUTCOME_TOOL_CALLS) return;
+    const srv_req *r = sl->r;
+    const int64_t len = dsv4_seq_len(s->e, sl->seq), out = len - r->n_prompt; /* out: the picks it absorbed */
+    if (len <= sl->kept || out < 0 || out > sl->n_gen_ids) return;
+    int32_t *toks = malloc((size_t)len * sizeof(int32_t));
+    if (!toks) return;
+    memcpy(toks, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
+    if (out) memcpy(toks + r->n_prompt, sl->gen, (size_t)out * sizeof(int32_t));
+    if (srv_prefix_save(s->pc, sl->seq, toks, 1, 0) >= 0) sl->seq = -1;
+    free(toks);
+}
+
+/* Prefix cache: the state of a prompt being prefilled, kept where its prefill reached the point the request
+ * keeps (sl->save_at) or, in a long prompt, at a chunk's end at least keep_gap tokens past the last one kept. */
+static void keep_prompt(srv_sched *s, srv_slot *sl)
+{
+    const int64_t at = sl->prefilled;
+    if (!s->pc || sl->ending || at <= sl->kept || dsv4_seq_len(s->e, sl->seq) != at) return;
+    const bool chunk_end = at != sl->save_at && at != sl->branch_at;
+    if (chunk_end && !(at < sl->r->n_prompt && at - sl->kept >= s->keep_gap)) return;
+    const int64_t spare = s->o.pages_total - s->reserved - dsv4_pages_shared(s->e);
+    const int i = srv_prefix_save(s->pc, sl->seq, sl->r->prompt, 0, spare);
+    if (i < 0) return;
+    sl->kept = at;
+    if (!chunk_end) return;
+    /* a long prompt keeps one state at a chunk's end at a time: the one before goes unless somebody used it */
+    if (sl->chunk_entry >= 0 && srv_prefix_stamp(s->pc, sl->chunk_entry) == sl->chunk_stamp)
+        srv_prefix_drop(s->pc, sl->chunk_entry);
+    sl->chunk_entry = i;
+    sl->chunk_stamp = srv_prefix_stamp(s->pc, i);
+}
+
+/* The slot of an ended request that no step in flight holds: its sequence freed (or kept by the prefix
+ * cache), the request handed back. */
 static void slot_release(srv_sched *s, srv_slot *sl)
 {
     srv_req *r = sl->r;
+    keep_end(s, sl);
     slot_clear(s, sl);
     pthread_mutex_lock(&s->mu);
     s->n_running--;
@@ -351,6 +409,7 @@ static void finish_slot(srv_sched *s, srv_slot *sl, srv_outcome o, const char *e
     req_done_locked(s, r, o);
     pthread_mutex_unlock(&r->mu);
     sl->ending = 1;
+    sl->outcome = o;
     if (!sl->inflight) slot_release(s, sl);
 }
 
@@ -492,10 +551,58 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
 
 /* ---- admission --------------------------------------------------------------- */
 
-static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, char *err, size_t errlen)
+/* The running choice 0 of r's prompt, if r is another choice of it. */
+static srv_slot *lead_of(srv_sched *s, const srv_req *r)
+{
+    for (int k = 0; r->choice > 0 && k < s->o.max_running; k++) {
+        srv_slot *l = &s->slots[k];
+        if (l->r && !l->ending && l->r->group == r->group && l->r->choice == 0) return l;
+    }
+    return NULL;
+}
+
+/* Choices waiting for their choice 0's state (slot_setup): once it has passed the prompt's last token, each starts
+ * from the state kept there - its empty sequence replaced, the pages it shares no longer reserved - or, where
+ * none was kept (or choice 0 ended first), prefills the prompt itself. */
+static void followers_update(srv_sched *s)
+{
+    for (int k = 0; k < s->o.max_running; k++) {
+        srv_slot *f = &s->slots[k];
+        if (!f->r || !f->wait_lead) continue;
+        const srv_slot *lead = f->ending ? NULL : lead_of(s, f->r);
+        const int64_t at = (int64_t)f->r->n_prompt - 1;
+        if (lead && lead->prefilled < at) continue;
+        f->wait_lead = 0;
+        int64_t len;
+        const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, at, &len, NULL);
+        if (i < 0 || len <= f->prefilled || f->inflight) continue;
+        char err[256];
+        dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
+        f->seq = -1;
+        if (srv_prefix_start(s->pc, i, &f->seq, err, sizeof err)) {
+            finish_slot(s, f, SRV_OUTCOME_ERROR, err);
+            continue;
+        }
+        const int64_t credit = len / s->page_tokens - f->prefilled / s->page_tokens;
+        f->pages -= credit;
+        s->reserved -= credit;
+        srv_metrics_prefix(s->m, 0, len - f->prefilled);
+        f->prefilled = (int)len;
+        f->kept = len;
+        pthread_mutex_lock(&f->r->mu);
+        f->r->n_cached = (int)len;
+        pthread_mutex_unlock(&f->r->mu);
+    }
+}
+
+/* hit: a prefix cache entry whose hit_len tokens start r's prompt (-1: none); common: the most tokens r's prompt
+ * shares with the start of an entry. */
+static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t hit_len, int64_t common, char *err,
+                      size_t errlen)
 {
     memset(sl, 0, sizeof *sl);
     sl->seq = -1;
+    sl->chunk_entry = -1;
     sl->r = r;
     if (r->n_stops) {
         const char *stops[SRV_MAX_STOPS];
@@ -521,10 +628,69 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, char *err, size_t 
         snprintf(err, errlen, "out of memory for the prompt's logits");
         return -1;
     }
-    if (dsv4_seq_create(s->e, &sl->seq, err, errlen)) return -1;
-    sl->pages = pages_for(s, r);
+    if (hit >= 0 ? srv_prefix_start(s->pc, hit, &sl->seq, err, errlen) : dsv4_seq_create(s->e, &sl->seq, err, errlen))
+        return -1;
+    if (hit < 0) hit_len = 0;
+    sl->prefilled = (int)hit_len;
+    sl->kept = hit_len;
+    /* Where the prompt's state is kept. One token before its end, where a prompt that repeats it all can start
+     * (its last token is always run: its logits pick the first token), when what is kept is worth the step
+     * that the last token then takes alone (at least keep_gap tokens); else at its end, which costs nothing,
+     * for prompts that go on from it (a chat's next turn goes on from the state kept at the answer's end).
+     * A chat prompt in thinking mode ends in "<think>", and the next turn renders the answer without its
+     * reasoning, after "</think>": only the state before that last token serves it, so it is kept there
+     * whatever the length (a step against the reasoning's many). */
+    const bool think = r->chat && r->thinking;
+    if (r->n_prompt - 1 - hit_len >= s->keep_gap || (think && r->n_prompt - 1 > hit_len))
+        sl->save_at = r->n_prompt - 1;
+    else
+        sl->save_at = think ? 0 : r->n_prompt;
+    /* A prompt that shares a long run with a kept state's tokens but parts from them before its end (the same
+     * system prompt, another question): the state where they part serves both and those to come, so it is
+     * kept there - a split of this prefill once, against the run's prefill for every later one. */
+    sl->branch_at = common - hit_len >= s->branch_gap ? (int)common : 0;
+    /* n choices of one prompt: choice 0 prefills it and keeps its state before the last token, the others wait
+     * for that state and start from it (followers_update) */
+    if (s->pc && !r->ptoks && r->choice > 0 && hit_len < r->n_prompt - 1) {
+        srv_slot *lead = lead_of(s, r);
+        if (lead && lead->prefilled < r->n_prompt - 1) {
+            lead->save_at = r->n_prompt - 1;
+            sl->wait_lead = 1;
+        }
+    }
+    sl->pages = pages_for(s, r) - hit_len / s->page_tokens;
     s->reserved += sl->pages;
+    if (s->pc) {
+        pthread_mutex_lock(&r->mu);
+        r->n_cached = (int)hit_len;
+        pthread_mutex_unlock(&r->mu);
+        srv_metrics_prefix(s->m, r->ptoks ? 0 : r->n_prompt, hit_len);
+    }
     return 0;
+}
+
+/* Whether r fits the pool, evicting prefix cache entries where that makes it fit: the pages the running
+ * requests may still take must stay free, so the pages held with no owner (the cache's, and those its hits
+ * share) may be at most those no running request reserves. *hit: the entry r starts from (-1: none; it may
+ * be given up for the pages it holds), *hit_len its tokens. */
+static int fits_locked(srv_sched *s, srv_req *r, int *hit, int64_t *hit_len, int64_t *common)
+{
+    *hit = -1;
+    *hit_len = *common = 0;
+    /* a prompt's last token is always run (its logits pick the first token); an echo with logprobs runs them all */
+    if (s->pc && !r->ptoks) *hit = srv_prefix_match(s->pc, r->prompt, (int64_t)r->n_prompt - 1, hit_len, common);
+    for (;;) {
+        const int64_t need = pages_for(s, r) - *hit_len / s->page_tokens, total = s->o.pages_total;
+        if (s->reserved + need > total) return 0; /* the running requests' futures first */
+        const int64_t shared = s->pc ? dsv4_pages_shared(s->e) : 0;
+        if (shared <= total - s->reserved - need) return 1;
+        /* evicting entries frees at most the pages they alone hold: where that cannot do, wait (keep them) */
+        if (shared - dsv4_pages_cached(s->e) > total - s->reserved - need) return 0;
+        if (srv_prefix_evict(s->pc, *hit)) continue;
+        if (*hit < 0) return 0;
+        *hit = -1; /* the entry's pages are worth more as free ones */
+        *hit_len = 0;
+    }
 }
 
 /* Admits queued requests in arrival order. Called with s->mu held. */
@@ -533,7 +699,9 @@ static void admit_locked(srv_sched *s)
     for (;;) {
         srv_req *r = s->q_head;
         if (!r || s->n_running >= s->o.max_running) return;
-        if (s->reserved + pages_for(s, r) > s->o.pages_total) return;
+        int hit;
+        int64_t hit_len, common;
+        if (!fits_locked(s, r, &hit, &hit_len, &common)) return;
         int k = 0;
         while (k < s->o.max_running && s->slots[k].r) k++;
         if (k == s->o.max_running) return;
@@ -546,7 +714,7 @@ static void admit_locked(srv_sched *s)
         char err[256];
         pthread_mutex_unlock(&s->mu);
         srv_metrics_observe(s->m, SRV_HIST_QUEUE, srv_now() - r->t_arrive);
-        if (slot_setup(s, sl, r, err, sizeof err)) {
+        if (slot_setup(s, sl, r, hit, hit_len, common, err, sizeof err)) {
             sl->r = r;
             finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
         }
@@ -560,8 +728,9 @@ static void publish_gauges(srv_sched *s)
 {
     int running, waiting;
     srv_sched_counts(s, &running, &waiting);
-    int64_t fr = dsv4_pages_free(s->e);
-    srv_metrics_gauges(s->m, running, waiting, dsv4_pages_total(s->e) - fr, fr);
+    const int64_t fr = dsv4_pages_free(s->e), cached = dsv4_pages_cached(s->e);
+    srv_metrics_gauges(s->m, running, waiting, dsv4_pages_total(s->e) - fr - cached, fr);
+    srv_metrics_prefix_gauges(s->m, cached, srv_prefix_count(s->pc));
 }
 
 /* Step k + 1 may be submitted before step k's picks are read: every pick in flight can be fed on the device
@@ -607,7 +776,10 @@ static void step_submit(srv_sched *s, int n, int n_tok)
     for (int k = 0; k < s->o.max_running; k++) {
         srv_slot *sl = &s->slots[k];
         if (!sl->r || sl->in_batch < 0) continue;
-        if (sl->prefilled < sl->r->n_prompt) sl->prefilled += s->entries[sl->in_batch].n_tokens;
+        if (sl->prefilled < sl->r->n_prompt) {
+            sl->prefilled += s->entries[sl->in_batch].n_tokens;
+            keep_prompt(s, sl); /* a copy after the step that brought it there, before the next one */
+        }
         if (sl->sample) sl->pick_step = t->id;
         sl->inflight++;
         t->m[t->n++] = (srv_member){.slot = k, .sample = sl->sample};
@@ -651,12 +823,27 @@ static void step_finish(srv_sched *s)
     srv_step *t = &s->steps[0];
     /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
     dsv4_status st = dsv4_step_finish(s->e, err, sizeof err);
+    /* a failed step may have left any state it touched wrong: those kept since it was submitted, and its
+     * sequences' own (ending ones are released below) */
+    if (st != DSV4_OK && st != DSV4_ERR_STATE) {
+        while (srv_prefix_evict(s->pc, -1)) {
+        }
+        for (int i = 0; i < t->n; i++) s->slots[t->m[i].slot].no_keep = 1;
+    }
     const double now = srv_now();
     srv_metrics_step(s->m, now - s->t_step, t->n_tok);
     s->t_step = now;
     for (int i = 0; i < t->n; i++) {
         srv_slot *sl = &s->slots[t->m[i].slot];
         sl->inflight--;
+        /* the prefix cache keeps the tokens the sequence absorbs: its picks, including those of steps in flight
+         * when it ended (keep_end takes as many as the sequence holds) */
+        if (s->pc && t->m[i].sample) {
+            if (!grow((void **)&sl->gen, &sl->cap_gen, sl->n_gen_ids + 1, sizeof(int32_t)))
+                sl->gen[sl->n_gen_ids++] = sl->picked.token;
+            else
+                sl->no_keep = 1; /* a gap: the tokens would not be the state's */
+        }
         if (sl->ending) {
             if (!sl->inflight) slot_release(s, sl);
             continue;
@@ -737,6 +924,7 @@ static void *worker(void *arg)
         /* the step in flight first where the next one cannot run ahead of its picks */
         if (s->n_steps && !(s->o.overlap && overlap_ok(s))) step_finish(s);
 
+        if (s->pc) followers_update(s);
         /* the batch: decode tokens first, then prefill chunks oldest first */
         int n = 0, budget = s->o.chunked_prefill, n_tok = 0;
         const int64_t follow_id = s->n_steps ? s->steps[0].id : -1; /* picks still in flight */
@@ -760,6 +948,7 @@ static void *worker(void *arg)
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
                 if (!sl->r || sl->ending || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
+                if (sl->wait_lead) continue;    /* it starts from its choice 0's state */
                 if (sl->plp_inflight) continue; /* its last chunk's logits are not read yet */
                 if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
             }
@@ -767,6 +956,11 @@ static void *worker(void *arg)
             srv_slot *sl = &s->slots[best];
             int take = sl->r->n_prompt - sl->prefilled;
             if (take > budget) take = budget;
+            /* its state is kept at these points (keep_prompt) */
+            if (s->pc && sl->branch_at > sl->prefilled && sl->prefilled + take > sl->branch_at)
+                take = sl->branch_at - sl->prefilled;
+            if (s->pc && sl->save_at > sl->prefilled && sl->prefilled + take > sl->save_at)
+                take = sl->save_at - sl->prefilled;
             if (sl->plogits && take > PLP_ROWS) take = PLP_ROWS;
             sl->sample = sl->prefilled + take == sl->r->n_prompt && !sl->r->no_gen;
             s->entries[n] = (dsv4_batch_entry){.seq = sl->seq,
@@ -820,6 +1014,17 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
         goto fail;
     }
     for (int k = 0; k < s->o.max_running; k++) s->slots[k].seq = -1;
+    if (s->o.prefix_cache && dsv4_snap_max(e) > 0 && !(s->pc = srv_prefix_create(e))) {
+        snprintf(err, errlen, "out of memory for the prefix cache");
+        goto fail;
+    }
+    /* a state is worth keeping (and a step of its own for a prompt's last token) from a prefill chunk's
+     * worth of tokens, or four pages (1,024 tokens with Flash's pages) */
+    s->keep_gap = 4 * (int64_t)s->page_tokens;
+    if (s->keep_gap > s->o.chunked_prefill) s->keep_gap = s->o.chunked_prefill;
+    /* where a prompt parts from a kept state's tokens, from a page's worth (a run seen twice will likely be
+     * seen again) */
+    s->branch_gap = s->page_tokens < s->keep_gap ? s->page_tokens : s->keep_gap;
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
         goto fail;
@@ -828,6 +1033,7 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
     *out = s;
     return DSV4_OK;
 fail:
+    srv_prefix_destroy(s->pc);
     free(s->steps[0].m);
     free(s->steps[1].m);
     free(s->slots);
@@ -845,6 +1051,7 @@ void srv_sched_stop(srv_sched *s)
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (s->started) pthread_join(s->th, NULL);
+    srv_prefix_destroy(s->pc);
     free(s->steps[0].m);
     free(s->steps[1].m);
     free(s->slots);

@@ -52,6 +52,7 @@ typedef struct srv_req {
     int no_gen;                /* generate nothing: the request ends once its prompt is in (echo, max_tokens 0) */
     int choice;                /* k of the choices of one prompt (srv_req_clone's k): the usage counts choice 0's
                                   prompt only */
+    uint64_t group;            /* the same for the choices of one prompt (srv_req_clone), unique otherwise */
     double t_arrive;           /* srv_now() at arrival */
     double deadline;           /* srv_now() after which the request is abandoned; 0 = none */
 
@@ -68,6 +69,7 @@ typedef struct srv_req {
                                   (allocated by the submitter; ptoks[0] has none) */
     int n_ptoks;               /* the prompt tokens done: n_prompt once the prompt is in */
     int n_gen;                 /* tokens generated (EOS included) */
+    int n_cached;              /* prompt tokens the prefix cache supplied (usage.prompt_tokens_details) */
     int done;                  /* 1: finished; nothing more will be appended */
     srv_outcome outcome;
     char error[256];           /* outcome ERROR: what went wrong */
@@ -98,6 +100,7 @@ typedef struct {
     int chunked_prefill;     /* prefill tokens per step */
     int64_t pages_total;     /* for the reservation arithmetic */
     int overlap;             /* submit each step before the previous one's picks are read (scheduler.c) */
+    int prefix_cache;        /* reuse kept states of earlier prompts (server/prefix.h; needs engine snapshots) */
 } srv_sched_opts;
 
 typedef struct srv_sched srv_sched;

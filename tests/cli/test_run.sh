@@ -29,6 +29,18 @@ cmp -s "$tmp/c.txt" "$tmp/e.txt" && fail "the seed makes no difference"
 # a conversation on stdin: two turns, two answers
 printf 'Hello\nAnd then?\n' | "$DSV4" run -m "$m" --max-tokens 6 > "$tmp/g.txt" 2>/dev/null || fail "stdin conversation"
 [ "$(wc -l < "$tmp/g.txt")" -ge 2 ] || fail "expected an answer per turn"
+# each turn starts from the state kept at the turn before: the same answers (and reasoning) as prefilling it all
+printf 'Hello\nAnd then?\nWhy?\n' > "$tmp/conv.txt"
+for think in "" --think; do
+  # shellcheck disable=SC2086
+  "$DSV4" run -m "$m" --max-tokens 10 $think < "$tmp/conv.txt" > "$tmp/p1.txt" 2> "$tmp/p1.err" || fail "conversation"
+  # shellcheck disable=SC2086
+  "$DSV4" run -m "$m" --max-tokens 10 $think --prefix-cache off < "$tmp/conv.txt" > "$tmp/p0.txt" 2> "$tmp/p0.err" ||
+    fail "conversation, --prefix-cache off"
+  cmp -s "$tmp/p1.txt" "$tmp/p0.txt" || fail "kept states change the answers ($think)"
+  cmp -s "$tmp/p1.err" "$tmp/p0.err" || fail "kept states change the reasoning ($think)"
+done
+if "$DSV4" run -m "$m" -p hi --prefix-cache maybe 2> /dev/null; then fail "accepted --prefix-cache maybe"; fi
 # refusals: one line, non-zero
 for args in "--temperature -1" "--top-p 0" "--bogus 1" "--seed abc" "--seed -1"; do
   # shellcheck disable=SC2086

@@ -38,3 +38,17 @@ bad=$(awk '$2 > 128 || $3 > 8 || ($3 > 0 && $1 !~ /^_Z7k_moe16ILi4ELi1ELb0ELi1EL
 [ -z "$bad" ] || fail "k_moe16's reference decode kernels over 128 registers or spilling (name, registers, spill bytes):
 $bad"
 echo "ok   $n k_moe16 reference decode kernels at 128 registers or fewer, no spills but gate / up's 8 bytes with two row blocks: $(awk '{print $2}' "$tmp/moe.txt" | sort -n | uniq | tr '\n' ' ')"
+# No wgmma chain serialised by ptxas in the files that issue wgmma: C7513 / C7515 ("wgmma.mma_async instructions are
+# serialized due to ..."), C7520 (a wgmma on a path ptxas cannot prove warpgroup-uniform). Each makes ptxas wait for
+# every wgmma before the next (WARPGROUP.DEPBAR after each HGMMA): k_attn_pvw's stage was so until its fragments were
+# pinned to registers of their own (C7513: one register quad rewritten for each step). C7519 (an arrive injected) is
+# information, not a wait.
+for f in attn linear mma wg8; do
+  # shellcheck disable=SC2086
+  "$DSV4_NVCC" ${DSV4_NVCC_FLAGS:-} --resource-usage -c "$DSV4_SRC/src/backend/cuda/$f.cu" -o "$tmp/$f.o" \
+    > "$tmp/ru-$f.txt" 2>&1 || fail "nvcc $f.cu: $(tail -5 "$tmp/ru-$f.txt")"
+done
+ser=$(grep -hE '\((C7513|C7515|C7520)\)' "$tmp/ru.txt" "$tmp"/ru-*.txt | sed -E "s/.*\((C75[0-9]+)\).*function '([^']+)'.*/\1 \2/" | sort -u)
+[ -z "$ser" ] || fail "ptxas serialises wgmma (code, kernel):
+$ser"
+echo "ok   no wgmma serialised by ptxas in attn.cu, linear.cu, mma.cu, moe_mma.cu, wg8.cu"

@@ -166,7 +166,7 @@ S = None  # the shared server
 def setUpModule():
     global S
     S = Server("--max-running-requests", "32", "--max-queue", "64", "--context-length", str(CTX),
-               "--chunked-prefill-size", "48")
+               "--chunked-prefill-size", "48", "--prefix-cache", "on")
 
 
 def tearDownModule():
@@ -803,6 +803,213 @@ class Concurrency(unittest.TestCase):
         self.assertGreater(len(set(sequential)), 1)
 
 
+# a system prompt several prefill chunks long (the shared server's chunks are 48 tokens)
+LONG_SYSTEM = ("You are a careful assistant. " + " ".join(f"Rule {i}: answer briefly and check the arithmetic."
+                                                         for i in range(12)))
+
+
+def cached_of(r):
+    d = r.usage.prompt_tokens_details
+    return d.cached_tokens if d is not None else None
+
+
+class PrefixCache(unittest.TestCase):
+    """The prefix cache (--prefix-cache on in the shared server): a prompt that starts with a kept state starts there. What it
+    gives must be exactly what a server without it gives, text and logprobs; usage says how many prompt tokens
+    were not prefilled, /metrics how many were looked up and found."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.off = Server("--max-running-requests", "32", "--context-length", str(CTX), "--chunked-prefill-size", "48",
+                         "--prefix-cache", "off")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.off.stop()
+
+    def chat(self, srv, messages, **kw):
+        kw.setdefault("max_tokens", 24)
+        return srv.client().chat.completions.create(model=MODEL_NAME, messages=messages, temperature=0,
+                                                    logprobs=True, top_logprobs=3, **kw)
+
+    def assertSameAnswer(self, a, b):
+        self.assertEqual(a.choices[0].message.content, b.choices[0].message.content)
+        self.assertEqual(a.choices[0].message.reasoning_content if hasattr(a.choices[0].message, "reasoning_content")
+                         else None, getattr(b.choices[0].message, "reasoning_content", None))
+        la = [(t.token, t.logprob, [(x.token, x.logprob) for x in t.top_logprobs]) for t in a.choices[0].logprobs.content]
+        lb = [(t.token, t.logprob, [(x.token, x.logprob) for x in t.top_logprobs]) for t in b.choices[0].logprobs.content]
+        self.assertEqual(la, lb, "logprobs differ: the cached state is not the prefilled one")
+        self.assertEqual(a.usage.prompt_tokens, b.usage.prompt_tokens)
+
+    def test_multi_turn(self):
+        for thinking in (False, True):
+            kw = {"extra_body": {"chat_template_kwargs": {"thinking": thinking}}}
+            msgs = [{"role": "system", "content": LONG_SYSTEM + (" Think first." if thinking else "")},
+                    {"role": "user", "content": "What is 12+30?"}]
+            before = S.metrics()
+            t1 = self.chat(S, msgs, **kw)
+            self.assertSameAnswer(t1, self.chat(self.off, msgs, **kw))
+            # the first conversation is new; the second shares the first's system prompt up to its last words
+            # (what it finds there depends on the chunk ends the first kept; it keeps a state where they part)
+            if not thinking:
+                self.assertEqual(cached_of(t1), 0, "a new conversation found something")
+            self.assertEqual(self.off.metrics()["dsv4_prefix_cache_query_tokens_total"], 0)
+            msgs += [{"role": "assistant", "content": t1.choices[0].message.content or "42"},
+                     {"role": "user", "content": "And 12+31?"}]
+            t2 = self.chat(S, msgs, **kw)
+            t2_off = self.chat(self.off, msgs, **kw)
+            self.assertSameAnswer(t2, t2_off)
+            # the first turn's prompt (thinking: all but its last token, "<think>") is not prefilled again
+            self.assertGreaterEqual(cached_of(t2), t1.usage.prompt_tokens - 1, thinking)
+            if EMBEDDED and not thinking:  # the state kept at the first answer's end: past the first prompt
+                self.assertGreater(cached_of(t2), t1.usage.prompt_tokens)
+            self.assertLess(cached_of(t2), t2.usage.prompt_tokens)
+            self.assertEqual(cached_of(t2_off), 0)
+            m = S.metrics()
+            self.assertEqual(m["dsv4_prefix_cache_query_tokens_total"] - before["dsv4_prefix_cache_query_tokens_total"],
+                             t1.usage.prompt_tokens + t2.usage.prompt_tokens)
+            self.assertEqual(m["dsv4_prefix_cache_hit_tokens_total"] - before["dsv4_prefix_cache_hit_tokens_total"],
+                             cached_of(t1) + cached_of(t2))
+
+    def test_same_prompt_again(self):
+        cl, off = S.client(), self.off.client()
+        prompt = LONG_SYSTEM + " Now count from one to twenty:"
+        body = dict(model=MODEL_NAME, prompt=prompt, max_tokens=20, temperature=0, logprobs=3)
+        a = cl.completions.create(**body)
+        b = cl.completions.create(**body)
+        ref = off.completions.create(**body)
+        # the second starts one token before the prompt's end: the last token's logits pick the first token
+        self.assertEqual(cached_of(b), b.usage.prompt_tokens - 1)
+        for r in (a, b):
+            self.assertEqual(r.choices[0].text, ref.choices[0].text)
+            self.assertEqual(r.choices[0].logprobs.token_logprobs, ref.choices[0].logprobs.token_logprobs)
+            self.assertEqual(r.choices[0].logprobs.top_logprobs, ref.choices[0].logprobs.top_logprobs)
+        # an echo with logprobs needs every prompt position's logits: it looks nothing up
+        e = cl.completions.create(**dict(body, echo=True, max_tokens=2))
+        self.assertEqual(cached_of(e), 0)
+        e_off = off.completions.create(**dict(body, echo=True, max_tokens=2))
+        self.assertEqual(e.choices[0].logprobs.token_logprobs, e_off.choices[0].logprobs.token_logprobs)
+
+    def test_shared_prefix_concurrent(self):
+        """16 requests at once, each the long system prompt and a question of its own, streamed: each gives
+        what the server without a cache gives it."""
+        qs = [f"What is {i}+{i * 3}?" for i in range(16)]
+        def ask(srv, q):
+            chunks = srv.client().chat.completions.create(
+                model=MODEL_NAME, temperature=0, max_tokens=16, stream=True, stream_options={"include_usage": True},
+                messages=[{"role": "system", "content": LONG_SYSTEM}, {"role": "user", "content": q}])
+            chunks = list(chunks)
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices), chunks[-1].usage
+        want = [ask(self.off, q)[0] for q in qs]
+        ask(S, "What is 1+1?")  # the system prompt kept
+        got = [None] * 16
+        threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, ask(S, qs[i]))) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual([g[0] for g in got], want)
+        self.assertTrue(all(g[1].prompt_tokens_details.cached_tokens > 48 for g in got),
+                        [g[1].prompt_tokens_details.cached_tokens for g in got])
+
+    def test_n_choices_share_the_prompt(self):
+        """n choices of one prompt: choice 0 prefills it, the others start from its state before the last token -
+        the prompt runs about once, not n times, and every choice gives what it gives alone."""
+        prompt = LONG_SYSTEM + " The choices share this prompt; write a number:"
+        for stream in (False, True):
+            body = dict(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, n=4, stream=stream,
+                        extra_body={"ignore_eos": True})
+            ref = self.off.client().completions.create(**dict(body, n=1, stream=False)).choices[0].text
+            before = S.metrics()
+            r = S.client().completions.create(**body)
+            if stream:
+                texts = ["", "", "", ""]
+                for c in r:
+                    for ch in c.choices:
+                        texts[ch.index] += ch.text
+            else:
+                texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+            m = S.metrics()
+            self.assertEqual(texts, [ref] * 4)
+            n_prompt = self.off.client().completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=1,
+                                                            temperature=0).usage.prompt_tokens
+            hit = m["dsv4_prefix_cache_hit_tokens_total"] - before["dsv4_prefix_cache_hit_tokens_total"]
+            ran = m["dsv4_step_tokens_total"] - before["dsv4_step_tokens_total"]
+            if not stream:  # the first: nothing kept yet, choices 1-3 start from choice 0's state
+                self.assertEqual(hit, 3 * (n_prompt - 1))
+                self.assertLessEqual(ran, n_prompt + 3 + 4 * 6, (ran, n_prompt))
+            else:  # the second: every choice starts from the state the first kept
+                self.assertEqual(hit, 4 * (n_prompt - 1))
+
+    def test_small_pool_concurrent(self):
+        """Three running requests at most and a pool of six pages (context 512), nine requests at once, each a
+        shared document of ~300 tokens and a question of its own: kept states compete with running requests for
+        pages, and every request runs and gives what the cache-less server gives."""
+        srv = Server("--max-running-requests", "3", "--context-length", "512", "--chunked-prefill-size", "48",
+                     "--prefix-cache", "on", "--prefix-cache-entries", "4")
+        try:
+            doc = "Document. " + " ".join(f"line {k} says {k * 7}" for k in range(26))
+            prompts = [doc + f" Question {i}: what does line {i} say?" for i in range(9)]
+            def ask(cl, p):
+                return cl.completions.create(model=MODEL_NAME, prompt=p, max_tokens=12, temperature=0, logprobs=1)
+            want = [ask(self.off.client(), p) for p in prompts]
+            for rnd in range(2):
+                got = [None] * 9
+                threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, ask(srv.client(), prompts[i])))
+                           for i in range(9)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                self.assertTrue(all(g is not None for g in got), "a request failed")
+                for g, w in zip(got, want):
+                    self.assertEqual(g.choices[0].text, w.choices[0].text)
+                    self.assertEqual(g.choices[0].logprobs.token_logprobs, w.choices[0].logprobs.token_logprobs)
+                # (how many tokens each found depends on when it was admitted and on the pages free then: the
+                # point here is that pressure on the pool never changes an answer nor stalls a request)
+            self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
+            m = srv.metrics()
+            self.assertEqual(m["dsv4_kv_pages_used"], 0)
+            self.assertEqual(m["dsv4_kv_pages_cached"] + m["dsv4_kv_pages_free"], 6)
+        finally:
+            srv.stop()
+
+    def test_auto(self):
+        """--prefix-cache auto (the default): on, on every backend."""
+        self.assertIn("prefix cache: off\n", self.off.logtext())
+        srv = Server("--context-length", "256")
+        try:
+            self.assertIn("prefix cache: up to 32 kept states", srv.logtext())
+        finally:
+            srv.stop()
+
+    def test_small_pool_and_few_entries(self):
+        """Two running requests at most, a pool of four pages (context 512), two kept states: every request runs
+        (the cache gives its pages back when a request needs them) and gives what the cache-less server gives."""
+        srv = Server("--max-running-requests", "2", "--context-length", "512", "--chunked-prefill-size", "48",
+                     "--prefix-cache", "on", "--prefix-cache-entries", "2")
+        try:
+            self.assertIn("prefix cache: up to 2 kept states", srv.logtext())
+            for i in range(6):
+                prompt = f"Document {i}. " + " ".join(f"line {i}.{k} says {k * i}" for k in range(30))
+                body = dict(model=MODEL_NAME, prompt=prompt, max_tokens=24, temperature=0, logprobs=1)
+                got = srv.client().completions.create(**body)
+                again = srv.client().completions.create(**body)
+                ref = self.off.client().completions.create(**body)
+                self.assertGreater(got.usage.prompt_tokens, 256, "a prompt past a page")
+                self.assertEqual(cached_of(again), got.usage.prompt_tokens - 1)
+                for r in (got, again):
+                    self.assertEqual(r.choices[0].text, ref.choices[0].text)
+                    self.assertEqual(r.choices[0].logprobs.token_logprobs, ref.choices[0].logprobs.token_logprobs)
+                m = srv.metrics()
+                self.assertLessEqual(m["dsv4_prefix_cache_entries"], 2)
+                self.assertEqual(m["dsv4_kv_pages_used"], 0)
+                self.assertEqual(m["dsv4_kv_pages_cached"] + m["dsv4_kv_pages_free"], 4)
+                self.assertGreaterEqual(m["dsv4_kv_pages_cached"], 2)
+        finally:
+            srv.stop()
+
+
 @unittest.skipUnless(EMBEDDED, "needs the trained embedded model")
 class EmbeddedModel(unittest.TestCase):
     def test_answers_through_the_server(self):
@@ -1044,7 +1251,7 @@ class Options(unittest.TestCase):
     def test_bad_options(self):
         for args in (["--port", "70000"], ["--mem-fraction", "2"], ["--moe-backend", "w4a16", "--backend", "cpu"],
                      ["--moe-backend", "fast"], ["--max-running-requests", "0"], ["--bogus", "1"],
-                     ["--host", "not-an-address"]):
+                     ["--host", "not-an-address"], ["--prefix-cache", "maybe"], ["--prefix-cache-entries", "0"]):
             p = subprocess.run([DSV4, "serve", "-m", MODEL, *args], capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 1, (args, p.stderr))
             self.assertTrue(p.stderr.startswith("dsv4 serve:"), p.stderr)
@@ -1119,6 +1326,24 @@ class Options(unittest.TestCase):
                 self.assertEqual(set(r[k]), {"mean", "p50", "p90", "p99"})
                 self.assertGreater(r[k]["p99"], 0)
                 self.assertLessEqual(r[k]["p50"], r[k]["p99"])
+        # prompts sharing their first 80 ids: after the first, the server's prefix cache supplies a prefill
+        # chunk's worth (48) at least
+        p = subprocess.run([DSV4, "bench", "--url", S.base, "--concurrency", "1,4", "--num-prompts", "8",
+                            "--input-len", "96", "--output-len", "4", "--shared-prefix", "80", "--seed", "7",
+                            "--json", out], capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("came from the server's prefix cache", p.stdout)
+        with open(out) as f:
+            j = json.load(f)
+        os.unlink(out)
+        self.assertEqual(j["shared_prefix"], 80)
+        self.assertEqual([r["concurrency"] for r in j["results"]], [1, 4], (json.dumps(j), p.stdout))
+        self.assertGreaterEqual(j["results"][0]["total_cached_tokens"], 7 * 48)
+        self.assertGreaterEqual(j["results"][1]["total_cached_tokens"], 8 * 48)
+        p = subprocess.run([DSV4, "bench", "--url", S.base, "--input-len", "16", "--shared-prefix", "17"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("longer than --input-len", p.stderr)
 
 
 def _status(srv, path):

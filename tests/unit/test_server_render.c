@@ -30,13 +30,22 @@ static void put(dsv4_strbuf *b, const char *s) { dsv4_strbuf_put(b, s, strlen(s)
 static srv_tool_call calls[2] = {{.id = "call_1", .name = "get_weather", .arguments = "{\"city\": \"Paris\"}"},
                                  {.id = "call_2", .name = "get_time", .arguments = "{}"}};
 
-/* A response's usage: the prompt's and the completions' tokens, and their sum. */
-static void expect_usage(json_t *j, int prompt, int completion)
+/* A response's usage: the prompt's and the completions' tokens, their sum, and the prompt tokens the prefix
+ * cache supplied. */
+static void expect_usage_cached(json_t *j, int prompt, int completion, int cached)
 {
     json_t *u = json_object_get(j, "usage");
     assert_int_equal(json_integer_value(json_object_get(u, "prompt_tokens")), prompt);
     assert_int_equal(json_integer_value(json_object_get(u, "completion_tokens")), completion);
     assert_int_equal(json_integer_value(json_object_get(u, "total_tokens")), prompt + completion);
+    json_t *d = json_object_get(u, "prompt_tokens_details");
+    assert_true(json_is_object(d));
+    assert_int_equal(json_integer_value(json_object_get(d, "cached_tokens")), cached);
+}
+
+static void expect_usage(json_t *j, int prompt, int completion)
+{
+    expect_usage_cached(j, prompt, completion, 0);
 }
 
 static void test_chat_tool_calls(void **state)
@@ -44,6 +53,7 @@ static void test_chat_tool_calls(void **state)
     (void)state;
     srv_req r = {0};
     r.n_prompt = 12;
+    r.n_cached = 5;
     r.n_gen = 30;
     r.tools = calls;
     r.n_tools = 2;
@@ -67,7 +77,7 @@ static void test_chat_tool_calls(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(t0, "function"), "arguments")),
                         "{\"city\": \"Paris\"}");
     assert_null(json_object_get(t0, "index")); /* index only in stream deltas */
-    expect_usage(j, 12, 30);
+    expect_usage_cached(j, 12, 30, 5);
     json_decref(j);
     free(s);
 }
@@ -194,7 +204,8 @@ static void test_two_choices(void **state)
     static char ev[16][4096];
     srv_req a = {0}, b = {0};
     a.n_prompt = b.n_prompt = 7;
-    b.choice = 1; /* the prompt's second choice: its prompt counted once */
+    b.choice = 1; /* the prompt's second choice: its prompt counted once, and its cached tokens */
+    a.n_cached = 4, b.n_cached = 6;
     put(&a.content, "one");
     put(&b.content, "two");
     a.n_gen = 3, b.n_gen = 5;
@@ -211,7 +222,7 @@ static void test_two_choices(void **state)
         assert_string_equal(json_string_value(json_object_get(c, "text")), k ? "two" : "one");
         assert_string_equal(json_string_value(json_object_get(c, "finish_reason")), k ? "length" : "stop");
     }
-    expect_usage(j, 7, 8);
+    expect_usage_cached(j, 7, 8, 4);
     json_decref(j);
     free(s);
     srv_stream_pos pos[2] = {{0}};

@@ -1124,6 +1124,10 @@ __global__ void __launch_bounds__(128)
         for (int k = 0; k < KS; k++) {
             const uint4 f = *(const uint4 *)(st + VB + (k * 128 + tid) * 16);
             af[k][0] = m0 ? f.x : 0u, af[k][1] = m1 ? f.y : 0u, af[k][2] = m0 ? f.z : 0u, af[k][3] = m1 ? f.w : 0u;
+            /* each step's fragments in registers of their own before the fence: left to ptxas, every step's selects
+             * went into one register quad, each written while the wgmma before still read it - a wait after every
+             * wgmma of the stage (C7513; the SASS had WARPGROUP.DEPBAR after each HGMMA) */
+            asm volatile("" : "+r"(af[k][0]), "+r"(af[k][1]), "+r"(af[k][2]), "+r"(af[k][3]));
         }
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll

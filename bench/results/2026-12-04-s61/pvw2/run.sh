@@ -9,7 +9,7 @@
 # main's build. Claimed: the same bits. First the bits: the suite with it on (test_ops_cuda's tuned choices put wg64
 # beside the others bit for bit; the logits against main's dsv4 byte for byte) and a memcheck; then the chain at
 # 16 / 32 / 64 tokens - new with it, new without it, main - and decode at 16 / 32.
-# Pack (on the branch): BASE=<a build-gpu of main> KTRACE=1 NOTOK=1 sh scripts/gpu_pack.sh  (move older records
+# Pack (on the branch): BASE=<a build-gpu of main, copied aside first> NOTOK=1 sh scripts/gpu_pack.sh  (move older records
 # aside: the tree that travels is limited to 64 MiB)
 set -u
 cd "$(dirname "$0")/../../../.."
@@ -20,7 +20,7 @@ export DSV4_ATTN_PVW2=1 # (an assignment before a shell function's name does not
 call_memcheck k_attn_pvw "--attn-only --batch 16 --reps 1"
 for b in 16 32; do call_ncu_metrics b$b 'k_attn_pvw' "--attn-only --batch $b --reps 4"; done
 unset DSV4_ATTN_PVW2
-call_kernels attn 3 "two=env DSV4_ATTN_PVW2=1 $B/bench_kernels;one=$B/bench_kernels;main=$B/bench_kernels.base" \
+call_kernels attn 2 "two=env DSV4_ATTN_PVW2=1 $B/bench_kernels;one=$B/bench_kernels;main=$B/bench_kernels.base" \
   "--attn-only --batch 16,32,64"
 call_attn_ab two one main
 call_snap

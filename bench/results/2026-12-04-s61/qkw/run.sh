@@ -9,7 +9,7 @@
 # score_rows 64 - now k_attn_qkw - beside 16's k_attn_qk<1> bit for bit, on the flash (512 x 64) and heads128 (128 x 20)
 # scenarios; the logits against main's dsv4 byte for byte) and a memcheck of it; then the chain alone at 16 / 64 tokens
 # with and without it, ncu's metrics for it, decode at 16 / 64.
-# Pack (on the branch): BASE=<a build-gpu of main> KTRACE=1 NOTOK=1 sh scripts/gpu_pack.sh  (move older records aside:
+# Pack (on the branch): BASE=<a build-gpu of main, copied aside first> NOTOK=1 sh scripts/gpu_pack.sh  (move older records aside:
 # the tree that travels is limited to 64 MiB)
 set -u
 cd "$(dirname "$0")/../../../.."
@@ -20,7 +20,7 @@ export DSV4_ATTN_QKW=1 # (an assignment before a shell function's name does not 
 call_memcheck k_attn_qkw "--attn-only --batch 16 --reps 1"
 for b in 16 64; do call_ncu_metrics b$b 'k_attn_q' "--attn-only --batch $b --reps 4"; done
 unset DSV4_ATTN_QKW
-call_kernels attn 3 "qkw=env DSV4_ATTN_QKW=1 $B/bench_kernels;mma=$B/bench_kernels" "--attn-only --batch 16,64"
+call_kernels attn 2 "qkw=env DSV4_ATTN_QKW=1 $B/bench_kernels;mma=$B/bench_kernels" "--attn-only --batch 16,64"
 call_attn_ab qkw mma
 call_snap
 call_ab 2 "qkw=env DSV4_ATTN_QKW=1 $B/bench_cpu --overlap;mma=$B/bench_cpu --overlap" "b16:--batch 16" "b64:--batch 64"
