@@ -947,6 +947,26 @@ static float *page_at(dsv4_kv *kv, int32_t pg)
     return kv->pages + (size_t)pg * kv->page_floats;
 }
 
+/* Table dst takes the pages of table src that hold positions [0, len): the whole ones by reference, a last,
+ * partly filled one as a copy of its own (its holder writes on in it, or the original's does) - for holder, a
+ * sequence, or -1 for a snapshot. */
+static void pages_refer(dsv4_engine *e, const int32_t *src, int32_t *dst, int64_t len, int holder)
+{
+    dsv4_kv *kv = &e->kv;
+    const int64_t np = pages_of(kv, len);
+    for (int64_t i = 0; i < np; i++) {
+        int32_t pg = src[i];
+        if (i == np - 1 && len % kv->page_tokens) {
+            const int32_t q = page_take(kv, holder);
+            e->be->copy(e->be, page_at(kv, q), page_at(kv, pg), kv->page_floats * sizeof(float));
+            pg = q;
+        } else {
+            page_hold(kv, pg, holder >= 0);
+        }
+        dst[i] = pg;
+    }
+}
+
 /* A free snapshot slot (*k) for sequence seq's state, the sequence's fixed state copied into it. */
 static dsv4_status snap_begin(dsv4_engine *e, int seq, bool need_page, int *k, char *err, size_t errlen)
 {
@@ -981,18 +1001,9 @@ dsv4_status dsv4_snap_save(dsv4_engine *e, int seq, int *snap, char *err, size_t
     int k;
     const dsv4_status st = snap_begin(e, seq, true, &k, err, errlen);
     if (st != DSV4_OK) return st;
-    const int64_t len = kv->len[seq], np = pages_of(kv, len);
-    for (int64_t i = 0; i < np; i++) {
-        int32_t pg = kv->page_table[(size_t)seq * kv->max_pages_per_seq + i];
-        if (i == np - 1 && len % kv->page_tokens) { /* still being written: a copy of its rows so far */
-            const int32_t q = page_take(kv, -1);
-            e->be->copy(e->be, page_at(kv, q), page_at(kv, pg), kv->page_floats * sizeof(float));
-            pg = q;
-        } else {
-            page_hold(kv, pg, false);
-        }
-        kv->snap_pages[(size_t)k * kv->max_pages_per_seq + i] = pg;
-    }
+    const int64_t len = kv->len[seq];
+    pages_refer(e, kv->page_table + (size_t)seq * kv->max_pages_per_seq,
+                kv->snap_pages + (size_t)k * kv->max_pages_per_seq, len, -1);
     kv->snap_live[k] = true;
     kv->snap_len[k] = len;
     *snap = k;
@@ -1044,17 +1055,8 @@ dsv4_status dsv4_seq_from_snap(dsv4_engine *e, int snap, int *seq, char *err, si
     dsv4_status st = seq_claim(e, false, &s, err, errlen);
     if (st != DSV4_OK) return st;
     e->be->copy(e->be, slot_at(kv, kv->slots, s), slot_at(kv, kv->snap_slots, snap), kv->slot_floats * sizeof(float));
-    for (int64_t i = 0; i < np; i++) {
-        int32_t pg = kv->snap_pages[(size_t)snap * kv->max_pages_per_seq + i];
-        if (i == np - 1 && partial) { /* the sequence writes on in it: its own copy */
-            const int32_t q = page_take(kv, s);
-            e->be->copy(e->be, page_at(kv, q), page_at(kv, pg), kv->page_floats * sizeof(float));
-            pg = q;
-        } else {
-            page_hold(kv, pg, true);
-        }
-        kv->page_table[(size_t)s * kv->max_pages_per_seq + i] = pg;
-    }
+    pages_refer(e, kv->snap_pages + (size_t)snap * kv->max_pages_per_seq,
+                kv->page_table + (size_t)s * kv->max_pages_per_seq, len, s);
     kv->n_seq_pages[s] = (int)np;
     kv->len[s] = len;
     kv->pt_version++;
