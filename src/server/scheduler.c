@@ -52,8 +52,12 @@ typedef struct srv_sched_slot {
     int64_t kept;          /* prefix cache: the length of its state kept last, or of the prefix it started from */
     int save_at;           /* prefix cache: the prompt length at which its state is kept */
     int branch_at;         /* prefix cache: where its prompt parts from a kept one's tokens (its state kept there) */
-    int wait_lead;         /* prefix cache: a choice k > 0 whose prefill waits for choice 0's state at its prompt's
-                              last token, to start from it (shared_prefill) */
+    int wait_lead;         /* prefix cache: its prefill waits for a running prompt's state (the lead: lead_slot,
+                              whose request is lead_group / lead_choice) kept at wait_at, a point in the run of
+                              tokens both prompts start with, to start from it (lead_pick, followers_update) */
+    int lead_slot, lead_choice;
+    uint64_t lead_group;
+    int64_t wait_at;
     int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
     int n_gen_ids, cap_gen;
     int no_keep;     /* prefix cache: its state is not kept at its end (a pick not recorded, a failed step) */
@@ -551,30 +555,93 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
 
 /* ---- admission --------------------------------------------------------------- */
 
-/* The running choice 0 of r's prompt, if r is another choice of it. */
-static srv_slot *lead_of(srv_sched *s, const srv_req *r)
+/* Where a prompt's state is kept (from: the tokens it starts with). One token before its end, where a prompt that
+ * repeats it all can start (its last token is always run: its logits pick the first token), when what is kept is
+ * worth the step that the last token then takes alone (at least keep_gap tokens); else at its end, which costs
+ * nothing, for prompts that go on from it (a chat's next turn goes on from the state kept at the answer's end).
+ * A chat prompt in thinking mode ends in "<think>", and the next turn renders the answer without its reasoning,
+ * after "</think>": only the state before that last token serves it, so it is kept there whatever the length
+ * (a step against the reasoning's many). */
+static int save_point(const srv_sched *s, const srv_req *r, int64_t from)
 {
-    for (int k = 0; r->choice > 0 && k < s->o.max_running; k++) {
-        srv_slot *l = &s->slots[k];
-        if (l->r && !l->ending && l->r->group == r->group && l->r->choice == 0) return l;
-    }
-    return NULL;
+    const bool think = r->chat && r->thinking;
+    if (r->n_prompt - 1 - from >= s->keep_gap || (think && r->n_prompt - 1 > from)) return r->n_prompt - 1;
+    return think ? 0 : r->n_prompt;
 }
 
-/* Choices waiting for their choice 0's state (slot_setup): once it has passed the prompt's last token, each starts
- * from the state kept there - its empty sequence replaced, the pages it shares no longer reserved - or, where
- * none was kept (or choice 0 ended first), prefills the prompt itself. */
+/* Where lead l keeps a state that serves a prompt sharing its first c tokens (c > l->prefilled), and what that
+ * takes: *mode 0 nothing (a point it keeps anyway, at most branch_gap short of c), 1 its save_at moved to c (the
+ * same prompt but for the last token: the n choices of one prompt), 2 its branch_at set to c (none pending).
+ * 0: none. */
+static int64_t lead_point(const srv_sched *s, const srv_slot *l, int64_t c, int *mode)
+{
+    int64_t p = 0; /* the farthest point it keeps anyway at or before c */
+    if (l->save_at > l->prefilled && l->save_at <= c) p = l->save_at;
+    if (l->branch_at > l->prefilled && l->branch_at <= c && l->branch_at > p) p = l->branch_at;
+    *mode = 0;
+    if (p && c - p < s->branch_gap) return p;
+    if (c == l->r->n_prompt - 1) {
+        *mode = 1;
+        return c;
+    }
+    if (l->branch_at <= l->prefilled) {
+        *mode = 2;
+        return c;
+    }
+    return p;
+}
+
+/* Prefix cache: requests that run together with one long start (a system prompt; the n choices of one prompt)
+ * prefill it once. sl (just admitted, hit_len of its prompt found kept) waits for the running prompt, still
+ * being prefilled, whose state would spare it the most prefill - at least branch_gap tokens past its hit, or any
+ * for another choice of its prompt - and starts from that state once kept (followers_update). */
+static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
+{
+    const srv_req *r = sl->r;
+    const int64_t lim = (int64_t)r->n_prompt - 1; /* a prompt's last token is always run */
+    int best = -1, best_mode = 0;
+    int64_t best_at = 0;
+    for (int k = 0; k < s->o.max_running; k++) {
+        const srv_slot *l = &s->slots[k];
+        if (l == sl || !l->r || l->ending || l->wait_lead || l->prefilled >= l->r->n_prompt) continue;
+        const bool choice = r->choice > 0 && l->r->group == r->group;
+        const int64_t m = l->r->n_prompt < lim ? l->r->n_prompt : lim;
+        int64_t c = 0;
+        while (c < m && l->r->prompt[c] == r->prompt[c]) c++;
+        if (c <= l->prefilled) continue;
+        int mode;
+        const int64_t at = lead_point(s, l, c, &mode);
+        if (at - hit_len < (choice ? 1 : s->branch_gap) || at <= best_at) continue;
+        best = k;
+        best_at = at;
+        best_mode = mode;
+    }
+    if (best < 0) return;
+    srv_slot *l = &s->slots[best];
+    if (best_mode == 1) l->save_at = (int)best_at;
+    if (best_mode == 2) l->branch_at = (int)best_at;
+    sl->wait_lead = 1;
+    sl->lead_slot = best;
+    sl->lead_group = l->r->group;
+    sl->lead_choice = l->r->choice;
+    sl->wait_at = best_at;
+}
+
+/* Requests waiting for a lead's state (lead_pick): once the lead has passed the point (or ended, or stopped
+ * prefilling), each starts from the longest state kept that its prompt starts with - its empty sequence replaced,
+ * the pages it shares no longer reserved - or, where none was kept, prefills the prompt itself. */
 static void followers_update(srv_sched *s)
 {
     for (int k = 0; k < s->o.max_running; k++) {
         srv_slot *f = &s->slots[k];
         if (!f->r || !f->wait_lead) continue;
-        const srv_slot *lead = f->ending ? NULL : lead_of(s, f->r);
-        const int64_t at = (int64_t)f->r->n_prompt - 1;
-        if (lead && lead->prefilled < at) continue;
+        const srv_slot *l = &s->slots[f->lead_slot];
+        const bool lead = !f->ending && l->r && !l->ending && l->r->group == f->lead_group &&
+                          l->r->choice == f->lead_choice && l->prefilled < l->r->n_prompt;
+        if (lead && l->prefilled < f->wait_at) continue;
         f->wait_lead = 0;
         int64_t len;
-        const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, at, &len, NULL);
+        const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, (int64_t)f->r->n_prompt - 1, &len, NULL);
         if (i < 0 || len <= f->prefilled || f->inflight) continue;
         char err[256];
         dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
@@ -589,6 +656,7 @@ static void followers_update(srv_sched *s)
         srv_metrics_prefix(s->m, 0, len - f->prefilled);
         f->prefilled = (int)len;
         f->kept = len;
+        f->save_at = save_point(s, f->r, len);
         pthread_mutex_lock(&f->r->mu);
         f->r->n_cached = (int)len;
         pthread_mutex_unlock(&f->r->mu);
@@ -633,31 +701,12 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
     if (hit < 0) hit_len = 0;
     sl->prefilled = (int)hit_len;
     sl->kept = hit_len;
-    /* Where the prompt's state is kept. One token before its end, where a prompt that repeats it all can start
-     * (its last token is always run: its logits pick the first token), when what is kept is worth the step
-     * that the last token then takes alone (at least keep_gap tokens); else at its end, which costs nothing,
-     * for prompts that go on from it (a chat's next turn goes on from the state kept at the answer's end).
-     * A chat prompt in thinking mode ends in "<think>", and the next turn renders the answer without its
-     * reasoning, after "</think>": only the state before that last token serves it, so it is kept there
-     * whatever the length (a step against the reasoning's many). */
-    const bool think = r->chat && r->thinking;
-    if (r->n_prompt - 1 - hit_len >= s->keep_gap || (think && r->n_prompt - 1 > hit_len))
-        sl->save_at = r->n_prompt - 1;
-    else
-        sl->save_at = think ? 0 : r->n_prompt;
+    sl->save_at = save_point(s, r, hit_len);
     /* A prompt that shares a long run with a kept state's tokens but parts from them before its end (the same
      * system prompt, another question): the state where they part serves both and those to come, so it is
      * kept there - a split of this prefill once, against the run's prefill for every later one. */
     sl->branch_at = common - hit_len >= s->branch_gap ? (int)common : 0;
-    /* n choices of one prompt: choice 0 prefills it and keeps its state before the last token, the others wait
-     * for that state and start from it (followers_update) */
-    if (s->pc && !r->ptoks && r->choice > 0 && hit_len < r->n_prompt - 1) {
-        srv_slot *lead = lead_of(s, r);
-        if (lead && lead->prefilled < r->n_prompt - 1) {
-            lead->save_at = r->n_prompt - 1;
-            sl->wait_lead = 1;
-        }
-    }
+    if (s->pc && !r->ptoks && hit_len < r->n_prompt - 1) lead_pick(s, sl, hit_len);
     sl->pages = pages_for(s, r) - hit_len / s->page_tokens;
     s->reserved += sl->pages;
     if (s->pc) {
@@ -948,7 +997,7 @@ static void *worker(void *arg)
             for (int k = 0; k < R; k++) {
                 srv_slot *sl = &s->slots[k];
                 if (!sl->r || sl->ending || sl->in_batch >= 0 || sl->prefilled >= sl->r->n_prompt) continue;
-                if (sl->wait_lead) continue;    /* it starts from its choice 0's state */
+                if (sl->wait_lead) continue;    /* it starts from its lead's state */
                 if (sl->plp_inflight) continue; /* its last chunk's logits are not read yet */
                 if (best < 0 || sl->r->t_arrive < s->slots[best].r->t_arrive) best = k;
             }

@@ -912,6 +912,48 @@ class PrefixCache(unittest.TestCase):
         self.assertTrue(all(g[1].prompt_tokens_details.cached_tokens > 48 for g in got),
                         [g[1].prompt_tokens_details.cached_tokens for g in got])
 
+    def test_first_wave_shares_the_prefill(self):
+        """Requests that arrive together with one long system prompt, before any state is kept (a server just
+        started): one of them prefills the system prompt, the others wait for the state it keeps where their
+        prompts part and start from it - about one prefill of the shared part in all, not one each - and each
+        gives what the cache-less server gives it."""
+        srv = Server("--max-running-requests", "16", "--context-length", str(CTX), "--chunked-prefill-size", "48",
+                     "--prefix-cache", "on")
+        try:
+            n = 8
+            msgs = [[{"role": "system", "content": LONG_SYSTEM}, {"role": "user", "content": f"Sum {i} and {i * 7}."}]
+                    for i in range(n)]
+            body = dict(model=MODEL_NAME, max_tokens=8, temperature=0, logprobs=True,
+                        extra_body={"ignore_eos": True})
+            want = [self.off.client().chat.completions.create(messages=m, **body) for m in msgs]
+            shared = self.off.client().chat.completions.create(
+                messages=[{"role": "system", "content": LONG_SYSTEM}], max_tokens=1, model=MODEL_NAME,
+                temperature=0).usage.prompt_tokens - 8  # (the system prompt's tokens, less its turn's markers)
+            before = srv.metrics()
+            got = [None] * n
+            go = threading.Barrier(n)
+            def ask(i):
+                cl = srv.client()
+                go.wait()
+                got[i] = cl.chat.completions.create(messages=msgs[i], **body)
+            threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertTrue(all(g is not None for g in got), "a request failed")
+            for g, w in zip(got, want):
+                self.assertSameAnswer(g, w)
+            cached = sorted(cached_of(g) for g in got)
+            self.assertEqual(cached[0], 0, "a new server found something")
+            self.assertGreaterEqual(cached[1], shared, cached)
+            # the tokens the steps ran: each prompt less what it found, and each answer's tokens but its last
+            ran = srv.metrics()["dsv4_step_tokens_total"] - before["dsv4_step_tokens_total"]
+            self.assertEqual(ran, sum(g.usage.prompt_tokens - cached_of(g) + g.usage.completion_tokens - 1
+                                      for g in got))
+        finally:
+            srv.stop()
+
     def test_n_choices_share_the_prompt(self):
         """n choices of one prompt: choice 0 prefills it, the others start from its state before the last token -
         the prompt runs about once, not n times, and every choice gives what it gives alone."""
