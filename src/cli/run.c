@@ -153,15 +153,7 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
     }
     /* the state at the turn's end (the prompt and what was absorbed of the answer), the sequence moved into it:
      * the next turn repeats it (outside thinking mode) */
-    if (r->pc && !lost && fed && (int64_t)n_fed == len - (int64_t)n_ids) {
-        int32_t *all = malloc((size_t)len * sizeof(int32_t));
-        if (all) {
-            memcpy(all, ids, n_ids * sizeof(int32_t));
-            memcpy(all + n_ids, fed, n_fed * sizeof(int32_t));
-            if (srv_prefix_save(r->pc, seq, all, 1, 0) >= 0) seq = -1;
-            free(all);
-        }
-    }
+    if (r->pc && !lost && srv_prefix_keep_end(r->pc, seq, ids, (int64_t)n_ids, fed, (int64_t)n_fed, 0) >= 0) seq = -1;
     free(fed);
     {
         const char *text;

@@ -147,6 +147,21 @@ int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int6
     return slot;
 }
 
+int srv_prefix_keep_end(srv_prefix *pc, int seq, const int32_t *prompt, int64_t n_prompt, const int32_t *picks,
+                        int64_t n_picks, int64_t min_len)
+{
+    if (!pc || seq < 0) return -1;
+    const int64_t len = dsv4_seq_len(pc->e, seq), out = len - n_prompt;
+    if (len <= min_len || out < 0 || out > n_picks) return -1;
+    int32_t *toks = malloc((size_t)len * sizeof(int32_t));
+    if (!toks) return -1;
+    memcpy(toks, prompt, (size_t)n_prompt * sizeof(int32_t));
+    if (out) memcpy(toks + n_prompt, picks, (size_t)out * sizeof(int32_t));
+    const int i = srv_prefix_save(pc, seq, toks, 1, 0);
+    free(toks);
+    return i;
+}
+
 uint64_t srv_prefix_stamp(const srv_prefix *pc, int i)
 {
     return pc && i >= 0 && i < pc->n && pc->ent[i].snap >= 0 ? pc->ent[i].used : 0;

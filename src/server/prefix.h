@@ -38,6 +38,12 @@ dsv4_status srv_prefix_start(srv_prefix *pc, int i, int *seq, char *err, size_t 
  * new entry's index (with take: seq is gone), or -1 when none was made (with take: seq is still the
  * caller's). */
 int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int64_t spare_pages);
+/* Keeps the state of a request at its end, sequence seq moved into the entry: its tokens are prompt[0, n_prompt)
+ * then the first of picks[0, n_picks) - as many as the sequence holds past the prompt (a pick not yet fed is
+ * not in it). Returns the entry's index (seq is gone), or -1 (seq is still the caller's; nothing kept where the
+ * sequence holds more picks than given, or no more than min_len tokens). */
+int srv_prefix_keep_end(srv_prefix *pc, int seq, const int32_t *prompt, int64_t n_prompt, const int32_t *picks,
+                        int64_t n_picks, int64_t min_len);
 /* Entry i's last use (0: empty): unchanged since srv_prefix_save returned i means nobody has used it. */
 uint64_t srv_prefix_stamp(const srv_prefix *pc, int i);
 void srv_prefix_drop(srv_prefix *pc, int i);

@@ -354,15 +354,8 @@ static void slot_clear(srv_sched *s, srv_slot *sl)
 static void keep_end(srv_sched *s, srv_slot *sl)
 {
     if (!s->pc || sl->seq < 0 || sl->no_keep || sl->outcome > SRV_OUTCOME_TOOL_CALLS) return;
-    const srv_req *r = sl->r;
-    const int64_t len = dsv4_seq_len(s->e, sl->seq), out = len - r->n_prompt; /* out: the picks it absorbed */
-    if (len <= sl->kept || out < 0 || out > sl->n_gen_ids) return;
-    int32_t *toks = malloc((size_t)len * sizeof(int32_t));
-    if (!toks) return;
-    memcpy(toks, r->prompt, (size_t)r->n_prompt * sizeof(int32_t));
-    if (out) memcpy(toks + r->n_prompt, sl->gen, (size_t)out * sizeof(int32_t));
-    if (srv_prefix_save(s->pc, sl->seq, toks, 1, 0) >= 0) sl->seq = -1;
-    free(toks);
+    if (srv_prefix_keep_end(s->pc, sl->seq, sl->r->prompt, sl->r->n_prompt, sl->gen, sl->n_gen_ids, sl->kept) >= 0)
+        sl->seq = -1;
 }
 
 /* Prefix cache: the state of a prompt being prefilled, kept where its prefill reached the point the request
