@@ -36,7 +36,7 @@ struct srv_metrics {
     hist h[SRV_HIST_COUNT];
     int running, waiting;
     int64_t pages_used, pages_free;
-    uint64_t prefix_query, prefix_hit;
+    uint64_t prefix_query, prefix_hit, prefix_waits;
     int64_t pages_cached;
     int prefix_entries;
 };
@@ -141,6 +141,13 @@ void srv_metrics_prefix(srv_metrics *m, int64_t query_tokens, int64_t hit_tokens
     pthread_mutex_unlock(&m->mu);
 }
 
+void srv_metrics_prefix_wait(srv_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prefix_waits++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void srv_metrics_prefix_gauges(srv_metrics *m, int64_t pages_cached, int entries)
 {
     pthread_mutex_lock(&m->mu);
@@ -205,6 +212,11 @@ int srv_metrics_render(srv_metrics *m, dsv4_strbuf *b)
              "# HELP dsv4_prefix_cache_hit_tokens_total Prompt tokens the prefix cache supplied (not prefilled).\n"
              "# TYPE dsv4_prefix_cache_hit_tokens_total counter\ndsv4_prefix_cache_hit_tokens_total %llu\n",
              (unsigned long long)s.prefix_hit);
+    r |= put(b,
+             "# HELP dsv4_prefix_cache_waits_total Requests admitted to start from the state of a prompt still being "
+             "prefilled (they wait for it).\n# TYPE dsv4_prefix_cache_waits_total counter\n"
+             "dsv4_prefix_cache_waits_total %llu\n",
+             (unsigned long long)s.prefix_waits);
     for (int h = 0; h < SRV_HIST_COUNT; h++) {
         const char *nm = hist_info[h].name;
         r |= put(b, "# HELP %s %s\n# TYPE %s histogram\n", nm, hist_info[h].help, nm);

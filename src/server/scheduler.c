@@ -618,6 +618,7 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     sl->lead_group = l->r->group;
     sl->lead_choice = l->r->choice;
     sl->wait_at = best_at;
+    srv_metrics_prefix_wait(s->m);
 }
 
 /* Requests waiting for a lead's state (lead_pick): once the lead has passed the point (or ended, or stopped

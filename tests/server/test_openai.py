@@ -954,6 +954,52 @@ class PrefixCache(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_lead_cancelled(self):
+        """A request waiting for another's state where their prompts part, that other cancelled while it prefills
+        (its client gone): the waiting one prefills the rest of its prompt itself - from what was kept before the
+        cancellation - and gives what the cache-less server gives. (When the cancellation comes in that window
+        depends on timing: the rounds stop once one has landed in it; every round checks the answer.)"""
+        srv = Server("--max-running-requests", "4", "--context-length", str(CTX), "--chunked-prefill-size", "8",
+                     "--prefix-cache", "on")
+        try:
+            doc = "Document. " + " ".join(f"line {k} says {k * 7}" for k in range(70))
+            lead = dict(model=MODEL_NAME, prompt=doc + " Question: what does line 3 say?", max_tokens=8,
+                        temperature=0)
+            follow = dict(lead, prompt=doc + " Question: what does line 5 say?", logprobs=1)
+            landed = 0
+            for rnd in range(8):
+                mine = dict(follow, prompt=f"{rnd} " + follow["prompt"])  # (nothing kept by the rounds before)
+                want = self.off.client().completions.create(**mine)
+                before = srv.metrics()
+                c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+                c.request("POST", "/v1/completions", json.dumps(dict(lead, prompt=f"{rnd} " + lead["prompt"])),
+                          {"Content-Type": "application/json"})
+                got = {}
+                t = threading.Thread(target=lambda: got.update(r=srv.client().completions.create(**mine)))
+                t.start()
+                wait_for(lambda: srv.metrics()["dsv4_prefix_cache_waits_total"] > before["dsv4_prefix_cache_waits_total"]
+                         or "r" in got, 10)
+                c.sock.shutdown(socket.SHUT_RDWR)
+                c.close()
+                t.join(60)
+                self.assertFalse(t.is_alive(), "the waiting request never ran")
+                r = got["r"]
+                self.assertEqual(r.choices[0].text, want.choices[0].text)
+                self.assertEqual(r.choices[0].logprobs.token_logprobs, want.choices[0].logprobs.token_logprobs)
+                self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
+                m = srv.metrics()
+                self.assertEqual(m["dsv4_kv_pages_used"], 0)
+                cancelled = m['dsv4_requests_total{outcome="cancelled"}'] - before['dsv4_requests_total{outcome="cancelled"}']
+                waited = m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"]
+                # landed: it waited, and its lead was cancelled before keeping the state where they part
+                if cancelled and waited and cached_of(r) < r.usage.prompt_tokens - 16:
+                    landed += 1
+                    break
+            print(f"lead cancelled while a request waited for it: round {rnd + 1}" if landed else
+                  "the cancellations missed the window", file=sys.stderr)
+        finally:
+            srv.stop()
+
     def test_n_choices_share_the_prompt(self):
         """n choices of one prompt: choice 0 prefills it, the others start from its state before the last token -
         the prompt runs about once, not n times, and every choice gives what it gives alone."""
