@@ -808,6 +808,22 @@ LONG_SYSTEM = ("You are a careful assistant. " + " ".join(f"Rule {i}: answer bri
                                                          for i in range(12)))
 
 
+def at_once(n, fn):
+    """fn(i) for i in range(n), each on a thread of its own, started together: the results in order (None where
+    fn raised)."""
+    out = [None] * n
+    go = threading.Barrier(n)
+    def run(i):
+        go.wait()
+        out[i] = fn(i)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
 def cached_of(r):
     d = r.usage.prompt_tokens_details
     return d.cached_tokens if d is not None else None
@@ -930,17 +946,8 @@ class PrefixCache(unittest.TestCase):
                 messages=[{"role": "system", "content": LONG_SYSTEM}], max_tokens=1, model=MODEL_NAME,
                 temperature=0).usage.prompt_tokens - 8  # (the system prompt's tokens, less its turn's markers)
             before = srv.metrics()
-            got = [None] * n
-            go = threading.Barrier(n)
-            def ask(i):
-                cl = srv.client()
-                go.wait()
-                got[i] = cl.chat.completions.create(messages=msgs[i], **body)
-            threads = [threading.Thread(target=ask, args=(i,)) for i in range(n)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            cls = [srv.client() for _ in range(n)]
+            got = at_once(n, lambda i: cls[i].chat.completions.create(messages=msgs[i], **body))
             self.assertTrue(all(g is not None for g in got), "a request failed")
             for g, w in zip(got, want):
                 self.assertSameAnswer(g, w)
@@ -1042,13 +1049,7 @@ class PrefixCache(unittest.TestCase):
                 return cl.completions.create(model=MODEL_NAME, prompt=p, max_tokens=12, temperature=0, logprobs=1)
             want = [ask(self.off.client(), p) for p in prompts]
             for rnd in range(2):
-                got = [None] * 9
-                threads = [threading.Thread(target=lambda i=i: got.__setitem__(i, ask(srv.client(), prompts[i])))
-                           for i in range(9)]
-                for t in threads:
-                    t.start()
-                for t in threads:
-                    t.join()
+                got = at_once(9, lambda i: ask(srv.client(), prompts[i]))
                 self.assertTrue(all(g is not None for g in got), "a request failed")
                 for g, w in zip(got, want):
                     self.assertEqual(g.choices[0].text, w.choices[0].text)
