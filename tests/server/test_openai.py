@@ -1002,8 +1002,8 @@ class PrefixCache(unittest.TestCase):
                 if cancelled and waited and cached_of(r) < r.usage.prompt_tokens - 16:
                     landed += 1
                     break
-            print(f"lead cancelled while a request waited for it: round {rnd + 1}" if landed else
-                  "the cancellations missed the window", file=sys.stderr)
+            if not landed:  # every round's answer was checked, but not the case this test is for
+                self.skipTest("the cancellations missed the window in 8 rounds")
         finally:
             srv.stop()
 
