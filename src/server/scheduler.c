@@ -592,6 +592,11 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
 {
     const srv_req *r = sl->r;
     const int64_t lim = (int64_t)r->n_prompt - 1; /* a prompt's last token is always run */
+    /* A state inside a page copies that page when kept (srv_prefix_save), out of the pages no running request
+     * counts on (the cache's own can be given back for it). Where this request's reservation leaves none, the
+     * lead could not keep such a state: wait for one at a page's end instead. */
+    const int64_t need = pages_for(s, r) - hit_len / s->page_tokens;
+    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) + dsv4_pages_cached(s->e) < 1;
     int best = -1, best_mode = 0;
     int64_t best_at = 0;
     for (int k = 0; k < s->o.max_running; k++) {
@@ -601,6 +606,7 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
         const int64_t m = l->r->n_prompt < lim ? l->r->n_prompt : lim;
         int64_t c = 0;
         while (c < m && l->r->prompt[c] == r->prompt[c]) c++;
+        if (whole) c -= c % s->page_tokens;
         if (c <= l->prefilled) continue;
         int mode;
         const int64_t at = lead_point(s, l, c, &mode);
