@@ -36,7 +36,7 @@ struct srv_metrics {
     hist h[SRV_HIST_COUNT];
     int running, waiting;
     int64_t pages_used, pages_free;
-    uint64_t prefix_query, prefix_hit, prefix_waits;
+    uint64_t prefix_query, prefix_hit, prefix_waits, prefix_waits_missed;
     int64_t pages_cached;
     int prefix_entries;
 };
@@ -141,10 +141,13 @@ void srv_metrics_prefix(srv_metrics *m, int64_t query_tokens, int64_t hit_tokens
     pthread_mutex_unlock(&m->mu);
 }
 
-void srv_metrics_prefix_wait(srv_metrics *m)
+void srv_metrics_prefix_wait(srv_metrics *m, int missed)
 {
     pthread_mutex_lock(&m->mu);
-    m->prefix_waits++;
+    if (missed)
+        m->prefix_waits_missed++;
+    else
+        m->prefix_waits++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -217,6 +220,11 @@ int srv_metrics_render(srv_metrics *m, dsv4_strbuf *b)
              "prefilled (they wait for it).\n# TYPE dsv4_prefix_cache_waits_total counter\n"
              "dsv4_prefix_cache_waits_total %llu\n",
              (unsigned long long)s.prefix_waits);
+    r |= put(b,
+             "# HELP dsv4_prefix_cache_waits_missed_total Requests that waited for a prompt's state and did not get "
+             "it (that prompt ended first, or its state could not be kept): each prefilled the rest itself.\n"
+             "# TYPE dsv4_prefix_cache_waits_missed_total counter\ndsv4_prefix_cache_waits_missed_total %llu\n",
+             (unsigned long long)s.prefix_waits_missed);
     for (int h = 0; h < SRV_HIST_COUNT; h++) {
         const char *nm = hist_info[h].name;
         r |= put(b, "# HELP %s %s\n# TYPE %s histogram\n", nm, hist_info[h].help, nm);

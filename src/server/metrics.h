@@ -43,8 +43,9 @@ void srv_metrics_gauges(srv_metrics *m, int running, int waiting, int64_t pages_
 /* The prefix cache: a request's prompt tokens looked up (0: not looked up) and those it supplied; the pages
  * and entries it holds. */
 void srv_metrics_prefix(srv_metrics *m, int64_t query_tokens, int64_t hit_tokens);
-/* A request admitted to wait for a running prompt's state (the prefix cache's shared prefill). */
-void srv_metrics_prefix_wait(srv_metrics *m);
+/* A request admitted to wait for a running prompt's state (the prefix cache's shared prefill): missed 0 at its
+ * admission, 1 where the wait ended without that state (the request prefills the rest itself). */
+void srv_metrics_prefix_wait(srv_metrics *m, int missed);
 void srv_metrics_prefix_gauges(srv_metrics *m, int64_t pages_cached, int entries);
 
 /* Appends the exposition text to out. Returns 0, or -1 when out of memory. */

@@ -58,6 +58,8 @@ typedef struct srv_sched_slot {
     int lead_slot, lead_choice;
     uint64_t lead_group;
     int64_t wait_at;
+    int hold_save, hold_branch; /* prefix cache: a page in its reservation for the copy that keeping its state at
+                                   save_at / branch_at takes (a point inside a page, which a request waits for) */
     int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
     int n_gen_ids, cap_gen;
     int no_keep;     /* prefix cache: its state is not kept at its end (a pick not recorded, a failed step) */
@@ -363,6 +365,12 @@ static void keep_end(srv_sched *s, srv_slot *sl)
 static void keep_prompt(srv_sched *s, srv_slot *sl)
 {
     const int64_t at = sl->prefilled;
+    /* the page held for a point's copy (lead_pick) is given back once the point is reached: the copy takes it */
+    const int held = (sl->hold_save && at >= sl->save_at) + (sl->hold_branch && at >= sl->branch_at);
+    if (sl->hold_save && at >= sl->save_at) sl->hold_save = 0;
+    if (sl->hold_branch && at >= sl->branch_at) sl->hold_branch = 0;
+    sl->pages -= held;
+    s->reserved -= held;
     if (!s->pc || sl->ending || at <= sl->kept || dsv4_seq_len(s->e, sl->seq) != at) return;
     const bool chunk_end = at != sl->save_at && at != sl->branch_at;
     if (chunk_end && !(at < sl->r->n_prompt && at - sl->kept >= s->keep_gap)) return;
@@ -593,10 +601,11 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     const srv_req *r = sl->r;
     const int64_t lim = (int64_t)r->n_prompt - 1; /* a prompt's last token is always run */
     /* A state inside a page copies that page when kept (srv_prefix_save), out of the pages no running request
-     * counts on (the cache's own can be given back for it). Where this request's reservation leaves none, the
-     * lead could not keep such a state: wait for one at a page's end instead. */
+     * counts on. Where one is free after this request's reservation, the lead's reservation takes it until it
+     * keeps that state (a request admitted meanwhile cannot take it); where none is, the lead could not be sure
+     * to keep such a state: wait for one at a page's end instead. */
     const int64_t need = pages_for(s, r) - hit_len / s->page_tokens;
-    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) + dsv4_pages_cached(s->e) < 1;
+    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) < 1;
     int best = -1, best_mode = 0;
     int64_t best_at = 0;
     for (int k = 0; k < s->o.max_running; k++) {
@@ -610,7 +619,7 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
         if (c <= l->prefilled) continue;
         int mode;
         const int64_t at = lead_point(s, l, c, &mode);
-        if (at - hit_len < (choice ? 1 : s->branch_gap) || at <= best_at) continue;
+        if (at - hit_len < (choice ? 1 : s->branch_gap) || at <= best_at || (whole && at % s->page_tokens)) continue;
         best = k;
         best_at = at;
         best_mode = mode;
@@ -619,12 +628,18 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     srv_slot *l = &s->slots[best];
     if (best_mode == 1) l->save_at = (int)best_at;
     if (best_mode == 2) l->branch_at = (int)best_at;
+    int *hold = best_at == l->save_at ? &l->hold_save : &l->hold_branch;
+    if (best_at % s->page_tokens && !*hold) {
+        *hold = 1;
+        l->pages++;
+        s->reserved++;
+    }
     sl->wait_lead = 1;
     sl->lead_slot = best;
     sl->lead_group = l->r->group;
     sl->lead_choice = l->r->choice;
     sl->wait_at = best_at;
-    srv_metrics_prefix_wait(s->m);
+    srv_metrics_prefix_wait(s->m, 0);
 }
 
 /* Requests waiting for a lead's state (lead_pick): once the lead has passed the point (or ended, or stopped
@@ -642,6 +657,7 @@ static void followers_update(srv_sched *s)
         f->wait_lead = 0;
         int64_t len;
         const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, (int64_t)f->r->n_prompt - 1, &len, NULL);
+        if (!f->ending && (i < 0 || len < f->wait_at)) srv_metrics_prefix_wait(s->m, 1);
         if (i < 0 || len <= f->prefilled || f->inflight) continue;
         char err[256];
         dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
@@ -833,6 +849,8 @@ static void step_submit(srv_sched *s, int n, int n_tok)
         sl->inflight++;
         t->m[t->n++] = (srv_member){.slot = k, .sample = sl->sample};
     }
+    /* requests waiting for a state just kept start from it now: an admission could evict it for its pages */
+    if (s->pc) followers_update(s);
 }
 
 /* An echo's prompt logprobs from the rows of the chunk just computed: row i gives the distribution of the

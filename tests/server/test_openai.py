@@ -953,6 +953,9 @@ class PrefixCache(unittest.TestCase):
                 self.assertSameAnswer(g, w)
             cached = sorted(cached_of(g) for g in got)
             self.assertEqual(cached[0], 0, "a new server found something")
+            after = srv.metrics()
+            self.assertGreater(after["dsv4_prefix_cache_waits_total"], before["dsv4_prefix_cache_waits_total"])
+            self.assertEqual(after["dsv4_prefix_cache_waits_missed_total"], before["dsv4_prefix_cache_waits_missed_total"])
             self.assertGreaterEqual(cached[1], shared, cached)
             # the tokens the steps ran: each prompt less what it found, and each answer's tokens but its last
             ran = srv.metrics()["dsv4_step_tokens_total"] - before["dsv4_step_tokens_total"]
@@ -1000,6 +1003,8 @@ class PrefixCache(unittest.TestCase):
                 waited = m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"]
                 # landed: it waited, and its lead was cancelled before keeping the state where they part
                 if cancelled and waited and cached_of(r) < r.usage.prompt_tokens - 16:
+                    missed = m["dsv4_prefix_cache_waits_missed_total"] - before["dsv4_prefix_cache_waits_missed_total"]
+                    self.assertEqual(missed, 1, "a wait that ended without its state, not counted")
                     landed += 1
                     break
             if not landed:  # every round's answer was checked, but not the case this test is for
@@ -1060,6 +1065,9 @@ class PrefixCache(unittest.TestCase):
             m = srv.metrics()
             self.assertEqual(m["dsv4_kv_pages_used"], 0)
             self.assertEqual(m["dsv4_kv_pages_cached"] + m["dsv4_kv_pages_free"], 6)
+            # a request waits for a running prompt's state only where that state will be kept, in a pool this
+            # full too (a state inside a page copies the page, into a page no running request counts on)
+            self.assertEqual(m["dsv4_prefix_cache_waits_missed_total"], 0)
         finally:
             srv.stop()
 
