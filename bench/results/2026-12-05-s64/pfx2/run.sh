@@ -40,6 +40,8 @@ for np in 8 16; do
         --input-len 2048 --shared-prefix 1920 --output-len 16 --vocab-range 1000,100000 --seed 18 \
         --json "$R/bench-$b-$np.json" > "$R/bench-$b-$np.txt" 2>&1
       echo "-- $b $np prompts"; tail -3 "$R/bench-$b-$np.txt"
+      python3 -c "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())" \
+        "http://127.0.0.1:$port/metrics" 2>&1 | grep -E "^dsv4_(prefix|step_tokens)" > "$R/metrics-$b-$np.txt"
     fi
     kill $spid 2>/dev/null
     wait $spid 2>/dev/null
