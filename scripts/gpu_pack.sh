@@ -5,8 +5,21 @@
 # compressed bundle (.gpu/bundle.tar.xz: the working tree that travels is
 # limited to 64 MiB). Then, on the device: `sh scripts/gpu_suite.sh` with
 # .gpu carried; it unpacks the bundle.
+#
+# AS=NAME packs the bundle as .gpu/NAME.tar.xz and keeps the other .gpu/*.tar.xz there: several bundles (of other
+# commits or branches) for one device call, run in turn by scripts/gpu_multi.sh.
 set -eu
 cd "$(dirname "$0")/.."
+keep=
+if [ -n "${AS:-}" ]; then
+  case $AS in *[!A-Za-z0-9_-]* | bundle) echo "gpu_pack: AS must be a name of letters, digits, - and _ (not bundle)" >&2; exit 2 ;; esac
+  keep=$(mktemp -d)
+  for f in .gpu/*.tar.xz; do
+    if [ -f "$f" ] && [ "$f" != .gpu/bundle.tar.xz ] && [ "$f" != ".gpu/$AS.tar.xz" ]; then mv "$f" "$keep/"; fi
+  done
+  # put back whatever happens (a failed build included)
+  trap 'mkdir -p .gpu; for f in "$keep"/*.tar.xz; do if [ -f "$f" ]; then mv "$f" .gpu/; fi; done; rmdir "$keep"' EXIT
+fi
 cmake -S . -B build-gpu -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-gpu -j "$(nproc)" --target dsv4 bench_cpu bench_kernels test_golden test_gpu_vs_cpu test_ops_cuda test_sample_cuda test_synth test_ep test_overlap test_prefix >/dev/null
 # KTRACE=1: libktrace.so (bench/ktrace.c, CUPTI's kernel timeline; with CUPTI ~1 MB of the bundle)
@@ -39,4 +52,5 @@ if [ -z "${LEAN:-}${NOTOK:-}" ] && tj=$(sh tests/text/fetch_v4_tokenizer.sh buil
 { git log --oneline -1 2>/dev/null || echo "(no git)"; git status --short --untracked-files=no 2>/dev/null | grep -q . && echo "(with uncommitted changes)"; } > .gpu/commit.txt
 # -9: a 64 MiB window finds the binaries' shared kernels (the device copies at most 64 MiB of the tree)
 XZ_OPT=-9 tar cJf .gpu-bundle.tar.xz -C .gpu . && rm -rf .gpu && mkdir .gpu && mv .gpu-bundle.tar.xz .gpu/bundle.tar.xz
+if [ -n "$keep" ]; then mv .gpu/bundle.tar.xz ".gpu/$AS.tar.xz"; fi
 du -sh .gpu
