@@ -60,6 +60,7 @@ typedef struct srv_sched_slot {
     int64_t wait_at;
     int hold_save, hold_branch; /* prefix cache: a page in its reservation for the copy that keeping its state at
                                    save_at / branch_at takes (a point inside a page, which a request waits for) */
+    int64_t from_step;     /* prefix cache: the newest step submitted when it started from a kept state (0: none) */
     int32_t *gen;          /* prefix cache: the tokens it picked, in order (an entry at its end holds them) */
     int n_gen_ids, cap_gen;
     int no_keep;     /* prefix cache: its state is not kept at its end (a pick not recorded, a failed step) */
@@ -601,11 +602,11 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     const srv_req *r = sl->r;
     const int64_t lim = (int64_t)r->n_prompt - 1; /* a prompt's last token is always run */
     /* A state inside a page copies that page when kept (srv_prefix_save), out of the pages no running request
-     * counts on. Where one is free after this request's reservation, the lead's reservation takes it until it
-     * keeps that state (a request admitted meanwhile cannot take it); where none is, the lead could not be sure
-     * to keep such a state: wait for one at a page's end instead. */
+     * counts on. Where one is free after this request's reservation, or the cache can give one back, the lead's
+     * reservation takes it until it keeps that state (a request admitted meanwhile cannot take it); where none
+     * is, the lead could not keep such a state: wait for one at a page's end instead. */
     const int64_t need = pages_for(s, r) - hit_len / s->page_tokens;
-    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) < 1;
+    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) + dsv4_pages_cached(s->e) < 1;
     int best = -1, best_mode = 0;
     int64_t best_at = 0;
     for (int k = 0; k < s->o.max_running; k++) {
@@ -626,14 +627,17 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     }
     if (best < 0) return;
     srv_slot *l = &s->slots[best];
-    if (best_mode == 1) l->save_at = (int)best_at;
-    if (best_mode == 2) l->branch_at = (int)best_at;
-    int *hold = best_at == l->save_at ? &l->hold_save : &l->hold_branch;
+    /* the point is its save_at (mode 1, or 0 at save_at) or its branch_at */
+    int *hold = best_mode == 1 || (best_mode == 0 && best_at == l->save_at) ? &l->hold_save : &l->hold_branch;
     if (best_at % s->page_tokens && !*hold) {
+        while (s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) < 1) /* the cache gives one back */
+            if (!srv_prefix_evict(s->pc, -1)) return;                               /* (none after all: no wait) */
         *hold = 1;
         l->pages++;
         s->reserved++;
     }
+    if (best_mode == 1) l->save_at = (int)best_at;
+    if (best_mode == 2) l->branch_at = (int)best_at;
     sl->wait_lead = 1;
     sl->lead_slot = best;
     sl->lead_group = l->r->group;
@@ -666,6 +670,7 @@ static void followers_update(srv_sched *s)
             finish_slot(s, f, SRV_OUTCOME_ERROR, err);
             continue;
         }
+        f->from_step = s->n_submitted;
         const int64_t credit = len / s->page_tokens - f->prefilled / s->page_tokens;
         f->pages -= credit;
         s->reserved -= credit;
@@ -715,6 +720,7 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
     if (hit >= 0 ? srv_prefix_start(s->pc, hit, &sl->seq, err, errlen) : dsv4_seq_create(s->e, &sl->seq, err, errlen))
         return -1;
     if (hit < 0) hit_len = 0;
+    if (hit >= 0) sl->from_step = s->n_submitted;
     sl->prefilled = (int)hit_len;
     sl->kept = hit_len;
     sl->save_at = save_point(s, r, hit_len);
@@ -844,13 +850,14 @@ static void step_submit(srv_sched *s, int n, int n_tok)
         if (sl->prefilled < sl->r->n_prompt) {
             sl->prefilled += s->entries[sl->in_batch].n_tokens;
             keep_prompt(s, sl); /* a copy after the step that brought it there, before the next one */
+            /* requests waiting for a state just kept start from it now: a later keep of this step, or an
+             * admission, could evict it */
+            if (s->pc) followers_update(s);
         }
         if (sl->sample) sl->pick_step = t->id;
         sl->inflight++;
         t->m[t->n++] = (srv_member){.slot = k, .sample = sl->sample};
     }
-    /* requests waiting for a state just kept start from it now: an admission could evict it for its pages */
-    if (s->pc) followers_update(s);
 }
 
 /* An echo's prompt logprobs from the rows of the chunk just computed: row i gives the distribution of the
@@ -896,6 +903,14 @@ static void step_finish(srv_sched *s)
         while (srv_prefix_evict(s->pc, -1)) {
         }
         for (int i = 0; i < t->n; i++) s->slots[t->m[i].slot].no_keep = 1;
+        /* and requests that started from a state kept since it was submitted (those states may be wrong too) */
+        for (int k = 0; k < s->o.max_running; k++) {
+            srv_slot *sl = &s->slots[k];
+            if (!sl->r || sl->ending || !sl->from_step || sl->from_step < t->id) continue;
+            sl->no_keep = 1;
+            fprintf(stderr, "dsv4 serve: step failed: %s\n", err);
+            finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
+        }
     }
     const double now = srv_now();
     srv_metrics_step(s->m, now - s->t_step, t->n_tok);

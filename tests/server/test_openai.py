@@ -9,6 +9,7 @@ import http.client
 import json
 import math
 import os
+import random
 import re
 import signal
 import socket
@@ -1077,6 +1078,34 @@ class PrefixCache(unittest.TestCase):
         srv = Server("--context-length", "256")
         try:
             self.assertIn("prefix cache: up to 32 kept states", srv.logtext())
+        finally:
+            srv.stop()
+
+    def test_wait_outlives_the_steps_keeps(self):
+        """One kept state at most: a request of n = 2 choices (the second waits for the first's state before its
+        prompt's last token) and another prompt prefilled in the same step, whose keep evicts the entry the first
+        prompt's keep just made. The waiting choice starts from the state before that (it still counts no missed
+        wait), and every answer is the cache-less server's."""
+        srv = Server("--max-running-requests", "3", "--context-length", "512", "--chunked-prefill-size", "256",
+                     "--prefix-cache", "on", "--prefix-cache-entries", "1")
+        try:
+            rng = random.Random(7)
+            reqs = [dict(model=MODEL_NAME, prompt=[rng.randrange(50, 700) for _ in range(300)], max_tokens=4, n=2,
+                         temperature=0, logprobs=1),
+                    dict(model=MODEL_NAME, prompt=[rng.randrange(50, 700) for _ in range(100)], max_tokens=4,
+                         temperature=0, logprobs=1)]
+            want = [self.off.client().completions.create(**q) for q in reqs]
+            before = srv.metrics()
+            cls = [srv.client() for _ in reqs]
+            got = at_once(2, lambda i: (time.sleep(0.05 * i), cls[i].completions.create(**reqs[i]))[1])
+            self.assertTrue(all(g is not None for g in got), "a request failed")
+            for g, w in zip(got, want):
+                for gc, wc in zip(sorted(g.choices, key=lambda c: c.index), sorted(w.choices, key=lambda c: c.index)):
+                    self.assertEqual(gc.text, wc.text)
+                    self.assertEqual(gc.logprobs.token_logprobs, wc.logprobs.token_logprobs)
+            m = srv.metrics()
+            self.assertGreater(m["dsv4_prefix_cache_waits_total"], before["dsv4_prefix_cache_waits_total"])
+            self.assertEqual(m["dsv4_prefix_cache_waits_missed_total"], before["dsv4_prefix_cache_waits_missed_total"])
         finally:
             srv.stop()
 
