@@ -102,6 +102,17 @@ int srv_prefix_count(const srv_prefix *pc)
     return k;
 }
 
+int srv_prefix_spare_page(srv_prefix *pc, int64_t spare_pages)
+{
+    if (!pc) return -1;
+    /* evicting every entry frees at most the pages the entries alone hold: nothing if that is too few */
+    if (spare_pages + dsv4_pages_cached(pc->e) < 1) return -1;
+    const int64_t shared0 = dsv4_pages_shared(pc->e); /* evicting an entry returns its pages nobody else holds */
+    while (spare_pages - (dsv4_pages_shared(pc->e) - shared0) < 1)
+        if (!srv_prefix_evict(pc, -1)) return -1;
+    return 0;
+}
+
 int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int64_t spare_pages)
 {
     if (!pc) return -1;
@@ -114,15 +125,8 @@ int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int6
             return -1;
         }
     }
-    /* a copy of a partly filled page comes out of the pages no running request counts on (evicting an entry
-     * returns those of its pages nobody else holds) */
-    const int64_t shared0 = dsv4_pages_shared(pc->e);
-    if (!take && len % dsv4_page_tokens(pc->e)) {
-        /* evicting every entry frees at most the pages the entries alone hold: nothing if that is too few */
-        if (spare_pages + dsv4_pages_cached(pc->e) < 1) return -1;
-        while (spare_pages - (dsv4_pages_shared(pc->e) - shared0) < 1)
-            if (!srv_prefix_evict(pc, -1)) return -1;
-    }
+    /* a copy of a partly filled page comes out of the pages no running request counts on */
+    if (!take && len % dsv4_page_tokens(pc->e) && srv_prefix_spare_page(pc, spare_pages)) return -1;
     int slot = 0;
     while (slot < pc->n && pc->ent[slot].snap >= 0) slot++;
     if (slot == pc->n) {

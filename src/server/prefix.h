@@ -38,6 +38,10 @@ dsv4_status srv_prefix_start(srv_prefix *pc, int i, int *seq, char *err, size_t 
  * new entry's index (with take: seq is gone), or -1 when none was made (with take: seq is still the
  * caller's). */
 int srv_prefix_save(srv_prefix *pc, int seq, const int32_t *toks, int take, int64_t spare_pages);
+/* Evicts entries, least recently used first, until at least one page is spare: spare_pages, the pages no
+ * running request counts on now, grows by those an eviction frees. 0, or -1 where evicting every entry could
+ * not make one (then none is evicted). */
+int srv_prefix_spare_page(srv_prefix *pc, int64_t spare_pages);
 /* Keeps the state of a request at its end, sequence seq moved into the entry: its tokens are prompt[0, n_prompt)
  * then the first of picks[0, n_picks) - as many as the sequence holds past the prompt (a pick not yet fed is
  * not in it). Returns the entry's index (seq is gone), or -1 (seq is still the caller's; nothing kept where the

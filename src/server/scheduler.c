@@ -361,22 +361,28 @@ static void keep_end(srv_sched *s, srv_slot *sl)
         sl->seq = -1;
 }
 
+/* The pages no running request counts on (their reservations) and nobody holds (the cache's entries and the hits
+ * shared with them): a copy of a partly filled page may take one. */
+static int64_t spare_pages(const srv_sched *s)
+{
+    return s->o.pages_total - s->reserved - dsv4_pages_shared(s->e);
+}
+
 /* Prefix cache: the state of a prompt being prefilled, kept where its prefill reached the point the request
  * keeps (sl->save_at) or, in a long prompt, at a chunk's end at least keep_gap tokens past the last one kept. */
 static void keep_prompt(srv_sched *s, srv_slot *sl)
 {
     const int64_t at = sl->prefilled;
     /* the page held for a point's copy (lead_pick) is given back once the point is reached: the copy takes it */
-    const int held = (sl->hold_save && at >= sl->save_at) + (sl->hold_branch && at >= sl->branch_at);
-    if (sl->hold_save && at >= sl->save_at) sl->hold_save = 0;
-    if (sl->hold_branch && at >= sl->branch_at) sl->hold_branch = 0;
+    int held = 0;
+    if (sl->hold_save && at >= sl->save_at) sl->hold_save = 0, held++;
+    if (sl->hold_branch && at >= sl->branch_at) sl->hold_branch = 0, held++;
     sl->pages -= held;
     s->reserved -= held;
     if (!s->pc || sl->ending || at <= sl->kept || dsv4_seq_len(s->e, sl->seq) != at) return;
     const bool chunk_end = at != sl->save_at && at != sl->branch_at;
     if (chunk_end && !(at < sl->r->n_prompt && at - sl->kept >= s->keep_gap)) return;
-    const int64_t spare = s->o.pages_total - s->reserved - dsv4_pages_shared(s->e);
-    const int i = srv_prefix_save(s->pc, sl->seq, sl->r->prompt, 0, spare);
+    const int i = srv_prefix_save(s->pc, sl->seq, sl->r->prompt, 0, spare_pages(s));
     if (i < 0) return;
     sl->kept = at;
     if (!chunk_end) return;
@@ -606,7 +612,7 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
      * reservation takes it until it keeps that state (a request admitted meanwhile cannot take it); where none
      * is, the lead could not keep such a state: wait for one at a page's end instead. */
     const int64_t need = pages_for(s, r) - hit_len / s->page_tokens;
-    const bool whole = s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) + dsv4_pages_cached(s->e) < 1;
+    const bool whole = spare_pages(s) - need + dsv4_pages_cached(s->e) < 1;
     int best = -1, best_mode = 0;
     int64_t best_at = 0;
     for (int k = 0; k < s->o.max_running; k++) {
@@ -630,8 +636,7 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     /* the point is its save_at (mode 1, or 0 at save_at) or its branch_at */
     int *hold = best_mode == 1 || (best_mode == 0 && best_at == l->save_at) ? &l->hold_save : &l->hold_branch;
     if (best_at % s->page_tokens && !*hold) {
-        while (s->o.pages_total - s->reserved - need - dsv4_pages_shared(s->e) < 1) /* the cache gives one back */
-            if (!srv_prefix_evict(s->pc, -1)) return;                               /* (none after all: no wait) */
+        if (srv_prefix_spare_page(s->pc, spare_pages(s) - need)) return; /* (none after all: no wait) */
         *hold = 1;
         l->pages++;
         s->reserved++;
