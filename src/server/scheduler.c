@@ -603,15 +603,15 @@ static int64_t lead_point(const srv_sched *s, const srv_slot *l, int64_t c, int 
  * prefill it once. sl (just admitted, hit_len of its prompt found kept) waits for the running prompt, still
  * being prefilled, whose state would spare it the most prefill - at least branch_gap tokens past its hit, or any
  * for another choice of its prompt - and starts from that state once kept (followers_update). */
-static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
+static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len, int64_t need)
 {
     const srv_req *r = sl->r;
     const int64_t lim = (int64_t)r->n_prompt - 1; /* a prompt's last token is always run */
     /* A state inside a page copies that page when kept (srv_prefix_save), out of the pages no running request
-     * counts on. Where one is free after this request's reservation, or the cache can give one back, the lead's
-     * reservation takes it until it keeps that state (a request admitted meanwhile cannot take it); where none
-     * is, the lead could not keep such a state: wait for one at a page's end instead. */
-    const int64_t need = pages_for(s, r) - hit_len / s->page_tokens;
+     * counts on. Where one is free after this request's reservation (need: its pages not yet reserved), or the
+     * cache can give one back, the lead's reservation takes it until it keeps that state (a request admitted
+     * meanwhile cannot take it); where none is, the lead could not keep such a state: wait for one at a page's
+     * end instead. */
     const bool whole = spare_pages(s) - need + dsv4_pages_cached(s->e) < 1;
     int best = -1, best_mode = 0;
     int64_t best_at = 0;
@@ -651,9 +651,36 @@ static void lead_pick(srv_sched *s, srv_slot *sl, int64_t hit_len)
     srv_metrics_prefix_wait(s->m, 0);
 }
 
+/* Follower f starts from prefix cache entry i (len tokens, more than it has): its empty sequence replaced, the pages
+ * it shares no longer reserved. Nonzero: it failed and has ended. */
+static int follower_start(srv_sched *s, srv_slot *f, int i, int64_t len)
+{
+    char err[256];
+    dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
+    f->seq = -1;
+    if (srv_prefix_start(s->pc, i, &f->seq, err, sizeof err)) {
+        finish_slot(s, f, SRV_OUTCOME_ERROR, err);
+        return -1;
+    }
+    f->from_step = s->n_submitted;
+    const int64_t credit = len / s->page_tokens - f->prefilled / s->page_tokens;
+    f->pages -= credit;
+    s->reserved -= credit;
+    srv_metrics_prefix(s->m, 0, len - f->prefilled);
+    f->prefilled = (int)len;
+    f->kept = len;
+    f->save_at = save_point(s, f->r, len);
+    pthread_mutex_lock(&f->r->mu);
+    f->r->n_cached = (int)len;
+    pthread_mutex_unlock(&f->r->mu);
+    return 0;
+}
+
 /* Requests waiting for a lead's state (lead_pick): once the lead has passed the point (or ended, or stopped
- * prefilling), each starts from the longest state kept that its prompt starts with - its empty sequence replaced,
- * the pages it shares no longer reserved - or, where none was kept, prefills the prompt itself. */
+ * prefilling), each starts from the longest state kept that its prompt starts with (follower_start) - or, where
+ * none was kept, prefills the prompt itself. One whose lead ended short of the point waits again for another
+ * prompt being prefilled where one would spare it enough of the run (lead_pick): when a lead is cancelled, the
+ * first of those that waited for it prefills what they share once, not each of them. */
 static void followers_update(srv_sched *s)
 {
     for (int k = 0; k < s->o.max_running; k++) {
@@ -666,26 +693,13 @@ static void followers_update(srv_sched *s)
         f->wait_lead = 0;
         int64_t len;
         const int i = f->ending ? -1 : srv_prefix_match(s->pc, f->r->prompt, (int64_t)f->r->n_prompt - 1, &len, NULL);
-        if (!f->ending && (i < 0 || len < f->wait_at)) srv_metrics_prefix_wait(s->m, 1);
-        if (i < 0 || len <= f->prefilled || f->inflight) continue;
-        char err[256];
-        dsv4_seq_free(s->e, f->seq); /* nothing ran in it: it holds f's hit at most */
-        f->seq = -1;
-        if (srv_prefix_start(s->pc, i, &f->seq, err, sizeof err)) {
-            finish_slot(s, f, SRV_OUTCOME_ERROR, err);
-            continue;
-        }
-        f->from_step = s->n_submitted;
-        const int64_t credit = len / s->page_tokens - f->prefilled / s->page_tokens;
-        f->pages -= credit;
-        s->reserved -= credit;
-        srv_metrics_prefix(s->m, 0, len - f->prefilled);
-        f->prefilled = (int)len;
-        f->kept = len;
-        f->save_at = save_point(s, f->r, len);
-        pthread_mutex_lock(&f->r->mu);
-        f->r->n_cached = (int)len;
-        pthread_mutex_unlock(&f->r->mu);
+        const bool missed = i < 0 || len < f->wait_at;
+        if (!f->ending && missed) srv_metrics_prefix_wait(s->m, 1);
+        if (f->ending || f->inflight) continue;
+        if (i >= 0 && len > f->prefilled && follower_start(s, f, i, len)) continue;
+        /* short of the point (its lead ended first): another prompt being prefilled - one of those that waited
+         * with it, released before it here - may still spare it the rest of the run they share */
+        if (missed && f->prefilled < (int64_t)f->r->n_prompt - 1) lead_pick(s, f, f->prefilled, 0);
     }
 }
 
@@ -733,7 +747,8 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
      * system prompt, another question): the state where they part serves both and those to come, so it is
      * kept there - a split of this prefill once, against the run's prefill for every later one. */
     sl->branch_at = common - hit_len >= s->branch_gap ? (int)common : 0;
-    if (s->pc && !r->ptoks && hit_len < r->n_prompt - 1) lead_pick(s, sl, hit_len);
+    if (s->pc && !r->ptoks && hit_len < r->n_prompt - 1)
+        lead_pick(s, sl, hit_len, pages_for(s, r) - hit_len / s->page_tokens);
     sl->pages = pages_for(s, r) - hit_len / s->page_tokens;
     s->reserved += sl->pages;
     if (s->pc) {
