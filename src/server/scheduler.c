@@ -123,6 +123,7 @@ struct srv_sched {
     srv_step steps[2]; /* submitted, not finished: steps[0] the oldest */
     int n_steps;
     int64_t n_submitted;
+    int64_t fault_step; /* DSV4_SERVE_FAULT_STEP: the step of this id is reported failed (tests of that path) */
     double t_step; /* when the step being timed began (srv_metrics_step) */
     srv_prefix *pc;     /* the prefix cache; NULL when off */
     int64_t keep_gap;   /* prefix cache: a prompt's state is kept at a chunk's end this many tokens past the last */
@@ -917,6 +918,10 @@ static void step_finish(srv_sched *s)
     srv_step *t = &s->steps[0];
     /* DSV4_ERR_STATE: the step ran, a sampler found no finite logit (token -1) */
     dsv4_status st = dsv4_step_finish(s->e, err, sizeof err);
+    if (st == DSV4_OK && t->id == s->fault_step) {
+        st = DSV4_ERR_IO; /* as a device failure would be reported */
+        snprintf(err, sizeof err, "step %lld failed (DSV4_SERVE_FAULT_STEP)", (long long)t->id);
+    }
     /* a failed step may have left any state it touched wrong: those kept since it was submitted, and its
      * sequences' own (ending ones are released below) */
     if (st != DSV4_OK && st != DSV4_ERR_STATE) {
@@ -1127,6 +1132,10 @@ dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv
     /* where a prompt parts from a kept state's tokens, from a page's worth (a run seen twice will likely be
      * seen again) */
     s->branch_gap = s->page_tokens < s->keep_gap ? s->page_tokens : s->keep_gap;
+    /* a fault injected for the tests of a failed step's path: the step of this id (from 1, the scheduler's own
+     * count) finishes as if the backend had failed it */
+    const char *fs = getenv("DSV4_SERVE_FAULT_STEP");
+    s->fault_step = fs ? strtoll(fs, NULL, 10) : 0;
     if (pthread_create(&s->th, NULL, worker, s)) {
         snprintf(err, errlen, "cannot start the scheduler thread");
         goto fail;
