@@ -966,111 +966,89 @@ class PrefixCache(unittest.TestCase):
         finally:
             srv.stop()
 
-    def test_lead_cancelled(self):
-        """A request waiting for another's state where their prompts part, that other cancelled while it prefills
-        (its client gone): the waiting one prefills the rest of its prompt itself - from what was kept before the
-        cancellation - and gives what the cache-less server gives. (When the cancellation comes in that window
-        depends on timing: the rounds stop once one has landed in it; every round checks the answer.)"""
+    def cancelled_lead_rounds(self, questions, landed):
+        """The cancelled-lead tests' rounds, on a server with the prefix cache and 8-token prefill chunks: a lead
+        prompt (a document, a question) sent over a raw connection, one request a question in questions (the same
+        document, another question) sent once it runs, the lead's connection cut once they all wait for it (or have
+        answered). Each answer must be the cache-less server's and nothing may be left running or holding pages;
+        landed(answers, metrics before, after, cancellations) asserts what the test is for and says whether the
+        round landed in the window it needs (when the cancellation comes depends on timing): the rounds stop once
+        one has, else the test is skipped."""
         srv = Server("--max-running-requests", "4", "--context-length", str(CTX), "--chunked-prefill-size", "8",
                      "--prefix-cache", "on")
         try:
             doc = "Document. " + " ".join(f"line {k} says {k * 7}" for k in range(70))
-            lead = dict(model=MODEL_NAME, prompt=doc + " Question: what does line 3 say?", max_tokens=8,
-                        temperature=0)
-            follow = dict(lead, prompt=doc + " Question: what does line 5 say?", logprobs=1)
-            landed = 0
-            for rnd in range(8):
-                mine = dict(follow, prompt=f"{rnd} " + follow["prompt"])  # (nothing kept by the rounds before)
-                want = self.off.client().completions.create(**mine)
-                before = srv.metrics()
-                c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-                c.request("POST", "/v1/completions", json.dumps(dict(lead, prompt=f"{rnd} " + lead["prompt"])),
-                          {"Content-Type": "application/json"})
-                got = {}
-                t = threading.Thread(target=lambda: got.update(r=srv.client().completions.create(**mine)))
-                t.start()
-                wait_for(lambda: srv.metrics()["dsv4_prefix_cache_waits_total"] > before["dsv4_prefix_cache_waits_total"]
-                         or "r" in got, 10)
-                c.sock.shutdown(socket.SHUT_RDWR)
-                c.close()
-                t.join(60)
-                self.assertFalse(t.is_alive(), "the waiting request never ran")
-                r = got["r"]
-                self.assertEqual(r.choices[0].text, want.choices[0].text)
-                self.assertEqual(r.choices[0].logprobs.token_logprobs, want.choices[0].logprobs.token_logprobs)
-                self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
-                m = srv.metrics()
-                self.assertEqual(m["dsv4_kv_pages_used"], 0)
-                cancelled = m['dsv4_requests_total{outcome="cancelled"}'] - before['dsv4_requests_total{outcome="cancelled"}']
-                waited = m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"]
-                # landed: it waited, and its lead was cancelled before keeping the state where they part
-                if cancelled and waited and cached_of(r) < r.usage.prompt_tokens - 16:
-                    missed = m["dsv4_prefix_cache_waits_missed_total"] - before["dsv4_prefix_cache_waits_missed_total"]
-                    self.assertEqual(missed, 1, "a wait that ended without its state, not counted")
-                    landed += 1
-                    break
-            if not landed:  # every round's answer was checked, but not the case this test is for
-                self.skipTest("the cancellations missed the window in 8 rounds")
-        finally:
-            srv.stop()
-
-    def test_lead_cancelled_followers_share(self):
-        """Three requests waiting for one lead's state where their prompts part, the lead cancelled before it
-        reaches that point: the first of them prefills the rest of the run they share, the other two wait for its
-        state there (they wait again) - the run is prefilled once, not three times - and each gives what the
-        cache-less server gives. (When the cancellation comes depends on timing: the rounds stop once one has landed
-        in the window where the first has at least a chunk of the run left; every round checks the answers.)"""
-        srv = Server("--max-running-requests", "4", "--context-length", str(CTX), "--chunked-prefill-size", "8",
-                     "--prefix-cache", "on")
-        try:
-            doc = "Document. " + " ".join(f"line {k} says {k * 7}" for k in range(70))
-            lead = dict(model=MODEL_NAME, prompt=doc + " Question: what does line 3 say?", max_tokens=6,
-                        temperature=0)
-            landed = 0
-            for rnd in range(8):
-                follows = [dict(lead, prompt=f"{rnd} " + doc + f" Question: what does line {q} say?", logprobs=1)
-                           for q in (5, 6, 9)]
+            for rnd in range(8):  # (a round's prompts start with its number: nothing kept by the rounds before)
+                lead = dict(model=MODEL_NAME, prompt=f"{rnd} {doc} Question: what does line 3 say?", max_tokens=6,
+                            temperature=0)
+                follows = [dict(lead, prompt=f"{rnd} {doc} Question: what does line {q} say?", logprobs=1)
+                           for q in questions]
                 wants = [self.off.client().completions.create(**f) for f in follows]
                 before = srv.metrics()
                 c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
-                c.request("POST", "/v1/completions", json.dumps(dict(lead, prompt=f"{rnd} " + lead["prompt"])),
-                          {"Content-Type": "application/json"})
+                c.request("POST", "/v1/completions", json.dumps(lead), {"Content-Type": "application/json"})
                 got = {}
                 ts = [threading.Thread(target=lambda k=k: got.update({k: srv.client().completions.create(**follows[k])}))
-                      for k in range(3)]
+                      for k in range(len(follows))]
                 wait_for(lambda: srv.metrics()["dsv4_requests_running"] >= 1, 10)
                 for t in ts:
                     t.start()
-                wait_for(lambda: srv.metrics()["dsv4_prefix_cache_waits_total"] >= before["dsv4_prefix_cache_waits_total"] + 3
-                         or len(got) == 3, 10)
+                wait_for(lambda: srv.metrics()["dsv4_prefix_cache_waits_total"] >=
+                         before["dsv4_prefix_cache_waits_total"] + len(follows) or len(got) == len(follows), 10)
                 c.sock.shutdown(socket.SHUT_RDWR)
                 c.close()
                 for t in ts:
                     t.join(60)
                     self.assertFalse(t.is_alive(), "a waiting request never ran")
-                for k in range(3):
-                    self.assertEqual(got[k].choices[0].text, wants[k].choices[0].text)
-                    self.assertEqual(got[k].choices[0].logprobs.token_logprobs, wants[k].choices[0].logprobs.token_logprobs)
+                answers = [got[k] for k in range(len(follows))]
+                for r, want in zip(answers, wants):
+                    self.assertEqual(r.choices[0].text, want.choices[0].text)
+                    self.assertEqual(r.choices[0].logprobs.token_logprobs, want.choices[0].logprobs.token_logprobs)
                 self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 0))
                 m = srv.metrics()
                 self.assertEqual(m["dsv4_kv_pages_used"], 0)
                 cancelled = m['dsv4_requests_total{outcome="cancelled"}'] - before['dsv4_requests_total{outcome="cancelled"}']
-                n = got[0].usage.prompt_tokens
-                cached = sorted(cached_of(got[k]) or 0 for k in range(3))
-                # landed: the lead was cancelled while each of the three waited for it, with at least a chunk of the
-                # run left after what it kept (the first of them had that to prefill)
-                missed = m["dsv4_prefix_cache_waits_missed_total"] - before["dsv4_prefix_cache_waits_missed_total"]
-                if cancelled and missed == 3 and cached[0] < n - 16 - 8:
-                    # the other two waited again, for the first one's state where the prompts part
-                    self.assertEqual(m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"], 5)
-                    self.assertGreaterEqual(cached[1], n - 16, "a follower prefilled the shared run again")
-                    self.assertGreaterEqual(cached[2], n - 16, "a follower prefilled the shared run again")
-                    landed += 1
-                    break
-            if not landed:  # every round's answer was checked, but not the case this test is for
-                self.skipTest("the cancellations missed the window in 8 rounds")
+                if landed(answers, before, m, cancelled):
+                    return
+            # every round's answers were checked, but not the case the test is for
+            self.skipTest("the cancellations missed the window in 8 rounds")
         finally:
             srv.stop()
+
+    def test_lead_cancelled(self):
+        """A request waiting for another's state where their prompts part, that other cancelled while it prefills
+        (its client gone): the waiting one prefills the rest of its prompt itself - from what was kept before the
+        cancellation - and gives what the cache-less server gives."""
+        def landed(answers, before, m, cancelled):
+            r = answers[0]
+            waited = m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"]
+            # it waited, and its lead was cancelled before keeping the state where they part
+            if not (cancelled and waited and cached_of(r) < r.usage.prompt_tokens - 16):
+                return False
+            missed = m["dsv4_prefix_cache_waits_missed_total"] - before["dsv4_prefix_cache_waits_missed_total"]
+            self.assertEqual(missed, 1, "a wait that ended without its state, not counted")
+            return True
+        self.cancelled_lead_rounds([5], landed)
+
+    def test_lead_cancelled_followers_share(self):
+        """Three requests waiting for one lead's state where their prompts part, the lead cancelled before it
+        reaches that point: the first of them prefills the rest of the run they share, the other two wait for its
+        state there (they wait again) - the run is prefilled once, not three times - and each gives what the
+        cache-less server gives."""
+        def landed(answers, before, m, cancelled):
+            n = answers[0].usage.prompt_tokens
+            cached = sorted(cached_of(r) or 0 for r in answers)
+            missed = m["dsv4_prefix_cache_waits_missed_total"] - before["dsv4_prefix_cache_waits_missed_total"]
+            # the lead was cancelled while each of the three waited for it, with at least a chunk of the run left
+            # after what it kept (the first of them had that to prefill)
+            if not (cancelled and missed == 3 and cached[0] < n - 16 - 8):
+                return False
+            # the other two waited again, for the first one's state where the prompts part
+            self.assertEqual(m["dsv4_prefix_cache_waits_total"] - before["dsv4_prefix_cache_waits_total"], 5)
+            self.assertGreaterEqual(cached[1], n - 16, "a follower prefilled the shared run again")
+            self.assertGreaterEqual(cached[2], n - 16, "a follower prefilled the shared run again")
+            return True
+        self.cancelled_lead_rounds([5, 6, 9], landed)
 
     def test_failed_step(self):
         """A step that fails (DSV4_SERVE_FAULT_STEP=3 reports the scheduler's third step failed, as a device failure
