@@ -216,15 +216,17 @@ int srv_metrics_render(srv_metrics *m, dsv4_strbuf *b)
              "# TYPE dsv4_prefix_cache_hit_tokens_total counter\ndsv4_prefix_cache_hit_tokens_total %llu\n",
              (unsigned long long)s.prefix_hit);
     r |= put(b,
-             "# HELP dsv4_prefix_cache_waits_total Requests admitted to start from the state of a prompt still being "
-             "prefilled (they wait for it).\n# TYPE dsv4_prefix_cache_waits_total counter\n"
+             "# HELP dsv4_prefix_cache_waits_total Waits of requests for the state of a prompt still being prefilled, "
+             "to start from it (at admission, and again where the prompt waited for ended short of it).\n# TYPE "
+             "dsv4_prefix_cache_waits_total counter\n"
              "dsv4_prefix_cache_waits_total %llu\n",
              (unsigned long long)s.prefix_waits);
-    r |= put(b,
-             "# HELP dsv4_prefix_cache_waits_missed_total Requests that waited for a prompt's state and did not get "
-             "it (that prompt ended first, or its state could not be kept): each prefilled the rest itself.\n"
-             "# TYPE dsv4_prefix_cache_waits_missed_total counter\ndsv4_prefix_cache_waits_missed_total %llu\n",
-             (unsigned long long)s.prefix_waits_missed);
+    r |= put(
+        b,
+        "# HELP dsv4_prefix_cache_waits_missed_total Waits that ended without the prompt's state (that prompt ended "
+        "first, or its state could not be kept): the request prefilled the rest, or waited again.\n"
+        "# TYPE dsv4_prefix_cache_waits_missed_total counter\ndsv4_prefix_cache_waits_missed_total %llu\n",
+        (unsigned long long)s.prefix_waits_missed);
     for (int h = 0; h < SRV_HIST_COUNT; h++) {
         const char *nm = hist_info[h].name;
         r |= put(b, "# HELP %s %s\n# TYPE %s histogram\n", nm, hist_info[h].help, nm);

@@ -57,6 +57,7 @@ typedef struct srv_sched_slot {
                               tokens both prompts start with, to start from it (lead_pick, followers_update) */
     int lead_slot, lead_choice;
     uint64_t lead_group;
+    int repick; /* prefix cache: its lead ended short of the point; it may wait for another (followers_repick) */
     int64_t wait_at;
     int hold_save, hold_branch; /* prefix cache: a page in its reservation for the copy that keeping its state at
                                    save_at / branch_at takes (a point inside a page, which a request waits for) */
@@ -679,9 +680,8 @@ static int follower_start(srv_sched *s, srv_slot *f, int i, int64_t len)
 
 /* Requests waiting for a lead's state (lead_pick): once the lead has passed the point (or ended, or stopped
  * prefilling), each starts from the longest state kept that its prompt starts with (follower_start) - or, where
- * none was kept, prefills the prompt itself. One whose lead ended short of the point waits again for another
- * prompt being prefilled where one would spare it enough of the run (lead_pick): when a lead is cancelled, the
- * first of those that waited for it prefills what they share once, not each of them. */
+ * none was kept, prefills the prompt itself. One whose lead ended short of the point is marked to wait again
+ * (followers_repick). */
 static void followers_update(srv_sched *s)
 {
     for (int k = 0; k < s->o.max_running; k++) {
@@ -698,9 +698,22 @@ static void followers_update(srv_sched *s)
         if (!f->ending && missed) srv_metrics_prefix_wait(s->m, 1);
         if (f->ending || f->inflight) continue;
         if (i >= 0 && len > f->prefilled && follower_start(s, f, i, len)) continue;
-        /* short of the point (its lead ended first): another prompt being prefilled - one of those that waited
-         * with it, released before it here - may still spare it the rest of the run they share */
-        if (missed && f->prefilled < (int64_t)f->r->n_prompt - 1) lead_pick(s, f, f->prefilled, 0);
+        f->repick = missed && f->prefilled < (int64_t)f->r->n_prompt - 1;
+    }
+}
+
+/* Requests whose lead ended short of the point (followers_update) wait again where another prompt being prefilled
+ * would still spare them enough of the run - one of those that waited with them, released before them here: when
+ * a lead is cancelled, the first of its followers prefills what they share once, not each of them. Run once every
+ * follower released has started (not inside step_submit's pass: the prompts after a keep there have not counted
+ * their chunk yet, and a page taken for a hold could evict a state kept for a follower later in the pass). */
+static void followers_repick(srv_sched *s)
+{
+    for (int k = 0; k < s->o.max_running; k++) {
+        srv_slot *f = &s->slots[k];
+        if (!f->r || !f->repick) continue;
+        f->repick = 0;
+        if (!f->ending && !f->wait_lead) lead_pick(s, f, f->prefilled, 0); /* its pages already reserved */
     }
 }
 
@@ -748,9 +761,8 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
      * system prompt, another question): the state where they part serves both and those to come, so it is
      * kept there - a split of this prefill once, against the run's prefill for every later one. */
     sl->branch_at = common - hit_len >= s->branch_gap ? (int)common : 0;
-    if (s->pc && !r->ptoks && hit_len < r->n_prompt - 1)
-        lead_pick(s, sl, hit_len, pages_for(s, r) - hit_len / s->page_tokens);
     sl->pages = pages_for(s, r) - hit_len / s->page_tokens;
+    if (s->pc && !r->ptoks && hit_len < r->n_prompt - 1) lead_pick(s, sl, hit_len, sl->pages);
     s->reserved += sl->pages;
     if (s->pc) {
         pthread_mutex_lock(&r->mu);
@@ -879,6 +891,7 @@ static void step_submit(srv_sched *s, int n, int n_tok)
         sl->inflight++;
         t->m[t->n++] = (srv_member){.slot = k, .sample = sl->sample};
     }
+    if (s->pc) followers_repick(s);
 }
 
 /* An echo's prompt logprobs from the rows of the chunk just computed: row i gives the distribution of the
@@ -1031,7 +1044,7 @@ static void *worker(void *arg)
         /* the step in flight first where the next one cannot run ahead of its picks */
         if (s->n_steps && !(s->o.overlap && overlap_ok(s))) step_finish(s);
 
-        if (s->pc) followers_update(s);
+        if (s->pc) followers_update(s), followers_repick(s);
         /* the batch: decode tokens first, then prefill chunks oldest first */
         int n = 0, budget = s->o.chunked_prefill, n_tok = 0;
         const int64_t follow_id = s->n_steps ? s->steps[0].id : -1; /* picks still in flight */
