@@ -3,7 +3,7 @@
  * shapes, each beside the device-to-device copy bandwidth measured in the same
  * run (METHOD.md: bytes read plus bytes written over the time).
  *
- *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE]
+ *   build/bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--contexts 4096,32768,131072]
  *                       [--attn-only | --linear-only | --sample-only | --experts-only]
  *
  * Batches above 64 (prefill: --linear-only --batch 1024,4096) time the linears
@@ -20,7 +20,8 @@
  * decode (one layer, B sequences at context C: CSA = window 128 + the top 512
  * of C/4 compressed rows, HCA = window + C/128 rows, 64 heads of 512), the
  * split kernels beside the naive layout (one block per (token, head)) in the
- * same run; its bytes are the rows each sequence reads. Last, the tensor cores'
+ * same run; its bytes are the rows each sequence reads (--contexts: at those C, with no indexer table after
+ * it). Last, the tensor cores'
  * rate (BF16 and FP8 mma.sync, no memory traffic). Exit 77 without a GPU.
  * DSV4_TUNE=FILE: the attention's kernel choices from a `dsv4 tune` file (as
  * dsv4 serve takes them) instead of the built-in ones.
@@ -152,15 +153,15 @@ static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int n
  * speedup is the naive layout's time over the default's, the bytes and the
  * bandwidth those of the BF16 rows. The rows are the backend's fill; CSA picks
  * 512 distinct compressed rows spread over the context. */
-static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf)
+static void bench_attn(dsv4_backend *be, const int *batches, int nb, int reps, double copy_gbs, FILE *jf,
+                       const int64_t *ctxs, int nc)
 {
     const int hd = 512, window = 128, topk = 512;
-    const int64_t ctxs[3] = {4096, 32768, 131072};
     printf("\n%-20s %6s %8s %10s %10s %8s %8s %12s %10s %10s %8s\n", "attention", "batch", "context", "MB", "us/call",
            "GB/s", "of copy", "f32 rows us", "fp32 us", "naive us", "speedup");
     for (int kind = 0; kind < 2; kind++) {
         const int ratio = kind == 0 ? 4 : 128;
-        for (int ci = 0; ci < 3; ci++)
+        for (int ci = 0; ci < nc; ci++)
             for (int bi = 0; bi < nb; bi++) {
                 if (batches[bi] > DECODE_MAXB) continue;
                 const int B = batches[bi];
@@ -352,7 +353,9 @@ static void bench_indexer(dsv4_backend *be, const int *batches, int nb, int reps
 
 int main(int argc, char **argv)
 {
-    int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50;
+    int batches[8] = {1, 8, 16, 64}, nb = 4, reps = 50, n_ctx = 3;
+    int64_t ctxs[8] = {4096, 32768, 131072}; /* the attention's contexts */
+    bool ctx_given = false;                  /* --contexts: the attention's only (no indexer table) */
     const char *json = NULL;
     bool attn_only = false, linear_only = false, sample_only = false, experts_only = false;
     for (int i = 1; i < argc; i += 2) {
@@ -369,12 +372,17 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--batch")) {
             nb = 0;
             for (char *t = strtok(argv[i + 1], ","); t && nb < 8; t = strtok(NULL, ",")) batches[nb++] = atoi(t);
+        } else if (!strcmp(argv[i], "--contexts")) {
+            n_ctx = 0, ctx_given = true;
+            for (char *t = strtok(argv[i + 1], ","); t && n_ctx < 8; t = strtok(NULL, ",")) ctxs[n_ctx++] = atoll(t);
         } else if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--attn-only: attention "
-                            "and indexer | --linear-only | --sample-only | --experts-only: the routed experts]\n");
+            fprintf(stderr, "usage: bench_kernels [--batch 1,8,16,64] [--reps N] [--json FILE] [--contexts "
+                            "4096,32768,131072: the attention's, no indexer table] [--attn-only: attention and indexer "
+                            "| --linear-only | "
+                            "--sample-only | --experts-only: the routed experts]\n");
             return 2;
         }
     }
@@ -386,6 +394,11 @@ int main(int argc, char **argv)
         }
         big = big || batches[bi] > DECODE_MAXB;
     }
+    for (int ci = 0; ci < n_ctx; ci++)
+        if (ctxs[ci] < 256 || ctxs[ci] > ((int64_t)1 << 20)) {
+            fprintf(stderr, "bench_kernels: --contexts takes token counts from 256 to 1048576\n");
+            return 2;
+        }
     if (big && !linear_only)
         fprintf(stderr, "bench_kernels: batches above %d time the linears only (the decode tables leave them out)\n",
                 DECODE_MAXB);
@@ -615,8 +628,8 @@ int main(int argc, char **argv)
     bench_hc(be, batches, nb, reps, copy_gbs, jf);
     bench_sample(be, batches, nb, reps, copy_gbs, jf);
 attention:
-    bench_attn(be, batches, nb, reps, copy_gbs, jf);
-    bench_indexer(be, batches, nb, reps, copy_gbs, jf);
+    bench_attn(be, batches, nb, reps, copy_gbs, jf, ctxs, n_ctx);
+    if (!ctx_given) bench_indexer(be, batches, nb, reps, copy_gbs, jf);
     if (attn_only) goto done;
     /* the tensor cores' rate (the prefill roofline) */
     const double r16 = dsv4_cuda_mma_rate(0), r8 = dsv4_cuda_mma_rate(1);

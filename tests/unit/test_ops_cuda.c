@@ -2787,6 +2787,18 @@ static const segdef steps_long[][4] = {
     {{0, 20}, {1, 1}, {-1, 0}},
 };
 
+/* Sequences of ~1,300 tokens over a 1,152-token window: ~1,230-1,250 rows a query (CSA: the window and the
+ * indexer's 96; HCA: the window and ~80 compressed rows), parts of ~155 rows (padded to 176), as Flash's HCA layers
+ * see from a ~130k context: what k_attn_one takes up to its shared memory's bound (AF_MAX_ROWS), one token a
+ * sequence and two. */
+static const segdef steps_longer[][4] = {
+    {{0, 700}, {1, 640}, {-1, 0}},
+    {{0, 600}, {1, 650}, {2, 2}, {-1, 0}},
+    {{0, 1}, {1, 1}, {-1, 0}},
+    {{0, 2}, {1, 1}, {2, 1}, {-1, 0}},
+    {{1, 1}, {-1, 0}},
+};
+
 static void scenario_steps(const scen_cfg *c, bool ref, bool nonfinite, bool bf16, const segdef (*sdef)[4], int n_steps)
 {
     case_begin("state %s (head_dim %d, %d heads, window %d, page %d, CSA 1/%d top-%d, HCA 1/%d)%s%s%s", c->name, c->hd,
@@ -2873,6 +2885,9 @@ static const scen_cfg cfg_heads128 = {"heads128", .hd = 128, .H = 20,    .rope =
 /* steps_long's: ~600 rows a query (CSA: 512 window rows and the indexer's 96) */
 static const scen_cfg cfg_long = {"long",  .hd = 128, .H = 20,    .rope = 32, .window = 512, .P = 64,
                                   .rc = 4, .rh = 16,  .topk = 96, .nI = 3,    .dI = 64,      .max_ctx = 640};
+/* steps_longer's */
+static const scen_cfg cfg_longer = {"longer", .hd = 128, .H = 20,    .rope = 32, .window = 1152, .P = 64,
+                                    .rc = 4,  .rh = 16,  .topk = 96, .nI = 3,    .dI = 64,       .max_ctx = 1408};
 
 /* The GPU side's attention layout (backend.h): the first layout (one block
  * per (token, head): the benchmark baseline and the path for shapes beyond 64
@@ -2923,6 +2938,7 @@ static void test_state_bf16_rows(void **state)
     scenario_rows(&cfg_flash, true, false, true);
     scenario_rows(&cfg_heads128, true, false, true);
     scenario_steps(&cfg_long, true, false, true, steps_long, (int)(sizeof steps_long / sizeof steps_long[0]));
+    scenario_steps(&cfg_longer, true, false, true, steps_longer, (int)(sizeof steps_longer / sizeof steps_longer[0]));
     scenario_rows(&cfg_heads, true, true, true);
     attn_layout(DSV4_ATTN_LAYOUT_FP32);
     scenario_rows(&cfg_heads, true, false, true);

@@ -1227,7 +1227,10 @@ __global__ void __launch_bounds__(128)
 #else
 #define AF_T() ((void)0)
 #endif
-#define AF_MAX_ROWS 96 /* a part's rows (padded) k_attn_one takes: CSA's 640 rows, HCA's to a ~66k context */
+/* The most rows of a part (padded) k_attn_one can take (its shared memory: ~214 KB at 176 rows of 512 dimensions);
+ * which it does take is AF_ONE_ROWS (DSV4_ATTN_ONE_ROWS=N to measure others: bench/results/2026-12-05-s67/) */
+#define AF_MAX_ROWS 176
+#define AF_ONE_ROWS 96 /* CSA's 640 rows, HCA's to a ~66k context */
 #define AF_PT_MAX                                                                                                      \
     512 /* a slot's page-table entries k_attn_one keeps in shared memory (CSA: to 128k tokens at                       \
            256-token pages; past that it reads them from global memory) */
@@ -1730,7 +1733,12 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const int RP = af_part_rows(max_rows);
             const size_t osm = af_layout(hd, RP).total;
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
-            if (one && A.bf16 && af_fits && hd <= 512 && RP <= AF_MAX_ROWS && osm <= af_smem_max &&
+            static int one_rows = -1;
+            if (one_rows < 0) {
+                one_rows = cuda_env_int("DSV4_ATTN_ONE_ROWS", AF_ONE_ROWS);
+                if (one_rows > AF_MAX_ROWS) one_rows = AF_MAX_ROWS;
+            }
+            if (one && A.bf16 && af_fits && hd <= 512 && RP <= one_rows && osm <= af_smem_max &&
                 ((uintptr_t)kv_new & 15) == 0) {
                 /* one8: 8 heads a block (a part owns one head) - HCA at 4k 6.85 against 7.54 us alone, 32k 8.25
                  * against 8.95 (bench/results/2026-12-03-s49/one8/). CSA's 96-row parts (4k on) measured slower
