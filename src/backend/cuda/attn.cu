@@ -1227,10 +1227,12 @@ __global__ void __launch_bounds__(128)
 #else
 #define AF_T() ((void)0)
 #endif
-/* The most rows of a part (padded) k_attn_one can take (its shared memory: ~214 KB at 176 rows of 512 dimensions);
- * which it does take is AF_ONE_ROWS (DSV4_ATTN_ONE_ROWS=N to measure others: bench/results/2026-12-05-s67/) */
+/* The most rows of a part (padded) k_attn_one takes: its shared memory, ~214 KB at 176 rows of 512 dimensions.
+ * CSA's 640 rows (96 a part), HCA's to a ~146k context. Up to s66 it took 96 (HCA to ~66k; past that the four
+ * kernels); at 176 HCA at one token measured 11.4-11.8 against 15.5-16.2 us at 96k, 13.2 against 15.5-15.8 at
+ * 128k, two tokens -21 to -23 %, CSA and four tokens even (bench/results/2026-12-05-s67/one/, an H100).
+ * DSV4_ATTN_ONE_ROWS=N: parts of at most N rows (a measurement's knob) */
 #define AF_MAX_ROWS 176
-#define AF_ONE_ROWS 96 /* CSA's 640 rows, HCA's to a ~66k context */
 #define AF_PT_MAX                                                                                                      \
     512 /* a slot's page-table entries k_attn_one keeps in shared memory (CSA: to 128k tokens at                       \
            256-token pages; past that it reads them from global memory) */
@@ -1727,15 +1729,15 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             const bool small = ch->score_rows == 16;
             const size_t smem = am_qk_smem(small ? 1 : 4, hd, A.bf16);
             const int rt = small ? 16 : 64;
-            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (past that a block's rows take
-             * one SM longer than the four kernels take the GPU: v46, HCA 128k's 160); it rounds q and the step's
-             * rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
+            /* one pass over the rows where a part has at most AF_MAX_ROWS of them (v46 measured HCA 128k's 160
+             * slower than the four kernels; s67, with v47-v69's kernel, faster: AF_MAX_ROWS); it rounds q and the
+             * step's rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
             const int RP = af_part_rows(max_rows);
             const size_t osm = af_layout(hd, RP).total;
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
             static int one_rows = -1;
             if (one_rows < 0) {
-                one_rows = cuda_env_int("DSV4_ATTN_ONE_ROWS", AF_ONE_ROWS);
+                one_rows = cuda_env_int("DSV4_ATTN_ONE_ROWS", AF_MAX_ROWS);
                 if (one_rows > AF_MAX_ROWS) one_rows = AF_MAX_ROWS;
             }
             if (one && A.bf16 && af_fits && hd <= 512 && RP <= one_rows && osm <= af_smem_max &&
