@@ -62,7 +62,7 @@ int cmd_tune(int argc, char **argv)
     char err[256];
     dsv4_backend *be = dsv4_backend_cuda_create((int)dev, err, sizeof err);
     if (!be) return cli_fail(C, "%s", err);
-    static const int batches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+    static const int batches[] = {1, 2, 3, 4, 8, 16, 32, 64, 128, 256}; /* 3: one pass to 96 blocks, s67 */
     const int nb = (int)(sizeof batches / sizeof batches[0]);
     static const int score_rows[2] = {16, 64};
     /* the shapes a decode step's attention meets at 4k, 32k and 128k: (CSA?, context, times counted); CSA reads
