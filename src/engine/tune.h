@@ -64,11 +64,14 @@ typedef struct {
  * decode agreed: batch 2 faster in 6 of 6 alternating rounds over s28 and s29, batch 1 since v47; decode with
  * the wg rows even against the walk ones, s33's c5-decode; `one8` at 1 token since v68, by decode steps:
  * bench/results/2026-12-03-s49/one8/ and one8c/, CSA's parts too since v69 (2026-12-04-s51/next/); at 2 tokens, 128
- * blocks in clusters of 8, it was slower). */
+ * blocks in clusters of 8, it was slower); `one` to 3 tokens since s67 (96 blocks, one wave; dsv4 tune timed 1, 2,
+ * 4, 8, ... tokens before): the attention alone 16-39 % faster than parts32 at 3 tokens, decode at batch 3 -0.6 /
+ * -1.0 / -1.4 % at a 16-token / 4k / 128k context, and dsv4 tune's own table on that GPU the same
+ * (bench/results/2026-12-05-s67/one34/, one3/, an H100; at 4 tokens, 128 blocks, it was slower). */
 static inline void dsv4_tune_default(dsv4_tune *t)
 {
     static const dsv4_attn_choice rows[] = {{1, 16, DSV4_SUM_ONE8},
-                                            {2, 16, DSV4_SUM_ONE},
+                                            {3, 16, DSV4_SUM_ONE},
                                             {8, 16, DSV4_SUM_PARTS32},
                                             {32, 64, DSV4_SUM_WG64},
                                             {0, 64, DSV4_SUM_WG128}};
