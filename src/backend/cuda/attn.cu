@@ -295,31 +295,45 @@ __device__ __forceinline__ size_t am_frag(int t, int HG, int KS, int h, int j)
  *
  * A part on a warp, rows lo .. hi - 1 (lo a multiple of 16): its max (exact in any order). pair(j): the scores
  * j, j + 1 for an even j below hi rounded up to 16 (whatever they hold past hi). */
-template <class P> __device__ __forceinline__ float am_part_max(int lo, int hi, P pair)
+template <int NB = 1, class P> __device__ __forceinline__ float am_part_max(int lo, int hi, P pair)
 {
     const int lane = threadIdx.x & 31;
     float mx = -INFINITY;
-    for (int j = lo + 2 * lane; j < hi; j += 64) {
-        const float2 v = pair(j);
-        mx = fmaxf(mx, j + 1 < hi ? fmaxf(v.x, v.y) : v.x);
+    if constexpr (NB == 1) {
+        for (int j = lo + 2 * lane; j < hi; j += 64) {
+            const float2 v = pair(j);
+            mx = fmaxf(mx, j + 1 < hi ? fmaxf(v.x, v.y) : v.x);
+        }
+    } else { /* NB pairs a lane loaded at once (from global memory: one round trip for NB); exact in any order */
+        for (int j0 = lo + 2 * lane; j0 < hi; j0 += 64 * NB) {
+            float2 v[NB];
+#pragma unroll
+            for (int k = 0; k < NB; k++) v[k] = pair(j0 + 64 * k < hi ? j0 + 64 * k : j0);
+#pragma unroll
+            for (int k = 0; k < NB; k++) {
+                const int j = j0 + 64 * k;
+                if (j < hi) mx = fmaxf(mx, j + 1 < hi ? fmaxf(v[k].x, v[k].y) : v[k].x);
+            }
+        }
     }
     for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     return mx;
 }
 
 /* Its sum l_p in the fixed order above, and put(j, e0, e1): the pair's terms (zeros past hi) for the weights,
- * for every pair below hi rounded up to 16. Four pairs a lane are loaded at once (indices past that bound read
- * the lane's first pair again and add nothing), so a round trip and an exp serve four pairs rather than one. */
-template <class P, class W> __device__ __forceinline__ float am_part_sum(int lo, int hi, float mx, P pair, W put)
+ * for every pair below hi rounded up to 16. NB pairs a lane are loaded at once (indices past that bound read
+ * the lane's first pair again and add nothing), so a round trip and an exp serve NB pairs rather than one. */
+template <int NB = 4, class P, class W>
+__device__ __forceinline__ float am_part_sum(int lo, int hi, float mx, P pair, W put)
 {
     const int lane = threadIdx.x & 31, h16 = (hi + 15) & ~15;
     float sum = 0;
-    for (int j0 = lo + 2 * lane; j0 < h16; j0 += 256) {
-        float2 v[4];
+    for (int j0 = lo + 2 * lane; j0 < h16; j0 += 64 * NB) {
+        float2 v[NB];
 #pragma unroll
-        for (int k = 0; k < 4; k++) v[k] = pair(j0 + 64 * k < h16 ? j0 + 64 * k : j0);
+        for (int k = 0; k < NB; k++) v[k] = pair(j0 + 64 * k < h16 ? j0 + 64 * k : j0);
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < NB; k++) {
             const int j = j0 + 64 * k; /* past hi: exp(-inf) = +0, with no branch around the exp */
             if (j < h16) {
                 const float e0 = expf(j < hi ? v[k].x - mx : -INFINITY);
@@ -458,6 +472,45 @@ __global__ void __launch_bounds__(128) k_attn_md16(attn_args A, const int64_t *p
     for (int p = 0; p < AM_PARTS; p++)
         if (lane == p) cf[(size_t)gw * AM_PARTS + p] = c[p];
     if (lane == 0) den[gw] = d;
+}
+
+/* k_attn_md16's outputs with a block per (token, head) and a warp a part (am_part_max, am_part_sum: the reference
+ * order itself, which k_attn_md16 reproduces by a rotation of its lanes; the same bits), eight pairs a lane in
+ * flight: for few tokens with many rows (k_attn_md16's one warp a (token, head) walks all of them twice: ~21 us at
+ * one token on HCA's 8,320 rows at a 1M context, s67 m1/), where its 8 x the warps pay. A part's max and sum go
+ * through shared memory to thread 0, which joins them (dsv4_attn_join). n = tokens x heads. */
+#define MDP_NB 8
+__global__ void __launch_bounds__(32 * AM_PARTS)
+    k_attn_mdp(attn_args A, const int64_t *posv, const int32_t *cnt, const float *scores, uint16_t *pb, float *den,
+               float *cf, int n)
+{
+    __shared__ float pm[AM_PARTS], pl[AM_PARTS];
+    const int gw = (int)blockIdx.x, p = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31);
+    if (gw >= n) return;
+    const int t = gw / A.H, h = gw % A.H, HG = (A.H + 15) >> 4, KS = A.max_rows >> 4;
+    int64_t lo;
+    int nwin;
+    const int nr = attn_rows(A, posv[t], t, cnt, lo, nwin);
+    const int r0 = dsv4_attn_part_lo(nr, p), r1 = dsv4_attn_part_lo(nr, p + 1);
+    const float sink = A.sinks[h];
+    asm volatile("griddepcontrol.wait;" ::: "memory"); /* the scores (launched with PDL) */
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    const float *sc = scores + (size_t)gw * A.max_rows; /* 8-byte aligned; max_rows holds every pair read */
+    const auto pair = [&](int j) { return *(const float2 *)(sc + j); };
+    const float mx = am_part_max<MDP_NB>(r0, r1, pair);
+    const float l = am_part_sum<MDP_NB>(r0, r1, mx, pair, [&](int j, float e0, float e1) {
+        *(uint32_t *)(pb + am_frag(t, HG, KS, h, j)) = bf2_rn(e0, e1);
+    });
+    if (lane == 0) pm[p] = mx, pl[p] = l;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float m[AM_PARTS], ls[AM_PARTS], c[AM_PARTS];
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) m[q] = pm[q], ls[q] = pl[q];
+        den[gw] = dsv4_attn_join(m, ls, sink, c);
+#pragma unroll
+        for (int q = 0; q < AM_PARTS; q++) cf[(size_t)gw * AM_PARTS + q] = c[q];
+    }
 }
 
 /* Weighted sum: block (token, SL dimensions, part), a cluster along the
@@ -1769,8 +1822,16 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                         (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                         (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
-            launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos, cnt,
-                        csc, pb, hden, hcf, (int)(nt * H));
+            /* a warp a part (k_attn_mdp) where few tokens have many rows (DSV4_ATTN_MDP_ROWS=N: past N rows a
+             * token, to 4 tokens; 0: never): the same bits */
+            static int mdp_rows = -1;
+            if (mdp_rows < 0) mdp_rows = cuda_env_int("DSV4_ATTN_MDP_ROWS", 64 * MD_NV);
+            if (mdp_rows > 0 && nt <= 4 && max_rows > mdp_rows)
+                launch_attn(k_attn_mdp, dim3((unsigned)(nt * H)), 32 * AM_PARTS, 0, im->stream, false, true, A, dpos,
+                            cnt, csc, pb, hden, hcf, (int)(nt * H));
+            else
+                launch_attn(k_attn_md16, dim3((unsigned)((nt * H + 3) / 4)), 128, 0, im->stream, false, true, A, dpos,
+                            cnt, csc, pb, hden, hcf, (int)(nt * H));
             /* the tuned layout of the weighted sum (same bits whichever): a cluster of
              * the parts per (token, slice), or with many tokens a block per (token, 32, 64
              * or 128 dimensions) walking the parts itself (the same sums in the same order);
