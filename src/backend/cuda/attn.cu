@@ -1822,11 +1822,11 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                         (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                         (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
             uint16_t *pb = (uint16_t *)(sp + pb_off);
-            /* a warp a part (k_attn_mdp) where few tokens have many rows (DSV4_ATTN_MDP_ROWS=N: past N rows a
-             * token, to 4 tokens; 0: never): the same bits */
-            static int mdp_rows = -1;
-            if (mdp_rows < 0) mdp_rows = cuda_env_int("DSV4_ATTN_MDP_ROWS", 64 * MD_NV);
-            if (mdp_rows > 0 && nt <= 4 && max_rows > mdp_rows)
+            /* a warp a part (k_attn_mdp) where few tokens have many rows: to 4 tokens, past the 64 MD_NV rows
+             * k_attn_md16 holds in registers at once (DSV4_ATTN_MDP=0: never; the same bits) */
+            static int mdp = -1;
+            if (mdp < 0) mdp = cuda_env_on("DSV4_ATTN_MDP");
+            if (mdp && nt <= 4 && max_rows > 64 * MD_NV)
                 launch_attn(k_attn_mdp, dim3((unsigned)(nt * H)), 32 * AM_PARTS, 0, im->stream, false, true, A, dpos,
                             cnt, csc, pb, hden, hcf, (int)(nt * H));
             else
