@@ -58,8 +58,8 @@ static void serve_usage(FILE *f)
         "                  [--numerics reference|plain] [--threads N] [--cuda-graphs on|off] [--ep N] [--tune FILE]\n"
         "                  [--served-model-name NAME] [--tokenizer FILE] [--fill-random] [--prefill-gemm "
         "ours|cublaslt]\n"
-        "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--overlap on|off]\n"
-        "                  [--prefix-cache auto|on|off] [--prefix-cache-entries N]\n"
+        "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--idle-timeout S]\n"
+        "                  [--overlap on|off] [--prefix-cache auto|on|off] [--prefix-cache-entries N]\n"
         "\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
         "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
@@ -85,7 +85,7 @@ int cmd_serve(int argc, char **argv)
     eo.model_dir = DSV4_DEFAULT_MODEL;
     srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
-    double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0;
+    double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0, idle_timeout = 60;
     int overlap = 1, prefix = -1; /* prefix: -1 auto, 0 off, 1 on */
     long long prefix_entries = -1;
     const char *served_name = NULL, *tokenizer = NULL;
@@ -120,6 +120,7 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
         else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
         else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
+        else if (!strcmp(a, "--idle-timeout")) bad = cli_parse_double(C, a, v, 0, 1e6, &idle_timeout);
         else if (!strcmp(a, "--overlap")) {
             if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(C, "--overlap: on or off, not '%s'", v);
             overlap = !strcmp(v, "on");
@@ -138,6 +139,7 @@ int cmd_serve(int argc, char **argv)
     if (ho.api_key && !ho.api_key[0]) return cli_fail(C, "--api-key: must not be empty");
     ho.max_body = (size_t)max_body;
     ho.request_timeout = request_timeout;
+    ho.idle_timeout = idle_timeout > 0 && idle_timeout < 1 ? 1 : (unsigned)idle_timeout; /* MHD counts seconds */
     /* Refused before the listener starts when it is certain; with --backend
      * auto the engine decides once it knows the device. */
     if (eo.moe_backend != DSV4_MOE_AUTO && eo.backend == DSV4_BACKEND_CPU)

@@ -466,6 +466,10 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     }
     /* from here the scheduler may finish the request before its last bytes are written: shutdown waits for those */
     cc->answering = 1;
+    /* a non-streamed answer blocks this thread, and a stream's reader may wait long for its next token (a queue, a
+     * long prefill): MHD would take either for an idle connection and drop it as its answer is written; the idle
+     * timeout is back once the request completes (a keep-alive connection waiting for its next request) */
+    if (h->o.idle_timeout) MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     atomic_fetch_add(&h->answering, 1);
 
     char id[48];
@@ -684,12 +688,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
-    (void)toe;
     srv_http *h = cls;
     conn_ctx *cc = *con_cls;
     if (!cc) return;
-    if (cc->answering) atomic_fetch_sub(&h->answering, 1);
+    if (cc->answering) {
+        atomic_fetch_sub(&h->answering, 1);
+        /* the connection may stay open for the next request: idle again from now (MHD restarts the clock when a
+         * timeout is set on a connection that had none) */
+        if (h->o.idle_timeout && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->o.idle_timeout);
+    }
     for (int k = 0; k < cc->n_req; k++) {
         if (!cc->reqs[k]->done) srv_req_cancel(h->sched, cc->reqs[k]);
         srv_req_release(h->sched, cc->reqs[k]);
@@ -727,6 +735,7 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
                             MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, /* restart over TIME_WAIT */
                             MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)(o->max_connections > 0 ? o->max_connections : 256),
+                            MHD_OPTION_CONNECTION_TIMEOUT, o->idle_timeout, /* silent connections: closed */
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_THREAD_STACK_SIZE,
                             (size_t)1 << 20, MHD_OPTION_END);
     freeaddrinfo(ai);

@@ -20,6 +20,8 @@ typedef struct {
     size_t max_body;           /* bytes; larger bodies get 413 */
     int max_connections;
     double request_timeout;    /* seconds from arrival; 0 = none */
+    unsigned idle_timeout;     /* seconds a connection may stay silent (no request, or a request's headers or body
+                                  stalled); 0 = none. Not applied while a generation request is being answered */
 } srv_http_opts;
 
 typedef struct srv_http srv_http;

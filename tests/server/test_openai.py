@@ -1403,6 +1403,49 @@ class Options(unittest.TestCase):
         finally:
             srv.stop()
 
+    def test_idle_timeout(self):
+        """--idle-timeout: a connection that stays silent (nothing sent, a request's headers or body stalled, a
+        keep-alive connection between requests) is closed, so such clients cannot hold every connection; answers
+        that take longer than the timeout (a queued stream, a long non-streamed one) are not cut."""
+        srv = Server("--idle-timeout", "1", "--max-running-requests", "1", "--context-length", "4096")
+        try:
+            for raw in (b"", b"GET /hea", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                        b"\r\n{\"prompt\":"):
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
+                s.sendall(raw)
+                t0 = time.time()
+                self.assertEqual(s.recv(100), b"", raw)  # closed by the server, not by the 20 s timeout
+                self.assertLess(time.time() - t0, 10, raw)
+                s.close()
+            # one long answer runs while the others wait longer than the timeout in the queue
+            body = dict(long_stream(2000), prompt=[30, 31, 32])
+            out = {}
+            def one(k):
+                c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+                c.request("POST", "/v1/completions", json.dumps(dict(body, stream=k > 0)),
+                          {"Content-Type": "application/json"})
+                r = c.getresponse()
+                data = r.read()
+                out[k] = (r.status, data.endswith(b"data: [DONE]\n\n") if k else json.loads(data)["usage"])
+                # the same connection serves the next request, then is closed once idle
+                c.request("GET", "/health")
+                r = c.getresponse()
+                r.read()
+                out[k, "again"] = r.status
+                c.close()
+            ts = [threading.Thread(target=one, args=(k,)) for k in range(3)]
+            for t in ts:
+                t.start()
+                time.sleep(0.1)
+            for t in ts:
+                t.join()
+            self.assertEqual(out[0][0], 200)
+            self.assertEqual(out[0][1]["completion_tokens"], 2000)
+            self.assertEqual((out[1], out[2]), ((200, True), (200, True)))
+            self.assertEqual([out[k, "again"] for k in range(3)], [200] * 3)
+        finally:
+            srv.stop()
+
     def test_health_while_loading(self):
         # tokenizer.json as a FIFO: loading blocks until the test writes it
         d = tempfile.mkdtemp(prefix="dsv4-loading-")
