@@ -588,6 +588,14 @@ static json_t *chat_logprobs(const srv_resp_meta *m, const srv_req *r, int a, in
     return json_pack("{s:o}", "content", content);
 }
 
+/* Characters (code points) of a UTF-8 string: text_offset counts characters, as OpenAI's (Python's len) do. */
+static size_t utf8_chars(const char *p, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)p[i] & 0xC0) != 0x80;
+    return c;
+}
+
 /* completions: {tokens, token_logprobs, top_logprobs, text_offset} for ts [a, b); with the prompt's (an echo):
  * its tokens first, the first one's logprob and alternatives null */
 static json_t *completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts, int a, int b, int first_null,
@@ -599,7 +607,7 @@ static json_t *completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts,
         const srv_tok *t = &ts[i];
         json_t *tok = token_text(m->tok, t->token, NULL);
         json_array_append_new(offs, json_integer((json_int_t)*offset));
-        *offset += json_string_length(tok);
+        *offset += utf8_chars(json_string_value(tok), json_string_length(tok));
         json_array_append_new(tokens, tok);
         if (first_null && i == 0) {
             json_array_append_new(lps, json_null());
@@ -796,11 +804,11 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
 {
     const char *obj = "text_completion";
     /* an echo: the prompt (and its logprobs, once all are in) in the first chunk */
-    const size_t echo_len = r->echo_text ? strlen(r->echo_text) : 0;
     if (r->echo_text && !pos->echo_sent) {
         if (r->ptoks && r->n_ptoks < r->n_prompt && !r->done) return 0;
         size_t off = 0;
         json_t *lp = logprobs ? completion_logprobs(m, r, 0, 0, 1, &off) : json_null();
+        pos->offset = off;
         sse(out, chunk(m, obj,
                        json_pack("{s:i, s:s, s:o, s:n}", "index", index, "text", r->echo_text, "logprobs", lp,
                                  "finish_reason")));
@@ -808,8 +816,8 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
     }
     int new_toks = logprobs && r->n_toks > pos->toks;
     if (r->content.len > pos->content || new_toks) {
-        size_t off = echo_len + pos->content; /* text offsets continue from the text sent so far */
-        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, 0, &off) : json_null();
+        /* text offsets continue from the tokens sent so far, as in the whole response */
+        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, 0, &pos->offset) : json_null();
         json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", index, "text", strn(&r->content, pos->content),
                               "logprobs", lp, "finish_reason");
         pos->content = r->content.len;

@@ -117,6 +117,7 @@ typedef struct {
     int toks;                   /* logprob entries sent */
     int role_sent, finish_sent;
     int echo_sent; /* completions' echo: the prompt's chunk is out */
+    size_t offset; /* completions' text_offset of the next token: the characters of the tokens before it */
 } srv_stream_pos;
 
 /* Appends SSE events ("data: {...}\n\n") for what r, choice `index`, produced since pos (r->mu held) to out,

@@ -397,6 +397,25 @@ class Basics(unittest.TestCase):
         st, data, _ = S.request("POST", "/v1/completions", {"prompt": prompt, "max_tokens": 0})
         error_of(self, st, data, 400, "max_tokens")
 
+    def test_text_offset_counts_characters(self):
+        """completions' logprobs.text_offset: each token's offset in characters (as OpenAI's), the sum of the
+        tokens' lengths before it; the same streamed as not, with echo and a completion of partial UTF-8 tokens
+        (forced by logit_bias: bytes that print as U+FFFD one by one)."""
+        prompt = "a\uff5cb \u00e9t\u00e9 \u2581x"  # full-width bar (one token of 3 bytes), accents split in bytes
+        kw = dict(model=MODEL_NAME, prompt=prompt, max_tokens=6, temperature=0, logprobs=1, echo=True,
+                  extra_body={"ignore_eos": True})
+        with open(os.path.join(MODEL, "tokenizer.json"), encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+        if "\u00c3" in vocab:  # the byte 0xC3 of a byte-level BPE: a lone lead byte, printed as U+FFFD
+            kw["logit_bias"] = {str(vocab["\u00c3"]): 100}
+        r = S.client().completions.create(**kw)
+        lp = r.choices[0].logprobs
+        want = [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+        self.assertEqual(lp.text_offset, want, lp.tokens)
+        chunks = list(S.client().completions.create(stream=True, **kw))
+        offs = [o for c in chunks if c.choices[0].logprobs for o in c.choices[0].logprobs.text_offset]
+        self.assertEqual(offs, lp.text_offset)
+
     def test_logprobs(self):
         r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
                                                temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
