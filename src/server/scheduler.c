@@ -36,6 +36,7 @@
 #include "server/scheduler.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -452,9 +453,19 @@ static void on_chat_event(void *user, const dsv4_chat_event *ev)
         if (grow((void **)&r->tools, &r->cap_tools, r->n_tools + 1, sizeof(srv_tool_call))) break;
         srv_tool_call *tc = &r->tools[r->n_tools];
         char id[32];
-        /* unique per server run: the request's address and the call's index */
-        snprintf(id, sizeof id, "call_%012llx%02x", (unsigned long long)((uintptr_t)r & 0xffffffffffffull),
-                 (unsigned)ev->index & 0xff);
+        /* unique per server run, and unlikely to repeat across runs: a counter of the calls made, spread by an odd
+         * multiplier and salted with the first call's time (a request's address, reused by malloc once the request
+         * is freed, gave the calls of a chat's successive turns the same ids) */
+        static atomic_ullong next_call;
+        static atomic_ullong salt;
+        unsigned long long k = atomic_fetch_add(&next_call, 1), sv = atomic_load(&salt);
+        if (!sv) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            unsigned long long mine = (((unsigned long long)ts.tv_sec << 30) ^ (unsigned long long)ts.tv_nsec) | 1;
+            if (atomic_compare_exchange_strong(&salt, &sv, mine)) sv = mine; /* else sv holds the one set first */
+        }
+        snprintf(id, sizeof id, "call_%016llx", sv ^ (k * 0x9E3779B97F4A7C15ull));
         tc->id = strdup(id);
         tc->name = strdup(ev->name ? ev->name : "");
         tc->arguments = malloc(ev->len + 1);

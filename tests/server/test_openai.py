@@ -539,6 +539,27 @@ class Basics(unittest.TestCase):
             status, data, _ = S.request("POST", "/v1/chat/completions", body)
             error_of(self, status, data, 400, param)
 
+    def test_tool_call_ids_unique(self):
+        """Tool-call ids never repeat within a server run: a chat's successive turns (and clients that key tool
+        results by id) must not see two calls with one id. The named tool_choice's forced text carries a whole
+        call here (the embedded model writes none itself), so every request ends in one tool call."""
+        d = "\uff5cDSML\uff5c"
+        name = (f'get_weather">\n<{d}parameter name="city" string="true">Paris</{d}parameter>\n</{d}invoke>\n'
+                f'</{d}tool_calls')
+        tools = [{"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {}}}}]
+        kw = dict(model=MODEL_NAME, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=tools,
+                  tool_choice={"type": "function", "function": {"name": name}}, temperature=0, max_tokens=8)
+        ids = []
+        for _ in range(24):
+            r = S.client().chat.completions.create(**kw)
+            self.assertEqual(r.choices[0].finish_reason, "tool_calls", r)
+            self.assertEqual(r.choices[0].message.tool_calls[0].function.name, "get_weather")
+            ids += [tc.id for tc in r.choices[0].message.tool_calls]
+        r = S.client().chat.completions.create(n=3, **kw)
+        ids += [tc.id for c in r.choices for tc in c.message.tool_calls]
+        self.assertTrue(all(i.startswith("call_") for i in ids), ids)
+        self.assertEqual(len(set(ids)), len(ids), ids)
+
     def test_completions_text_and_ids(self):
         cl = S.client()
         r = cl.completions.create(model=MODEL_NAME, prompt="Hello there", max_tokens=8, temperature=0)
