@@ -420,7 +420,8 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
                 srv_error_set(&e, 400, "invalid_request_error", "prompt", "%s: echo: %s", pn, derr);
                 goto refuse;
             }
-            if (pr && pr->text) r->echo_text = strndup(pr->text, pr->len);
+            if (pr && pr->text) r->echo_text = strndup(pr->text, tl = pr->len);
+            r->echo_len = tl;
             if (p.logprobs && !r->ptoks) r->ptoks = calloc((size_t)r->n_prompt, sizeof *r->ptoks);
             if (!r->echo_text || (p.logprobs && !r->ptoks)) {
                 srv_error_set(&e, 500, "server_error", "", "out of memory");

@@ -653,7 +653,7 @@ static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
 {
     if (!r->echo_text) return strn(b, from);
     dsv4_strbuf t = {0};
-    dsv4_strbuf_put(&t, r->echo_text, strlen(r->echo_text));
+    dsv4_strbuf_put(&t, r->echo_text, r->echo_len);
     if (b->len > from) dsv4_strbuf_put(&t, b->p + from, b->len - from);
     json_t *s = strn(&t, 0);
     dsv4_strbuf_free(&t);
@@ -810,7 +810,7 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
         json_t *lp = logprobs ? completion_logprobs(m, r, 0, 0, 1, &off) : json_null();
         pos->offset = off;
         sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:s, s:o, s:n}", "index", index, "text", r->echo_text, "logprobs", lp,
+                       json_pack("{s:i, s:s%, s:o, s:n}", "index", index, "text", r->echo_text, r->echo_len, "logprobs", lp,
                                  "finish_reason")));
         pos->echo_sent = 1;
     }

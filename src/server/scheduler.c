@@ -194,7 +194,11 @@ srv_req *srv_req_clone_prompt(const srv_req *r, const int32_t *prompt, int n_pro
     c->chat = r->chat;
     c->thinking = r->thinking;
     if (r->forced_text) bad |= !(c->forced_text = strdup(r->forced_text));
-    if (r->echo_text && same) bad |= !(c->echo_text = strdup(r->echo_text));
+    if (r->echo_text && same) {
+        bad |= !(c->echo_text = malloc(r->echo_len + 1));
+        if (c->echo_text) memcpy(c->echo_text, r->echo_text, r->echo_len + 1);
+        c->echo_len = r->echo_len;
+    }
     c->no_gen = r->no_gen;
     if (r->ptoks) bad |= !(c->ptoks = calloc((size_t)n_prompt, sizeof *c->ptoks));
     c->t_arrive = r->t_arrive;

@@ -49,6 +49,7 @@ typedef struct srv_req {
     int thinking;              /* the prompt ends in "<think>" */
     char *forced_text;         /* chat: text of forced tokens at the end of the prompt, fed to the parser first */
     char *echo_text;           /* completions' echo: the prompt as text (owned); NULL without echo */
+    size_t echo_len;           /* its bytes (an id prompt's text may hold a NUL byte) */
     int no_gen;                /* generate nothing: the request ends once its prompt is in (echo, max_tokens 0) */
     int choice;                /* k of the choices of one prompt (srv_req_clone's k): the usage counts choice 0's
                                   prompt only */

@@ -416,6 +416,28 @@ class Basics(unittest.TestCase):
         offs = [o for c in chunks if c.choices[0].logprobs for o in c.choices[0].logprobs.text_offset]
         self.assertEqual(offs, lp.text_offset)
 
+    def test_echo_ids_with_nul_byte(self):
+        """echo of a token-id prompt whose text holds a NUL byte (a byte-level BPE's token for 0x00): the whole
+        text comes back, streamed or not, for every choice (the C string was cut at the NUL)."""
+        with open(os.path.join(MODEL, "tokenizer.json"), encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+        if "\u0100" not in vocab or "a" not in vocab:  # byte-level BPE: byte 0x00 prints as U+0100
+            self.skipTest("not a byte-level BPE tokenizer")
+        ids = [vocab["a"], vocab["\u0100"], vocab["a"]]
+        for stream in (False, True):
+            st, data, _ = S.request("POST", "/v1/completions", {"prompt": ids, "max_tokens": 0, "echo": True,
+                                                                  "n": 2, "stream": stream})
+            self.assertEqual(st, 200, data)
+            if stream:
+                texts = {}
+                for e in sse_events(data)[:-1]:
+                    c = json.loads(e)["choices"][0]
+                    texts[c["index"]] = texts.get(c["index"], "") + c["text"]
+                texts = [texts[k] for k in sorted(texts)]
+            else:
+                texts = [c["text"] for c in json.loads(data)["choices"]]
+            self.assertEqual(texts, ["a\x00a"] * 2, stream)
+
     def test_logprobs(self):
         r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": QUESTION}],
                                                temperature=0, max_tokens=12, logprobs=True, top_logprobs=3,
