@@ -10,6 +10,7 @@
  */
 #include "server/openai.h"
 #include "core/json_util.h"
+#include "text/tokenizer.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -548,8 +549,15 @@ static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
     json_t *s = json_stringn(text ? text : "", len);
     if (!s) s = json_string("\xef\xbf\xbd");
     if (bytes) {
+        /* the token's own bytes, not its printed text: a character split over tokens prints as U+FFFD in each,
+         * and its bytes are what lets a client join them back (OpenAI's reason for the field) */
+        size_t nb = 0;
+        const uint8_t *raw = dsv4_tok_bytes(tok, id, &nb);
         *bytes = json_array();
-        for (size_t i = 0; i < len; i++) json_array_append_new(*bytes, json_integer((unsigned char)text[i]));
+        if (raw)
+            for (size_t i = 0; i < nb; i++) json_array_append_new(*bytes, json_integer(raw[i]));
+        else
+            for (size_t i = 0; i < len; i++) json_array_append_new(*bytes, json_integer((unsigned char)text[i]));
     }
     free(text);
     return s;

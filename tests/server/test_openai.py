@@ -462,6 +462,25 @@ class Basics(unittest.TestCase):
         self.assertEqual("".join(l.tokens), c.choices[0].text)
         self.assertEqual(l.text_offset[0], 0)
 
+    def test_logprobs_bytes_are_the_tokens(self):
+        """chat logprobs' bytes: the token's own bytes, so that a character split over tokens (each printed as
+        U+FFFD) can be joined back from them, as OpenAI documents the field; forced here by logit_bias on the
+        byte 0xC3 of a byte-level BPE (a lone lead byte)."""
+        with open(os.path.join(MODEL, "tokenizer.json"), encoding="utf-8") as f:
+            vocab = json.load(f)["model"]["vocab"]
+        if "\u00c3" not in vocab:
+            self.skipTest("not a byte-level BPE tokenizer")
+        r = S.client().chat.completions.create(model=MODEL_NAME, messages=[{"role": "user", "content": "Hi"}],
+                                               temperature=0, max_tokens=4, logprobs=True, top_logprobs=2,
+                                               logit_bias={str(vocab["\u00c3"]): 100},
+                                               extra_body={"ignore_eos": True})
+        lp = r.choices[0].logprobs.content
+        self.assertEqual([t.bytes for t in lp], [[0xC3]] * 4)
+        self.assertEqual([t.token for t in lp], ["\ufffd"] * 4)
+        for t in lp:
+            for x in t.top_logprobs:
+                self.assertEqual(bytes(x.bytes).decode("utf-8", "replace"), x.token)
+
     def test_stop_strings(self):
         cl = S.client()
         full = cl.completions.create(model=MODEL_NAME, prompt="The quick brown fox", temperature=0, max_tokens=40,
