@@ -120,7 +120,8 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);
         else if (!strcmp(a, "--request-timeout")) bad = cli_parse_double(C, a, v, 0, 1e7, &request_timeout);
         else if (!strcmp(a, "--shutdown-timeout")) bad = cli_parse_double(C, a, v, 0, 1e5, &shutdown_timeout);
-        else if (!strcmp(a, "--idle-timeout")) bad = cli_parse_double(C, a, v, 0, 1e6, &idle_timeout);
+        else if (!strcmp(a, "--idle-timeout"))
+            bad = cli_parse_double(C, a, v, 0, 1e6, &idle_timeout);
         else if (!strcmp(a, "--overlap")) {
             if (strcmp(v, "on") && strcmp(v, "off")) return cli_fail(C, "--overlap: on or off, not '%s'", v);
             overlap = !strcmp(v, "on");

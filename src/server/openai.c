@@ -818,8 +818,8 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
         json_t *lp = logprobs ? completion_logprobs(m, r, 0, 0, 1, &off) : json_null();
         pos->offset = off;
         sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:s%, s:o, s:n}", "index", index, "text", r->echo_text, r->echo_len, "logprobs", lp,
-                                 "finish_reason")));
+                       json_pack("{s:i, s:s%, s:o, s:n}", "index", index, "text", r->echo_text, r->echo_len, "logprobs",
+                                 lp, "finish_reason")));
         pos->echo_sent = 1;
     }
     int new_toks = logprobs && r->n_toks > pos->toks;
