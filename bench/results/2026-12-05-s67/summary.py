@@ -10,7 +10,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import attn, call_lines, call_rounds, table_rounds  # noqa: E402
+from summary_lib import attn, call_lines, call_rounds, suite, table_rounds  # noqa: E402
 
 ATTN_WHAT = ("the attention alone (bench_kernels --attn-only, 64 heads of 512, BF16 rows, reference numerics), µs a "
              "call by round")
@@ -69,4 +69,7 @@ print(json.dumps({
                     "1M, one token",
             "attention_us": table_rounds(D, "mdp", attn), "decode_ms": call_rounds(D, "mdp"),
             "attn_ab": call_lines(D, "mdp", "attn-ab.txt"), "ncu_none_us": ncu("mdp", "ncu.txt")},
+    "verify": {"what": "794714c: the whole GPU suite (scripts/gpu_verify.sh) on s67's defaults, the logits against "
+                       "f4385ae's build (the session's first commit) byte for byte",
+               "suite": suite(D, "verify"), "bits": call_lines(D, "verify", "bits.txt")},
 }, indent=1))
