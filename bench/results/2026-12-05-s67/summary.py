@@ -69,6 +69,10 @@ print(json.dumps({
                     "1M, one token",
             "attention_us": table_rounds(D, "mdp", attn), "decode_ms": call_rounds(D, "mdp"),
             "attn_ab": call_lines(D, "mdp", "attn-ab.txt"), "ncu_none_us": ncu("mdp", "ncu.txt")},
+    "pv16": {"what": "5679b4d: the weighted sum's slices of 16 (p16) or 64 (p64) dimensions at 1-4 tokens (tune files) "
+                     "against the built-in table (tree: one8 / one, falling back to 32-dimension slices where the "
+                     "parts exceed 176 rows); " + ATTN_WHAT + " at 1M / 256k",
+             "attention_us": table_rounds(D, "pv16", attn), "attn_ab": call_lines(D, "pv16", "attn-ab.txt")},
     "verify": {"what": "794714c: the whole GPU suite (scripts/gpu_verify.sh) on s67's defaults, the logits against "
                        "f4385ae's build (the session's first commit) byte for byte",
                "suite": suite(D, "verify"), "bits": call_lines(D, "verify", "bits.txt")},
