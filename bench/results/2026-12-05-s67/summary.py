@@ -73,6 +73,11 @@ print(json.dumps({
                      "against the built-in table (tree: one8 / one, falling back to 32-dimension slices where the "
                      "parts exceed 176 rows); " + ATTN_WHAT + " at 1M / 256k",
              "attention_us": table_rounds(D, "pv16", attn), "attn_ab": call_lines(D, "pv16", "attn-ab.txt")},
+    "pvl": {"what": "b8b9d0c (pvl.diff, reverted): k_attn_pv in 128-row tiles (AM_PV_LONG) to 4 tokens past 768 rows "
+                    "against 64 (DSV4_ATTN_PV_LONG=0), one binary; test_ops_cuda passed; " + ATTN_WHAT + " at 1M / "
+                    "256k, 1-4 tokens; " + DECODE_WHAT + " at batch 1 with a ~1M context",
+            "attention_us": table_rounds(D, "pvl", attn), "decode_ms": call_rounds(D, "pvl"),
+            "attn_ab": call_lines(D, "pvl", "attn-ab.txt")},
     "verify": {"what": "794714c: the whole GPU suite (scripts/gpu_verify.sh) on s67's defaults, the logits against "
                        "f4385ae's build (the session's first commit) byte for byte",
                "suite": suite(D, "verify"), "bits": call_lines(D, "verify", "bits.txt")},

@@ -628,11 +628,6 @@ __global__ void __launch_bounds__(256)
  * which weighted-sum layout serve a call of n tokens is dsv4 tune's choice
  * (engine/tune.h; built in: the H200's): every choice gives the same bits. */
 #define AM_TILE 64 /* rows per tile of k_attn_pv */
-/* k_attn_pv's tiles where few tokens have long parts (to 4 tokens past 768 rows, slices of up to 32 dimensions):
- * a part's tiles are walked in order with one tile's loads ahead, so a tile costs about one round trip for its
- * gathered rows; at a 1M context (parts of ~1,040 rows) 64-row tiles made the weighted sum ~18.7 us at one token
- * (bench/results/2026-12-05-s67/mdp/ncu.txt). The same sums: the 16-row steps in the same order. */
-#define AM_PV_LONG 128
 
 /* Bytes per row of a BF16 tile in shared memory whose 16-byte fragment reads
  * (8 lanes: 2 rows x 4 chunks) meet 8 distinct bank groups: stride = 64 mod 128. */
@@ -876,16 +871,15 @@ __device__ __forceinline__ void ldsm_x2_trans(uint32_t &b0, uint32_t &b1, const 
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(b0), "=r"(b1) : "r"(a));
 }
 
-template <int NT, bool WALK, bool BF, int TL = AM_TILE>
+template <int NT, bool WALK, bool BF>
 __global__ void __launch_bounds__(128)
     k_attn_pv(attn_args A, const int64_t *posv, const int32_t *cnt, const uint16_t *pb, const float **rows,
               const float *den, const float *cf, float *out)
 {
     constexpr int SL = 8 * NT, VS = SL == 8 ? 16 : 2 * SL + 16; /* bytes per value row: an odd multiple of 16 */
     static_assert(WALK || 128 % SL == 0, "k_attn_pv: a thread's stores keep one column (the de-rotation's angle)");
-    /* rows per tile (WALK: fewer as the slice widens, for the registers of a tile's values ahead; else TL: AM_TILE,
-     * or for parts of many rows at few tokens AM_PV_LONG - each tile is one round trip for its rows) */
-    constexpr int TILE = !WALK ? TL : NT <= 4 ? 2 * AM_TILE : NT <= 8 ? AM_TILE : AM_TILE / 2;
+    /* rows per tile (WALK: fewer as the slice widens, for the registers of a tile's values ahead) */
+    constexpr int TILE = !WALK ? AM_TILE : NT <= 4 ? 2 * AM_TILE : NT <= 8 ? AM_TILE : AM_TILE / 2;
     constexpr int VL = TILE * SL / 4 / 128 > 0 ? TILE * SL / 4 / 128 : 1; /* value float4 per thread */
     /* BF: BF16 rows, each tile by cp.async straight into one of two tiles (the next lands during this one's
      * MMAs); else FP32 rows, a tile ahead in registers, rounded to BF16 on the way */
@@ -1873,14 +1867,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 return A.ofreq != NULL;
             }
             const int sl = ch->sum == DSV4_SUM_PARTS16 ? 16 : ch->sum == DSV4_SUM_PARTS64 && hd % 64 == 0 ? 64 : 32;
-            /* long parts at few tokens: tiles of AM_PV_LONG rows (DSV4_ATTN_PV_LONG=0: never; the same bits) */
-            static int pv_long = -1;
-            if (pv_long < 0) pv_long = cuda_env_on("DSV4_ATTN_PV_LONG");
-            const bool lt = pv_long && A.bf16 && sl <= 32 && nt <= 4 && max_rows > 64 * MD_NV;
             void (*pv)(attn_args, const int64_t *, const int32_t *, const uint16_t *, const float **, const float *,
                        const float *, float *) =
-                lt         ? (sl == 16 ? k_attn_pv<2, false, true, AM_PV_LONG> : k_attn_pv<4, false, true, AM_PV_LONG>)
-                : sl == 16 ? (A.bf16 ? k_attn_pv<2, false, true> : k_attn_pv<2, false, false>)
+                sl == 16   ? (A.bf16 ? k_attn_pv<2, false, true> : k_attn_pv<2, false, false>)
                 : sl == 32 ? (A.bf16 ? k_attn_pv<4, false, true> : k_attn_pv<4, false, false>)
                            : (A.bf16 ? k_attn_pv<8, false, true> : k_attn_pv<8, false, false>);
             launch_attn(pv, dim3((unsigned)nt, (unsigned)(hd / sl), AM_PARTS), 128, 0, im->stream, true, true, A, dpos,
