@@ -106,6 +106,13 @@ call_attn_ab() {
   python3 bench/attn_ab.py "$R" "$@" > "$R/attn-ab.txt" 2>&1
   cat "$R/attn-ab.txt"
 }
+# call_tune_file FILE ROWS - a `dsv4 tune` file for this device (its name as the backend prints it) with the
+# attention rows ROWS (JSON objects, comma-separated: {"max_tokens": 3, "score_rows": 16, "sum": "one"}, ...), for
+# DSV4_TUNE=FILE in an A/B of kernel choices (s67's one34/, one3/, m1/ and pv16/ wrote theirs inline).
+call_tune_file() {
+  printf '{"dsv4_tune": 1, "device": "%s (sm_90)", "attention": [%s]}\n' \
+    "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$2" > "$1"
+}
 # call_memcheck KERNEL ARGS - compute-sanitizer's memcheck on KERNEL's launches in $B/bench_kernels ARGS (e.g.
 # k_idx_score_tc "--attn-only --batch 4 --reps 1") into $R/san-KERNEL.txt, printing its exit and summary.
 call_memcheck() {
