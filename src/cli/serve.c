@@ -6,7 +6,7 @@
  *              [--moe-backend auto|w4a16|w4a8|w4a4] [--api-key KEY] [--numerics reference|plain] [--threads N]
  *              [--cuda-graphs on|off] [--ep N] [--tokenizer FILE] [--fill-random]
  *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
- *              [--overlap on|off]
+ *              [--idle-timeout S] [--overlap on|off] [--prefix-cache auto|on|off] [--prefix-cache-entries N]
  *
  * Start-up order: options, then the HTTP listener (so /health answers 503
  * while loading), the tokenizer, the engine with its KV pool, the scheduler;
@@ -71,7 +71,8 @@ static void serve_usage(FILE *f)
         "--prefill-gemm cublaslt: FP8 linears of prefill steps through cuBLASLt (faster, other bits);\n"
         "--prefix-cache: start a prompt from the kept state of an earlier one that it begins with (auto, the\n"
         "default: on), --prefix-cache-entries states kept\n"
-        "(default twice --max-running-requests). See docs/SERVER.md.\n",
+        "(default twice --max-running-requests); --idle-timeout: seconds a silent connection stays open (default\n"
+        "60, 0: never; not while its answer is generated). See docs/SERVER.md.\n",
         DSV4_DEFAULT_MODEL);
 }
 
