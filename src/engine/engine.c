@@ -118,7 +118,7 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int max_snaps, int64_t 
      * (DSV4_KV_FP4_KEYS=0: not, for comparing the two) */
     const char *fk = getenv("DSV4_KV_FP4_KEYS");
     kv->fp4_keys = e->numerics == DSV4_NUMERICS_REFERENCE && e->be->kv_fp4_keys && c->index_head_dim % 32 == 0 &&
-                   !(fk && !strcmp(fk, "0"));
+                   dsv4_config_count_kind(c, DSV4_ATTN_CSA) > 0 && !(fk && !strcmp(fk, "0"));
     size_t so = 0, po = 0;
     const int hd = c->head_dim, dI = c->index_head_dim;
     const size_t rhd = dsv4_kv_row_floats(kv, hd);

@@ -203,6 +203,9 @@ static dsv4_status get_array(const cfg_ctx *c, const json_t *obj, const char *ke
 static dsv4_status parse_rope_dict(const cfg_ctx *c, const json_t *o, const char *path, bool read_theta,
                                    bool type_required, dsv4_rope_cfg *r)
 {
+    /* Only transformers' nested rope_parameters.{main,compress} leave a missing attention_factor to
+     * transformers' YaRN default (DeepseekV4Config pins 1.0 for rope_scaling and the flat spelling). */
+    const bool af_inferred = read_theta;
     char p[96];
     const char *type = NULL;
     snprintf(p, sizeof p, "%s.rope_type", path);
@@ -243,6 +246,26 @@ static dsv4_status parse_rope_dict(const cfg_ctx *c, const json_t *o, const char
     double af;
     snprintf(p, sizeof p, "%s.attention_factor", path);
     TRY(get_num_at(c, o, "attention_factor", p, 1.0, true, &af));
+    if (af_inferred && !field(o, "attention_factor")) {
+        /* transformers' _compute_yarn_parameters: mscale(factor, m) = 0.1 m ln(factor) + 1 (1 for factor <= 1),
+         * mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are given and non-zero,
+         * mscale(factor, 1) otherwise; it multiplies cos and sin by it. */
+        double ms = 0, msa = 0;
+        char q[96];
+        snprintf(q, sizeof q, "%s.mscale", path);
+        TRY(get_num_at(c, o, "mscale", q, 0, false, &ms));
+        snprintf(q, sizeof q, "%s.mscale_all_dim", path);
+        TRY(get_num_at(c, o, "mscale_all_dim", q, 0, false, &msa));
+        double f = r->factor;
+#define YARN_MSCALE(m) (f <= 1 ? 1.0 : 0.1 * (m)*log(f) + 1.0)
+        double inferred = ms != 0 && msa != 0 ? YARN_MSCALE(ms) / YARN_MSCALE(msa) : YARN_MSCALE(1.0);
+#undef YARN_MSCALE
+        if (fabs(inferred - 1.0) > 1e-12)
+            return cfg_fail(c, DSV4_ERR_UNSUPPORTED,
+                            "%s: missing, so transformers infers %g from factor %g (a YaRN magnitude term dsv4 does "
+                            "not implement; DeepSeek-V4 uses 1.0: set \"attention_factor\": 1.0)",
+                            p, inferred, f);
+    }
     if (af != 1.0)
         return cfg_fail(c, DSV4_ERR_UNSUPPORTED,
                         "%s: %g is not supported (dsv4 implements YaRN without a magnitude term, i.e. 1.0)", p, af);
@@ -284,8 +307,27 @@ static dsv4_status parse_rope(const cfg_ctx *c, const json_t *root, dsv4_config 
     pc.theta = theta_comp;
     json_t *m = json_object_get(rp, "main"), *k = json_object_get(rp, "compress");
     if (json_is_object(m) && json_is_object(k)) {
+        /* transformers' standardize_rope_params fills a nested entry's missing rope_theta from rope_theta,
+         * the compressed layers' too (compress_rope_theta is not read there) */
+        pc.theta = theta_main;
         TRY(parse_rope_dict(c, m, "rope_parameters.main", true, false, &pm));
         TRY(parse_rope_dict(c, k, "rope_parameters.compress", true, false, &pc));
+        /* transformers sizes each layer type's RoPE by its own partial_rotary_factor (it rotates the last
+         * head_dim x factor dims); dsv4 rotates qk_rope_head_dim dims in every layer */
+        const json_t *sub[2] = {m, k};
+        const char *name[2] = {"rope_parameters.main", "rope_parameters.compress"};
+        for (int i = 0; i < 2; i++) {
+            char p[96];
+            double prf;
+            snprintf(p, sizeof p, "%s.partial_rotary_factor", name[i]);
+            if (!field(sub[i], "partial_rotary_factor")) continue;
+            TRY(get_num_at(c, sub[i], "partial_rotary_factor", p, 0, true, &prf));
+            if (fabs(cfg->head_dim * prf - cfg->rope_dim) > 1e-6 * (1 + cfg->rope_dim))
+                return cfg_fail(c, DSV4_ERR_UNSUPPORTED,
+                                "%s: %g x head_dim %d = %g rotated dims disagrees with qk_rope_head_dim %d (dsv4 "
+                                "rotates the same dims in every layer)",
+                                p, prf, cfg->head_dim, cfg->head_dim * prf, cfg->rope_dim);
+        }
     } else {
         TRY(parse_rope_dict(c, rp, "rope_parameters", false, false, &pc));
     }

@@ -246,7 +246,22 @@ static void test_both_spellings_agree(void **state)
     if (parse_json(j, c, err, sizeof err)) fail_msg("consistent mixed config refused: %s", err);
     expect_flash(c);
 
-    /* flat rope_parameters (YaRN settings for the compressed layers) */
+    /* nested rope_parameters without rope_theta: transformers fills both from rope_theta */
+    {
+        json_t *t = json_deep_copy(j);
+        json_t *rp = json_object_get(t, "rope_parameters");
+        assert_true(json_is_object(json_object_get(rp, "compress")));
+        json_object_del(json_object_get(rp, "main"), "rope_theta");
+        json_object_del(json_object_get(rp, "compress"), "rope_theta");
+        json_object_set_new(t, "rope_theta", json_real(20000.0));
+        json_object_set_new(t, "compress_rope_theta", json_real(80000.0));
+        json_object_del(t, "rope_scaling");
+        if (parse_json(t, c, err, sizeof err)) fail_msg("nested rope_parameters without rope_theta: %s", err);
+        assert_true(c->rope_main.theta == 20000.0);
+        assert_true(c->rope_compress.theta == 20000.0);
+        assert_true(c->rope_compress.yarn);
+        json_decref(t);
+    }
     json_object_del(j, "rope_scaling");
     json_object_set_new(
         j, "rope_parameters",
@@ -467,10 +482,31 @@ static void test_refused(void **state)
     expect_refused(with("quantization_config", json_integer(1)), DSV4_ERR_FORMAT, "quantization_config", NULL);
     expect_refused(with("compress_ratios", json_string("0,0,4")), DSV4_ERR_FORMAT, "compress_ratios", NULL);
     expect_refused(with("partial_rotary_factor", json_real(0.3)), DSV4_ERR_FORMAT, "partial_rotary_factor", NULL);
+    /* a layer type's own partial_rotary_factor: transformers rotates head_dim x it dims in those layers */
+    j = flash_transformers_json();
+    json_object_set_new(json_object_get(json_object_get(j, "rope_parameters"), "compress"), "partial_rotary_factor",
+                        json_real(0.25));
+    expect_refused(j, DSV4_ERR_UNSUPPORTED, "rope_parameters.compress.partial_rotary_factor", "qk_rope_head_dim", NULL);
 
     j = flash_transformers_json();
     json_array_set_new(json_object_get(j, "layer_types"), 9, json_string("full_attention"));
     expect_refused(j, DSV4_ERR_FORMAT, "layer_types[9]", "full_attention", NULL);
+    /* nested rope_parameters: transformers pins no attention_factor there and infers YaRN's magnitude
+       0.1 ln(factor) + 1 = 1.277 when it is missing (mscale / mscale_all_dim equal: 1.0, accepted) */
+    j = flash_transformers_json();
+    json_object_del(json_object_get(json_object_get(j, "rope_parameters"), "compress"), "attention_factor");
+    expect_refused(json_deep_copy(j), DSV4_ERR_UNSUPPORTED, "rope_parameters.compress.attention_factor", "1.277", NULL);
+    json_object_set_new(json_object_get(json_object_get(j, "rope_parameters"), "compress"), "mscale", json_real(1.0));
+    expect_refused(json_deep_copy(j), DSV4_ERR_UNSUPPORTED, "rope_parameters.compress.attention_factor", NULL);
+    json_object_set_new(json_object_get(json_object_get(j, "rope_parameters"), "compress"), "mscale_all_dim",
+                        json_real(1.0));
+    {
+        dsv4_config *c2 = calloc(1, sizeof *c2);
+        char e2[256] = "";
+        if (parse_json(j, c2, e2, sizeof e2)) fail_msg("mscale = mscale_all_dim refused: %s", e2);
+        free(c2);
+    }
+    json_decref(j);
     j = flash_transformers_json();
     json_array_remove(json_object_get(j, "mlp_layer_types"), 0);
     expect_refused(j, DSV4_ERR_FORMAT, "mlp_layer_types", NULL);

@@ -236,7 +236,7 @@ static void test_reference_numerics(void **state)
         assert_true(ir.kv_bf16_rows);
         if (ir.kv_fp4_keys)
             assert_true(ir.kv_page_bytes * 2 < ip.kv_page_bytes);
-        else
+        else if (ip.kv_page_bytes > (int64_t)sizeof(float)) /* a sliding-only model's page holds no row */
             assert_int_equal(ir.kv_page_bytes * 2, ip.kv_page_bytes);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 0, ref);
         run_modes(e, fx->ids, fx->T, fx->V, fx->T, 29, ref2);
