@@ -78,6 +78,8 @@ print(json.dumps({
                     "256k, 1-4 tokens; " + DECODE_WHAT + " at batch 1 with a ~1M context",
             "attention_us": table_rounds(D, "pvl", attn), "decode_ms": call_rounds(D, "pvl"),
             "attn_ab": call_lines(D, "pvl", "attn-ab.txt")},
+    "ax": {"what": "16 of the oracle audit's random tiny models through test_gpu_vs_cpu on the GPU (0a12b62); the "
+                   "lines that came back", "summary": call_lines(D, "ax", "summary.txt")},
     "verify": {"what": "794714c: the whole GPU suite (scripts/gpu_verify.sh) on s67's defaults, the logits against "
                        "f4385ae's build (the session's first commit) byte for byte",
                "suite": suite(D, "verify"), "bits": call_lines(D, "verify", "bits.txt")},
