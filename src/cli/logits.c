@@ -54,9 +54,11 @@ int cmd_logits(int argc, char **argv)
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o.model_dir = v;
         else if (!strcmp(a, "--ids")) ids_arg = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
-        else if (!strcmp(a, "--prefill")) prefill = strtol(v, NULL, 10);
-        else if (!strcmp(a, "--chunk")) chunk = strtol(v, NULL, 10);
-        else if ((eopt = cli_engine_option(C, a, v, &o)) >= 0) {
+        else if (!strcmp(a, "--prefill") || !strcmp(a, "--chunk")) {
+            long long x;
+            if (cli_parse_int(C, a, v, !strcmp(a, "--chunk"), 0x7fffffff, &x)) return 1;
+            *(!strcmp(a, "--chunk") ? &chunk : &prefill) = (long)x;
+        } else if ((eopt = cli_engine_option(C, a, v, &o)) >= 0) {
             if (eopt) return 1;
         } else {
             logits_usage(stderr);

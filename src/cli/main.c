@@ -199,11 +199,27 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
         size_t cap = 4096, len = 0;
         text = malloc(cap);
         size_t r;
-        while ((r = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        int nul = 0;
+        /* a list of ids is text: a NUL byte (or /dev/zero, which never ends) is not one */
+        while (text && (r = fread(text + len, 1, cap - len - 1, f)) > 0) {
+            if ((nul = memchr(text + len, 0, r) != NULL)) break;
             len += r;
-            if (len + 1 >= cap) text = realloc(text, cap *= 2);
+            if (len + 1 >= cap) {
+                char *t2 = realloc(text, cap *= 2);
+                if (!t2) free(text);
+                text = t2;
+            }
         }
+        const int rerr = ferror(f);
         fclose(f);
+        if (!text || rerr || nul) {
+            snprintf(err, errlen, "%s: %s", arg + 1,
+                     !text  ? "out of memory"
+                     : rerr ? "read error (a directory?)"
+                            : "holds a NUL byte; not a list of token ids");
+            free(text);
+            return -1;
+        }
         text[len] = 0;
     } else {
         text = strdup(arg);

@@ -16,9 +16,11 @@
  * partial_rotary_factor, rope_scaling and rope_parameters) they must agree.
  */
 #include "model/config.h"
+#include "core/file_util.h"
 #include "core/json_util.h"
 
 #include <errno.h>
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -122,9 +124,10 @@ static dsv4_status get_num_at(const cfg_ctx *c, const json_t *obj, const char *k
     }
     dsv4_status s = read_num(c, v, path, out);
     if (s) return s;
-    if (!isfinite(*out) || (positive && !(*out > 0)))
-        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: %g is out of range (expected a %snumber)", path, *out,
-                        positive ? "positive " : "finite ");
+    /* the engine computes in FP32: a value past FLT_MAX would become Inf there and NaN the logits */
+    if (!isfinite(*out) || fabs(*out) > FLT_MAX || (positive && !(*out > 0)))
+        return cfg_fail(c, DSV4_ERR_FORMAT, "%s: %g is out of range (expected a %snumber within FP32's range)", path,
+                        *out, positive ? "positive " : "finite ");
     return DSV4_OK;
 }
 
@@ -340,6 +343,21 @@ static dsv4_status parse_rope(const cfg_ctx *c, const json_t *root, dsv4_config 
                         comp.orig_max_pos, pc.orig_max_pos, comp.beta_fast, pc.beta_fast, comp.beta_slow, pc.beta_slow);
     cfg->rope_main = pm;
     cfg->rope_compress = pc;
+    return DSV4_OK;
+}
+
+/* YaRN's correction range divides by log(theta): theta 1 makes every frequency NaN (the reference divides
+ * by zero there), a theta under 1 turns the range around. */
+static dsv4_status check_yarn_theta(const cfg_ctx *c, const dsv4_config *cfg)
+{
+    const struct {
+        const dsv4_rope_cfg *r;
+        const char *name;
+    } rs[] = {{&cfg->rope_main, "rope_theta"}, {&cfg->rope_compress, "compress_rope_theta"}};
+    for (size_t i = 0; i < 2; i++)
+        if (rs[i].r->yarn && !(rs[i].r->theta > 1))
+            return cfg_fail(c, DSV4_ERR_FORMAT, "%s: %g is out of range for YaRN (expected a number above 1)",
+                            rs[i].name, rs[i].r->theta);
     return DSV4_OK;
 }
 
@@ -683,6 +701,7 @@ static dsv4_status parse_root(const cfg_ctx *c, const json_t *root, dsv4_config 
 
     /* positions */
     TRY(parse_rope(c, root, cfg));
+    TRY(check_yarn_theta(c, cfg));
     TRY(get_int(c, root, "max_position_embeddings", false, 1048576, 1, (int64_t)1 << 40,
                 &cfg->max_position_embeddings));
     TRY(parse_token_ids(c, root, cfg));
@@ -750,11 +769,11 @@ dsv4_status dsv4_config_load(const char *dir, dsv4_config *cfg, char *err, size_
     dsv4_status s = DSV4_OK;
     char *buf = NULL;
     size_t n = 0;
-    FILE *fp = fopen(path, "rb");
+    const char *why;
+    FILE *fp = dsv4_fopen_regular(path, &why);
     if (!fp) {
-        int e = errno;
         c.src = path;
-        s = cfg_fail(&c, DSV4_ERR_IO, "%s", strerror(e));
+        s = cfg_fail(&c, DSV4_ERR_IO, "%s", why);
         goto done;
     }
     /* config.json is a few KB; 16 MB means something else sits there. */

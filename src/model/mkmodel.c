@@ -20,6 +20,7 @@
  */
 #include "model/mkmodel.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -539,13 +540,25 @@ dsv4_status dsv4_mkmodel(const dsv4_mkmodel_opts *o, char *err, size_t errlen)
         snprintf(err, errlen, "%s: %s", o->out_dir, strerror(errno));
         return DSV4_ERR_IO;
     }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", o->out_dir);
-    struct stat sb;
-    if (stat(path, &sb) == 0) {
-        snprintf(err, errlen, "%s already holds a checkpoint; refusing to overwrite it", o->out_dir);
+    /* any checkpoint: an index, a single model.safetensors, shards without an index, or only its config */
+    DIR *dir = opendir(o->out_dir);
+    if (!dir) {
+        snprintf(err, errlen, "%s: %s", o->out_dir, strerror(errno));
+        return DSV4_ERR_IO;
+    }
+    const char *found = NULL;
+    for (struct dirent *de; !found && (de = readdir(dir)) != NULL;) {
+        size_t len = strlen(de->d_name), el = strlen(".safetensors");
+        if (!strcmp(de->d_name, "config.json") || !strcmp(de->d_name, "model.safetensors.index.json") ||
+            (len > el && !strcmp(de->d_name + len - el, ".safetensors")))
+            found = de->d_name;
+    }
+    if (found) {
+        snprintf(err, errlen, "%s already holds a checkpoint (%s); refusing to overwrite it", o->out_dir, found);
+        closedir(dir);
         return DSV4_ERR_INVALID;
     }
+    closedir(dir);
     dsv4_expert_format xf = o->experts == DSV4_XF_UNDECLARED ? DSV4_XF_MXFP4 : o->experts;
     shapes m = preset_shapes(o->preset, o->n_layers, o->vocab);
     if (m.layers > 256) {

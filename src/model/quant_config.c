@@ -3,8 +3,10 @@
  * (config.json quantization_config / expert_dtype, hf_quant_config.json).
  */
 #include "model/quant_config.h"
+#include "core/file_util.h"
 
 #include <jansson.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,15 +68,16 @@ static dsv4_status declare(dsv4_quant_scheme *q, dsv4_expert_format f, const cha
 static dsv4_status read_json(const char *path, json_t **out, bool optional, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    const char *why;
+    FILE *f = dsv4_fopen_regular(path, &why);
     if (!f) {
-        if (optional) return DSV4_OK;
-        snprintf(err, errlen, "%s: cannot open", path);
+        if (optional && errno == ENOENT) return DSV4_OK;
+        snprintf(err, errlen, "%s: cannot open: %s", path, why);
         return DSV4_ERR_IO;
     }
-    fclose(f);
     json_error_t je;
-    *out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    *out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
     if (!*out || !json_is_object(*out)) {
         snprintf(err, errlen, "%s: line %d column %d: %s", path, je.line, je.column,
                  *out ? "expected a JSON object" : je.text);

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE /* SEEK_DATA */
 #include "model/safetensors.h"
+#include "core/file_util.h"
 #include "core/json_util.h"
 
 #include <dirent.h>
@@ -435,7 +436,7 @@ static dsv4_status st_load_file(dsv4_st *st, const char *dir, const char *name, 
 
     char *path = path_join(dir, name);
     if (!path) return st_fail(err, errlen, DSV4_ERR_NOMEM, "%s: out of memory", name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO: refused below, not waited on */
     if (fd < 0) {
         dsv4_status s = st_fail(err, errlen, DSV4_ERR_IO, "%s: %s", path, strerror(errno));
         free(path);
@@ -500,7 +501,7 @@ static int map_entry_file_cmp(const void *a, const void *b)
  * comes from another file. */
 static dsv4_status st_sort_unique(dsv4_st *st, char *err, size_t errlen)
 {
-    qsort(st->tensors, st->n_tensors, sizeof *st->tensors, tensor_name_cmp);
+    if (st->n_tensors) qsort(st->tensors, st->n_tensors, sizeof *st->tensors, tensor_name_cmp); /* NULL when none */
     for (size_t i = 1; i < st->n_tensors; i++) {
         const dsv4_st_tensor *a = &st->tensors[i - 1], *b = &st->tensors[i];
         if (strcmp(a->name, b->name) != 0) continue;
@@ -519,8 +520,9 @@ static dsv4_status read_whole_file(const char *path, char **buf, size_t *len, ch
 {
     *buf = NULL;
     *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return st_fail(err, errlen, DSV4_ERR_IO, "%s: %s", path, strerror(errno));
+    const char *why;
+    FILE *fp = dsv4_fopen_regular(path, &why);
+    if (!fp) return st_fail(err, errlen, DSV4_ERR_IO, "%s: %s", path, why);
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
     for (;;) {

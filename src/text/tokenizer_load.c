@@ -527,11 +527,19 @@ dsv4_status dsv4_tokenizer_open(const char *path, dsv4_tokenizer **out, char *er
     load_ctx Lc = {path, err, errlen, NULL, 0}, *L = &Lc;
     FILE *f = fopen(path, "rb");
     if (!f) FAIL(DSV4_ERR_IO, "cannot open");
-    /* one read, then parse from memory: jansson's file reader goes byte by byte */
+    /* one read, then parse from memory: jansson's file reader goes byte by byte. A tokenizer.json is a few MB
+     * (DeepSeek-V4's ~8); past 256 MiB something else sits there (/dev/zero never ends). A FIFO is read as it
+     * comes: the server's tests write the tokenizer through one while /health answers. */
+    const size_t max_bytes = (size_t)1 << 28;
     size_t cap = 1 << 20, n = 0, r;
     char *text = malloc(cap);
     while (text && (r = fread(text + n, 1, cap - n, f)) > 0) {
         n += r;
+        if (n >= max_bytes) {
+            free(text);
+            fclose(f);
+            FAIL(DSV4_ERR_FORMAT, "over 256 MiB: not a tokenizer.json");
+        }
         if (n == cap) {
             char *t2 = realloc(text, cap *= 2);
             if (!t2) free(text);

@@ -51,11 +51,30 @@ expect_refused() {
 # bad arguments (the CPU backend: on a GPU machine auto also says which backend it took)
 # (--prefill-gemm cublaslt: the CPU backend has no such path; plain numerics have no FP8 codes for it; a value
 # that is not one)
-for args in "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1" \
+printf '1,2\000,3' > "$tmp/nul.ids"
+for args in "--ids 1 --prefill x" "--ids 1 --chunk 0" "--ids 1 --chunk 9999999999999999999" "--ids @/dev/zero" "--ids @$tmp" "--ids @$tmp/nul.ids" "--ids 1,x,3" "--ids 99999999" "--ids @/nonexistent" "--numerics fast --ids 1" \
   "--ids 1 --prefill-gemm cublaslt" "--ids 1 --numerics plain --prefill-gemm cublaslt" "--ids 1 --prefill-gemm fast"; do
   # shellcheck disable=SC2086
-  expect_refused "args '$args'" "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin"
+  expect_refused "args '$args'" timeout -s KILL 20 "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --backend cpu $args -o "$tmp/out.bin"
 done
+# metadata that is not a regular file: a FIFO would block the open forever, /dev/zero never ends
+for f in config.json model.safetensors.index.json model-00001-of-00003.safetensors; do
+  for kind in fifo zero dir; do
+    d="$tmp/special_${kind}_$f"
+    cp -r "$DSV4_SRC/tests/fixtures/tiny_b" "$d"
+    rm "$d/$f"
+    case $kind in
+      fifo) mkfifo "$d/$f" ;;
+      zero) ln -s /dev/zero "$d/$f" ;;
+      dir) mkdir "$d/$f" ;;
+    esac
+    expect_refused "$f as $kind" timeout -s KILL 20 "$DSV4" logits -m "$d" --ids 1 -o "$tmp/out.bin"
+  done
+done
+# a tokenizer.json that never ends (/dev/zero): refused past 256 MiB, not read without bound (a FIFO is read as it
+# comes: the server's tests write one through it)
+echo hi > "$tmp/hi.txt"
+expect_refused "tokenizer as zero" timeout -s KILL 60 "$DSV4" tokenize --tokenizer /dev/zero < "$tmp/hi.txt"
 # tuning files (dsv4 tune) only ever cost speed: a missing, malformed or foreign one leaves the logits
 # bit for bit as they were and says why in one warning line
 "$DSV4" logits -m "$DSV4_SRC/tests/fixtures/tiny_a" --ids 1,2,3 -o "$tmp/ref.bin" 2>/dev/null

@@ -35,6 +35,15 @@ cmp -s "$tmp/mxfp4/model-00003-of-00007.safetensors" "$tmp/again/model-00003-of-
 cmp -s "$tmp/mxfp4/model-00003-of-00007.safetensors" "$tmp/other/model-00003-of-00007.safetensors" && fail "seed ignored"
 # refuses to overwrite, and bad arguments
 if "$DSV4" mkmodel --preset tiny -o "$tmp/mxfp4" 2>/dev/null; then fail "overwrote a checkpoint"; fi
+# a single-file checkpoint (no index) or a folder with only config.json is a checkpoint too
+mkdir "$tmp/single" "$tmp/cfgonly"
+printf '{}' > "$tmp/single/model.safetensors"
+printf '{"keep": 1}' > "$tmp/single/config.json"
+if "$DSV4" mkmodel --preset tiny -o "$tmp/single" 2>/dev/null; then fail "overwrote a single-file checkpoint"; fi
+[ "$(cat "$tmp/single/config.json")" = '{"keep": 1}' ] && [ ! -e "$tmp/single/model.safetensors.index.json" ] ||
+  fail "mkmodel wrote into a single-file checkpoint"
+printf '{"keep": 1}' > "$tmp/cfgonly/config.json"
+if "$DSV4" mkmodel --preset tiny -o "$tmp/cfgonly" 2>/dev/null; then fail "overwrote a config.json"; fi
 if "$DSV4" mkmodel --preset huge -o "$tmp/x" 2>/dev/null; then fail "accepted --preset huge"; fi
 if "$DSV4" mkmodel --preset tiny --experts int3 -o "$tmp/x" 2>/dev/null; then fail "accepted --experts int3"; fi
 if "$DSV4" inspect -m "$tmp/nothing" 2>/dev/null; then fail "inspect of a missing dir succeeded"; fi

@@ -461,6 +461,12 @@ static void test_refused(void **state)
     expect_refused(with("hc_eps", json_real(0.0)), DSV4_ERR_FORMAT, "hc_eps", NULL);
     expect_refused(with("rms_norm_eps", json_real(-1e-6)), DSV4_ERR_FORMAT, "rms_norm_eps", NULL);
     expect_refused(with("rms_norm_eps", json_string("1e-6")), DSV4_ERR_FORMAT, "rms_norm_eps", NULL);
+    /* finite as a double but Inf in FP32, where the engine computes: NaN or zero logits */
+    expect_refused(with("routed_scaling_factor", json_real(1e308)), DSV4_ERR_FORMAT, "routed_scaling_factor", NULL);
+    expect_refused(with("hc_eps", json_real(1e300)), DSV4_ERR_FORMAT, "hc_eps", NULL);
+    /* YaRN divides by log(theta): theta 1 gives NaN frequencies */
+    expect_refused(with("compress_rope_theta", json_real(1.0)), DSV4_ERR_FORMAT, "compress_rope_theta", NULL);
+    expect_refused(with("rms_norm_eps", json_real(1e300)), DSV4_ERR_FORMAT, "rms_norm_eps", NULL);
     expect_refused(with("hidden_act", json_string("gelu")), DSV4_ERR_UNSUPPORTED, "hidden_act", NULL);
     expect_refused(with("attention_bias", json_true()), DSV4_ERR_UNSUPPORTED, "attention_bias", NULL);
     expect_refused(with("attention_bias", json_integer(0)), DSV4_ERR_FORMAT, "attention_bias", NULL);
