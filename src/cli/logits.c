@@ -55,9 +55,10 @@ int cmd_logits(int argc, char **argv)
         else if (!strcmp(a, "--ids")) ids_arg = v;
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) out_path = v;
         else if (!strcmp(a, "--prefill") || !strcmp(a, "--chunk")) {
+            const bool is_chunk = !strcmp(a, "--chunk"); /* a chunk of at least one token; a prefill of 0 or more */
             long long x;
-            if (cli_parse_int(C, a, v, !strcmp(a, "--chunk"), 0x7fffffff, &x)) return 1;
-            *(!strcmp(a, "--chunk") ? &chunk : &prefill) = (long)x;
+            if (cli_parse_int(C, a, v, is_chunk, 0x7fffffff, &x)) return 1;
+            *(is_chunk ? &chunk : &prefill) = (long)x;
         } else if ((eopt = cli_engine_option(C, a, v, &o)) >= 0) {
             if (eopt) return 1;
         } else {

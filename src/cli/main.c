@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file_util.h"
 #include "cli/cli.h"
 
 static void usage(FILE *f)
@@ -196,31 +197,19 @@ int cli_parse_ids(const char *arg, int32_t **ids, int *n, char *err, size_t errl
             snprintf(err, errlen, "%s: cannot open", arg + 1);
             return -1;
         }
-        size_t cap = 4096, len = 0;
-        text = malloc(cap);
-        size_t r;
-        int nul = 0;
-        /* a list of ids is text: a NUL byte (or /dev/zero, which never ends) is not one */
-        while (text && (r = fread(text + len, 1, cap - len - 1, f)) > 0) {
-            if ((nul = memchr(text + len, 0, r) != NULL)) break;
-            len += r;
-            if (len + 1 >= cap) {
-                char *t2 = realloc(text, cap *= 2);
-                if (!t2) free(text);
-                text = t2;
-            }
-        }
-        const int rerr = ferror(f);
+        /* a list of ids is text: past 64 MiB, or with a NUL byte (/dev/zero), it is not one */
+        size_t len;
+        const dsv4_status rs = dsv4_read_all(f, (size_t)64 << 20, &text, &len);
         fclose(f);
-        if (!text || rerr || nul) {
+        if (rs || memchr(text, 0, len)) {
             snprintf(err, errlen, "%s: %s", arg + 1,
-                     !text  ? "out of memory"
-                     : rerr ? "read error (a directory?)"
-                            : "holds a NUL byte; not a list of token ids");
+                     rs == DSV4_ERR_NOMEM ? "out of memory"
+                     : rs == DSV4_ERR_IO  ? "read error (a directory?)"
+                     : rs                 ? "over 64 MiB; not a list of token ids"
+                                          : "holds a NUL byte; not a list of token ids");
             free(text);
             return -1;
         }
-        text[len] = 0;
     } else {
         text = strdup(arg);
     }

@@ -1,42 +1,26 @@
 /*
- * file_util.h - open a file that must be a regular file, for the readers of checkpoint metadata.
+ * file_util.h - opening and reading the files a checkpoint or a command names: config.json, the index, a
+ * shard, tokenizer.json, an ids file.
  *
  * A FIFO would block the open (or the read) forever and a character device such as /dev/zero never ends:
- * neither is a config.json, an index, a tokenizer.json or a shard. O_NONBLOCK keeps the open of a FIFO
- * from waiting for a writer; for a regular file it changes nothing.
+ * neither is a config.json, an index or a shard (dsv4_fopen_regular). Whole-file reads are bounded
+ * (dsv4_read_all): past the bound something other than the expected file sits there.
  */
 #ifndef DSV4_FILE_UTIL_H
 #define DSV4_FILE_UTIL_H
 
-#include <errno.h>
-#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-/* fopen(path, "rb") for a regular file only; NULL with *why set (strerror text or "not a regular file"). */
-static inline FILE *dsv4_fopen_regular(const char *path, const char **why)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        *why = strerror(errno);
-        return NULL;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        const int dir = S_ISDIR(sb.st_mode);
-        *why = dir ? "is a directory, not a file" : "not a regular file";
-        close(fd);
-        errno = dir ? EISDIR : EINVAL; /* never a stale ENOENT: callers tell "absent" from "unusable" by it */
-        return NULL;
-    }
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
-        *why = strerror(errno);
-        close(fd);
-    }
-    return f;
-}
+#include "dsv4.h"
+
+/* fopen(path, "rb") for a regular file only (O_NONBLOCK: a FIFO's open does not wait for a writer); NULL with
+ * *why set (strerror text, "is a directory, not a file" or "not a regular file") and errno ENOENT only when
+ * the path does not exist. */
+FILE *dsv4_fopen_regular(const char *path, const char **why);
+
+/* The bytes of f to its end as one buffer (NUL-terminated; *len excludes the NUL): DSV4_OK,
+ * DSV4_ERR_NOMEM, DSV4_ERR_IO (a read error: errno says which) or DSV4_ERR_FORMAT (more than max bytes). */
+dsv4_status dsv4_read_all(FILE *f, size_t max, char **buf, size_t *len);
 
 #endif

@@ -777,27 +777,14 @@ dsv4_status dsv4_config_load(const char *dir, dsv4_config *cfg, char *err, size_
         goto done;
     }
     /* config.json is a few KB; 16 MB means something else sits there. */
-    size_t cap = 1 << 14;
     const size_t limit = 16u << 20;
-    buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, fp);
-        if (n < cap || cap >= limit) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
+    const dsv4_status rs = dsv4_read_all(fp, limit, &buf, &n);
     c.src = path;
-    if (!buf)
+    if (rs == DSV4_ERR_NOMEM)
         s = cfg_fail(&c, DSV4_ERR_NOMEM, "out of memory");
-    else if (ferror(fp))
+    else if (rs == DSV4_ERR_IO)
         s = cfg_fail(&c, DSV4_ERR_IO, "read error: %s", strerror(errno));
-    else if (n == cap)
+    else if (rs)
         s = cfg_fail(&c, DSV4_ERR_FORMAT, "larger than %zu bytes; not a config.json", limit);
     else
         s = config_parse_named(path, buf, n, cfg, err, errlen);

@@ -518,34 +518,16 @@ static dsv4_status st_sort_unique(dsv4_st *st, char *err, size_t errlen)
 
 static dsv4_status read_whole_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
 {
-    *buf = NULL;
-    *len = 0;
     const char *why;
     FILE *fp = dsv4_fopen_regular(path, &why);
     if (!fp) return st_fail(err, errlen, DSV4_ERR_IO, "%s: %s", path, why);
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    for (;;) {
-        if (!b) {
-            fclose(fp);
-            return st_fail(err, errlen, DSV4_ERR_NOMEM, "%s: out of memory", path);
-        }
-        n += fread(b + n, 1, cap - n, fp);
-        if (n < cap) break;
-        cap *= 2;
-        char *nb = realloc(b, cap);
-        if (!nb) free(b);
-        b = nb;
-    }
-    bool bad = ferror(fp);
-    int e = errno;
+    /* an index is a few hundred KB (Flash's ~150); 256 MiB means something else sits there */
+    const dsv4_status s = dsv4_read_all(fp, (size_t)1 << 28, buf, len);
+    const int e = errno;
     fclose(fp);
-    if (bad) {
-        free(b);
-        return st_fail(err, errlen, DSV4_ERR_IO, "%s: read error: %s", path, strerror(e));
-    }
-    *buf = b;
-    *len = n;
+    if (s == DSV4_ERR_NOMEM) return st_fail(err, errlen, s, "%s: out of memory", path);
+    if (s == DSV4_ERR_IO) return st_fail(err, errlen, s, "%s: read error: %s", path, strerror(e));
+    if (s) return st_fail(err, errlen, s, "%s: over 256 MiB: not a safetensors index", path);
     return DSV4_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file_util.h"
 #include "text/tokenizer_impl.h"
 
 /* ======================================================================== */
@@ -530,29 +531,13 @@ dsv4_status dsv4_tokenizer_open(const char *path, dsv4_tokenizer **out, char *er
     /* one read, then parse from memory: jansson's file reader goes byte by byte. A tokenizer.json is a few MB
      * (DeepSeek-V4's ~8); past 256 MiB something else sits there (/dev/zero never ends). A FIFO is read as it
      * comes: the server's tests write the tokenizer through one while /health answers. */
-    const size_t max_bytes = (size_t)1 << 28;
-    size_t cap = 1 << 20, n = 0, r;
-    char *text = malloc(cap);
-    while (text && (r = fread(text + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n >= max_bytes) {
-            free(text);
-            fclose(f);
-            FAIL(DSV4_ERR_FORMAT, "over 256 MiB: not a tokenizer.json");
-        }
-        if (n == cap) {
-            char *t2 = realloc(text, cap *= 2);
-            if (!t2) free(text);
-            text = t2;
-        }
-    }
-    int rerr = ferror(f);
+    char *text;
+    size_t n;
+    const dsv4_status rs = dsv4_read_all(f, (size_t)1 << 28, &text, &n);
     fclose(f);
-    if (!text) FAIL(DSV4_ERR_NOMEM, "out of memory");
-    if (rerr) {
-        free(text);
-        FAIL(DSV4_ERR_IO, "read error");
-    }
+    if (rs == DSV4_ERR_NOMEM) FAIL(DSV4_ERR_NOMEM, "out of memory");
+    if (rs == DSV4_ERR_IO) FAIL(DSV4_ERR_IO, "read error");
+    if (rs) FAIL(DSV4_ERR_FORMAT, "over 256 MiB: not a tokenizer.json");
     json_error_t je;
     json_t *root = json_loadb(text, n, JSON_ALLOW_NUL, &je);
     free(text);
