@@ -47,8 +47,6 @@ struct srv_http {
     srv_sched *sched;
     dsv4_model_info info;
     long long created;
-    atomic_ullong next_id;
-    uint64_t id_salt;
 };
 
 enum { ROUTE_NONE = 0, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_MODEL, ROUTE_METRICS, ROUTE_CHAT, ROUTE_COMPLETIONS };
@@ -210,12 +208,6 @@ static void stream_free(void *cls)
 }
 
 /* ---- generation requests ------------------------------------------------------------ */
-
-static void make_id(srv_http *h, const char *prefix, char *out, size_t n)
-{
-    unsigned long long k = atomic_fetch_add(&h->next_id, 1);
-    snprintf(out, n, "%s-%016llx", prefix, (unsigned long long)(h->id_salt ^ (k * 0x9E3779B97F4A7C15ull)));
-}
 
 /* Prompt ids of a chat request (plus the forced start of a tool call for tool_choice required / named). */
 static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
@@ -474,7 +466,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
     atomic_fetch_add(&h->answering, 1);
 
     char id[48];
-    make_id(h, chat ? "chatcmpl" : "cmpl", id, sizeof id);
+    srv_make_id(chat ? "chatcmpl" : "cmpl", '-', id, sizeof id);
     if (stream) {
         stream_ctx *s = calloc(1, sizeof *s);
         if (!s) {
@@ -717,9 +709,6 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
     h->o = *o;
     h->m = m;
     h->created = (long long)time(NULL);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)h;
 
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST},
                     *ai = NULL;

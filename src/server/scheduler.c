@@ -446,6 +446,25 @@ static int grow(void **p, int *cap, int need, size_t elem)
     return 0;
 }
 
+/* ids: a process-wide counter spread by an odd multiplier, salted with the time of the first id (so that they
+ * are unlikely to repeat across runs either) */
+static atomic_ullong id_next;
+static uint64_t id_salt;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+static void id_salt_init(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    id_salt = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec;
+}
+
+void srv_make_id(const char *prefix, char sep, char *out, size_t n)
+{
+    pthread_once(&id_once, id_salt_init);
+    const unsigned long long k = atomic_fetch_add(&id_next, 1);
+    snprintf(out, n, "%s%c%016llx", prefix, sep, (unsigned long long)(id_salt ^ (k * 0x9E3779B97F4A7C15ull)));
+}
+
 static void on_chat_event(void *user, const dsv4_chat_event *ev)
 {
     srv_req *r = user; /* r->mu is held by the caller of the parser */
@@ -457,19 +476,9 @@ static void on_chat_event(void *user, const dsv4_chat_event *ev)
         if (grow((void **)&r->tools, &r->cap_tools, r->n_tools + 1, sizeof(srv_tool_call))) break;
         srv_tool_call *tc = &r->tools[r->n_tools];
         char id[32];
-        /* unique per server run, and unlikely to repeat across runs: a counter of the calls made, spread by an odd
-         * multiplier and salted with the first call's time (a request's address, reused by malloc once the request
-         * is freed, gave the calls of a chat's successive turns the same ids) */
-        static atomic_ullong next_call;
-        static atomic_ullong salt;
-        unsigned long long k = atomic_fetch_add(&next_call, 1), sv = atomic_load(&salt);
-        if (!sv) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            unsigned long long mine = (((unsigned long long)ts.tv_sec << 30) ^ (unsigned long long)ts.tv_nsec) | 1;
-            if (atomic_compare_exchange_strong(&salt, &sv, mine)) sv = mine; /* else sv holds the one set first */
-        }
-        snprintf(id, sizeof id, "call_%016llx", sv ^ (k * 0x9E3779B97F4A7C15ull));
+        /* unique per server run (a request's address, reused by malloc once the request is freed, gave the calls
+         * of a chat's successive turns the same ids) */
+        srv_make_id("call", '_', id, sizeof id);
         tc->id = strdup(id);
         tc->name = strdup(ev->name ? ev->name : "");
         tc->arguments = malloc(ev->len + 1);

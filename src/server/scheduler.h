@@ -106,6 +106,9 @@ typedef struct {
 
 typedef struct srv_sched srv_sched;
 
+/* "<prefix><sep><16 hex digits>", unique in this process (response ids, tool-call ids). */
+void srv_make_id(const char *prefix, char sep, char *out, size_t n);
+
 dsv4_status srv_sched_start(dsv4_engine *e, const dsv4_tokenizer *tok, const srv_sched_opts *o, srv_metrics *m,
                             srv_sched **out, char *err, size_t errlen);
 /* Enqueue; takes a second reference. Returns DSV4_OK, DSV4_ERR_NOMEM when the
