@@ -18,7 +18,7 @@ mkdir -p "$out/corpus"
 "$cc" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$src/include" -I"$src/src" $(pkg-config --cflags jansson libpcre2-8) \
   "$here/fuzz_request.c" "$src/src/server/openai.c" "$src"/src/text/*.c "$src/src/engine/sample.c" \
-  "$src/src/core/status.c" $(pkg-config --libs jansson libpcre2-8) -lm -lpthread -o "$out/fuzz_request"
+  "$src/src/core/status.c" "$src/src/core/file_util.c" $(pkg-config --libs jansson libpcre2-8) -lm -lpthread -o "$out/fuzz_request"
 cd "$out"
 status=0
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
