@@ -53,7 +53,7 @@ def kernels(binary):
             cur = line.split("Function : ", 1)[1].strip()
             funcs[cur] = []
         elif cur is not None:
-            m = re.match(r"\s*/\*[0-9a-f]{4}\*/\s*(.*?)\s*;", line)
+            m = re.match(r"\s*/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;", line)
             if m:
                 funcs[cur].append(re.sub(r"\s+", " ", m.group(1)))
     names = list(funcs)

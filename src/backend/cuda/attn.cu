@@ -1306,13 +1306,20 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, mb, total;
 };
+
+/* PIPE: the rows' copies issued by the last AF_PW warps, a group of 16 rows at a time, each group's completion
+ * an mbarrier's phase (cp.async.mbarrier.arrive), while the first AF_CW warps take each 8-row tile's scores as
+ * soon as its group has landed; the same MMA chains, so the same bits. */
+#define AF_PW 2
+#define AF_CW (AF_WARPS - AF_PW)
+#define AF_G  (AF_MAX_ROWS / 16) /* groups of 16 rows a part at most */
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
  * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
-__host__ __device__ inline af_lay af_layout(int hd, int RP)
+__host__ __device__ inline af_lay af_layout(int hd, int RP, bool pipe = false)
 {
     af_lay L;
     const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
@@ -1324,11 +1331,12 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.pt = L.mx + 3 * 64 * sizeof(float);
-    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
+    L.mb = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
+    L.total = L.mb + (pipe ? (size_t)AF_G * 8 : 0);    /* PIPE: a group's mbarrier */
     return L;
 }
 
-template <int HB>
+template <int HB, bool PIPE>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1354,6 +1362,11 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     int af_n = 0;
 #endif
     AF_T();
+    const uint32_t mb0 = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
+    if constexpr (PIPE) /* each group: every thread's arrival (the copies issued before the pipeline) and the
+                         * producers' (the group's rows); visible after the barriers below */
+        if (tid == 0)
+            for (int j = 0; j < AF_G; j++) mbar_init(mb0 + 8 * j, 32 * AF_WARPS + 32 * AF_PW);
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     /* launched right after the kernel that makes q (no k_attn_qpack): before griddepcontrol.wait only what
@@ -1431,16 +1444,30 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * chunks of 8 dimensions lane, lane + 32; hd <= 512, the launch's condition) */
     constexpr int QH = 16 / AF_WARPS, QC = 512 / 8 / 32;
     float4 qv[QH][QC][2];
+    /* PIPE: the consumers' q (item e = thread + 32 AF_CW k: head e / 64, chunk e % 64) */
+    constexpr int QP = PIPE ? (16 * 64 + 32 * AF_CW - 1) / (32 * AF_CW) : 1;
+    float4 qp[QP][2];
+    if constexpr (PIPE) {
+        if (w < AF_CW)
 #pragma unroll
-    for (int a = 0; a < QH; a++)
+            for (int k = 0; k < QP; k++) {
+                const int e = tid + 32 * AF_CW * k, h = e >> 6, c = e & 63;
+                const bool ok = e < 16 * 64 && h < nh && c < C16;
+                const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
+                qp[k][0] = src[0];
+                qp[k][1] = src[1];
+            }
+    } else
 #pragma unroll
-        for (int b = 0; b < QC; b++) {
-            const int h = w + AF_WARPS * a, c = lane + 32 * b;
-            const bool ok = h < nh && c < C16;
-            const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
-            qv[a][b][0] = src[0];
-            qv[a][b][1] = src[1];
-        }
+        for (int a = 0; a < QH; a++)
+#pragma unroll
+            for (int b = 0; b < QC; b++) {
+                const int h = w + AF_WARPS * a, c = lane + 32 * b;
+                const bool ok = h < nh && c < C16;
+                const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
+                qv[a][b][0] = src[0];
+                qv[a][b][1] = src[1];
+            }
     if (!early) {
         const int c = cnt[t];
         int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
@@ -1468,54 +1495,122 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         }
     }
     AF_T();
-    issue_rows(1);
-    AF_T();
-#pragma unroll
-    for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
-#pragma unroll
-        for (int b = 0; b < QC; b++) {
-            const int h = w + AF_WARPS * a, c = lane + 32 * b;
-            if (c >= C16) continue;
-            uint4 v = make_uint4(0, 0, 0, 0);
-            if (h < nh) {
-                const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
-                v = make_uint4(x.x, x.y, y.x, y.y);
-            }
-            *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
-        }
-    AF_T();
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-    AF_T();
     cg::cluster_group cl = cg::this_cluster();
-    /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
-     * a time (a tile past the part's: zeros, never stored) */
-    for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
-        float acc[2][4];
-#pragma unroll
-        for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-        const bool v1 = 8 * (i0 + AF_WARPS) < np16;
-        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
-#pragma unroll 4
-        for (int d0 = 0; d0 < hd; d0 += 32) {
-            const int c = d0 / 8 + tq;
-            const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
-            const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
-            const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
-            const uint4 k1 = *(const uint4 *)(ks + rb * st + 16 * af_chunk(rb, c));
-            mma_bf16(acc[0], a.x, b8.x, a.y, b8.y, k0.x, k0.y);
-            mma_bf16(acc[0], a.z, b8.z, a.w, b8.w, k0.z, k0.w);
-            mma_bf16(acc[1], a.x, b8.x, a.y, b8.y, k1.x, k1.y);
-            mma_bf16(acc[1], a.z, b8.z, a.w, b8.w, k1.z, k1.w);
-        }
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
-                if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
+    if constexpr (PIPE) {
+        const int ng = np16 >> 4;       /* the part's groups of 16 rows */
+        for (int jg = 0; jg < ng; jg++) /* every thread: its copies so far (the cached window rows) */
+            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
+        if (w >= AF_CW) {
+            /* the producers: group jg's rows 16 jg + 8 (w - AF_CW) .. + 7 (the cached window rows went out
+             * before; the step's own rows are the consumers'; rows np .. np16 zeros), then the group's arrival */
+            for (int jg = 0; jg < ng; jg++) {
+#pragma unroll 1
+                for (int i = 0; i < 16 / AF_PW; i++) {
+                    const int r = 16 * jg + (16 / AF_PW) * (w - AF_CW) + i;
+                    const bool ok = r < np, win = ok && r0 + r < nwin;
+                    if (win) continue;
+                    const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
+                    unsigned char *dst = ks + (size_t)r * st;
+                    for (int c = lane; c < C16; c += 32)
+                        cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
+                }
+                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
             }
+        } else {
+            /* the consumers: the step's own rows (rounded from kv_new as k_kv_store caches them) and q as BF16
+             * (past H: zeros), then among themselves a barrier */
+            for (int r = w; r < np; r += AF_CW) {
+                const bool win = r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
+                if (!mine) continue;
+                unsigned char *dst = ks + (size_t)r * st;
+                const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
+                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
+            }
+#pragma unroll
+            for (int k = 0; k < QP; k++) {
+                const int e = tid + 32 * AF_CW * k, h = e >> 6, c = e & 63;
+                if (e >= 16 * 64 || c >= C16) continue;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (h < nh) {
+                    const uint2 x = bf4_rn(qp[k][0]), y = bf4_rn(qp[k][1]);
+                    v = make_uint4(x.x, x.y, y.x, y.y);
+                }
+                *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
+            }
+            asm volatile("bar.sync 1, %0;" ::"n"(32 * AF_CW) : "memory");
+            AF_T();
+            /* the scores (k_attn_qk's MMA chain and permutation of K), warp w the 8-row tiles w, w + AF_CW, ...,
+             * each once its group has landed */
+            for (int i0 = w; 8 * i0 < np16; i0 += AF_CW) {
+                mbar_wait(mb0 + 8 * (i0 >> 1), 0);
+                float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                const int ra = 8 * i0 + g;
+#pragma unroll 4
+                for (int d0 = 0; d0 < hd; d0 += 32) {
+                    const int c = d0 / 8 + tq;
+                    const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
+                    const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
+                    const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
+                    mma_bf16(acc, a.x, b8.x, a.y, b8.y, k0.x, k0.y);
+                    mma_bf16(acc, a.z, b8.z, a.w, b8.w, k0.z, k0.w);
+                }
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int h = g + 8 * (e >> 1), j = 8 * i0 + 2 * tq + (e & 1);
+                    if (j < np) sc[h * SR + j] = acc[e] * A.scale;
+                }
+            }
+        }
+        cp_async_wait<0>(); /* (done: every group's phase completed before any thread passes the barrier below) */
+    } else {
+        issue_rows(1);
+        AF_T();
+#pragma unroll
+        for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
+#pragma unroll
+            for (int b = 0; b < QC; b++) {
+                const int h = w + AF_WARPS * a, c = lane + 32 * b;
+                if (c >= C16) continue;
+                uint4 v = make_uint4(0, 0, 0, 0);
+                if (h < nh) {
+                    const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
+                    v = make_uint4(x.x, x.y, y.x, y.y);
+                }
+                *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
+            }
+        AF_T();
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();
+        AF_T();
+        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
+         * a time (a tile past the part's: zeros, never stored) */
+        for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
+            float acc[2][4];
+#pragma unroll
+            for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+            const bool v1 = 8 * (i0 + AF_WARPS) < np16;
+            const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
+#pragma unroll 4
+            for (int d0 = 0; d0 < hd; d0 += 32) {
+                const int c = d0 / 8 + tq;
+                const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
+                const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
+                const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
+                const uint4 k1 = *(const uint4 *)(ks + rb * st + 16 * af_chunk(rb, c));
+                mma_bf16(acc[0], a.x, b8.x, a.y, b8.y, k0.x, k0.y);
+                mma_bf16(acc[0], a.z, b8.z, a.w, b8.w, k0.z, k0.w);
+                mma_bf16(acc[1], a.x, b8.x, a.y, b8.y, k1.x, k1.y);
+                mma_bf16(acc[1], a.z, b8.z, a.w, b8.w, k1.z, k1.w);
+            }
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
+                    if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
+                }
+        }
     }
     __syncthreads();
     AF_T();
@@ -1669,8 +1764,8 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int,
-                             float *) = {k_attn_one<16>, k_attn_one<8>};
+                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
+            k_attn_one<16, false>, k_attn_one<8, false>, k_attn_one<16, true>, k_attn_one<8, true>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1679,7 +1774,7 @@ void cuda_attn_init(size_t smem_optin)
         }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        af_fits = cuda_cluster_fits(k_attn_one<16, false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1786,7 +1881,11 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
              * slower than the four kernels; s67, with v47-v69's kernel, faster: AF_MAX_ROWS); it rounds q and the
              * step's rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
             const int RP = af_part_rows(max_rows);
-            const size_t osm = af_layout(hd, RP).total;
+            /* the rows' copies and the scores pipelined (PIPE; DSV4_ATTN_ONE_PIPE=0: one copy wait for all rows,
+             * the same bits) */
+            static int one_pipe = -1;
+            if (one_pipe < 0) one_pipe = cuda_env_on("DSV4_ATTN_ONE_PIPE");
+            const size_t osm = af_layout(hd, RP, one_pipe).total;
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
             static int one_rows = -1;
             if (one_rows < 0) {
@@ -1803,7 +1902,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                launch_attn(hb == 8 ? k_attn_one<8> : k_attn_one<16>,
+                launch_attn(hb == 8 ? (one_pipe ? k_attn_one<8, true> : k_attn_one<8, false>)
+                                    : (one_pipe ? k_attn_one<16, true> : k_attn_one<16, false>),
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
