@@ -1309,12 +1309,25 @@ struct af_lay {
     size_t qs, ks, ob, sc, pf, rp, mx, pt, mb, total;
 };
 
-/* PIPE: the rows' copies issued by the last AF_PW warps, a group of 16 rows at a time, each group's completion
- * an mbarrier's phase (cp.async.mbarrier.arrive), while the first AF_CW warps take each 8-row tile's scores as
- * soon as its group has landed; the same MMA chains, so the same bits. */
-#define AF_PW 2
-#define AF_CW (AF_WARPS - AF_PW)
-#define AF_G  (AF_MAX_ROWS / 16) /* groups of 16 rows a part at most */
+/* PIPE: the rows that come after the PDL wait (the compressed ones) go by the bulk copy engine, a thread a row,
+ * each completing on its group of 16 rows' mbarrier (the cached window rows, copied before the wait, arrive
+ * on every group's), and each warp takes an 8-row tile's scores as soon as its group has landed instead of
+ * after a wait for every row: the same MMA chains, so the same bits. A bulk copy writes a row as it is, so
+ * PIPE's rows are not swizzled but padded and permuted (af_kstride, af_krow). */
+#define AF_G (AF_MAX_ROWS / 16) /* groups of 16 rows a part at most */
+
+/* PIPE's rows: 16 bytes more than its values (an odd number of 16-byte units), row r of each aligned 8 at
+ * place 0 4 1 5 2 6 3 7 of them: the scores' fragment loads (rows 2i, 2i + 1 of an 8, four chunks each) and
+ * the weighted sum's ldmatrix.trans (eight rows, one chunk) both meet eight distinct bank groups
+ * (bench/results/2026-12-01-s27/bulk/). */
+__host__ __device__ constexpr int af_kstride(int hd)
+{
+    return hd * 2 + 16;
+}
+__device__ __forceinline__ int af_krow(int r)
+{
+    return (r & ~7) | ((0x73625140u >> (4 * (r & 7))) & 7);
+}
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
@@ -1322,7 +1335,9 @@ struct af_lay {
 __host__ __device__ inline af_lay af_layout(int hd, int RP, bool pipe = false)
 {
     af_lay L;
-    const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
+    const size_t st = (size_t)af_stride(hd),
+                 qk = pipe ? (size_t)16 * st + (size_t)RP * af_kstride(hd) : (size_t)(16 + RP) * st,
+                 ob = (size_t)16 * (hd + 8) * 4;
     L.qs = 0;
     L.ks = (size_t)16 * st;
     L.ob = 0;
@@ -1344,10 +1359,23 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(hd, RP);
+    const af_lay L = af_layout(hd, RP, PIPE);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
+    /* row r's bytes in shared memory and its 16-byte chunk c's offset in them (PIPE: af_krow, af_kstride) */
+    const auto krow = [&](int r) {
+        if constexpr (PIPE)
+            return ks + (size_t)af_krow(r) * af_kstride(hd);
+        else
+            return ks + (size_t)r * st;
+    };
+    const auto kch = [&](int r, int c) {
+        if constexpr (PIPE)
+            return 16 * c;
+        else
+            return 16 * af_chunk(r, c);
+    };
     const float **rps = (const float **)(af_sm + L.rp);
     /* every part's maxima and sums of the owned heads (HO a part, stored here by each part before the cluster
      * barrier), the owned heads' denominators and factors (dsv4_attn_join) */
@@ -1363,10 +1391,12 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 #endif
     AF_T();
     const uint32_t mb0 = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
-    if constexpr (PIPE) /* each group: every thread's arrival (the copies issued before the pipeline) and the
-                         * producers' (the group's rows); visible after the barriers below */
-        if (tid == 0)
-            for (int j = 0; j < AF_G; j++) mbar_init(mb0 + 8 * j, 32 * AF_WARPS + 32 * AF_PW);
+    if constexpr (PIPE) /* each group: every thread's arrival (the copies issued before the pipeline) and one
+                         * thread's expecting the group's bulk copies; visible after the barriers below */
+        if (tid == 0) {
+            for (int j = 0; j < AF_G; j++) mbar_init(mb0 + 8 * j, 32 * AF_WARPS + 1);
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     /* launched right after the kernel that makes q (no k_attn_qpack): before griddepcontrol.wait only what
@@ -1392,14 +1422,27 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int r = w; r < np16; r += AF_WARPS) {
             const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
             if ((which == 0) != (win && !mine)) continue;
-            unsigned char *dst = ks + (size_t)r * st;
-            if (mine) {
-                const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
-                continue;
+            if constexpr (PIPE) {
+                unsigned char *dst = krow(r);
+                if (mine) {
+                    const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
+                    for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = kv_pack8(src + 8 * c);
+                    continue;
+                }
+                const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
+                for (int c = lane; c < C16; c += 32) cp_async16_any(dst + kch(r, c), src + (ok ? 8 * c : 0), ok);
+            } else {
+                unsigned char *dst = ks + (size_t)r * st;
+                if (mine) {
+                    const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
+                    for (int c = lane; c < C16; c += 32)
+                        *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
+                    continue;
+                }
+                const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
+                for (int c = lane; c < C16; c += 32)
+                    cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
             }
-            const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
-            for (int c = lane; c < C16; c += 32) cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
         }
         cp_async_commit();
     };
@@ -1444,30 +1487,16 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * chunks of 8 dimensions lane, lane + 32; hd <= 512, the launch's condition) */
     constexpr int QH = 16 / AF_WARPS, QC = 512 / 8 / 32;
     float4 qv[QH][QC][2];
-    /* PIPE: the consumers' q (item e = thread + 32 AF_CW k: head e / 64, chunk e % 64) */
-    constexpr int QP = PIPE ? (16 * 64 + 32 * AF_CW - 1) / (32 * AF_CW) : 1;
-    float4 qp[QP][2];
-    if constexpr (PIPE) {
-        if (w < AF_CW)
 #pragma unroll
-            for (int k = 0; k < QP; k++) {
-                const int e = tid + 32 * AF_CW * k, h = e >> 6, c = e & 63;
-                const bool ok = e < 16 * 64 && h < nh && c < C16;
-                const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
-                qp[k][0] = src[0];
-                qp[k][1] = src[1];
-            }
-    } else
+    for (int a = 0; a < QH; a++)
 #pragma unroll
-        for (int a = 0; a < QH; a++)
-#pragma unroll
-            for (int b = 0; b < QC; b++) {
-                const int h = w + AF_WARPS * a, c = lane + 32 * b;
-                const bool ok = h < nh && c < C16;
-                const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
-                qv[a][b][0] = src[0];
-                qv[a][b][1] = src[1];
-            }
+        for (int b = 0; b < QC; b++) {
+            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            const bool ok = h < nh && c < C16;
+            const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
+            qv[a][b][0] = src[0];
+            qv[a][b][1] = src[1];
+        }
     if (!early) {
         const int c = cnt[t];
         int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
@@ -1500,68 +1529,64 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         const int ng = np16 >> 4;       /* the part's groups of 16 rows */
         for (int jg = 0; jg < ng; jg++) /* every thread: its copies so far (the cached window rows) */
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
-        if (w >= AF_CW) {
-            /* the producers: group jg's rows 16 jg + 8 (w - AF_CW) .. + 7 (the cached window rows went out
-             * before; the step's own rows are the consumers'; rows np .. np16 zeros), then the group's arrival */
-            for (int jg = 0; jg < ng; jg++) {
-#pragma unroll 1
-                for (int i = 0; i < 16 / AF_PW; i++) {
-                    const int r = 16 * jg + (16 / AF_PW) * (w - AF_CW) + i;
-                    const bool ok = r < np, win = ok && r0 + r < nwin;
-                    if (win) continue;
-                    const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
-                    unsigned char *dst = ks + (size_t)r * st;
-                    for (int c = lane; c < C16; c += 32)
-                        cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
-                }
-                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
-            }
-        } else {
-            /* the consumers: the step's own rows (rounded from kv_new as k_kv_store caches them) and q as BF16
-             * (past H: zeros), then among themselves a barrier */
-            for (int r = w; r < np; r += AF_CW) {
-                const bool win = r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
-                if (!mine) continue;
-                unsigned char *dst = ks + (size_t)r * st;
+        /* the other cached rows (compressed; the launch's condition: 16-byte aligned) by the bulk copy engine, a
+         * thread a row, each on its group's mbarrier; a thread a group expects its bytes */
+        for (int r = tid; r < np; r += blockDim.x)
+            if (r0 + r >= nwin)
+                bulk_copy((uint32_t)__cvta_generic_to_shared(krow(r)), rps[r], (unsigned)(2 * hd), mb0 + 8 * (r >> 4));
+        if (tid < ng) {
+            const int a = 16 * tid, b = 16 * tid + 16 < np ? 16 * tid + 16 : np, f = nwin - r0 > a ? nwin - r0 : a;
+            mbar_expect(mb0 + 8 * tid, (unsigned)(2 * hd * (b > f ? b - f : 0)));
+        }
+        /* the step's own rows (rounded from kv_new as k_kv_store caches them) and the rows past the part's
+         * (zeros: their weights are 0, their values must be too), a warp a row */
+        for (int r = w; r < np16; r += AF_WARPS) {
+            const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
+            if (ok && !mine) continue;
+            unsigned char *dst = krow(r);
+            if (mine) {
                 const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
-            }
+                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = kv_pack8(src + 8 * c);
+            } else
+                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = make_uint4(0, 0, 0, 0);
+        }
 #pragma unroll
-            for (int k = 0; k < QP; k++) {
-                const int e = tid + 32 * AF_CW * k, h = e >> 6, c = e & 63;
-                if (e >= 16 * 64 || c >= C16) continue;
+        for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
+#pragma unroll
+            for (int b = 0; b < QC; b++) {
+                const int h = w + AF_WARPS * a, c = lane + 32 * b;
+                if (c >= C16) continue;
                 uint4 v = make_uint4(0, 0, 0, 0);
                 if (h < nh) {
-                    const uint2 x = bf4_rn(qp[k][0]), y = bf4_rn(qp[k][1]);
+                    const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
                     v = make_uint4(x.x, x.y, y.x, y.y);
                 }
                 *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
             }
-            asm volatile("bar.sync 1, %0;" ::"n"(32 * AF_CW) : "memory");
-            AF_T();
-            /* the scores (k_attn_qk's MMA chain and permutation of K), warp w the 8-row tiles w, w + AF_CW, ...,
-             * each once its group has landed */
-            for (int i0 = w; 8 * i0 < np16; i0 += AF_CW) {
-                mbar_wait(mb0 + 8 * (i0 >> 1), 0);
-                float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-                const int ra = 8 * i0 + g;
+        __syncthreads(); /* q, the step's rows, the zeros */
+        AF_T();
+        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., each
+         * once its group has landed */
+        for (int i0 = w; 8 * i0 < np16; i0 += AF_WARPS) {
+            mbar_wait(mb0 + 8 * (i0 >> 1), 0);
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const int ra = 8 * i0 + g;
+            const unsigned char *kr = krow(ra);
 #pragma unroll 4
-                for (int d0 = 0; d0 < hd; d0 += 32) {
-                    const int c = d0 / 8 + tq;
-                    const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
-                    const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
-                    const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
-                    mma_bf16(acc, a.x, b8.x, a.y, b8.y, k0.x, k0.y);
-                    mma_bf16(acc, a.z, b8.z, a.w, b8.w, k0.z, k0.w);
-                }
+            for (int d0 = 0; d0 < hd; d0 += 32) {
+                const int c = d0 / 8 + tq;
+                const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
+                const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
+                const uint4 k0 = *(const uint4 *)(kr + kch(ra, c));
+                mma_bf16(acc, a.x, b8.x, a.y, b8.y, k0.x, k0.y);
+                mma_bf16(acc, a.z, b8.z, a.w, b8.w, k0.z, k0.w);
+            }
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int h = g + 8 * (e >> 1), j = 8 * i0 + 2 * tq + (e & 1);
-                    if (j < np) sc[h * SR + j] = acc[e] * A.scale;
-                }
+            for (int e = 0; e < 4; e++) {
+                const int h = g + 8 * (e >> 1), j = 8 * i0 + 2 * tq + (e & 1);
+                if (j < np) sc[h * SR + j] = acc[e] * A.scale;
             }
         }
-        cp_async_wait<0>(); /* (done: every group's phase completed before any thread passes the barrier below) */
     } else {
         issue_rows(1);
         AF_T();
@@ -1650,7 +1675,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 #pragma unroll
         for (int u = 0; u < 8; u++) {
             const int n = w + AF_WARPS * u;
-            ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
+            if constexpr (PIPE)
+                ldsm_x2_trans(b[u][0], b[u][1], krow(r) + kch(r, n < NT8 ? n : 0));
+            else
+                ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
         }
 #pragma unroll
         for (int u = 0; u < 8; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
@@ -1885,7 +1913,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
              * the same bits) */
             static int one_pipe = -1;
             if (one_pipe < 0) one_pipe = cuda_env_on("DSV4_ATTN_ONE_PIPE");
-            const size_t osm = af_layout(hd, RP, one_pipe).total;
+            const bool pipe = one_pipe && ((uintptr_t)A.pages & 15) == 0 && A.page_floats % 4 == 0 &&
+                              A.pg_off % 4 == 0 && A.rf % 4 == 0; /* the compressed rows 16-byte aligned */
+            const size_t osm = af_layout(hd, RP, pipe).total;
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
             static int one_rows = -1;
             if (one_rows < 0) {
@@ -1902,8 +1932,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                launch_attn(hb == 8 ? (one_pipe ? k_attn_one<8, true> : k_attn_one<8, false>)
-                                    : (one_pipe ? k_attn_one<16, true> : k_attn_one<16, false>),
+                launch_attn(hb == 8 ? (pipe ? k_attn_one<8, true> : k_attn_one<8, false>)
+                                    : (pipe ? k_attn_one<16, true> : k_attn_one<16, false>),
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
