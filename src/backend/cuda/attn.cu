@@ -1315,6 +1315,8 @@ struct af_lay {
  * after a wait for every row: the same MMA chains, so the same bits. A bulk copy writes a row as it is, so
  * PIPE's rows are not swizzled but padded and permuted (af_kstride, af_krow). */
 #define AF_G (AF_MAX_ROWS / 16) /* groups of 16 rows a part at most */
+/* PIPE's groups in flight at most (DSV4_ATTN_ONE_NF: another bound, to measure) */
+__device__ int af_nf = 2;
 
 /* PIPE's rows: 16 bytes more than its values (an odd number of 16-byte units), row r of each aligned 8 at
  * place 0 4 1 5 2 6 3 7 of them: the scores' fragment loads (rows 2i, 2i + 1 of an 8, four chunks each) and
@@ -1529,15 +1531,21 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         const int ng = np16 >> 4;       /* the part's groups of 16 rows */
         for (int jg = 0; jg < ng; jg++) /* every thread: its copies so far (the cached window rows) */
             asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
-        /* the other cached rows (compressed; the launch's condition: 16-byte aligned) by the bulk copy engine, a
-         * thread a row, each on its group's mbarrier; a thread a group expects its bytes */
-        for (int r = tid; r < np; r += blockDim.x)
-            if (r0 + r >= nwin)
-                bulk_copy((uint32_t)__cvta_generic_to_shared(krow(r)), rps[r], (unsigned)(2 * hd), mb0 + 8 * (r >> 4));
-        if (tid < ng) {
-            const int a = 16 * tid, b = 16 * tid + 16 < np ? 16 * tid + 16 : np, f = nwin - r0 > a ? nwin - r0 : a;
-            mbar_expect(mb0 + 8 * tid, (unsigned)(2 * hd * (b > f ? b - f : 0)));
-        }
+        /* the other cached rows (compressed; the launch's condition: 16-byte aligned) by the bulk copy engine:
+         * the last warp issues a group of 16 at a time (lane 0 expects its bytes, lane l < 16 copies its row l),
+         * at most nf groups in flight, so that the groups land one after another */
+        const int nf = af_nf;
+        const auto issue_group = [&](int jg) {
+            if (lane == 0) {
+                const int a = 16 * jg, b = a + 16 < np ? a + 16 : np, f = nwin - r0 > a ? nwin - r0 : a;
+                mbar_expect(mb0 + 8 * jg, (unsigned)(2 * hd * (b > f ? b - f : 0)));
+            }
+            const int r = 16 * jg + lane;
+            if (lane < 16 && r < np && r0 + r >= nwin)
+                bulk_copy((uint32_t)__cvta_generic_to_shared(krow(r)), rps[r], (unsigned)(2 * hd), mb0 + 8 * jg);
+        };
+        if (w == AF_WARPS - 1)
+            for (int jg = 0; jg < ng && jg < nf; jg++) issue_group(jg);
         /* the step's own rows (rounded from kv_new as k_kv_store caches them) and the rows past the part's
          * (zeros: their weights are 0, their values must be too), a warp a row */
         for (int r = w; r < np16; r += AF_WARPS) {
@@ -1565,9 +1573,14 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             }
         __syncthreads(); /* q, the step's rows, the zeros */
         AF_T();
-        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., each
+        if (w == AF_WARPS - 1)
+            for (int jg = nf; jg < ng; jg++) { /* the next group once the one nf before it has landed */
+                mbar_wait(mb0 + 8 * (jg - nf), 0);
+                issue_group(jg);
+            }
+        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w < 7 the 8-row tiles w, w + 7, ..., each
          * once its group has landed */
-        for (int i0 = w; 8 * i0 < np16; i0 += AF_WARPS) {
+        for (int i0 = w; w < AF_WARPS - 1 && 8 * i0 < np16; i0 += AF_WARPS - 1) {
             mbar_wait(mb0 + 8 * (i0 >> 1), 0);
             float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             const int ra = 8 * i0 + g;
@@ -1803,6 +1816,8 @@ void cuda_attn_init(size_t smem_optin)
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
         af_fits = cuda_cluster_fits(k_attn_one<16, false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        const int nf = cuda_env_int("DSV4_ATTN_ONE_NF", 2);
+        CK(cudaMemcpyToSymbol(af_nf, &nf, sizeof nf));
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
