@@ -1306,40 +1306,16 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, pt, mb, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
 };
-
-/* PIPE: the rows that come after the PDL wait (the compressed ones) go by the bulk copy engine, a thread a row,
- * each completing on its group of 16 rows' mbarrier (the cached window rows, copied before the wait, arrive
- * on every group's), and each warp takes an 8-row tile's scores as soon as its group has landed instead of
- * after a wait for every row: the same MMA chains, so the same bits. A bulk copy writes a row as it is, so
- * PIPE's rows are not swizzled but padded and permuted (af_kstride, af_krow). */
-#define AF_G (AF_MAX_ROWS / 16) /* groups of 16 rows a part at most */
-/* PIPE's groups in flight at most (DSV4_ATTN_ONE_NF: another bound, to measure) */
-__device__ int af_nf = 2;
-
-/* PIPE's rows: 16 bytes more than its values (an odd number of 16-byte units), row r of each aligned 8 at
- * place 0 4 1 5 2 6 3 7 of them: the scores' fragment loads (rows 2i, 2i + 1 of an 8, four chunks each) and
- * the weighted sum's ldmatrix.trans (eight rows, one chunk) both meet eight distinct bank groups
- * (bench/results/2026-12-01-s27/bulk/). */
-__host__ __device__ constexpr int af_kstride(int hd)
-{
-    return hd * 2 + 16;
-}
-__device__ __forceinline__ int af_krow(int r)
-{
-    return (r & ~7) | ((0x73625140u >> (4 * (r & 7))) & 7);
-}
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
  * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
-__host__ __device__ inline af_lay af_layout(int hd, int RP, bool pipe = false)
+__host__ __device__ inline af_lay af_layout(int hd, int RP)
 {
     af_lay L;
-    const size_t st = (size_t)af_stride(hd),
-                 qk = pipe ? (size_t)16 * st + (size_t)RP * af_kstride(hd) : (size_t)(16 + RP) * st,
-                 ob = (size_t)16 * (hd + 8) * 4;
+    const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
     L.qs = 0;
     L.ks = (size_t)16 * st;
     L.ob = 0;
@@ -1348,12 +1324,11 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP, bool pipe = false)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.pt = L.mx + 3 * 64 * sizeof(float);
-    L.mb = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
-    L.total = L.mb + (pipe ? (size_t)AF_G * 8 : 0);    /* PIPE: a group's mbarrier */
+    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
     return L;
 }
 
-template <int HB, bool PIPE>
+template <int HB>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1361,23 +1336,10 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(hd, RP, PIPE);
+    const af_lay L = af_layout(hd, RP);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
-    /* row r's bytes in shared memory and its 16-byte chunk c's offset in them (PIPE: af_krow, af_kstride) */
-    const auto krow = [&](int r) {
-        if constexpr (PIPE)
-            return ks + (size_t)af_krow(r) * af_kstride(hd);
-        else
-            return ks + (size_t)r * st;
-    };
-    const auto kch = [&](int r, int c) {
-        if constexpr (PIPE)
-            return 16 * c;
-        else
-            return 16 * af_chunk(r, c);
-    };
     const float **rps = (const float **)(af_sm + L.rp);
     /* every part's maxima and sums of the owned heads (HO a part, stored here by each part before the cluster
      * barrier), the owned heads' denominators and factors (dsv4_attn_join) */
@@ -1392,13 +1354,6 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     int af_n = 0;
 #endif
     AF_T();
-    const uint32_t mb0 = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
-    if constexpr (PIPE) /* each group: every thread's arrival (the copies issued before the pipeline) and one
-                         * thread's expecting the group's bulk copies; visible after the barriers below */
-        if (tid == 0) {
-            for (int j = 0; j < AF_G; j++) mbar_init(mb0 + 8 * j, 32 * AF_WARPS + 1);
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
     const dsv4_seg s = segs[tok_seg[t]];
     const int64_t pos = posv[t];
     /* launched right after the kernel that makes q (no k_attn_qpack): before griddepcontrol.wait only what
@@ -1424,27 +1379,14 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int r = w; r < np16; r += AF_WARPS) {
             const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
             if ((which == 0) != (win && !mine)) continue;
-            if constexpr (PIPE) {
-                unsigned char *dst = krow(r);
-                if (mine) {
-                    const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                    for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = kv_pack8(src + 8 * c);
-                    continue;
-                }
-                const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
-                for (int c = lane; c < C16; c += 32) cp_async16_any(dst + kch(r, c), src + (ok ? 8 * c : 0), ok);
-            } else {
-                unsigned char *dst = ks + (size_t)r * st;
-                if (mine) {
-                    const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                    for (int c = lane; c < C16; c += 32)
-                        *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
-                    continue;
-                }
-                const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
-                for (int c = lane; c < C16; c += 32)
-                    cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
+            unsigned char *dst = ks + (size_t)r * st;
+            if (mine) {
+                const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
+                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + 16 * af_chunk(r, c)) = kv_pack8(src + 8 * c);
+                continue;
             }
+            const uint16_t *src = ok ? (const uint16_t *)rps[r] : (const uint16_t *)kv_new;
+            for (int c = lane; c < C16; c += 32) cp_async16_any(dst + 16 * af_chunk(r, c), src + (ok ? 8 * c : 0), ok);
         }
         cp_async_commit();
     };
@@ -1526,129 +1468,54 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         }
     }
     AF_T();
-    cg::cluster_group cl = cg::this_cluster();
-    if constexpr (PIPE) {
-        const int ng = np16 >> 4;       /* the part's groups of 16 rows */
-        for (int jg = 0; jg < ng; jg++) /* every thread: its copies so far (the cached window rows) */
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(mb0 + 8 * jg) : "memory");
-        /* the other cached rows (compressed; the launch's condition: 16-byte aligned) by the bulk copy engine:
-         * the last warp issues a group of 16 at a time (lane 0 expects its bytes, lane l < 16 copies its row l),
-         * at most nf groups in flight, so that the groups land one after another */
-        const int nf = af_nf;
-        const auto issue_group = [&](int jg) {
-            if (lane == 0) {
-                const int a = 16 * jg, b = a + 16 < np ? a + 16 : np, f = nwin - r0 > a ? nwin - r0 : a;
-                mbar_expect(mb0 + 8 * jg, (unsigned)(2 * hd * (b > f ? b - f : 0)));
+    issue_rows(1);
+    AF_T();
+#pragma unroll
+    for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
+#pragma unroll
+        for (int b = 0; b < QC; b++) {
+            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            if (c >= C16) continue;
+            uint4 v = make_uint4(0, 0, 0, 0);
+            if (h < nh) {
+                const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
+                v = make_uint4(x.x, x.y, y.x, y.y);
             }
-            const int r = 16 * jg + lane;
-            if (lane < 16 && r < np && r0 + r >= nwin)
-                bulk_copy((uint32_t)__cvta_generic_to_shared(krow(r)), rps[r], (unsigned)(2 * hd), mb0 + 8 * jg);
-        };
-        if (w == AF_WARPS - 1)
-            for (int jg = 0; jg < ng && jg < nf; jg++) issue_group(jg);
-        /* the step's own rows (rounded from kv_new as k_kv_store caches them) and the rows past the part's
-         * (zeros: their weights are 0, their values must be too), a warp a row */
-        for (int r = w; r < np16; r += AF_WARPS) {
-            const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
-            if (ok && !mine) continue;
-            unsigned char *dst = krow(r);
-            if (mine) {
-                const float *src = kv_new + (size_t)(s.t0 + (lo + r0 + r - s.pos0)) * hd;
-                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = kv_pack8(src + 8 * c);
-            } else
-                for (int c = lane; c < C16; c += 32) *(uint4 *)(dst + kch(r, c)) = make_uint4(0, 0, 0, 0);
+            *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
+        }
+    AF_T();
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    AF_T();
+    cg::cluster_group cl = cg::this_cluster();
+    /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
+     * a time (a tile past the part's: zeros, never stored) */
+    for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
+        float acc[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+        const bool v1 = 8 * (i0 + AF_WARPS) < np16;
+        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
+#pragma unroll 4
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            const int c = d0 / 8 + tq;
+            const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
+            const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
+            const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
+            const uint4 k1 = *(const uint4 *)(ks + rb * st + 16 * af_chunk(rb, c));
+            mma_bf16(acc[0], a.x, b8.x, a.y, b8.y, k0.x, k0.y);
+            mma_bf16(acc[0], a.z, b8.z, a.w, b8.w, k0.z, k0.w);
+            mma_bf16(acc[1], a.x, b8.x, a.y, b8.y, k1.x, k1.y);
+            mma_bf16(acc[1], a.z, b8.z, a.w, b8.w, k1.z, k1.w);
         }
 #pragma unroll
-        for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
-#pragma unroll
-            for (int b = 0; b < QC; b++) {
-                const int h = w + AF_WARPS * a, c = lane + 32 * b;
-                if (c >= C16) continue;
-                uint4 v = make_uint4(0, 0, 0, 0);
-                if (h < nh) {
-                    const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
-                    v = make_uint4(x.x, x.y, y.x, y.y);
-                }
-                *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
-            }
-        __syncthreads(); /* q, the step's rows, the zeros */
-        AF_T();
-        if (w == AF_WARPS - 1)
-            for (int jg = nf; jg < ng; jg++) { /* the next group once the one nf before it has landed */
-                mbar_wait(mb0 + 8 * (jg - nf), 0);
-                issue_group(jg);
-            }
-        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w < 7 the 8-row tiles w, w + 7, ..., each
-         * once its group has landed */
-        for (int i0 = w; w < AF_WARPS - 1 && 8 * i0 < np16; i0 += AF_WARPS - 1) {
-            mbar_wait(mb0 + 8 * (i0 >> 1), 0);
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            const int ra = 8 * i0 + g;
-            const unsigned char *kr = krow(ra);
-#pragma unroll 4
-            for (int d0 = 0; d0 < hd; d0 += 32) {
-                const int c = d0 / 8 + tq;
-                const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
-                const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
-                const uint4 k0 = *(const uint4 *)(kr + kch(ra, c));
-                mma_bf16(acc, a.x, b8.x, a.y, b8.y, k0.x, k0.y);
-                mma_bf16(acc, a.z, b8.z, a.w, b8.w, k0.z, k0.w);
-            }
+        for (int n = 0; n < 2; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int h = g + 8 * (e >> 1), j = 8 * i0 + 2 * tq + (e & 1);
-                if (j < np) sc[h * SR + j] = acc[e] * A.scale;
+                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
+                if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
             }
-        }
-    } else {
-        issue_rows(1);
-        AF_T();
-#pragma unroll
-        for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
-#pragma unroll
-            for (int b = 0; b < QC; b++) {
-                const int h = w + AF_WARPS * a, c = lane + 32 * b;
-                if (c >= C16) continue;
-                uint4 v = make_uint4(0, 0, 0, 0);
-                if (h < nh) {
-                    const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
-                    v = make_uint4(x.x, x.y, y.x, y.y);
-                }
-                *(uint4 *)(qs + (size_t)h * st + 16 * af_chunk(h, c)) = v;
-            }
-        AF_T();
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();
-        AF_T();
-        /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
-         * a time (a tile past the part's: zeros, never stored) */
-        for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
-            float acc[2][4];
-#pragma unroll
-            for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-            const bool v1 = 8 * (i0 + AF_WARPS) < np16;
-            const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
-#pragma unroll 4
-            for (int d0 = 0; d0 < hd; d0 += 32) {
-                const int c = d0 / 8 + tq;
-                const uint4 a = *(const uint4 *)(qs + g * st + 16 * af_chunk(g, c));
-                const uint4 b8 = *(const uint4 *)(qs + (g + 8) * st + 16 * af_chunk(g + 8, c));
-                const uint4 k0 = *(const uint4 *)(ks + ra * st + 16 * af_chunk(ra, c));
-                const uint4 k1 = *(const uint4 *)(ks + rb * st + 16 * af_chunk(rb, c));
-                mma_bf16(acc[0], a.x, b8.x, a.y, b8.y, k0.x, k0.y);
-                mma_bf16(acc[0], a.z, b8.z, a.w, b8.w, k0.z, k0.w);
-                mma_bf16(acc[1], a.x, b8.x, a.y, b8.y, k1.x, k1.y);
-                mma_bf16(acc[1], a.z, b8.z, a.w, b8.w, k1.z, k1.w);
-            }
-#pragma unroll
-            for (int n = 0; n < 2; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
-                    if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
-                }
-        }
     }
     __syncthreads();
     AF_T();
@@ -1688,10 +1555,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
 #pragma unroll
         for (int u = 0; u < 8; u++) {
             const int n = w + AF_WARPS * u;
-            if constexpr (PIPE)
-                ldsm_x2_trans(b[u][0], b[u][1], krow(r) + kch(r, n < NT8 ? n : 0));
-            else
-                ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
+            ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
         }
 #pragma unroll
         for (int u = 0; u < 8; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
@@ -1805,8 +1669,8 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-            k_attn_one<16, false>, k_attn_one<8, false>, k_attn_one<16, true>, k_attn_one<8, true>};
+                             const float *, const float *, const int32_t *, const int32_t *, int,
+                             float *) = {k_attn_one<16>, k_attn_one<8>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1815,9 +1679,7 @@ void cuda_attn_init(size_t smem_optin)
         }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        af_fits = cuda_cluster_fits(k_attn_one<16, false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
-        const int nf = cuda_env_int("DSV4_ATTN_ONE_NF", 2);
-        CK(cudaMemcpyToSymbol(af_nf, &nf, sizeof nf));
+        af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1924,13 +1786,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
              * slower than the four kernels; s67, with v47-v69's kernel, faster: AF_MAX_ROWS); it rounds q and the
              * step's rows to BF16 itself (no k_attn_qpack; heads of up to 512 dimensions) */
             const int RP = af_part_rows(max_rows);
-            /* the rows' copies and the scores pipelined (PIPE; DSV4_ATTN_ONE_PIPE=0: one copy wait for all rows,
-             * the same bits) */
-            static int one_pipe = -1;
-            if (one_pipe < 0) one_pipe = cuda_env_on("DSV4_ATTN_ONE_PIPE");
-            const bool pipe = one_pipe && ((uintptr_t)A.pages & 15) == 0 && A.page_floats % 4 == 0 &&
-                              A.pg_off % 4 == 0 && A.rf % 4 == 0; /* the compressed rows 16-byte aligned */
-            const size_t osm = af_layout(hd, RP, pipe).total;
+            const size_t osm = af_layout(hd, RP).total;
             const bool one = ch->sum == DSV4_SUM_ONE || ch->sum == DSV4_SUM_ONE8;
             static int one_rows = -1;
             if (one_rows < 0) {
@@ -1947,8 +1803,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                launch_attn(hb == 8 ? (pipe ? k_attn_one<8, true> : k_attn_one<8, false>)
-                                    : (pipe ? k_attn_one<16, true> : k_attn_one<16, false>),
+                launch_attn(hb == 8 ? k_attn_one<8> : k_attn_one<16>,
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);

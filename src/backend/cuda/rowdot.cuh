@@ -559,14 +559,6 @@ __device__ __forceinline__ void mbar_expect(uint32_t bar, unsigned bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
 }
-/* bytes (a multiple of 16, both addresses 16-byte aligned) from global memory to shared address dst by the bulk
- * copy engine, completing on mbarrier bar */
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigned bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-                 "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-}
 __device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
 {
     uint32_t ok = 0;

@@ -147,6 +147,12 @@ __device__ __forceinline__ void tma_box(uint32_t dst, const CUtensorMap *tm, int
                  "l"(tm), "r"(x), "r"(y), "r"(bar)
                  : "memory");
 }
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigned bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
 
 /* One block: 64 rows (tile blockIdx.y of the jobs), N tokens (tile blockIdx.x),
  * row group blockIdx.z / Q and parts [P q / Q, P (q + 1) / Q) of it
