@@ -105,6 +105,52 @@ static int get_bool(json_t *root, const char *key, int *out, srv_error *e)
     return 0;
 }
 
+/* A function name as OpenAI takes it: ^[a-zA-Z0-9_-]{1,64}$. Names are rendered into the prompt's DSML markup
+ * (`<｜DSML｜invoke name="...">`, and a named tool_choice's forced start, tokenised with its special tokens), so
+ * a quote or a DSML marker in one would close that markup and write the model's tool call for it. */
+static int check_function_name(const json_t *v, const char *param, srv_error *e)
+{
+    if (!json_is_string(v)) return BAD(e, param, "%s: expected a string, got %s", param, dsv4_json_type_name(v));
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    static const char rule[] = "a function name is 1 to 64 characters of a-z, A-Z, 0-9, '_' and '-'";
+    if (n == 0) return BAD(e, param, "%s: must not be empty (%s)", param, rule);
+    if (n > 64) return BAD(e, param, "%s: %zu bytes long (%s)", param, n, rule);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')
+            continue;
+        if (c > 0x20 && c < 0x7f) return BAD(e, param, "%s: '%c' at offset %zu is not allowed (%s)", param, c, i, rule);
+        return BAD(e, param, "%s: byte 0x%02x at offset %zu is not allowed (%s)", param, c, i, rule);
+    }
+    return 0;
+}
+
+/* The function names of the conversation (checked once its shape is known to be right): the assistant
+ * messages' tool_calls[].function.name and a message's own tools[].function.name, rendered as the request's
+ * tools are. */
+static int check_history_names(json_t *msgs, srv_error *e)
+{
+    size_t i, j;
+    json_t *m, *x;
+    char param[128]; /* what fits of it is the error's param (64 bytes: indices below 10^9 fit) */
+    json_array_foreach(msgs, i, m)
+    {
+        json_array_foreach(json_object_get(m, "tool_calls"), j, x)
+        {
+            snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu].function.name", i, j);
+            if (check_function_name(json_object_get(json_object_get(x, "function"), "name"), param, e)) return -1;
+        }
+        json_array_foreach(json_object_get(m, "tools"), j, x)
+        {
+            json_t *nm = json_object_get(json_object_get(x, "function"), "name");
+            snprintf(param, sizeof param, "messages[%zu].tools[%zu].function.name", i, j);
+            if (nm && check_function_name(nm, param, e)) return -1;
+        }
+    }
+    return 0;
+}
+
 static json_t *load_body(const char *body, size_t n, srv_error *e)
 {
     json_error_t je;
@@ -302,6 +348,9 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
                 BAD(e, "tools", "tools[%zu]: expected {\"type\": \"function\", \"function\": {\"name\": ...}}", i);
                 goto done;
             }
+            char param[64];
+            snprintf(param, sizeof param, "tools[%zu].function.name", i);
+            if (check_function_name(json_object_get(fn, "name"), param, e)) goto done;
         }
         p->has_tools = json_array_size(tools) > 0;
     }
@@ -322,6 +371,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
                 BAD(e, "tool_choice", "tool_choice: expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
                 goto done;
             }
+            if (check_function_name(nm, "tool_choice.function.name", e)) goto done;
             p->tool_choice = SRV_TOOL_CHOICE_NAMED;
             p->tool_name = strdup(json_string_value(nm));
         } else {
@@ -389,6 +439,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
         goto done;
     }
     p->has_conv = 1;
+    if (check_history_names(msgs, e)) goto done;
     rc = 0;
 done:
     json_decref(root);
