@@ -542,6 +542,17 @@ refuse: /* a prompt refused before anything was submitted */
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+/* The path a request target names. RFC 9112 3.2.2: a server must accept the absolute-form,
+ * "http://host:port/v1/chat/completions", which a client sends through a proxy (MHD hands it over as it came, less
+ * the query): routes are matched on its path ("/" when it has none); the origin-form is the path already. */
+static const char *target_path(const char *url)
+{
+    size_t k = !strncasecmp(url, "http://", 7) ? 7 : !strncasecmp(url, "https://", 8) ? 8 : 0;
+    if (!k) return url;
+    const char *p = strchr(url + k, '/');
+    return p ? p : "/";
+}
+
 static int route_of(const char *url)
 {
     if (!strcmp(url, "/health")) return ROUTE_HEALTH;
@@ -594,6 +605,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     srv_http *h = cls;
     conn_ctx *cc = *con_cls;
+    url = target_path(url);
     if (!cc) {
         /* first call: the headers are in; refuse early what can be refused early */
         cc = calloc(1, sizeof *cc);

@@ -770,6 +770,29 @@ class Errors(unittest.TestCase):
             error_of(self, status, data, 405)
             self.assertIn("Allow", headers)
 
+    def test_absolute_form_targets(self):
+        """RFC 9112 3.2.2: a request target may be an absolute URI (as sent to a proxy); routes go by its path."""
+        base = f"http://127.0.0.1:{S.port}"
+        status, data, _ = S.request("GET", base + "/v1/models")
+        self.assertEqual(status, 200, data)
+        self.assertEqual(json.loads(data)["data"][0]["id"], MODEL_NAME)
+        status, data, _ = S.request("GET", "HTTPS://example.com/health?probe=1")
+        self.assertEqual(status, 200, data)
+        status, data, _ = S.request("GET", "http://example.com:8080/v1/models/" + MODEL_NAME)
+        self.assertEqual(status, 200, data)
+        status, data, _ = S.request("POST", base + "/v1/chat/completions", chat_body(max_tokens=4))
+        self.assertEqual(status, 200, data)
+        self.assertEqual(json.loads(data)["object"], "chat.completion")
+        status, data, _ = S.request("POST", "http://localhost/v1/completions",
+                                    {"prompt": "Hello", "max_tokens": 2, "temperature": 0})
+        self.assertEqual(status, 200, data)
+        for path in ("http://127.0.0.1", "http://127.0.0.1/v2/whatever", "http://x/v1/chat/completionsX"):
+            status, data, _ = S.request("GET", path)
+            error_of(self, status, data, 404)
+        status, data, headers = S.request("GET", base + "/v1/chat/completions")
+        error_of(self, status, data, 405)
+        self.assertEqual(headers["Allow"], "POST")
+
     def test_oversized_body(self):
         # Content-Length over the limit: refused before the body is read
         s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
