@@ -7,6 +7,7 @@
  *              [--cuda-graphs on|off] [--ep N] [--tokenizer FILE] [--fill-random]
  *              [--served-model-name NAME] [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S]
  *              [--idle-timeout S] [--overlap on|off] [--prefix-cache auto|on|off] [--prefix-cache-entries N]
+ *              [--allowed-origins LIST]
  *
  * Start-up order: options, then the HTTP listener (so /health answers 503
  * while loading), the tokenizer, the engine with its KV pool, the scheduler;
@@ -60,6 +61,7 @@ static void serve_usage(FILE *f)
         "ours|cublaslt]\n"
         "                  [--max-body-bytes N] [--request-timeout S] [--shutdown-timeout S] [--idle-timeout S]\n"
         "                  [--overlap on|off] [--prefix-cache auto|on|off] [--prefix-cache-entries N]\n"
+        "                  [--allowed-origins LIST]\n"
         "\n"
         "Serves the OpenAI API (/v1/chat/completions, /v1/completions, /v1/models) plus /health and /metrics.\n"
         "Defaults: -m %s, 16 running requests, a queue of 256, context 4096, 2048 prefill tokens per step,\n"
@@ -72,7 +74,8 @@ static void serve_usage(FILE *f)
         "--prefix-cache: start a prompt from the kept state of an earlier one that it begins with (auto, the\n"
         "default: on), --prefix-cache-entries states kept\n"
         "(default twice --max-running-requests); --idle-timeout: seconds a silent connection stays open (default\n"
-        "60, 0: never; not while its answer is generated). See docs/SERVER.md.\n",
+        "60, 0: never; not while its answer is generated); --allowed-origins: comma-separated origins a browser\n"
+        "page may call from (CORS; default *: any; an empty value turns CORS off). See docs/SERVER.md.\n",
         DSV4_DEFAULT_MODEL);
 }
 
@@ -84,7 +87,8 @@ int cmd_serve(int argc, char **argv)
     dsv4_engine_opts eo;
     dsv4_engine_opts_default(&eo);
     eo.model_dir = DSV4_DEFAULT_MODEL;
-    srv_http_opts ho = {.host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512};
+    srv_http_opts ho = {
+        .host = "127.0.0.1", .port = 30000, .max_body = 8u << 20, .max_connections = 512, .allowed_origins = "*"};
     long long max_running = 16, max_queue = 256, ctx = 4096, chunk = 2048, threads = 0, max_body = 8 << 20;
     double mem_fraction = 0.5, shutdown_timeout = 30, request_timeout = 0, idle_timeout = 60;
     int overlap = 1, prefix = -1; /* prefix: -1 auto, 0 off, 1 on */
@@ -116,6 +120,8 @@ int cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--mem-fraction")) bad = cli_parse_double(C, a, v, 0.01, 0.95, &mem_fraction);
         else if (!strcmp(a, "--threads")) bad = cli_parse_int(C, a, v, 0, 4096, &threads);
         else if (!strcmp(a, "--api-key")) ho.api_key = v;
+        else if (!strcmp(a, "--allowed-origins"))
+            ho.allowed_origins = v;
         else if (!strcmp(a, "--served-model-name")) served_name = v;
         else if (!strcmp(a, "--tokenizer")) tokenizer = v;
         else if (!strcmp(a, "--max-body-bytes")) bad = cli_parse_int(C, a, v, 1024, 1LL << 32, &max_body);

@@ -17,6 +17,7 @@
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
@@ -47,6 +48,11 @@ struct srv_http {
     srv_sched *sched;
     dsv4_model_info info;
     long long created;
+    /* CORS (--allowed-origins), set at start: off, any origin, or these (in origins_buf) */
+    int cors, cors_any;
+    char *origins_buf;
+    const char **origins;
+    int n_origins;
 };
 
 enum { ROUTE_NONE = 0, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_MODEL, ROUTE_METRICS, ROUTE_CHAT, ROUTE_COMPLETIONS };
@@ -56,6 +62,7 @@ typedef struct {
     int route;
     dsv4_strbuf body;
     int too_big;
+    int preflight;                  /* an OPTIONS request to answer once it is all in */
     srv_req *reqs[SRV_MAX_CHOICES]; /* a non-streaming request's choices being waited for */
     int n_req;
     int answering;       /* counted in srv_http.answering until the connection completes the request */
@@ -77,7 +84,106 @@ typedef struct {
     srv_resp_meta meta;
 } stream_ctx;
 
+/* ---- CORS ------------------------------------------------------------------------ */
+
+/* Whether s[0..n) is an origin as a browser's Origin header has it: scheme "://" host [":" port], no path. */
+static int origin_ok(const char *s, size_t n)
+{
+    static const char host_chars[] = "-._~%[]:";
+    size_t i = 0;
+    if (!n || !isalpha((unsigned char)s[0])) return 0;
+    while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.')) i++;
+    if (n - i < 4 || memcmp(s + i, "://", 3)) return 0;
+    for (i += 3; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !memchr(host_chars, s[i], sizeof host_chars - 1)) return 0;
+    return 1;
+}
+
+/* --allowed-origins: comma-separated origins, "*" for any; empty (or NULL) turns CORS off. */
+static dsv4_status cors_parse(srv_http *h, const char *list, char *err, size_t errlen)
+{
+    if (!list || !*list) return DSV4_OK;
+    size_t n = 1;
+    for (const char *q = list; *q; q++) n += *q == ',';
+    h->origins_buf = strdup(list);
+    h->origins = calloc(n, sizeof *h->origins);
+    if (!h->origins_buf || !h->origins) {
+        snprintf(err, errlen, "out of memory");
+        return DSV4_ERR_NOMEM;
+    }
+    h->cors = 1;
+    for (char *item = h->origins_buf, *next; item; item = next) {
+        next = strchr(item, ',');
+        if (next) *next++ = 0;
+        while (*item == ' ' || *item == '\t') item++;
+        size_t len = strlen(item);
+        while (len && (item[len - 1] == ' ' || item[len - 1] == '\t')) len--;
+        if (len > 1 && item[len - 1] == '/' && item[len - 2] != '/')
+            len--; /* "http://host/": the origin is without it */
+        item[len] = 0;
+        if (!len) {
+            snprintf(err, errlen, "--allowed-origins: an empty entry in '%s' (an empty value alone turns CORS off)",
+                     list);
+            return DSV4_ERR_INVALID;
+        }
+        if (!strcmp(item, "*")) {
+            h->cors_any = 1;
+            continue;
+        }
+        if (!origin_ok(item, len)) {
+            snprintf(err, errlen,
+                     "--allowed-origins: '%s' is not an origin (scheme://host[:port] as a browser sends it, e.g. "
+                     "http://localhost:3000, or *)",
+                     item);
+            return DSV4_ERR_INVALID;
+        }
+        h->origins[h->n_origins++] = item;
+    }
+    return DSV4_OK;
+}
+
+/* The Access-Control-Allow-Origin a request gets: "*", its own Origin when that is in the list, or NULL (CORS off,
+ * no Origin, one not in the list: the browser keeps the answer from the page; the request is served all the same).
+ * *vary: the answer depends on the Origin header (a list, not "*"). */
+static const char *cors_origin(const srv_http *h, struct MHD_Connection *c, int *vary)
+{
+    *vary = 0;
+    if (!h->cors) return NULL;
+    if (h->cors_any) return "*";
+    *vary = 1;
+    const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (!o) return NULL;
+    for (int i = 0; i < h->n_origins; i++)
+        if (!strcasecmp(o, h->origins[i])) return o;
+    return NULL;
+}
+
+/* Whether s is a list of header names (an Access-Control-Request-Headers worth echoing). */
+static int header_list_ok(const char *s)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~, \t";
+    size_t n = strlen(s);
+    if (!n || n > 1024) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !memchr(tchar, s[i], sizeof tchar - 1)) return 0;
+    return 1;
+}
+
 /* ---- responses ---------------------------------------------------------------- */
+
+/* Queues r with the CORS headers the request gets (every response: errors and streams too), counts it, drops the
+ * caller's reference. */
+static enum MHD_Result respond(srv_http *h, struct MHD_Connection *c, int status, struct MHD_Response *r)
+{
+    int vary;
+    const char *o = cors_origin(h, c, &vary);
+    if (o) MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+    if (vary) MHD_add_response_header(r, "Vary", "Origin");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    srv_metrics_http(h->m, status);
+    return ok;
+}
 
 static enum MHD_Result send_body(srv_http *h, struct MHD_Connection *c, int status, const char *ctype, const char *body,
                                  size_t n)
@@ -85,13 +191,7 @@ static enum MHD_Result send_body(srv_http *h, struct MHD_Connection *c, int stat
     struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Content-Type", ctype);
-    if (status == 405) {
-        MHD_add_response_header(r, "Allow", "POST"); /* overwritten below for GET routes */
-    }
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    srv_metrics_http(h->m, status);
-    return ok;
+    return respond(h, c, status, r);
 }
 
 static enum MHD_Result send_json(srv_http *h, struct MHD_Connection *c, int status, char *json /* freed */)
@@ -494,10 +594,7 @@ static enum MHD_Result generate(srv_http *h, struct MHD_Connection *c, conn_ctx 
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
         MHD_add_response_header(resp, "Cache-Control", "no-cache");
         MHD_add_response_header(resp, "X-Accel-Buffering", "no");
-        enum MHD_Result ok = MHD_queue_response(c, 200, resp);
-        MHD_destroy_response(resp);
-        srv_metrics_http(h->m, 200);
-        return ok;
+        return respond(h, c, 200, resp);
     }
 
     /* not streamed: wait for the end of every choice, watching the client */
@@ -599,6 +696,28 @@ static enum MHD_Result models(srv_http *h, struct MHD_Connection *c, const char 
     return send_json(h, c, 200, s);
 }
 
+/* OPTIONS on a route with CORS on (a browser's preflight before a cross-origin request): 204 with the route's
+ * methods, and for an allowed origin the CORS answer - those methods, the headers the browser asks for (when they
+ * are a list of header names; else Authorization and Content-Type), and for how long it may keep the answer.
+ * Answered before authentication (a preflight never carries the API key) and while loading or shutting down. */
+static enum MHD_Result preflight(srv_http *h, struct MHD_Connection *c, int post)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    const char *methods = post ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+    MHD_add_response_header(r, "Allow", methods);
+    int vary;
+    if (cors_origin(h, c, &vary)) {
+        const char *asked = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+        const int echo = asked && header_list_ok(asked);
+        MHD_add_response_header(r, "Access-Control-Allow-Methods", methods);
+        MHD_add_response_header(r, "Access-Control-Allow-Headers", echo ? asked : "Authorization, Content-Type");
+        MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+        if (echo) MHD_add_response_header(r, "Vary", "Access-Control-Request-Headers");
+    }
+    return respond(h, c, 204, r);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -618,6 +737,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             snprintf(msg, sizeof msg, "no route %s %.200s", method, url);
             return fail(h, c, 404, "invalid_request_error", "", msg);
         }
+        if (h->cors && !strcmp(method, "OPTIONS")) {
+            /* answered once the request is all in: a response queued before that closes the connection, and the
+             * browser's request follows on it */
+            cc->preflight = 1;
+            return MHD_YES;
+        }
         if (post ? strcmp(method, "POST") : strcmp(method, "GET") && strcmp(method, "HEAD")) {
             srv_error e;
             srv_error_set(&e, 405, "invalid_request_error", "", "%s is not allowed on %.200s (use %s)", method, url,
@@ -628,11 +753,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             free(json);
             if (!r) return MHD_NO;
             MHD_add_response_header(r, "Content-Type", "application/json");
-            MHD_add_response_header(r, "Allow", post ? "POST" : "GET, HEAD");
-            enum MHD_Result ok = MHD_queue_response(c, 405, r);
-            MHD_destroy_response(r);
-            srv_metrics_http(h->m, 405);
-            return ok;
+            MHD_add_response_header(r, "Allow",
+                                    post ? (h->cors ? "POST, OPTIONS" : "POST")
+                                         : (h->cors ? "GET, HEAD, OPTIONS" : "GET, HEAD"));
+            return respond(h, c, 405, r);
         }
         if (!strncmp(url, "/v1/", 4) && !authorized(h, c)) {
             srv_error e;
@@ -651,6 +775,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         return MHD_YES;
     }
+    if (*upload_data_size && cc->preflight) { /* a body on OPTIONS means nothing: dropped */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (cc->preflight) return preflight(h, c, cc->route == ROUTE_CHAT || cc->route == ROUTE_COMPLETIONS);
     if (*upload_data_size) {
         /* the body, in pieces; past the limit it is read and dropped (chunked uploads have no length) */
         if (!cc->too_big && cc->body.len + *upload_data_size > h->o.max_body) {
@@ -714,6 +843,13 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 
 /* ---- lifetime ---------------------------------------------------------------------------- */
 
+static void http_free(srv_http *h)
+{
+    free(h->origins_buf);
+    free(h->origins);
+    free(h);
+}
+
 dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **out, char *err, size_t errlen)
 {
     srv_http *h = calloc(1, sizeof *h);
@@ -721,6 +857,11 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
     h->o = *o;
     h->m = m;
     h->created = (long long)time(NULL);
+    dsv4_status st = cors_parse(h, o->allowed_origins, err, errlen);
+    if (st) {
+        http_free(h);
+        return st;
+    }
 
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST},
                     *ai = NULL;
@@ -728,7 +869,7 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
     snprintf(port, sizeof port, "%d", o->port);
     if (getaddrinfo(o->host, port, &hints, &ai) || !ai) {
         snprintf(err, errlen, "--host %s: not a numeric IPv4 or IPv6 address", o->host);
-        free(h);
+        http_free(h);
         return DSV4_ERR_INVALID;
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
@@ -744,7 +885,7 @@ dsv4_status srv_http_start(const srv_http_opts *o, srv_metrics *m, srv_http **ou
     if (!h->d) {
         snprintf(err, errlen, "cannot listen on %s port %d (in use, or not an address of this machine)", o->host,
                  o->port);
-        free(h);
+        http_free(h);
         return DSV4_ERR_IO;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -776,5 +917,5 @@ void srv_http_stop(srv_http *h)
 {
     if (!h) return;
     MHD_stop_daemon(h->d);
-    free(h);
+    http_free(h);
 }

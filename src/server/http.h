@@ -22,6 +22,8 @@ typedef struct {
     double request_timeout;    /* seconds from arrival; 0 = none */
     unsigned idle_timeout;     /* seconds a connection may stay silent (no request, or a request's headers or body
                                   stalled); 0 = none. Not applied while a generation request is being answered */
+    const char *allowed_origins; /* CORS: comma-separated origins allowed to call from a browser, "*" any; NULL or
+                                    "": CORS off (no CORS headers, OPTIONS refused). Checked by srv_http_start */
 } srv_http_opts;
 
 typedef struct srv_http srv_http;

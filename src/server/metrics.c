@@ -25,7 +25,7 @@ typedef struct {
     uint64_t n;
 } hist;
 
-static const int http_codes[] = {200, 400, 401, 404, 405, 408, 413, 429, 500, 503, 504};
+static const int http_codes[] = {200, 204, 400, 401, 404, 405, 408, 413, 429, 500, 503, 504};
 #define N_CODES (int)(sizeof http_codes / sizeof http_codes[0])
 
 struct srv_metrics {

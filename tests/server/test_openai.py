@@ -791,7 +791,7 @@ class Errors(unittest.TestCase):
             error_of(self, status, data, 404)
         status, data, headers = S.request("GET", base + "/v1/chat/completions")
         error_of(self, status, data, 405)
-        self.assertEqual(headers["Allow"], "POST")
+        self.assertEqual(headers["Allow"], "POST, OPTIONS")  # CORS on (the default): OPTIONS too
 
     def test_oversized_body(self):
         # Content-Length over the limit: refused before the body is read
@@ -869,6 +869,142 @@ def wait_for(pred, timeout=10):
             return True
         time.sleep(0.02)
     return False
+
+
+class Cors(unittest.TestCase):
+    """--allowed-origins: preflights answered, every response (errors and streams too) carrying
+    Access-Control-Allow-Origin for an allowed origin, nothing for another one (served all the same)."""
+    CHAT = "/v1/chat/completions"
+
+    def preflight(self, srv, path, origin, method="POST", headers=None):
+        h = {"Origin": origin, "Access-Control-Request-Method": method}
+        h.update(headers or {})
+        return srv.request("OPTIONS", path, headers=h)
+
+    def all_responses(self, srv, origin):
+        """(what, status, headers) of a response of each kind, asked from origin."""
+        h = {"Origin": origin}
+        out = []
+        for what, method, path, body in (
+                ("models", "GET", "/v1/models", None), ("health", "GET", "/health", None),
+                ("metrics", "GET", "/metrics", None), ("HEAD", "HEAD", "/v1/models", None),
+                ("chat", "POST", self.CHAT, chat_body(max_tokens=2)),
+                ("stream", "POST", self.CHAT, chat_body(max_tokens=2, stream=True)),
+                ("completion stream", "POST", "/v1/completions", {"prompt": "Hi", "max_tokens": 2, "stream": True}),
+                ("400", "POST", self.CHAT, b"{"), ("404", "GET", "/v1/nothing", None),
+                ("405", "PUT", self.CHAT, None)):
+            status, data, headers = srv.request(method, path, body, headers=h)
+            if what == "stream":
+                self.assertEqual(sse_events(data)[-1], "[DONE]")
+            out.append((what, status, headers))
+        return out
+
+    def test_any_origin_by_default(self):
+        # the shared server has no --allowed-origins: "*"
+        status, data, h = self.preflight(S, self.CHAT, "http://localhost:5173",
+                                         headers={"Access-Control-Request-Headers": "authorization, content-type, "
+                                                                                    "x-stainless-lang"})
+        self.assertEqual(status, 204, data)
+        self.assertEqual(data, b"")
+        self.assertEqual(h["Access-Control-Allow-Origin"], "*")
+        self.assertIn("POST", h["Access-Control-Allow-Methods"])
+        self.assertEqual(h["Access-Control-Allow-Headers"], "authorization, content-type, x-stainless-lang")
+        self.assertGreater(int(h["Access-Control-Max-Age"]), 0)
+        self.assertNotIn("Origin", h.get("Vary", ""))
+        self.assertIn("OPTIONS", h["Allow"])
+        # no Access-Control-Request-Headers (or not a list of names): the headers a client of this API needs
+        for extra in ({}, {"Access-Control-Request-Headers": "x(y)"}):
+            status, _, h = self.preflight(S, self.CHAT, "https://app.example", headers=extra)
+            self.assertEqual(status, 204)
+            self.assertEqual(h["Access-Control-Allow-Headers"], "Authorization, Content-Type")
+        status, _, h = self.preflight(S, "/v1/models", "https://app.example", method="GET")
+        self.assertEqual(status, 204)
+        self.assertIn("GET", h["Access-Control-Allow-Methods"])
+        self.assertNotIn("POST", h["Access-Control-Allow-Methods"])
+        status, data, h = self.preflight(S, "/v1/embeddings", "https://app.example")
+        error_of(self, status, data, 404)
+        for what, status, h in self.all_responses(S, "https://app.example"):
+            with self.subTest(what=what):
+                self.assertEqual(h.get("Access-Control-Allow-Origin"), "*", (status, h))
+        # without an Origin (not a browser) too
+        self.assertEqual(S.request("GET", "/v1/models")[2].get("Access-Control-Allow-Origin"), "*")
+
+    def test_preflight_keeps_the_connection(self):
+        """A browser sends its request on the preflight's connection: the preflight must not close it."""
+        c = http.client.HTTPConnection("127.0.0.1", S.port, timeout=60)
+        try:
+            c.request("OPTIONS", self.CHAT, headers={"Origin": "https://app.example",
+                                                     "Access-Control-Request-Method": "POST"})
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 204)
+            self.assertFalse(r.will_close)
+            sock = c.sock
+            c.request("POST", self.CHAT, body=json.dumps(chat_body(max_tokens=2)),
+                      headers={"Origin": "https://app.example", "Content-Type": "application/json"})
+            r = c.getresponse()
+            self.assertEqual(r.status, 200)
+            self.assertIs(c.sock, sock)
+            self.assertEqual(json.loads(r.read())["object"], "chat.completion")
+        finally:
+            c.close()
+
+    def test_origin_list(self):
+        srv = Server("--allowed-origins", " http://a.example,https://b.example:8443/ ", "--api-key", "k",
+                     "--context-length", "256")
+        try:
+            auth = {"Authorization": "Bearer k"}
+            for origin in ("http://a.example", "https://b.example:8443"):
+                # answered before authentication: a preflight never carries the key
+                status, _, h = self.preflight(srv, self.CHAT, origin)
+                self.assertEqual(status, 204)
+                self.assertEqual(h["Access-Control-Allow-Origin"], origin)
+                self.assertIn("Origin", h["Vary"])
+                self.assertIn("POST", h["Access-Control-Allow-Methods"])
+                status, data, h = srv.request("POST", self.CHAT, chat_body(max_tokens=2, stream=True),
+                                              headers=dict(auth, Origin=origin))
+                self.assertEqual(status, 200, data)
+                self.assertEqual(h["Access-Control-Allow-Origin"], origin)
+                self.assertIn("Origin", h["Vary"])
+                status, data, h = srv.request("POST", self.CHAT, chat_body(max_tokens=2), headers={"Origin": origin})
+                error_of(self, status, data, 401)
+                self.assertEqual(h["Access-Control-Allow-Origin"], origin)
+            # another origin, or none: no CORS headers, but served
+            for headers in ({"Origin": "http://evil.example"}, {"Origin": "http://a.example:80"},
+                            {"Origin": "null"}, {}):
+                if headers:
+                    status, _, h = self.preflight(srv, self.CHAT, headers["Origin"])
+                    self.assertEqual(status, 204)
+                    self.assertNotIn("Access-Control-Allow-Origin", h)
+                    self.assertNotIn("Access-Control-Allow-Methods", h)
+                status, data, h = srv.request("POST", self.CHAT, chat_body(max_tokens=2), headers=dict(auth, **headers))
+                self.assertEqual(status, 200, data)
+                self.assertEqual(json.loads(data)["object"], "chat.completion")
+                self.assertNotIn("Access-Control-Allow-Origin", h)
+                self.assertIn("Origin", h["Vary"])
+        finally:
+            srv.stop()
+
+    def test_off(self):
+        srv = Server("--allowed-origins", "", "--context-length", "256")
+        try:
+            status, data, h = self.preflight(srv, self.CHAT, "http://a.example")
+            error_of(self, status, data, 405)
+            self.assertEqual(h["Allow"], "POST")
+            for what, status, h in self.all_responses(srv, "http://a.example"):
+                with self.subTest(what=what):
+                    self.assertNotIn("Access-Control-Allow-Origin", h)
+                    self.assertNotIn("Vary", h)
+        finally:
+            srv.stop()
+
+    def test_bad_lists(self):
+        for value in ("http://a.example/app", "http://a.example,,http://b.example", "localhost:3000", ",",
+                      "http://a.example http://b.example", "*.example.com"):
+            p = subprocess.run([DSV4, "serve", "-m", MODEL, "--port", "0", "--allowed-origins", value],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 1, (value, p.stderr))
+            self.assertTrue(p.stderr.startswith("dsv4 serve: --allowed-origins:"), p.stderr)
 
 
 class Concurrency(unittest.TestCase):
