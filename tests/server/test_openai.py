@@ -289,6 +289,17 @@ class Basics(unittest.TestCase):
         c = cl.completions.create(model=MODEL_NAME, prompt="Hello", n=4, temperature=1.0, max_tokens=24, seed=5,
                                   extra_body={"ignore_eos": True})
         self.assertGreater(len({x.text for x in c.choices}), 1, "drawn choices differ")
+        # streamed, the choices' chunks interleave as their tokens come (logprobs: every token is in a chunk), not
+        # choice 0's whole answer before the others'
+        chunks = [(ch.index, len(ch.logprobs.tokens) if ch.logprobs else 0, ch.finish_reason)
+                  for x in cl.completions.create(model=MODEL_NAME, prompt="Hello", n=4, temperature=1.0, max_tokens=24,
+                                                 seed=5, logprobs=1, stream=True, extra_body={"ignore_eos": True})
+                  for ch in x.choices]
+        self.assertEqual([sum(t for i, t, _ in chunks if i == k) for k in range(4)], [24] * 4, chunks)
+        first_finish = min(j for j, (_, _, f) in enumerate(chunks) if f)
+        before = [sum(t for i, t, _ in chunks[:first_finish] if i == k) for k in range(4)]
+        self.assertTrue(all(n >= 16 for n in before), (before, chunks))
+        self.assertEqual({i for i, _, _ in chunks[:8]}, {0, 1, 2, 3}, chunks)
 
     def test_prompt_batch(self):
         """a completions batch (prompt as an array of prompts, texts or token ids): choice i x n + k is what prompt i
