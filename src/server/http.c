@@ -12,6 +12,11 @@
  * --max-body-bytes, at once when Content-Length says so), parse and validate
  * it (openai.c), render the chat and tokenise it, check it against the
  * context, submit it (429 when the queue is full), then answer.
+ *
+ * CORS (--allowed-origins) lives here too: every response goes out through
+ * respond(), which adds Access-Control-Allow-Origin for an allowed Origin,
+ * and OPTIONS on a route is a browser's preflight, answered before any
+ * authentication.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "server/http.h"
