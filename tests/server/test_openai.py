@@ -162,6 +162,10 @@ def sse_events(data):
 
 
 MODEL_NAME = os.path.basename(MODEL.rstrip("/"))
+# the served model's vocabulary, read where the server reads it (config.json's vocab_size; /v1/models does not say):
+# random token-id prompts stay below it (783 for the embedded model, 512 for DSV4_TEST_MODEL=synthetic)
+with open(os.path.join(MODEL, "config.json"), encoding="utf-8") as f:
+    VOCAB = json.load(f)["vocab_size"]
 S = None  # the shared server
 
 
@@ -1375,10 +1379,10 @@ class PrefixCache(unittest.TestCase):
         rng = random.Random(5)
         landed = 0
         for rnd in range(5):
-            shared = [rng.randrange(50, 700) for _ in range(256)]
-            lead = dict(model=MODEL_NAME, prompt=shared + [rng.randrange(50, 700) for _ in range(40)], max_tokens=4,
+            shared = [rng.randrange(50, VOCAB) for _ in range(256)]
+            lead = dict(model=MODEL_NAME, prompt=shared + [rng.randrange(50, VOCAB) for _ in range(40)], max_tokens=4,
                         temperature=0)
-            follow = dict(lead, prompt=shared + [rng.randrange(50, 700) for _ in range(12)])
+            follow = dict(lead, prompt=shared + [rng.randrange(50, VOCAB) for _ in range(12)])
             srv = Server("--max-running-requests", "4", "--context-length", str(CTX), "--chunked-prefill-size", "8",
                          "--prefix-cache", "on", env={"DSV4_SERVE_FAULT_STEP": "32"})
             try:
@@ -1494,9 +1498,9 @@ class PrefixCache(unittest.TestCase):
                      "--prefix-cache", "on", "--prefix-cache-entries", "1")
         try:
             rng = random.Random(7)
-            reqs = [dict(model=MODEL_NAME, prompt=[rng.randrange(50, 700) for _ in range(300)], max_tokens=4, n=2,
+            reqs = [dict(model=MODEL_NAME, prompt=[rng.randrange(50, VOCAB) for _ in range(300)], max_tokens=4, n=2,
                          temperature=0, logprobs=1),
-                    dict(model=MODEL_NAME, prompt=[rng.randrange(50, 700) for _ in range(100)], max_tokens=4,
+                    dict(model=MODEL_NAME, prompt=[rng.randrange(50, VOCAB) for _ in range(100)], max_tokens=4,
                          temperature=0, logprobs=1)]
             want = [self.off.client().completions.create(**q) for q in reqs]
             before = srv.metrics()
