@@ -646,6 +646,47 @@ class Basics(unittest.TestCase):
             r = S.client().chat.completions.create(model=MODEL_NAME, temperature=0, max_tokens=4, **kw)
             self.assertEqual(r.choices[0].message.role, "assistant")
 
+    def test_message_own_tools(self):
+        """A message's own tools (V4's encoder extension), as docs/SERVER.md says: rendered after a system or
+        developer message, checked but not rendered on an assistant message, dropped on a user message; the request's
+        tools take the place of a first system message's own; tool_choice none hides only the request's, required
+        needs the request's; a malformed list is a 400."""
+        def tools(*names):
+            return [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {}}}}
+                    for n in names]
+
+        def prompt_tokens(messages, **kw):
+            r = S.client().chat.completions.create(model=MODEL_NAME, messages=messages, max_tokens=1, temperature=0,
+                                                   **kw)
+            return r.usage.prompt_tokens
+        user = {"role": "user", "content": "Weather in Paris?"}
+        system = {"role": "system", "content": "You help."}
+        developer = {"role": "developer", "content": "Be brief."}
+        assistant = {"role": "assistant", "content": "Which day?"}
+        for m in (system, developer):
+            self.assertGreater(prompt_tokens([dict(m, tools=tools("get_weather")), user]),
+                               prompt_tokens([m, user]) + 20)
+            self.assertEqual(prompt_tokens([dict(m, tools=[]), user]), prompt_tokens([m, user]))
+        self.assertEqual(prompt_tokens([user, dict(assistant, tools=tools("get_weather")), user]),
+                         prompt_tokens([user, assistant, user]))
+        self.assertEqual(prompt_tokens([dict(user, tools=tools("get_weather"))]), prompt_tokens([user]))
+        own = prompt_tokens([dict(system, tools=tools("get_weather", "get_time")), user])
+        self.assertEqual(prompt_tokens([dict(system, tools=tools("get_weather", "get_time")), user],
+                                       tools=tools("get_weather")),
+                         prompt_tokens([system, user], tools=tools("get_weather")))
+        self.assertEqual(prompt_tokens([dict(system, tools=tools("get_weather", "get_time")), user],
+                                       tool_choice="none"), own)
+        for body, param in (
+                (chat_body(messages=[dict(system, tools=tools("get_weather")), user], tool_choice="required"),
+                 "tool_choice"),
+                (chat_body(messages=[dict(user, tools={"a": 1})]), "messages[0].tools"),
+                (chat_body(messages=[dict(system, tools=[{"type": "function"}]), user]), "messages"),
+                (chat_body(messages=[user, dict(assistant, tools=[1]), user]), "messages"),
+                (chat_body(messages=[dict(user, tools=tools("get weather"))]), "messages[0].tools[0].function.name")):
+            with self.subTest(param=param, body=body):
+                status, data, _ = S.request("POST", "/v1/chat/completions", body)
+                error_of(self, status, data, 400, param)
+
     def test_completions_text_and_ids(self):
         cl = S.client()
         r = cl.completions.create(model=MODEL_NAME, prompt="Hello there", max_tokens=8, temperature=0)
