@@ -323,28 +323,33 @@ static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
     char err[512];
     int rc = -1;
     char *forced_text = NULL;
-    if (dsv4_chat_render(p->conv.messages, p->conv.n_messages, &p->copts, &prompt, err, sizeof err)) {
-        srv_error_set(e, 400, "invalid_request_error", "messages", "messages: %s", err);
+    dsv4_status st = dsv4_chat_render(p->conv.messages, p->conv.n_messages, &p->copts, &prompt, err, sizeof err);
+    if (st == DSV4_OK) st = dsv4_chat_prompt_ids(h->tok, &prompt, &ids, &n_ids, err, sizeof err);
+    if (st == DSV4_ERR_NOMEM) {
+        srv_error_set(e, 500, "server_error", "", "out of memory");
         goto done;
     }
-    if (dsv4_chat_prompt_ids(h->tok, &prompt, &ids, &n_ids, err, sizeof err)) {
+    if (st != DSV4_OK) {
         srv_error_set(e, 400, "invalid_request_error", "messages", "messages: %s", err);
         goto done;
     }
     /* tool_choice required / named: the answer starts as a tool-call block (chat mode; in thinking mode the
      * reasoning comes first and the choice is left to the model). */
     if (!p->copts.thinking && (p->tool_choice == SRV_TOOL_CHOICE_REQUIRED || p->tool_choice == SRV_TOOL_CHOICE_NAMED)) {
+        static const char calls[] = "\n\n<" DSV4_TOK_DSML "tool_calls>\n",
+                          invoke[] = "<" DSV4_TOK_DSML "invoke name=\"";
         dsv4_strbuf b = {0};
-        dsv4_strbuf_put(&b, "\n\n<" DSV4_TOK_DSML "tool_calls>\n", strlen("\n\n<" DSV4_TOK_DSML "tool_calls>\n"));
-        if (p->tool_choice == SRV_TOOL_CHOICE_NAMED) {
-            const char *a = "<" DSV4_TOK_DSML "invoke name=\"";
-            dsv4_strbuf_put(&b, a, strlen(a));
-            dsv4_strbuf_put(&b, p->tool_name, strlen(p->tool_name));
-            dsv4_strbuf_put(&b, "\">\n", 3);
+        int bad = dsv4_strbuf_put(&b, calls, sizeof calls - 1);
+        if (p->tool_choice == SRV_TOOL_CHOICE_NAMED)
+            bad = bad || dsv4_strbuf_put(&b, invoke, sizeof invoke - 1) ||
+                  dsv4_strbuf_put(&b, p->tool_name, strlen(p->tool_name)) || dsv4_strbuf_put(&b, "\">\n", 3);
+        forced_text = b.p; /* freed at done, whole or not */
+        if (!bad) st = dsv4_tokenize(h->tok, forced_text, b.len, true, &forced, &n_forced, err, sizeof err);
+        if (bad || st == DSV4_ERR_NOMEM) {
+            srv_error_set(e, 500, "server_error", "", "out of memory");
+            goto done;
         }
-        forced_text = b.p;
-        if (!forced_text ||
-            dsv4_tokenize(h->tok, forced_text, b.len, true, &forced, &n_forced, err, sizeof err)) {
+        if (st != DSV4_OK) {
             srv_error_set(e, 400, "invalid_request_error", "tool_choice", "tool_choice: %s", err);
             goto done;
         }

@@ -72,6 +72,13 @@ static int BAD(srv_error *e, const char *key, const char *fmt, ...)
     return -1;
 }
 
+/* A 500 for an allocation that failed (the request is not at fault); returns -1 as BAD does. */
+static int NOMEM(srv_error *e)
+{
+    srv_error_set(e, 500, "server_error", "", "out of memory");
+    return -1;
+}
+
 static int get_number(json_t *root, const char *key, double lo, double hi, float *out, srv_error *e)
 {
     json_t *v = field(root, key);
@@ -161,6 +168,10 @@ static json_t *load_body(const char *body, size_t n, srv_error *e)
             je.column);
         return NULL;
     }
+    if (!root && json_error_code(&je) == json_error_out_of_memory) {
+        NOMEM(e);
+        return NULL;
+    }
     if (!root) {
         BAD(e, "", "the body is not valid JSON (line %d, column %d): %s", je.line, je.column, je.text);
         return NULL;
@@ -179,7 +190,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
     json_t *v;
     if ((v = field(root, "model"))) {
         if (!json_is_string(v)) return BAD(e, "model", "model: expected a string, got %s", dsv4_json_type_name(v));
-        p->model = strdup(json_string_value(v));
+        if (!(p->model = strdup(json_string_value(v)))) return NOMEM(e);
     }
     if (get_bool(root, "stream", &p->stream, e)) return -1;
     if ((v = field(root, "stream_options"))) {
@@ -218,7 +229,8 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
             if (json_string_length(v) == 0) return BAD(e, "stop", "stop: must not be empty");
             if (json_string_length(v) > MAX_STOP_BYTES)
                 return BAD(e, "stop", "stop: longer than %d bytes", MAX_STOP_BYTES);
-            p->stops[p->n_stops++] = strdup(json_string_value(v));
+            if (!(p->stops[p->n_stops] = strdup(json_string_value(v)))) return NOMEM(e);
+            p->n_stops++;
         } else if (json_is_array(v)) {
             if (json_array_size(v) > (size_t)lim->max_stops)
                 return BAD(e, "stop", "stop: at most %d strings", lim->max_stops);
@@ -229,7 +241,8 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
                 if (json_string_length(s) == 0) return BAD(e, "stop", "stop[%zu]: must not be empty", i);
                 if (json_string_length(s) > MAX_STOP_BYTES)
                     return BAD(e, "stop", "stop[%zu]: longer than %d bytes", i, MAX_STOP_BYTES);
-                p->stops[p->n_stops++] = strdup(json_string_value(s));
+                if (!(p->stops[p->n_stops] = strdup(json_string_value(s)))) return NOMEM(e);
+                p->n_stops++;
             }
         } else {
             return BAD(e, "stop", "stop: expected a string or an array of strings, got %s", dsv4_json_type_name(v));
@@ -242,7 +255,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
         if (n > 4096) return BAD(e, "logit_bias", "logit_bias: at most 4096 entries");
         p->bias_ids = malloc((n ? n : 1) * sizeof(int32_t));
         p->bias = malloc((n ? n : 1) * sizeof(float));
-        if (!p->bias_ids || !p->bias) return BAD(e, "logit_bias", "logit_bias: out of memory");
+        if (!p->bias_ids || !p->bias) return NOMEM(e);
         const char *key;
         json_t *b;
         json_object_foreach(v, key, b) {
@@ -260,8 +273,6 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
             p->bias[p->n_bias++] = (float)d;
         }
     }
-    for (int i = 0; i < p->n_stops; i++)
-        if (!p->stops[i]) return BAD(e, "stop", "stop: out of memory");
     return 0;
 }
 
@@ -373,7 +384,10 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
             }
             if (check_function_name(nm, "tool_choice.function.name", e)) goto done;
             p->tool_choice = SRV_TOOL_CHOICE_NAMED;
-            p->tool_name = strdup(json_string_value(nm));
+            if (!(p->tool_name = strdup(json_string_value(nm)))) {
+                NOMEM(e);
+                goto done;
+            }
         } else {
             BAD(e, "tool_choice", "tool_choice: expected a string or an object, got %s", dsv4_json_type_name(v));
             goto done;
@@ -429,7 +443,12 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
         goto done;
     }
     char err[512];
-    if (dsv4_chat_conv_from_json(msgs, tools, rf, &p->conv, err, sizeof err)) {
+    dsv4_status st = dsv4_chat_conv_from_json(msgs, tools, rf, &p->conv, err, sizeof err);
+    if (st == DSV4_ERR_NOMEM) {
+        NOMEM(e);
+        goto done;
+    }
+    if (st != DSV4_OK) {
         /* the conversion names the element ("messages[1].role: ..."): its prefix is the param */
         char param[64];
         size_t k = strcspn(err, ":");
@@ -459,7 +478,7 @@ static int parse_prompt(json_t *v, int batch, size_t i, const srv_parse_limits *
         if (json_string_length(v) == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
         pr->len = json_string_length(v);
         pr->text = malloc(pr->len + 1);
-        if (!pr->text) return BAD(e, "prompt", "%s: out of memory", nm);
+        if (!pr->text) return NOMEM(e);
         memcpy(pr->text, json_string_value(v), pr->len + 1);
         return 0;
     }
@@ -467,7 +486,7 @@ static int parse_prompt(json_t *v, int batch, size_t i, const srv_parse_limits *
         size_t m = json_array_size(v);
         if (m == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
         pr->ids = malloc(m * sizeof(int32_t));
-        if (!pr->ids) return BAD(e, "prompt", "%s: out of memory", nm);
+        if (!pr->ids) return NOMEM(e);
         for (size_t k = 0; k < m; k++) {
             json_t *t = json_array_get(v, k);
             if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->vocab_size)
@@ -535,7 +554,7 @@ int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim
     }
     p->prompts = calloc(np, sizeof *p->prompts);
     if (!p->prompts) {
-        BAD(e, "prompt", "prompt: out of memory");
+        NOMEM(e);
         goto done;
     }
     p->n_prompts = (int)np;

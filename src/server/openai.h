@@ -88,7 +88,8 @@ typedef struct {
     int n_prompts;
 } srv_params;
 
-/* Parse and validate a request body. Return 0, or -1 with e filled (status 400 and the field). */
+/* Parse and validate a request body. Return 0, or -1 with e filled (status 400 and the field; 500 when memory ran
+ * out). */
 int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_params *out, srv_error *e);
 int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim, srv_params *out, srv_error *e);
 void srv_params_free(srv_params *p);

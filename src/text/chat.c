@@ -263,6 +263,7 @@ static dsv4_status render_extras(render_ctx *c, const wmsg *w)
     }
     if (m->response_format) {
         int t = dsv4_pyjson_truthy(m->response_format, strlen(m->response_format));
+        if (t == -2) goto nomem;
         if (t < 0) {
             dsv4_errf(c->err, c->errlen, "messages[%d].response_format: not valid JSON", w->orig);
             return DSV4_ERR_INVALID;
@@ -456,6 +457,7 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
             w[n] = (wmsg){.m = m, .orig = i, .role = m->role, .task = m->task, .wo_eos = m->wo_eos};
             if (m->tools) {
                 int t = dsv4_pyjson_truthy(m->tools, strlen(m->tools));
+                if (t == -2) goto nomem;
                 if (t < 0) {
                     dsv4_errf(err, errlen, "messages[%d].tools: not valid JSON", i);
                     st = DSV4_ERR_INVALID;
@@ -465,6 +467,7 @@ dsv4_status dsv4_chat_render(const dsv4_chat_message *msgs, int n_msgs, const ds
                     c.scratch.len = 0;
                     char e2[200];
                     if ((st = dsv4_pyjson_tool_schemas(m->tools, &c.scratch, e2, sizeof e2))) {
+                        if (st == DSV4_ERR_NOMEM) goto nomem;
                         dsv4_errf(err, errlen, "messages[%d].%s", i, e2);
                         goto done;
                     }

@@ -168,7 +168,7 @@ dsv4_status dsv4_pyjson_redump(const char *json, size_t n, dsv4_strbuf *out, cha
 /* json.dumps of one string (s, n raw UTF-8 bytes). Returns 0, or -1 when out of memory. */
 int dsv4_pyjson_dump_string(const char *s, size_t n, dsv4_strbuf *out);
 /* Python truthiness of json.loads(text): 0 for null, false, 0, 0.0, "", [] and {}; 1 otherwise;
- * -1 when the text does not parse. */
+ * -1 when the text does not parse, -2 when memory ran out. */
 int dsv4_pyjson_truthy(const char *json, size_t n);
 /* The schema lines of TOOLS_TEMPLATE: json.dumps(tool["function"]) for each tool of a JSON
  * array of OpenAI tools, joined by "\n". */

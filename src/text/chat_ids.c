@@ -11,12 +11,27 @@
 
 #include "text/chat.h"
 
+/* Room for need ids in *out (cap doubled as needed); -1, *out untouched, when memory runs out. */
+static int ids_reserve(int32_t **out, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    int32_t *p = realloc(*out, c * sizeof *p);
+    if (!p) return -1;
+    *out = p;
+    *cap = c;
+    return 0;
+}
+
 dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prompt *p, int32_t **ids, size_t *n,
                                  char *err, size_t errlen)
 {
-    size_t cap = 64, len = 0;
-    int32_t *out = malloc(cap * sizeof(int32_t));
-    if (!out) return DSV4_ERR_NOMEM;
+    *ids = NULL;
+    *n = 0;
+    size_t cap = 0, len = 0;
+    int32_t *out = NULL;
+    if (ids_reserve(&out, &cap, 64)) goto nomem;
     for (int i = 0; i < p->n_segs; i++) {
         const dsv4_chat_segment *s = &p->segs[i];
         const char *text = p->text + s->off;
@@ -29,7 +44,7 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
                 free(out);
                 return DSV4_ERR_UNSUPPORTED;
             }
-            if (len == cap) out = realloc(out, (cap *= 2) * sizeof(int32_t));
+            if (ids_reserve(&out, &cap, len + 1)) goto nomem;
             out[len++] = id;
             continue;
         }
@@ -40,7 +55,10 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
             free(out);
             return st;
         }
-        while (len + np > cap) out = realloc(out, (cap *= 2) * sizeof(int32_t));
+        if (ids_reserve(&out, &cap, len + np)) {
+            free(part);
+            goto nomem;
+        }
         memcpy(out + len, part, np * sizeof(int32_t));
         len += np;
         free(part);
@@ -48,4 +66,8 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
     *ids = out;
     *n = len;
     return DSV4_OK;
+nomem:
+    free(out);
+    snprintf(err, errlen, "out of memory");
+    return DSV4_ERR_NOMEM;
 }

@@ -74,7 +74,7 @@ typedef struct {
     const char *s;
     size_t pos, end;
     int depth;
-    const char *why; /* first error */
+    const char *why; /* first error; NULL after a failure: out of memory */
 } pj_doc;
 
 #define PJ_MAX_DEPTH 512
@@ -90,10 +90,7 @@ static int pj_new(pj_doc *d, int type)
     if (d->n == d->cap) {
         int cap = d->cap ? d->cap * 2 : 64;
         pj_node *p = realloc(d->nodes, (size_t)cap * sizeof *p);
-        if (!p) {
-            d->why = "out of memory";
-            return -1;
-        }
+        if (!p) return -1;
         d->nodes = p;
         d->cap = cap;
     }
@@ -432,7 +429,7 @@ static int pj_value(pj_doc *d)
     return id;
 }
 
-/* Parses a whole document; returns the root node or -1 (d->why says why). */
+/* Parses a whole document; returns the root node or -1 (d->why says why; NULL: out of memory). */
 static int pj_parse(pj_doc *d, const char *s, size_t n)
 {
     memset(d, 0, sizeof *d);
@@ -664,9 +661,13 @@ dsv4_status dsv4_pyjson_redump(const char *json, size_t n, dsv4_strbuf *out, cha
     pj_doc d;
     int root = pj_parse(&d, json, n);
     if (root < 0) {
-        dsv4_errf(err, errlen, "not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
+        dsv4_status st = d.why ? DSV4_ERR_FORMAT : DSV4_ERR_NOMEM;
+        if (d.why)
+            dsv4_errf(err, errlen, "not valid JSON (%s at byte %zu)", d.why, d.pos);
+        else
+            dsv4_errf(err, errlen, "out of memory");
         pj_free(&d);
-        return DSV4_ERR_FORMAT;
+        return st;
     }
     int rc = pj_dump(&d, root, out);
     pj_free(&d);
@@ -681,7 +682,7 @@ int dsv4_pyjson_truthy(const char *json, size_t n)
 {
     pj_doc d;
     int root = pj_parse(&d, json, n);
-    int t = -1;
+    int t = d.why ? -1 : -2;
     if (root >= 0) {
         const pj_node *nd = &d.nodes[root];
         switch (nd->type) {
@@ -713,8 +714,13 @@ dsv4_status dsv4_pyjson_tool_schemas(const char *tools_json, dsv4_strbuf *out, c
     pj_doc d;
     int root = pj_parse(&d, tools_json, strlen(tools_json));
     dsv4_status st = DSV4_OK;
+    if (root < 0 && !d.why) {
+        dsv4_errf(err, errlen, "out of memory");
+        st = DSV4_ERR_NOMEM;
+        goto done;
+    }
     if (root < 0) {
-        dsv4_errf(err, errlen, "tools: not valid JSON (%s at byte %zu)", d.why ? d.why : "out of memory", d.pos);
+        dsv4_errf(err, errlen, "tools: not valid JSON (%s at byte %zu)", d.why, d.pos);
         st = DSV4_ERR_INVALID;
         goto done;
     }
@@ -749,6 +755,11 @@ dsv4_status dsv4_pyjson_argument_items(const char *arguments, dsv4_pyjson_item_f
     size_t n = strlen(arguments);
     int root = pj_parse(&d, arguments, n);
     dsv4_status st = DSV4_OK;
+    if (root < 0 && !d.why) { /* not a parse failure: the text may well be JSON */
+        pj_free(&d);
+        dsv4_errf(err, errlen, "out of memory");
+        return DSV4_ERR_NOMEM;
+    }
     if (root < 0) {
         /* json.loads failed: the official encoder renders {"arguments": text}. */
         pj_free(&d);
