@@ -16,7 +16,8 @@
  * CORS (--allowed-origins) lives here too: every response goes out through
  * respond(), which adds Access-Control-Allow-Origin for an allowed Origin,
  * and OPTIONS on a route is a browser's preflight, answered before any
- * authentication.
+ * authentication. OPTIONS * (the server as a whole) is answered the same way,
+ * with or without CORS.
  */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "server/http.h"
@@ -60,7 +61,16 @@ struct srv_http {
     int n_origins;
 };
 
-enum { ROUTE_NONE = 0, ROUTE_HEALTH, ROUTE_MODELS, ROUTE_MODEL, ROUTE_METRICS, ROUTE_CHAT, ROUTE_COMPLETIONS };
+enum {
+    ROUTE_NONE = 0,
+    ROUTE_HEALTH,
+    ROUTE_MODELS,
+    ROUTE_MODEL,
+    ROUTE_METRICS,
+    ROUTE_CHAT,
+    ROUTE_COMPLETIONS,
+    ROUTE_SERVER, /* the asterisk-form target "*" (RFC 9112 3.2.4): OPTIONS about the server as a whole */
+};
 
 /* Per-connection-request state (MHD's con_cls). */
 typedef struct {
@@ -662,6 +672,7 @@ static const char *target_path(const char *url)
 
 static int route_of(const char *url)
 {
+    if (!strcmp(url, "*")) return ROUTE_SERVER;
     if (!strcmp(url, "/health")) return ROUTE_HEALTH;
     if (!strcmp(url, "/v1/models")) return ROUTE_MODELS;
     if (!strncmp(url, "/v1/models/", 11) && url[11]) return ROUTE_MODEL;
@@ -728,6 +739,17 @@ static enum MHD_Result preflight(srv_http *h, struct MHD_Connection *c, int post
     return respond(h, c, 204, r);
 }
 
+/* OPTIONS * (RFC 9110 9.3.7: about the server, not one resource): 200 with no content and an Allow naming the
+ * methods the server takes on some route (OPTIONS at least here). Answered as a preflight is: before
+ * authentication, while loading or shutting down, on a connection kept open. */
+static enum MHD_Result server_options(srv_http *h, struct MHD_Connection *c)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Allow", "GET, HEAD, POST, OPTIONS");
+    return respond(h, c, 200, r);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -747,7 +769,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             snprintf(msg, sizeof msg, "no route %s %.200s", method, url);
             return fail(h, c, 404, "invalid_request_error", "", msg);
         }
-        if (h->cors && !strcmp(method, "OPTIONS")) {
+        if (cc->route == ROUTE_SERVER && strcmp(method, "OPTIONS")) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "%.20s *: the request target * is for OPTIONS alone (RFC 9112 3.2.4)", method);
+            return fail(h, c, 400, "invalid_request_error", "", msg);
+        }
+        if (cc->route == ROUTE_SERVER || (h->cors && !strcmp(method, "OPTIONS"))) {
             /* answered once the request is all in: a response queued before that closes the connection, and the
              * browser's request follows on it */
             cc->preflight = 1;
@@ -789,6 +816,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (cc->preflight && cc->route == ROUTE_SERVER) return server_options(h, c);
     if (cc->preflight) return preflight(h, c, cc->route == ROUTE_CHAT || cc->route == ROUTE_COMPLETIONS);
     if (*upload_data_size) {
         /* the body, in pieces; past the limit it is read and dropped (chunked uploads have no length) */

@@ -849,6 +849,44 @@ class Errors(unittest.TestCase):
         error_of(self, status, data, 405)
         self.assertEqual(headers["Allow"], "POST, OPTIONS")  # CORS on (the default): OPTIONS too
 
+    def test_options_asterisk(self):
+        """RFC 9110 9.3.7: OPTIONS * asks about the server as a whole: 200, no content, Allow naming the server's
+        methods, no API key needed, on a connection kept open (raw HTTP); any other method on * is a 400 (RFC 9112
+        3.2.4: the asterisk-form is OPTIONS's alone). CORS off and --api-key: the same answer."""
+        srv = Server("--allowed-origins", "", "--api-key", "k", "--context-length", "256")
+        try:
+            for server in (S, srv):
+                s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+                try:
+                    s.sendall(b"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                              b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    data = b""
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                finally:
+                    s.close()
+                head, _, rest = data.partition(b"\r\n\r\n")
+                lines = head.decode().split("\r\n")
+                self.assertEqual(lines[0], "HTTP/1.1 200 OK", data)
+                h = {k.lower(): v for k, v in (ln.split(": ", 1) for ln in lines[1:])}
+                self.assertEqual(h["content-length"], "0", data)
+                self.assertEqual(set(h["allow"].split(", ")), {"GET", "HEAD", "POST", "OPTIONS"}, data)
+                self.assertNotIn("close", h.get("connection", "").lower(), data)
+                # the request that followed on the same connection is answered too
+                self.assertTrue(rest.startswith(b"HTTP/1.1 200 "), data)
+                self.assertIn(b'{"status":"ok"}', rest)
+                for method in ("GET", "POST", "HEAD"):
+                    status, data, _ = server.request(method, "*")
+                    if method != "HEAD":
+                        self.assertIn("OPTIONS", error_of(self, status, data, 400)["message"])
+                    else:
+                        self.assertEqual(status, 400)
+        finally:
+            srv.stop()
+
     def test_oversized_body(self):
         # Content-Length over the limit: refused before the body is read
         s = socket.create_connection(("127.0.0.1", S.port), timeout=30)
