@@ -860,12 +860,7 @@ class Errors(unittest.TestCase):
                 try:
                     s.sendall(b"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
                               b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    data = b""
-                    while True:
-                        chunk = s.recv(65536)
-                        if not chunk:
-                            break
-                        data += chunk
+                    data = recv_until_closed(s)
                 finally:
                     s.close()
                 head, _, rest = data.partition(b"\r\n\r\n")
@@ -938,6 +933,14 @@ def long_stream(max_tokens):
     holding anything back), a token-id prompt, ignore_eos."""
     return {"model": MODEL_NAME, "prompt": [30, 31, 32, 33, 34], "max_tokens": max_tokens, "ignore_eos": True,
             "temperature": 0, "stream": True}
+
+
+def recv_until_closed(s):
+    """Every byte a socket receives until the server closes it."""
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    return data
 
 
 def read_some_events(port, body, n_events, path="/v1/completions"):
@@ -1888,12 +1891,7 @@ class Options(unittest.TestCase):
         t.start()
         self.assertTrue(wait_for(lambda: srv.metrics()["dsv4_requests_running"] == 2), "both requests running")
         srv.proc.send_signal(signal.SIGTERM)
-        buf = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
+        buf = recv_until_closed(s)
         s.close()
         self.assertIn(b"data: [DONE]", buf, buf[-600:])
         self.assertIn(b'"finish_reason":"length"', buf, buf[-600:])
