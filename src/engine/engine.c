@@ -126,7 +126,7 @@ static dsv4_status kv_init(dsv4_engine *e, int max_seqs, int max_snaps, int64_t 
         dsv4_layer_state *ls = &kv->layer[l];
         int r = c->layer_ratio[l];
         ls->win = so;
-        so += (size_t)c->window * rhd;
+        so += (size_t)e->win_rows * rhd;
         if (c->layer_kind[l] == DSV4_ATTN_CSA) {
             ls->cmp_rows = 2 * r;
             ls->cmp_kv = so;
@@ -218,6 +218,24 @@ static void kv_destroy(dsv4_engine *e)
     memset(kv, 0, sizeof(*kv));
 }
 
+/* ---- what a sequence can reach ------------------------------------------ */
+
+/* The window and the indexer's top-k as far as max_ctx positions reach them. A query at p sees the window rows
+ * max(0, p - W + 1) .. p and, on a CSA layer of ratio r, picks the top k of its (p + 1) / r compressed rows, all
+ * of them when k >= (p + 1) / r (transformers: topk(min(index_topk, n))). With p < max_ctx a window of max_ctx
+ * rows sees every row a longer one would, and a top-k of max_ctx / r picks every row a larger one would: the
+ * same rows in the same order, so the same results, from buffers sized by what can be used. */
+static void engine_reach(dsv4_engine *e, int64_t max_ctx)
+{
+    const dsv4_config *c = &e->cfg;
+    e->win_rows = c->window < max_ctx ? c->window : (int)max_ctx;
+    int64_t rows = 0; /* the most compressed rows of any CSA layer */
+    for (int l = 0; l < c->n_layers; l++)
+        if (c->layer_kind[l] == DSV4_ATTN_CSA && max_ctx / c->layer_ratio[l] > rows) rows = max_ctx / c->layer_ratio[l];
+    e->topk = c->index_topk < rows ? c->index_topk : (int)rows;
+    if (e->topk < 1) e->topk = 1;
+}
+
 /* ---- scratch ------------------------------------------------------------ */
 
 static dsv4_status scratch_init(dsv4_engine *e, int T)
@@ -235,9 +253,8 @@ static dsv4_status scratch_init(dsv4_engine *e, int T)
     bool ok = A(s->X, T * hc * D) && A(s->u, T * D) && A(s->h, T * D) && A(s->post, T * hc) &&
               A(s->comb, T * hc * hc) && A(s->qa, T * (size_t)c->q_lora_rank) && A(s->q, T * H * hd) &&
               A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * hd) && A(s->cg, T * 2 * hd) &&
-              A(s->ica, T * 2 * (dI ? dI : 1)) &&
-              A(s->icg, T * 2 * (dI ? dI : 1)) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
-              A(s->idx, T * (size_t)c->index_topk) && A(s->cnt, T) &&
+              A(s->ica, T * 2 * (dI ? dI : 1)) && A(s->icg, T * 2 * (dI ? dI : 1)) && A(s->qi, T * nI * dI) &&
+              A(s->wi, T * nI) && A(s->idx, T * (size_t)e->topk) && A(s->cnt, T) &&
               A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) && A(s->y, T * D) && A(s->y2, T * D) &&
               A(s->rl, T * (size_t)c->n_routed_experts) && A(s->eidx, T * (size_t)c->n_experts_per_tok) &&
               A(s->ewts, T * (size_t)c->n_experts_per_tok) && A(s->sg, T * (size_t)c->moe_inter_dim) &&
@@ -658,6 +675,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     int64_t max_ctx = o->max_ctx > 0 ? o->max_ctx : 4096;
     if (max_ctx > c->max_position_embeddings) max_ctx = c->max_position_embeddings;
     e->max_batch_tokens = o->max_batch_tokens > 0 ? o->max_batch_tokens : 2048;
+    engine_reach(e, max_ctx);
     /* activations first: a pool sized from free memory comes out of what they leave */
     if ((st = scratch_init(e, (int)e->max_batch_tokens)) != DSV4_OK) {
         snprintf(err, errlen, "out of memory allocating activations for %lld tokens per step",

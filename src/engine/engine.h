@@ -73,6 +73,10 @@ struct dsv4_engine {
     float *freqs_main;      /* [rope_dim/2] */
     float *freqs_compress;  /* [rope_dim/2] */
     int64_t max_batch_tokens;
+    /* The config's sizes as far as a sequence can reach them (engine_reach): a longer window or top-k could
+     * never be filled within max_ctx positions, and gives the same results capped. */
+    int win_rows;           /* min(sliding_window, max_ctx): rows of each layer's window ring */
+    int topk;               /* min(index_topk, the most compressed rows a CSA layer holds within max_ctx), at least 1 */
     float *host_logits;     /* [max_seqs, V] for host sampling without caller logits; lazily */
     /* --profile: milliseconds per op family, [0] decode steps, [1] prefill steps */
     bool profile;

@@ -267,7 +267,7 @@ static void attention(fwd *f, int l)
                                   .ratio = L->ratio,
                                   .n_heads = nI,
                                   .head_dim = dI,
-                                  .topk = c->index_topk,
+                                  .topk = f->e->topk,
                                   .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
                                   .reference = f->ref};
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
@@ -279,8 +279,8 @@ static void attention(fwd *f, int l)
                            .ratio = L->ratio,
                            .n_heads = H,
                            .head_dim = hd,
-                           .window = c->window,
-                           .topk = c->index_topk,
+                           .window = f->e->win_rows,
+                           .topk = f->e->topk,
                            .scale = 1.0f / sqrtf((float)hd),
                            .sinks = L->attn_sink.vec,
                            .reference = f->ref,
@@ -292,7 +292,7 @@ static void attention(fwd *f, int l)
     /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
      * by the next layer's projections, after the FFN's join) */
     side(f, true);
-    be->kv_store(be, l, c->window, hd, f->plan, &f->e->kv, s->kv);
+    be->kv_store(be, l, f->e->win_rows, hd, f->plan, &f->e->kv, s->kv);
     side(f, false);
 
     /* Grouped output projection: group g of heads -> o_lora dims, then wo_b */
