@@ -244,7 +244,9 @@ static dsv4_status scratch_init(dsv4_engine *e, int T)
     dsv4_backend *be = e->be;
     dsv4_scratch *s = &e->s;
     const size_t D = (size_t)c->dim, hc = (size_t)c->hc_mult, H = (size_t)c->n_heads, hd = (size_t)c->head_dim;
-    const size_t nI = (size_t)c->index_n_heads, dI = (size_t)c->index_head_dim;
+    /* the indexer's buffers only where a CSA layer uses them: without one, no weight bounds their sizes */
+    const bool csa = dsv4_config_count_kind(c, DSV4_ATTN_CSA) > 0;
+    const size_t nI = csa ? (size_t)c->index_n_heads : 1, dI = csa ? (size_t)c->index_head_dim : 1;
     s->max_tok = T;
     s->logit_rows = (int)((64u << 20) / ((size_t)c->vocab_size * sizeof(float)));
     if (s->logit_rows < 1) s->logit_rows = 1;
@@ -253,12 +255,12 @@ static dsv4_status scratch_init(dsv4_engine *e, int T)
     bool ok = A(s->X, T * hc * D) && A(s->u, T * D) && A(s->h, T * D) && A(s->post, T * hc) &&
               A(s->comb, T * hc * hc) && A(s->qa, T * (size_t)c->q_lora_rank) && A(s->q, T * H * hd) &&
               A(s->o, T * H * hd) && A(s->kv, T * hd) && A(s->ca, T * 2 * hd) && A(s->cg, T * 2 * hd) &&
-              A(s->ica, T * 2 * (dI ? dI : 1)) && A(s->icg, T * 2 * (dI ? dI : 1)) && A(s->qi, T * nI * dI) &&
-              A(s->wi, T * nI) && A(s->idx, T * (size_t)e->topk) && A(s->cnt, T) &&
-              A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) && A(s->y, T * D) && A(s->y2, T * D) &&
-              A(s->rl, T * (size_t)c->n_routed_experts) && A(s->eidx, T * (size_t)c->n_experts_per_tok) &&
-              A(s->ewts, T * (size_t)c->n_experts_per_tok) && A(s->sg, T * (size_t)c->moe_inter_dim) &&
-              A(s->su, T * (size_t)c->moe_inter_dim) && A(s->logits, (size_t)s->logit_rows * c->vocab_size);
+              A(s->ica, T * 2 * dI) && A(s->icg, T * 2 * dI) && A(s->qi, T * nI * dI) && A(s->wi, T * nI) &&
+              A(s->idx, T * (size_t)e->topk) && A(s->cnt, T) && A(s->z, T * (size_t)c->o_groups * c->o_lora_rank) &&
+              A(s->y, T * D) && A(s->y2, T * D) && A(s->rl, T * (size_t)c->n_routed_experts) &&
+              A(s->eidx, T * (size_t)c->n_experts_per_tok) && A(s->ewts, T * (size_t)c->n_experts_per_tok) &&
+              A(s->sg, T * (size_t)c->moe_inter_dim) && A(s->su, T * (size_t)c->moe_inter_dim) &&
+              A(s->logits, (size_t)s->logit_rows * c->vocab_size);
 #undef A
     s->tokens = calloc((size_t)T, sizeof(int32_t));
     s->pos = calloc((size_t)T, sizeof(int64_t));

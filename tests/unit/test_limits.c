@@ -6,6 +6,8 @@
  * can reach and must give exactly the logits it gives with the longest
  * window / top-k that context allows (transformers: a window longer than the
  * sequence is full attention, topk(min(index_topk, n)) selects every row).
+ * Indexer sizes in a model without CSA layers are bound by no weight and
+ * must cost nothing.
  *
  * Each case is a copy of tests/fixtures/tiny_a with one config.json field
  * changed (the weights linked). The address space is capped at 4 GiB (not
@@ -170,6 +172,35 @@ static void test_topk_past_context(void **state)
     model_remove(&all);
 }
 
+/* No CSA layer: index_n_heads and index_head_dim size nothing (they are bound by no weight). The same logits
+ * as with the fixture's own values. */
+static void test_indexer_without_csa(void **state)
+{
+    (void)state;
+    tmp_model huge, plain;
+    dsv4_model_info ih, ip;
+    int V;
+    /* tiny_a's layers 2 and 4 (CSA) as sliding layers; their compressor and indexer tensors stay unused */
+    json_t *r = json_pack("[i,i,i,i,i,i,i]", 0, 0, 0, 128, 0, 128, 0);
+    model_with(&huge, "index_n_heads", json_integer(9999999), json_deep_copy(r));
+    model_with(&plain, NULL, NULL, r);
+    char p[128];
+    snprintf(p, sizeof p, "%s/config.json", huge.dir);
+    json_error_t je;
+    json_t *j = json_load_file(p, 0, &je);
+    assert_non_null(j);
+    json_object_set_new(j, "index_head_dim", json_integer(9999998));
+    assert_int_equal(json_dump_file(j, p, JSON_INDENT(2)), 0);
+    json_decref(j);
+    float *h = run(&huge, T, &V, &ih);
+    float *a = run(&plain, T, &V, &ip);
+    expect_same(h, a, V, "index sizes 9999999 x 9999998 without CSA layers against the fixture's");
+    free(h);
+    free(a);
+    model_remove(&huge);
+    model_remove(&plain);
+}
+
 int main(void)
 {
 #ifndef TL_ASAN
@@ -187,6 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_past_context),
         cmocka_unit_test(test_topk_past_context),
+        cmocka_unit_test(test_indexer_without_csa),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
