@@ -31,6 +31,11 @@
 /* Any structural size at or above this is a corrupt config, not a model. */
 #define CFG_SIZE_LIMIT 10000000
 
+/* Sinkhorn iterations run on every hyper-connection of every token, two a layer: DeepSeek-V4 uses 20, which
+ * leaves the columns exact and the rows within ~1e-2; fifty times that is room for experiments, and a step past
+ * it would spend its time normalising a 4 x 4 matrix (9,999,999 made each decode step take seconds). */
+#define CFG_SINKHORN_MAX 1000
+
 typedef struct {
     const char *src; /* message prefix: "config.json" or DIR/config.json */
     char *err;
@@ -696,6 +701,11 @@ static dsv4_status parse_root(const cfg_ctx *c, const json_t *root, dsv4_config 
     /* hyper-connections and norms */
     TRY(get_size(c, root, "hc_mult", false, 4, 1, &cfg->hc_mult));
     TRY(get_size(c, root, "hc_sinkhorn_iters", false, 20, 1, &cfg->hc_sinkhorn_iters));
+    if (cfg->hc_sinkhorn_iters > CFG_SINKHORN_MAX)
+        return cfg_fail(c, DSV4_ERR_FORMAT,
+                        "hc_sinkhorn_iters: %d is out of range (expected 1 to %d; every hyper-connection of every "
+                        "token runs them, and DeepSeek-V4 uses 20)",
+                        cfg->hc_sinkhorn_iters, CFG_SINKHORN_MAX);
     TRY(get_num(c, root, "hc_eps", 1e-6, true, &cfg->hc_eps));
     TRY(get_num(c, root, "rms_norm_eps", 1e-6, true, &cfg->rms_norm_eps));
 

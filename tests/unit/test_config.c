@@ -310,6 +310,7 @@ static void test_defaults_and_variants(void **state)
     assert_int_equal(c->rope_dim, 4); /* head_dim / 8, transformers' default factor */
     assert_int_equal(c->window, 128);
     assert_int_equal(c->hc_mult, 4);
+    assert_int_equal(c->hc_sinkhorn_iters, 20);
     assert_int_equal(c->n_shared_experts, 1);
     assert_int_equal(c->n_mtp_layers, 1);
     assert_int_equal(c->eos_token_id, 7);
@@ -364,6 +365,12 @@ static void test_defaults_and_variants(void **state)
     json_object_del(j, "compress_ratios");
     json_object_set_new(j, "layer_types",
                         json_pack("[s,s]", "heavily_compressed_attention", "compressed_sparse_attention"));
+
+    /* the most Sinkhorn iterations accepted */
+    json_object_set_new(j, "hc_sinkhorn_iters", json_integer(1000));
+    if (parse_json(j, c, err, sizeof err)) fail_msg("hc_sinkhorn_iters 1000 refused: %s", err);
+    assert_int_equal(c->hc_sinkhorn_iters, 1000);
+    json_object_del(j, "hc_sinkhorn_iters");
 
     /* null counts as absent */
     json_object_set_new(j, "compress_rates", json_null());
@@ -458,6 +465,10 @@ static void test_refused(void **state)
     expect_refused(with("sliding_window", json_integer(0)), DSV4_ERR_FORMAT, "sliding_window", NULL);
     expect_refused(with("hc_mult", json_integer(0)), DSV4_ERR_FORMAT, "hc_mult", NULL);
     expect_refused(with("hc_sinkhorn_iters", json_integer(0)), DSV4_ERR_FORMAT, "hc_sinkhorn_iters", NULL);
+    /* every token runs them in every hyper-connection: 9,999,999 took seconds a decode step */
+    expect_refused(with("hc_sinkhorn_iters", json_integer(9999999)), DSV4_ERR_FORMAT, "hc_sinkhorn_iters", "9999999",
+                   "1 to 1000", NULL);
+    expect_refused(with("hc_sinkhorn_iters", json_integer(1001)), DSV4_ERR_FORMAT, "hc_sinkhorn_iters", NULL);
     expect_refused(with("hc_eps", json_real(0.0)), DSV4_ERR_FORMAT, "hc_eps", NULL);
     expect_refused(with("rms_norm_eps", json_real(-1e-6)), DSV4_ERR_FORMAT, "rms_norm_eps", NULL);
     expect_refused(with("rms_norm_eps", json_string("1e-6")), DSV4_ERR_FORMAT, "rms_norm_eps", NULL);
