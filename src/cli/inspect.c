@@ -191,7 +191,9 @@ int cmd_inspect(int argc, char **argv)
     snprintf(comps[5].fmt, 64, "%s", f_shared);
     snprintf(comps[6].fmt, 64, "%s", f_exp);
     snprintf(comps[7].fmt, 64, "%s", f_head);
-    snprintf(comps[8].fmt, 64, "%s", mtp ? "as the layers" : "absent");
+    snprintf(comps[8].fmt, 64, "%s", mtp ? "as the layers" : w.mtp_ignored[0] ? "incomplete: ignored" : "absent");
+    if (w.mtp_ignored[0])
+        fprintf(stderr, "dsv4 inspect: the MTP block is incomplete and is ignored: %s\n", w.mtp_ignored);
     const size_t nc = sizeof comps / sizeof comps[0];
     const bool sparse = dsv4_synth_is_sparse(dir);
 

@@ -28,6 +28,7 @@ typedef struct {
     size_t errlen;
     uint64_t bytes;
     int n_fp8, n_mxfp4, n_nvfp4;
+    bool missing; /* the last failure was a tensor missing from the checkpoint */
 } binder;
 
 static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *ne)
@@ -77,6 +78,7 @@ static dsv4_status bind(binder *b, dsv4_w *w, const char *name, want_kind kind, 
         if (optional) return DSV4_OK;
         snprintf(b->err, b->errlen, "%s: tensor missing from the checkpoint (expected %s %s)", name,
                  kind_str(kind), shape_str((char[64]){0}, 64, ndim, (int64_t[]){d0, d1}));
+        b->missing = true;
         return DSV4_ERR_FORMAT;
     }
     const char *file = dsv4_st_file_name(b->st, t->file);
@@ -443,6 +445,41 @@ static void free_layer(dsv4_layer_w *L)
     L->exp_w1 = L->exp_w2 = L->exp_w3 = NULL;
 }
 
+/* The MTP block under "mtp.0." into m (m->present on success). */
+static dsv4_status bind_mtp(binder *b, const dsv4_config *c, dsv4_mtp_w *m)
+{
+    const int D = c->dim, hc = c->hc_mult;
+    TRY(bind_layer(b, c, "mtp.0.", DSV4_ATTN_SLIDING, 0, false, &m->block));
+    TRY(bind_mat(b, &m->e_proj, "mtp.0.e_proj.weight", D, D, false, false));
+    TRY(bind_mat(b, &m->h_proj, "mtp.0.h_proj.weight", D, D, false, false));
+    TRY(bind_f32(b, &m->enorm, "mtp.0.enorm.weight", 1, D, 1, false));
+    TRY(bind_f32(b, &m->hnorm, "mtp.0.hnorm.weight", 1, D, 1, false));
+    TRY(bind_f32(b, &m->norm, "mtp.0.norm.weight", 1, D, 1, false));
+    TRY(bind_f32(b, &m->hc_head_fn, "mtp.0.hc_head_fn", 2, hc, (int64_t)hc * D, false));
+    TRY(bind_f32(b, &m->hc_head_base, "mtp.0.hc_head_base", 1, hc, 1, false));
+    TRY(bind_f32(b, &m->hc_head_scale, "mtp.0.hc_head_scale", 1, 1, 1, false));
+    m->present = true;
+    return DSV4_OK;
+}
+
+static void free_mtp(dsv4_mtp_w *m)
+{
+    free_layer(&m->block);
+    dsv4_w *x[] = {&m->enorm, &m->hnorm, &m->norm, &m->hc_head_fn, &m->hc_head_base, &m->hc_head_scale};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) free_w(x[i]);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Whether the checkpoint holds any tensor of the MTP block (official or transformers' spelling). */
+static bool has_mtp_tensor(const dsv4_st *st)
+{
+    for (size_t i = 0; i < dsv4_st_count(st); i++) {
+        const char *n = dsv4_st_at(st, i)->name;
+        if (!strncmp(n, "mtp.0.", 6) || !strncmp(n, "model.mtp.0.", 12)) return true;
+    }
+    return false;
+}
+
 dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_quant_scheme *q, const dsv4_st *st, dsv4_weights *w,
                               char *err, size_t errlen)
 {
@@ -472,20 +509,20 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_quant_scheme *q, 
         snprintf(pre, sizeof pre, "layers.%d.", l);
         CHECK(bind_layer(&b, c, pre, c->layer_kind[l], c->layer_ratio[l], c->layer_hash[l], &w->layers[l]));
     }
-    /* MTP: optional. Checkpoints converted for inference often drop it; when
-     * its first tensor is present the whole block must be. */
-    if (c->n_mtp_layers > 0 && lookup(st, "mtp.0.e_proj.weight")) {
-        dsv4_mtp_w *m = &w->mtp;
-        CHECK(bind_layer(&b, c, "mtp.0.", DSV4_ATTN_SLIDING, 0, false, &m->block));
-        CHECK(bind_mat(&b, &m->e_proj, "mtp.0.e_proj.weight", D, D, false, false));
-        CHECK(bind_mat(&b, &m->h_proj, "mtp.0.h_proj.weight", D, D, false, false));
-        CHECK(bind_f32(&b, &m->enorm, "mtp.0.enorm.weight", 1, D, 1, false));
-        CHECK(bind_f32(&b, &m->hnorm, "mtp.0.hnorm.weight", 1, D, 1, false));
-        CHECK(bind_f32(&b, &m->norm, "mtp.0.norm.weight", 1, D, 1, false));
-        CHECK(bind_f32(&b, &m->hc_head_fn, "mtp.0.hc_head_fn", 2, hc, (int64_t)hc * D, false));
-        CHECK(bind_f32(&b, &m->hc_head_base, "mtp.0.hc_head_base", 1, hc, 1, false));
-        CHECK(bind_f32(&b, &m->hc_head_scale, "mtp.0.hc_head_scale", 1, 1, 1, false));
-        m->present = true;
+    /* MTP: optional, and not run (dsv4 has no speculative decoding; transformers ignores mtp.* too).
+     * Checkpoints converted for inference often drop it. A complete block is bound and checked like the
+     * layers (a corrupt tensor is refused); a block with tensors missing is ignored, and mtp_ignored
+     * names the first missing one for the caller's warning. */
+    if (c->n_mtp_layers > 0 && has_mtp_tensor(st)) {
+        const binder saved = b;
+        b.missing = false;
+        if ((s = bind_mtp(&b, c, &w->mtp)) != DSV4_OK) {
+            if (!b.missing) goto fail;
+            snprintf(w->mtp_ignored, sizeof w->mtp_ignored, "%s", err);
+            free_mtp(&w->mtp);
+            b = saved;
+            if (errlen) err[0] = '\0';
+        }
     }
 #undef CHECK
     w->bytes = b.bytes;
@@ -510,10 +547,7 @@ void dsv4_weights_free(dsv4_weights *w)
         for (int l = 0; l < w->n_layers; l++) free_layer(&w->layers[l]);
     free(w->layers);
     w->layers = NULL;
-    free_layer(&w->mtp.block);
-    dsv4_w *m[] = {&w->mtp.enorm, &w->mtp.hnorm, &w->mtp.norm, &w->mtp.hc_head_fn, &w->mtp.hc_head_base,
-                   &w->mtp.hc_head_scale};
-    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) free_w(m[i]);
+    free_mtp(&w->mtp);
 }
 
 uint64_t dsv4_w_bytes(const dsv4_w *w)

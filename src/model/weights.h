@@ -140,6 +140,7 @@ typedef struct {
     int n_experts;               /* routed experts per layer */
     dsv4_layer_w *layers;        /* [n_layers] */
     dsv4_mtp_w mtp;
+    char mtp_ignored[320];       /* why an incomplete MTP block was ignored ("" when none was) */
     uint64_t bytes;              /* payload bytes of the bound tensors (with scales) */
     int n_fp8, n_mxfp4, n_nvfp4; /* matrices per format, for reports */
 } dsv4_weights;
