@@ -153,6 +153,29 @@ static dsv4_status check_scales(binder *b, const dsv4_st_tensor *t)
     return DSV4_OK;
 }
 
+/* An NVFP4 per-tensor scale (.weight_scale_2, .input_scale): one F32 value ([] or [1]), finite and
+ * positive. */
+static dsv4_status bind_scalar_scale(binder *b, const dsv4_st_tensor *t, const char *what, float *out)
+{
+    bool one = t->dtype == DSV4_DT_F32 && t->nbytes == 4;
+    for (int i = 0; one && i < t->ndim; i++) one = t->shape[i] == 1;
+    if (!one) {
+        char s2[64];
+        snprintf(b->err, b->errlen, "%s: expected F32 [] (the %s), found %s %s in %s", t->name, what,
+                 dsv4_dtype_name(t->dtype), shape_str(s2, sizeof s2, t->ndim, t->shape),
+                 dsv4_st_file_name(b->st, t->file));
+        return DSV4_ERR_FORMAT;
+    }
+    memcpy(out, t->data, 4);
+    if (!isfinite(*out) || *out <= 0) {
+        snprintf(b->err, b->errlen, "%s: the %s is %g, not a finite positive number, in %s; the checkpoint is corrupt",
+                 t->name, what, *out, dsv4_st_file_name(b->st, t->file));
+        return DSV4_ERR_FORMAT;
+    }
+    b->bytes += t->nbytes;
+    return DSV4_OK;
+}
+
 static dsv4_wfmt fmt_of(dsv4_dtype dt)
 {
     switch (dt) {
@@ -252,26 +275,11 @@ static dsv4_status bind_mat(binder *b, dsv4_w *w, const char *name, int64_t out,
             }
             if ((st = want_shape(b, sc, "its NVFP4 block scales", DSV4_DT_F8_E4M3, DSV4_DT_F8_E4M3, 2, out, in / 16)))
                 return st;
-            if (s2->dtype != DSV4_DT_F32 || s2->nbytes != 4) {
-                snprintf(b->err, b->errlen, "%s: expected an F32 scalar, found %s with %zu bytes", s2->name,
-                         dsv4_dtype_name(s2->dtype), s2->nbytes);
-                return DSV4_ERR_FORMAT;
-            }
-            memcpy(&w->scale2, s2->data, 4);
-            if (!isfinite(w->scale2) || w->scale2 <= 0) {
-                snprintf(b->err, b->errlen, "%s: global scale %g is not a finite positive number", s2->name, w->scale2);
-                return DSV4_ERR_FORMAT;
-            }
-            b->bytes += s2->nbytes;
+            if ((st = bind_scalar_scale(b, s2, "NVFP4 global scale", &w->scale2))) return st;
+            /* the activations' global scale of NVFP4's W4A4 path: no path here reads it (the CPU and Hopper
+             * quantise activations to FP8 per 128), but it is the checkpoint's as much as the others */
             w->input_scale = 1.0f;
-            if (is) {
-                if (is->dtype != DSV4_DT_F32 || is->nbytes != 4) {
-                    snprintf(b->err, b->errlen, "%s: expected an F32 scalar", is->name);
-                    return DSV4_ERR_FORMAT;
-                }
-                memcpy(&w->input_scale, is->data, 4);
-                b->bytes += is->nbytes;
-            }
+            if (is && (st = bind_scalar_scale(b, is, "NVFP4 input scale", &w->input_scale))) return st;
             w->scale_cols = in / 16;
             b->n_nvfp4++;
         }

@@ -14,6 +14,10 @@ Cases:
   scale_shape        an FP8 block scale with its shape transposed (same byte size)
   expert_scale_shape a routed expert's scale (.scale / .weight_scale) with its shape transposed
   nvfp4_no_scale2    an NVFP4 expert without .weight_scale_2    (only for NVFP4 checkpoints)
+  input_scale_nan    an NVFP4 expert's .input_scale NaN         (only for NVFP4 checkpoints, as the next three)
+  input_scale_neg    an NVFP4 expert's .input_scale -1
+  input_scale_bf16   an NVFP4 expert's .input_scale stored as a BF16 scalar
+  input_scale_two    an NVFP4 expert's .input_scale with two F32 values
   moe_quant_algo     config.json quantization_config.moe_quant_algo = "INT3"
   quant_method       config.json quantization_config.quant_method = "int3"
   hf_quant_algo      hf_quant_config.json quantized_layers[layers.1.ffn.experts].quant_algo = "INT3"
@@ -190,6 +194,21 @@ def main():
         c = fresh("nvfp4_no_scale2")
         c.drop(e + ".weight_scale_2")
         cases.append(("nvfp4_no_scale2", e))
+
+    # 6b. NVFP4 .input_scale (read by no path here, Blackwell's W4A4 activation scale): bad values and storage
+    s = e + ".input_scale"
+    if nvfp4 and s in hdr:
+        for case, val in (("input_scale_nan", struct.pack("<I", 0x7FC00000)),
+                          ("input_scale_neg", struct.pack("<f", -1.0))):
+            c = fresh(case)
+            c.patch_bytes(s, 0, val)
+            cases.append((case, s))
+        for case, dt, shape, raw in (("input_scale_bf16", "BF16", [], b"\x80\x3f"),
+                                     ("input_scale_two", "F32", [2], struct.pack("<2f", 1.0, 1.0))):
+            c = fresh(case)
+            c.drop(s)
+            c.add(s, dt, shape, raw, like=e + ".weight")
+            cases.append((case, s))
 
     # 7, 8. unknown quantization algorithm / method in config.json
     c = fresh("moe_quant_algo")
