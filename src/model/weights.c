@@ -361,7 +361,8 @@ static dsv4_status bind_layer(binder *b, const dsv4_config *c, const char *pre, 
                               bool hash, dsv4_layer_w *L)
 {
     char n[256];
-    const int D = c->dim, hc = c->hc_mult, mix = (2 + hc) * hc;
+    const int D = c->dim, hc = c->hc_mult;
+    const int64_t mix = (int64_t)(2 + hc) * hc; /* 64 bits: an int overflows from hc_mult 46,340 */
     const int H = c->n_heads, hd = c->head_dim, E = c->n_routed_experts, I = c->moe_inter_dim;
     L->kind = kind;
     L->ratio = ratio;

@@ -7,7 +7,8 @@
  * window / top-k that context allows (transformers: a window longer than the
  * sequence is full attention, topk(min(index_topk, n)) selects every row).
  * Indexer sizes in a model without CSA layers are bound by no weight and
- * must cost nothing.
+ * must cost nothing. Per-token buffers sized by what only the weights bound
+ * (routed experts) must not land on the stack.
  *
  * Each case is a copy of tests/fixtures/tiny_a with one config.json field
  * changed (the weights linked). The address space is capped at 4 GiB (not
@@ -24,12 +25,14 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "dsv4.h"
 #include "test_util.h"
 
@@ -201,6 +204,32 @@ static void test_indexer_without_csa(void **state)
     model_remove(&plain);
 }
 
+/* The CPU router with a million and a half experts (a size only the weights bound): its per-expert buffers
+ * are not on the stack, which a worker has a few MiB of. */
+static void test_route_many_experts(void **state)
+{
+    (void)state;
+    const int E = 1500000, k = 6;
+    dsv4_backend *be = dsv4_backend_cpu_create(1);
+    assert_non_null(be);
+    float *logits = malloc((size_t)E * sizeof(float)), *bias = calloc((size_t)E, sizeof(float)), wts[6];
+    int32_t idx[6], tok = 0;
+    assert_true(logits && bias);
+    for (int e = 0; e < E; e++) logits[e] = (float)(((int64_t)e * 7919) % 1000) / 1000.0f - 1.0f; /* in [-1, 0) */
+    const int top[6] = {17, 4242, 99999, 123456, 777777, 1499999};
+    for (int i = 0; i < k; i++) logits[top[i]] = 5.0f + (float)i;
+    be->moe_route(be, logits, 1, E, k, bias, NULL, &tok, true, 1.0f, idx, wts);
+    float sum = 0;
+    for (int i = 0; i < k; i++) {
+        assert_int_equal(idx[i], top[i]); /* ascending id */
+        sum += wts[i];
+    }
+    assert_true(fabsf(sum - 1.0f) < 1e-5f);
+    free(logits);
+    free(bias);
+    be->destroy(be);
+}
+
 int main(void)
 {
 #ifndef TL_ASAN
@@ -219,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_window_past_context),
         cmocka_unit_test(test_topk_past_context),
         cmocka_unit_test(test_indexer_without_csa),
+        cmocka_unit_test(test_route_many_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

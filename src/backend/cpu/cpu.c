@@ -41,7 +41,28 @@ static dsv4_pool *pool_of(dsv4_backend *be) { return ((cpu_impl *)be->impl)->poo
  * from per-thread buffers that only ever grow: after the first steps of a
  * given shape the token loop allocates nothing. Each use has its own slot so
  * nested uses never share a buffer; worker threads free theirs on exit. */
-enum { S_ACTQ, S_WBUF, S_RMS, S_TOPK, S_SCORE, S_ROWS, S_NROWS, S_ROWBF, S_MOE_LIST, S_MOE_XS, S_MOE_G, S_MOE_U, S_MOE_Y, S_MOE_YBUF, S_COUNT };
+/* Sizes from the config (heads, streams, experts) take these buffers too, not the stack: a worker's stack is a
+ * few MiB, and the weights bound those sizes only loosely. */
+enum {
+    S_ACTQ,
+    S_WBUF,
+    S_RMS,
+    S_TOPK,
+    S_SCORE,
+    S_ROWS,
+    S_NROWS,
+    S_ROWBF,
+    S_MOE_LIST,
+    S_MOE_XS,
+    S_MOE_G,
+    S_MOE_U,
+    S_MOE_Y,
+    S_MOE_YBUF,
+    S_HC,
+    S_IDX,
+    S_ROUTE,
+    S_COUNT
+};
 
 typedef struct {
     void *p[S_COUNT];
@@ -691,7 +712,7 @@ static void hc_task(void *vctx, int64_t t)
     const float *x = c->X + (size_t)t * hc * D;
     float ss = dsv4_cpu_dot_f32(x, x, hc * D);
     float rho = 1.0f / sqrtf(ss / (float)(hc * D) + p->norm_eps);
-    float m[n_mix], pre[hc];
+    float *m = scratch(S_HC, ((size_t)n_mix + (size_t)hc) * sizeof(float)), *pre = m + n_mix; /* [n_mix], [hc] */
     for (int i = 0; i < n_mix; i++) m[i] = dsv4_cpu_dot_f32(p->fn + (size_t)i * hc * D, x, hc * D) * rho;
     if (c->head) {
         for (int i = 0; i < hc; i++) pre[i] = dsv4_sigmoid(m[i] * p->scale[0] + p->base[i]) + p->hc_eps;
@@ -952,12 +973,11 @@ static void indexer_tok(void *vctx, int64_t t)
     int nh = p->n_heads, hd = p->head_dim;
     float *score = scratch(S_SCORE, (size_t)(N > 0 ? N : 1) * sizeof(float));
     const float *q = c->q + (size_t)t * nh * hd, *w = c->w + (size_t)t * nh;
-    float ws[nh];
+    const bool fp4 = c->kv->fp4_keys;
+    float *ws = scratch(S_IDX, ((size_t)nh + (fp4 ? (size_t)hd : 0)) * sizeof(float)), *kf = ws + nh; /* [nh], [hd] */
     /* reference numerics: w read as BF16 values (the reference's BF16 projection) */
     for (int h = 0; h < nh; h++)
         ws[h] = p->reference ? dsv4_round_bf16(dsv4_round_bf16(w[h]) * p->scale) : w[h] * p->scale;
-    const bool fp4 = c->kv->fp4_keys;
-    float kf[fp4 ? hd : 1];
     for (int64_t r = 0; r < N; r++) {
         const float *key = kf;
         if (fp4) { /* the key's values back from codes and scales: the same floats */
@@ -1144,7 +1164,7 @@ static void cpu_moe_route(dsv4_backend *be, const float *logits, int n, int n_ex
                           const dsv4_w *tid2eid, const int32_t *tokens, bool renorm, float route_scale,
                           int32_t *idx, float *wts)
 {
-    float s[n_experts], sel[n_experts];
+    float *s = scratch(S_ROUTE, 2 * (size_t)n_experts * sizeof(float)), *sel = s + n_experts; /* [E], [E] */
     for (int t = 0; t < n; t++) {
         const float *lg = logits + (size_t)t * n_experts;
         int32_t *it = idx + (size_t)t * k;
