@@ -1328,7 +1328,7 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     return L;
 }
 
-template <int HB, bool IXF>
+template <int HB>
 __global__ void __launch_bounds__(32 * AF_WARPS)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1431,50 +1431,27 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * chunks of 8 dimensions lane, lane + 32; hd <= 512, the launch's condition) */
     constexpr int QH = 16 / AF_WARPS, QC = 512 / 8 / 32;
     float4 qv[QH][QC][2];
-    /* IXF: the indexer's count and choices loaded first (the rows' addresses wait on them; q is needed only after
-     * the rows' copies are issued), and with 8 heads a block only those heads' q (rows 8-15 of the MMA are zeros) */
-    constexpr int NI = (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS);
-    int cx = 0;
-    int32_t cix[NI];
-    if constexpr (IXF)
-        if (!early) {
-            cx = cnt[t];
-#pragma unroll
-            for (int k = 0; k < NI; k++) {
-                const int r = tid + 32 * AF_WARPS * k, j = r0 + r - nwin;
-                cix[k] = r < np && j >= 0 ? idx[(size_t)t * A.topk + j] : 0;
-            }
-        }
 #pragma unroll
     for (int a = 0; a < QH; a++)
 #pragma unroll
         for (int b = 0; b < QC; b++) {
             const int h = w + AF_WARPS * a, c = lane + 32 * b;
-            if constexpr (IXF && HB <= AF_WARPS)
-                if (a > 0) continue; /* heads past HB: zeros, stored below without their loads */
             const bool ok = h < nh && c < C16;
             const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
             qv[a][b][0] = src[0];
             qv[a][b][1] = src[1];
         }
     if (!early) {
-        int c;
-        int32_t ci[NI];
-        if constexpr (IXF) {
-            c = cx;
+        const int c = cnt[t];
+        int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
 #pragma unroll
-            for (int k = 0; k < NI; k++) ci[k] = cix[k];
-        } else {
-            c = cnt[t];
-#pragma unroll
-            for (int k = 0; k < NI; k++) { /* every idx load with cnt's */
-                const int r = tid + 32 * AF_WARPS * k, j = r0 + r - nwin;
-                ci[k] = r < np && j >= 0 ? idx[(size_t)t * A.topk + j] : 0;
-            }
+        for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) { /* every idx load with cnt's */
+            const int r = tid + 32 * AF_WARPS * k, j = r0 + r - nwin;
+            ci[k] = r < np && j >= 0 ? idx[(size_t)t * A.topk + j] : 0;
         }
         if (c == pred) {
 #pragma unroll
-            for (int k = 0; k < NI; k++) {
+            for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) {
                 const int r = tid + 32 * AF_WARPS * k;
                 if (r < np && r0 + r >= nwin)
                     rps[r] = spt_ok ? cmp_row((float *)A.pages, spt, 0, A.page_tokens, A.page_floats, A.pg_off, 0,
@@ -1500,7 +1477,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
             const int h = w + AF_WARPS * a, c = lane + 32 * b;
             if (c >= C16) continue;
             uint4 v = make_uint4(0, 0, 0, 0);
-            if ((!IXF || HB > AF_WARPS || a == 0) && h < nh) {
+            if (h < nh) {
                 const uint2 x = bf4_rn(qv[a][b][0]), y = bf4_rn(qv[a][b][1]);
                 v = make_uint4(x.x, x.y, y.x, y.y);
             }
@@ -1692,8 +1669,8 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-            k_attn_one<16, false>, k_attn_one<8, false>, k_attn_one<16, true>, k_attn_one<8, true>};
+                             const float *, const float *, const int32_t *, const int32_t *, int,
+                             float *) = {k_attn_one<16>, k_attn_one<8>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1702,7 +1679,7 @@ void cuda_attn_init(size_t smem_optin)
         }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
-        af_fits = cuda_cluster_fits(k_attn_one<16, false>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1826,11 +1803,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                /* the indexer's choices loaded before q (DSV4_ATTN_ONE_IXF=0: after it; the same bits) */
-                static int ixf = -1;
-                if (ixf < 0) ixf = cuda_env_on("DSV4_ATTN_ONE_IXF");
-                launch_attn(hb == 8 ? (ixf ? k_attn_one<8, true> : k_attn_one<8, false>)
-                                    : (ixf ? k_attn_one<16, true> : k_attn_one<16, false>),
+                launch_attn(hb == 8 ? k_attn_one<8> : k_attn_one<16>,
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
                             true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
