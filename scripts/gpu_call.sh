@@ -12,6 +12,7 @@
 #   call_kernels attn 2 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--attn-only --batch 1,16,64"
 #   call_attn_ab new base
 #   call_memcheck k_idx_score_tc "--attn-only --batch 4 --reps 1"
+#   call_checks k_attn_one "--attn-only --batch 1,3 --reps 1"
 #   call_ncu_metrics b16 k_attn "--attn-only --batch 16 --reps 4"
 #   call_ncu gu-b16 'k_moe16<.int.4, .int.1, .bool.0, .int.1, .int.1, .int.8>' "--experts-only --batch 16 --reps 8"
 #   call_prefill 2 "new=$B/bench_cpu;base=$B/bench_cpu.base" "--prefill-gemm cublaslt"
@@ -112,6 +113,17 @@ call_attn_ab() {
 call_tune_file() {
   printf '{"dsv4_tune": 1, "device": "%s (sm_90)", "attention": [%s]}\n' \
     "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$2" > "$1"
+}
+# call_checks KERNEL ARGS - what a kernel change's timing call checks first (s68's pipe/, bulk/ and bulk2/ wrote it out
+# each): the GPU's name and clocks ($R/machine.txt, printed), call_ops on the attention's cases, call_bits (the logits
+# against the bundle's base build) and call_memcheck KERNEL ARGS.
+call_checks() {
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$R/machine.txt" 2>&1
+  cat "$R/machine.txt"
+  call_ops "attn|one"
+  call_bits
+  call_memcheck "$1" "$2"
+  call_snap
 }
 # call_memcheck KERNEL ARGS - compute-sanitizer's memcheck on KERNEL's launches in $B/bench_kernels ARGS (e.g.
 # k_idx_score_tc "--attn-only --batch 4 --reps 1") into $R/san-KERNEL.txt, printing its exit and summary.
