@@ -775,13 +775,14 @@ void dsv4_engine_info(const dsv4_engine *e, dsv4_model_info *info)
 
 /* ---- sequences ---------------------------------------------------------- */
 
-static void seq_reset_state(dsv4_engine *e, int slot)
+static int seq_reset_state(dsv4_engine *e, int slot)
 {
     /* kv rows 0 and scores -inf: an empty previous window weighs nothing. */
     const dsv4_config *c = &e->cfg;
     dsv4_kv *kv = &e->kv;
     float *base = kv->slots + (size_t)slot * kv->slot_floats;
     float *tmp = calloc(kv->slot_floats, sizeof(float));
+    if (!tmp) return -1;
     for (int l = 0; l < c->n_layers; l++) {
         const dsv4_layer_state *ls = &kv->layer[l];
         size_t w = c->layer_kind[l] == DSV4_ATTN_CSA ? 2 * (size_t)c->head_dim : (size_t)c->head_dim;
@@ -792,6 +793,7 @@ static void seq_reset_state(dsv4_engine *e, int slot)
     }
     e->be->upload(e->be, base, tmp, kv->slot_floats * sizeof(float));
     free(tmp);
+    return 0;
 }
 
 /* A free sequence slot, its state reset unless the caller overwrites it. */
@@ -799,7 +801,10 @@ static dsv4_status seq_claim(dsv4_engine *e, bool reset, int *seq, char *err, si
 {
     for (int s = 0; s < e->kv.max_seqs; s++)
         if (!e->kv.live[s]) {
-            if (reset) seq_reset_state(e, s);
+            if (reset && seq_reset_state(e, s)) {
+                snprintf(err, errlen, "out of memory");
+                return DSV4_ERR_NOMEM;
+            }
             e->kv.live[s] = true;
             e->kv.len[s] = 0;
             e->pick_step[s] = 0;
