@@ -302,7 +302,8 @@ int dsv4_sampler_blind(const dsv4_sampler *s);
 /* Stop strings over streamed text, matched across token boundaries: feed each
  * detokenised piece; what comes back in *out is certain to be output (it holds
  * back only a suffix that may still begin a stop string). Returns 1 once a stop
- * string is found: *out is then the text before it, and later feeds give nothing.
+ * string is found: *out is then the text before it, and later feeds give nothing;
+ * -1 when out of memory (*out is empty and the piece is lost: end the stream).
  * *out stays valid until the next call. */
 typedef struct dsv4_stop_matcher dsv4_stop_matcher;
 dsv4_status dsv4_stop_create(const char *const *stops, int n_stops, dsv4_stop_matcher **out, char *err,

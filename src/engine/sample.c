@@ -546,8 +546,7 @@ int dsv4_stop_feed(dsv4_stop_matcher *m, const char *text, size_t n, const char 
         while (cap < m->len + n)
             cap *= 2;
         char *q = realloc(m->buf, cap);
-        if (!q)
-            return 0; /* out of memory: the piece is dropped rather than half-matched */
+        if (!q) return -1; /* out of memory: nothing is output (the caller ends the stream) */
         m->buf = q;
         m->cap = cap;
     }

@@ -93,7 +93,9 @@ typedef struct {
     int done[SRV_MAX_CHOICES]; /* the choice's finish is out */
     dsv4_strbuf pending;
     size_t sent;         /* bytes of pending already handed to MHD */
-    int complete;        /* every choice done and the stream's end out */
+    int complete;        /* every choice done and the stream's end out, or memory ran out (oom) */
+    int oom;             /* the stream ends with srv_stream_oom, of which oom_sent bytes are out */
+    size_t oom_sent;
     int fd;
     char id[48];
     srv_resp_meta meta;
@@ -271,23 +273,39 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
     (void)pos;
     stream_ctx *s = cls;
     while (s->sent == s->pending.len) {
+        if (s->complete && s->oom && s->oom_sent < strlen(srv_stream_oom)) {
+            size_t n = strlen(srv_stream_oom) - s->oom_sent;
+            if (n > max) n = max;
+            memcpy(buf, srv_stream_oom + s->oom_sent, n);
+            s->oom_sent += n;
+            return (ssize_t)n;
+        }
         if (s->complete) return MHD_CONTENT_READER_END_OF_STREAM;
         s->pending.len = 0;
         s->sent = 0;
         for (;;) {
             /* what every choice has made since; a choice's chunks carry its index */
             int open = -1;
-            for (int k = 0; k < s->n; k++) {
+            for (int k = 0; k < s->n && !s->oom; k++) {
                 if (s->done[k]) continue;
                 srv_req *r = s->reqs[k];
                 pthread_mutex_lock(&r->mu);
-                s->done[k] = (s->chat ? srv_chat_stream : srv_completion_stream)(&s->meta, r, k, s->logprobs,
-                                                                                 &s->pos[k], &s->pending);
+                const int rc = (s->chat ? srv_chat_stream : srv_completion_stream)(&s->meta, r, k, s->logprobs,
+                                                                                   &s->pos[k], &s->pending);
                 pthread_mutex_unlock(&r->mu);
+                s->oom = rc < 0;
+                s->done[k] = rc > 0;
                 if (!s->done[k] && open < 0) open = k;
             }
-            if (open < 0) { /* every choice done: the usage chunk and [DONE] */
-                srv_stream_end(&s->meta, s->reqs, s->n, s->chat, s->include_usage, &s->pending);
+            if (!s->oom && open < 0) /* every choice done: the usage chunk and [DONE] */
+                s->oom = srv_stream_end(&s->meta, s->reqs, s->n, s->chat, s->include_usage, &s->pending) < 0;
+            if (s->oom) {
+                /* the events already whole go out, then the error event; the choices stop generating */
+                for (int k = 0; k < s->n; k++) srv_req_cancel(s->h->sched, s->reqs[k]);
+                s->complete = 1;
+                break;
+            }
+            if (open < 0) {
                 s->complete = 1;
                 break;
             }
@@ -707,12 +725,12 @@ static enum MHD_Result models(srv_http *h, struct MHD_Connection *c, const char 
             e.code = "model_not_found";
             return send_error(h, c, &e);
         }
-        char *s = json_dumps(m, JSON_COMPACT);
+        char *s = srv_json_dumps(m);
         json_decref(m);
         return send_json(h, c, 200, s);
     }
     json_t *list = json_pack("{s:s, s:[o]}", "object", "list", "data", m);
-    char *s = json_dumps(list, JSON_COMPACT);
+    char *s = srv_json_dumps(list);
     json_decref(list);
     return send_json(h, c, 200, s);
 }

@@ -32,19 +32,51 @@ void srv_error_set(srv_error *e, int status, const char *type, const char *param
     va_end(ap);
 }
 
+/* json_dumps' own buffer may come back malformed when one of its allocations fails (jansson 2.14 goes on after an
+ * object key it could not append), so the text is gathered here, and one failed append fails it all. */
+typedef struct {
+    dsv4_strbuf b;
+    int bad;
+} dump_buf;
+
+static int dump_put(const char *buf, size_t n, void *data)
+{
+    dump_buf *d = data;
+    d->bad = d->bad || dsv4_strbuf_put(&d->b, buf, n);
+    return d->bad ? -1 : 0;
+}
+
+char *srv_json_dumps(const json_t *j)
+{
+    dump_buf d = {0};
+    if (!j || json_dump_callback(j, dump_put, &d, JSON_COMPACT) || d.bad || !d.b.p) {
+        dsv4_strbuf_free(&d.b);
+        return NULL;
+    }
+    return d.b.p;
+}
+
 char *srv_error_json(const srv_error *e)
 {
     json_t *inner = json_object();
     /* the message is ours, but may quote request bytes cut mid-character: keep it valid UTF-8 */
     json_t *msg = json_string(e->message);
-    if (!msg) msg = json_string("invalid request (the error message could not be encoded)");
-    json_object_set_new(inner, "message", msg);
-    json_object_set_new(inner, "type", json_string(e->type ? e->type : "invalid_request_error"));
-    json_object_set_new(inner, "param", e->param[0] ? json_string(e->param) : json_null());
-    json_object_set_new(inner, "code", e->code ? json_string(e->code) : json_null());
+    if (!msg && !dsv4_utf8_valid(e->message, strlen(e->message), NULL))
+        msg = json_string("invalid request (the error message could not be encoded)");
     json_t *root = json_object();
-    json_object_set_new(root, "error", inner);
-    char *s = json_dumps(root, JSON_COMPACT);
+    /* a field that could not be added (out of memory) leaves no error at all: the caller's fallback is whole */
+    if (json_object_set_new(inner, "message", msg) ||
+        json_object_set_new(inner, "type", json_string(e->type ? e->type : "invalid_request_error")) ||
+        json_object_set_new(inner, "param", e->param[0] ? json_string(e->param) : json_null()) ||
+        json_object_set_new(inner, "code", e->code ? json_string(e->code) : json_null())) {
+        json_decref(inner);
+        inner = NULL;
+    }
+    if (json_object_set_new(root, "error", inner)) {
+        json_decref(root);
+        return NULL;
+    }
+    char *s = srv_json_dumps(root);
     json_decref(root);
     return s;
 }
@@ -599,35 +631,42 @@ const char *srv_finish_reason(const srv_req *r)
 
 static char *dump(json_t *j)
 {
-    char *s = json_dumps(j, JSON_COMPACT);
+    char *s = srv_json_dumps(j);
     json_decref(j);
     return s;
 }
 
+/* The builders below return NULL when memory runs out (in jansson or here), and so does each response: a reply is
+ * whole or not sent. jansson's json_array_append_new, json_object_set_new and json_pack with "o" take the
+ * reference they are given even when they fail (a NULL one included), so a builder adds and checks, and frees
+ * nothing twice. */
+
 static double finite_lp(float lp) { return isfinite(lp) ? lp : -9999.0; }
 
-/* A token as text (U+FFFD for a partial character) and its bytes. */
+/* A token as text (U+FFFD for a partial character) and, when bytes is set, its bytes; NULL when out of memory. */
 static json_t *token_text(const dsv4_tokenizer *tok, int32_t id, json_t **bytes)
 {
     char *text = NULL;
     size_t len = 0;
     char err[64];
-    if (dsv4_detokenize(tok, &id, 1, &text, &len, err, sizeof err)) {
+    dsv4_status st = dsv4_detokenize(tok, &id, 1, &text, &len, err, sizeof err);
+    if (st == DSV4_ERR_NOMEM) return NULL;
+    if (st) {
         text = NULL;
         len = 0;
     }
     json_t *s = json_stringn(text ? text : "", len);
-    if (!s) s = json_string("\xef\xbf\xbd");
-    if (bytes) {
+    if (!s && text && !dsv4_utf8_valid(text, len, NULL)) s = json_string("\xef\xbf\xbd");
+    if (s && bytes) {
         /* the token's own bytes, not its printed text: a character split over tokens prints as U+FFFD in each,
          * and its bytes are what lets a client join them back (OpenAI's reason for the field) */
         size_t nb = 0;
         const uint8_t *raw = dsv4_tok_bytes(tok, id, &nb);
-        *bytes = json_array();
-        if (raw)
-            for (size_t i = 0; i < nb; i++) json_array_append_new(*bytes, json_integer(raw[i]));
-        else
-            for (size_t i = 0; i < len; i++) json_array_append_new(*bytes, json_integer((unsigned char)text[i]));
+        json_t *a = *bytes = json_array();
+        if (!raw) raw = (const uint8_t *)text, nb = len;
+        for (size_t i = 0; a && i < nb; i++)
+            if (json_array_append_new(a, json_integer(raw[i]))) json_decref(a), a = *bytes = NULL;
+        if (!a) json_decref(s), s = NULL;
     }
     free(text);
     return s;
@@ -650,18 +689,20 @@ static json_t *usage_json(srv_req *const *rs, int n)
 static json_t *chat_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b)
 {
     json_t *content = json_array();
-    for (int i = a; i < b; i++) {
+    for (int i = a; content && i < b; i++) {
         const srv_tok *t = &r->toks[i];
-        json_t *bytes, *top = json_array();
+        json_t *bytes = NULL, *top = json_array();
         json_t *tok = token_text(m->tok, t->token, &bytes);
-        for (int k = 0; k < t->n_top; k++) {
-            json_t *tb;
+        for (int k = 0; top && k < t->n_top; k++) {
+            json_t *tb = NULL;
             json_t *tt = token_text(m->tok, t->top_ids[k], &tb);
-            json_array_append_new(top, json_pack("{s:o, s:f, s:o}", "token", tt, "logprob", finite_lp(t->top_lp[k]),
-                                                 "bytes", tb));
+            if (json_array_append_new(
+                    top, json_pack("{s:o, s:f, s:o}", "token", tt, "logprob", finite_lp(t->top_lp[k]), "bytes", tb)))
+                json_decref(top), top = NULL;
         }
-        json_array_append_new(content, json_pack("{s:o, s:f, s:o, s:o}", "token", tok, "logprob",
-                                                 finite_lp(t->logprob), "bytes", bytes, "top_logprobs", top));
+        if (json_array_append_new(content, json_pack("{s:o, s:f, s:o, s:o}", "token", tok, "logprob",
+                                                     finite_lp(t->logprob), "bytes", bytes, "top_logprobs", top)))
+            json_decref(content), content = NULL;
     }
     return json_pack("{s:o}", "content", content);
 }
@@ -675,55 +716,66 @@ static size_t utf8_chars(const char *p, size_t n)
 }
 
 /* completions: {tokens, token_logprobs, top_logprobs, text_offset} for ts [a, b); with the prompt's (an echo):
- * its tokens first, the first one's logprob and alternatives null */
-static json_t *completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts, int a, int b, int first_null,
-                                      json_t *lp, size_t *offset)
+ * its tokens first, the first one's logprob and alternatives null. Returns 0, or -1 when out of memory. */
+static int completion_logprobs_of(const srv_resp_meta *m, const srv_tok *ts, int a, int b, int first_null, json_t *lp,
+                                  size_t *offset)
 {
     json_t *tokens = json_object_get(lp, "tokens"), *lps = json_object_get(lp, "token_logprobs"),
            *tops = json_object_get(lp, "top_logprobs"), *offs = json_object_get(lp, "text_offset");
     for (int i = a; i < b; i++) {
         const srv_tok *t = &ts[i];
         json_t *tok = token_text(m->tok, t->token, NULL);
-        json_array_append_new(offs, json_integer((json_int_t)*offset));
+        if (!tok || json_array_append_new(offs, json_integer((json_int_t)*offset))) {
+            json_decref(tok);
+            return -1;
+        }
         *offset += utf8_chars(json_string_value(tok), json_string_length(tok));
-        json_array_append_new(tokens, tok);
+        if (json_array_append_new(tokens, tok)) return -1;
         if (first_null && i == 0) {
-            json_array_append_new(lps, json_null());
-            json_array_append_new(tops, json_null());
+            if (json_array_append_new(lps, json_null()) || json_array_append_new(tops, json_null())) return -1;
             continue;
         }
-        json_array_append_new(lps, json_real(finite_lp(t->logprob)));
+        if (json_array_append_new(lps, json_real(finite_lp(t->logprob)))) return -1;
         json_t *top = json_object();
-        for (int k = 0; k < t->n_top; k++) {
+        for (int k = 0; top && k < t->n_top; k++) {
             json_t *tt = token_text(m->tok, t->top_ids[k], NULL);
-            json_object_set_new(top, json_string_value(tt), json_real(finite_lp(t->top_lp[k])));
+            if (!tt || json_object_set_new(top, json_string_value(tt), json_real(finite_lp(t->top_lp[k]))))
+                json_decref(top), top = NULL;
             json_decref(tt);
         }
-        json_array_append_new(tops, top);
+        if (json_array_append_new(tops, top)) return -1;
     }
-    return lp;
+    return 0;
 }
 
 static json_t *completion_logprobs(const srv_resp_meta *m, const srv_req *r, int a, int b, int with_prompt,
                                    size_t *offset)
 {
     json_t *lp = json_pack("{s:[], s:[], s:[], s:[]}", "tokens", "token_logprobs", "top_logprobs", "text_offset");
-    if (with_prompt && r->ptoks) completion_logprobs_of(m, r->ptoks, 0, r->n_prompt, 1, lp, offset);
-    return completion_logprobs_of(m, r->toks, a, b, 0, lp, offset);
+    if (!lp || (with_prompt && r->ptoks && completion_logprobs_of(m, r->ptoks, 0, r->n_prompt, 1, lp, offset)) ||
+        completion_logprobs_of(m, r->toks, a, b, 0, lp, offset)) {
+        json_decref(lp);
+        return NULL;
+    }
+    return lp;
 }
 
 static json_t *tool_call_json(const srv_tool_call *tc, int index, int with_index)
 {
     json_t *j = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", tc->id, "type", "function", "function", "name", tc->name,
                           "arguments", tc->arguments);
-    if (j && with_index) json_object_set_new(j, "index", json_integer(index));
+    if (j && with_index && json_object_set_new(j, "index", json_integer(index))) json_decref(j), j = NULL;
     return j;
 }
 
+/* b's text from byte `from`; NULL when out of memory (the detokeniser emits whole characters: the text is valid
+ * UTF-8, and U+FFFD stands in should it not be) */
 static json_t *strn(const dsv4_strbuf *b, size_t from)
 {
-    json_t *s = json_stringn(b->p ? b->p + from : "", b->len - from);
-    return s ? s : json_string("\xef\xbf\xbd"); /* cannot happen: the detokeniser emits whole characters */
+    const char *p = b->p ? b->p + from : "";
+    json_t *s = json_stringn(p, b->len - from);
+    if (!s && !dsv4_utf8_valid(p, b->len - from, NULL)) s = json_string("\xef\xbf\xbd");
+    return s;
 }
 
 /* the echo's prompt text then the completion's */
@@ -731,9 +783,10 @@ static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
 {
     if (!r->echo_text) return strn(b, from);
     dsv4_strbuf t = {0};
-    dsv4_strbuf_put(&t, r->echo_text, r->echo_len);
-    if (b->len > from) dsv4_strbuf_put(&t, b->p + from, b->len - from);
-    json_t *s = strn(&t, 0);
+    json_t *s = NULL;
+    if (!dsv4_strbuf_put(&t, r->echo_text, r->echo_len) &&
+        !(b->len > from && dsv4_strbuf_put(&t, b->p + from, b->len - from)))
+        s = strn(&t, 0);
     dsv4_strbuf_free(&t);
     return s;
 }
@@ -741,13 +794,15 @@ static json_t *echo_and(const srv_req *r, const dsv4_strbuf *b, size_t from)
 static json_t *chat_choice(const srv_resp_meta *m, const srv_req *r, int index, int logprobs)
 {
     json_t *msg = json_object();
-    json_object_set_new(msg, "role", json_string("assistant"));
-    json_object_set_new(msg, "content", r->n_tools && !r->content.len ? json_null() : strn(&r->content, 0));
-    if (r->thinking || r->reasoning.len) json_object_set_new(msg, "reasoning_content", strn(&r->reasoning, 0));
-    if (r->n_tools) {
+    if (json_object_set_new(msg, "role", json_string("assistant")) ||
+        json_object_set_new(msg, "content", r->n_tools && !r->content.len ? json_null() : strn(&r->content, 0)) ||
+        ((r->thinking || r->reasoning.len) && json_object_set_new(msg, "reasoning_content", strn(&r->reasoning, 0))))
+        json_decref(msg), msg = NULL;
+    if (msg && r->n_tools) {
         json_t *tcs = json_array();
-        for (int i = 0; i < r->n_tools; i++) json_array_append_new(tcs, tool_call_json(&r->tools[i], i, 0));
-        json_object_set_new(msg, "tool_calls", tcs);
+        for (int i = 0; tcs && i < r->n_tools; i++)
+            if (json_array_append_new(tcs, tool_call_json(&r->tools[i], i, 0))) json_decref(tcs), tcs = NULL;
+        if (json_object_set_new(msg, "tool_calls", tcs)) json_decref(msg), msg = NULL;
     }
     return json_pack("{s:i, s:o, s:o, s:s}", "index", index, "message", msg, "logprobs",
                      logprobs ? chat_logprobs(m, r, 0, r->n_toks) : json_null(), "finish_reason", srv_finish_reason(r));
@@ -764,8 +819,9 @@ static json_t *completion_choice(const srv_resp_meta *m, const srv_req *r, int i
 static char *response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs, int chat)
 {
     json_t *choices = json_array();
-    for (int k = 0; k < n; k++)
-        json_array_append_new(choices, (chat ? chat_choice : completion_choice)(m, rs[k], k, logprobs));
+    for (int k = 0; choices && k < n; k++)
+        if (json_array_append_new(choices, (chat ? chat_choice : completion_choice)(m, rs[k], k, logprobs)))
+            json_decref(choices), choices = NULL;
     return dump(json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", m->id, "object",
                           chat ? "chat.completion" : "text_completion", "created", (json_int_t)m->created, "model",
                           m->model, "choices", choices, "usage", usage_json(rs, n)));
@@ -781,14 +837,18 @@ char *srv_completion_response(const srv_resp_meta *m, srv_req *const *rs, int n,
     return response(m, rs, n, logprobs, 0);
 }
 
-static void sse(dsv4_strbuf *out, json_t *j)
+/* Appends "data: <j>\n\n" (j's reference taken; NULL: memory ran out building it). Returns 0, or -1 with out as
+ * it was: an event goes out whole or not at all. */
+static int sse(dsv4_strbuf *out, json_t *j)
 {
     char *s = dump(j);
-    if (!s) return;
-    dsv4_strbuf_put(out, "data: ", 6);
-    dsv4_strbuf_put(out, s, strlen(s));
-    dsv4_strbuf_put(out, "\n\n", 2);
+    if (!s) return -1;
+    const size_t len = out->len;
+    int bad =
+        dsv4_strbuf_put(out, "data: ", 6) || dsv4_strbuf_put(out, s, strlen(s)) || dsv4_strbuf_put(out, "\n\n", 2);
     free(s);
+    if (bad && out->p) out->p[out->len = len] = 0;
+    return bad ? -1 : 0;
 }
 
 static json_t *chunk(const srv_resp_meta *m, const char *object, json_t *choice)
@@ -797,14 +857,20 @@ static json_t *chunk(const srv_resp_meta *m, const char *object, json_t *choice)
                      "model", m->model, "choices", choice);
 }
 
-void srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out)
+const char srv_stream_oom[] =
+    "data: {\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
+    "\"code\":null}}\n\ndata: [DONE]\n\n";
+
+int srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out)
 {
+    const size_t len = out->len;
     const srv_req *r = rs[0]; /* the first choice that failed, if one did */
     for (int k = 0; k < n; k++)
         if (rs[k]->outcome == SRV_OUTCOME_ERROR || rs[k]->outcome == SRV_OUTCOME_TIMEOUT) {
             r = rs[k];
             break;
         }
+    int bad = 0;
     if (r->outcome == SRV_OUTCOME_ERROR || r->outcome == SRV_OUTCOME_TIMEOUT) {
         srv_error e;
         if (r->outcome == SRV_OUTCOME_TIMEOUT)
@@ -812,20 +878,19 @@ void srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat,
         else
             srv_error_set(&e, 500, "server_error", "", "%s", r->error[0] ? r->error : "internal error");
         char *s = srv_error_json(&e);
-        if (s) {
-            dsv4_strbuf_put(out, "data: ", 6);
-            dsv4_strbuf_put(out, s, strlen(s));
-            dsv4_strbuf_put(out, "\n\n", 2);
-            free(s);
-        }
+        bad = !s || dsv4_strbuf_put(out, "data: ", 6) || dsv4_strbuf_put(out, s, strlen(s)) ||
+              dsv4_strbuf_put(out, "\n\n", 2);
+        free(s);
     }
-    if (include_usage) {
+    if (!bad && include_usage) {
         json_t *u = json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", m->id, "object",
                               chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)m->created,
                               "model", m->model, "choices", "usage", usage_json(rs, n));
-        sse(out, u);
+        bad = sse(out, u);
     }
-    dsv4_strbuf_put(out, "data: [DONE]\n\n", 14);
+    bad = bad || dsv4_strbuf_put(out, "data: [DONE]\n\n", 14);
+    if (bad && out->p) out->p[out->len = len] = 0;
+    return bad ? -1 : 0;
 }
 
 int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
@@ -833,45 +898,55 @@ int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int index, int log
 {
     const char *obj = "chat.completion.chunk";
     if (!pos->role_sent) {
-        sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", index, "delta", "role", "assistant",
-                                 "content", "", "logprobs", "finish_reason")));
+        if (sse(out, chunk(m, obj,
+                           json_pack("{s:i, s:{s:s, s:s}, s:n, s:n}", "index", index, "delta", "role", "assistant",
+                                     "content", "", "logprobs", "finish_reason"))))
+            return -1;
         pos->role_sent = 1;
     }
     int new_toks = logprobs && r->n_toks > pos->toks;
     if (r->reasoning.len > pos->reasoning) {
         json_t *d = json_pack("{s:o}", "reasoning_content", strn(&r->reasoning, pos->reasoning));
-        pos->reasoning = r->reasoning.len;
         json_t *lp = json_null();
-        if (new_toks && r->content.len == pos->content) {
+        const int with_lp = new_toks && r->content.len == pos->content;
+        if (with_lp) {
             json_decref(lp);
             lp = chat_logprobs(m, r, pos->toks, r->n_toks);
+        }
+        if (sse(out,
+                chunk(m, obj,
+                      json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason"))))
+            return -1;
+        pos->reasoning = r->reasoning.len;
+        if (with_lp) {
             pos->toks = r->n_toks;
             new_toks = 0;
         }
-        sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason")));
     }
     if (r->content.len > pos->content || new_toks) {
         json_t *d = json_pack("{s:o}", "content", strn(&r->content, pos->content));
-        pos->content = r->content.len;
         json_t *lp = new_toks ? chat_logprobs(m, r, pos->toks, r->n_toks) : json_null();
+        if (sse(out,
+                chunk(m, obj,
+                      json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason"))))
+            return -1;
+        pos->content = r->content.len;
         pos->toks = r->n_toks;
-        sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:o, s:o, s:n}", "index", index, "delta", d, "logprobs", lp, "finish_reason")));
     }
     while (pos->tools < r->n_tools) {
         json_t *d = json_pack("{s:[o]}", "tool_calls", tool_call_json(&r->tools[pos->tools], pos->tools, 1));
+        if (sse(out, chunk(m, obj,
+                           json_pack("{s:i, s:o, s:n, s:n}", "index", index, "delta", d, "logprobs", "finish_reason"))))
+            return -1;
         pos->tools++;
-        sse(out,
-            chunk(m, obj, json_pack("{s:i, s:o, s:n, s:n}", "index", index, "delta", d, "logprobs", "finish_reason")));
     }
     if (!r->done) return 0;
     if (!pos->finish_sent) {
-        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
+        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT &&
             sse(out, chunk(m, obj,
                            json_pack("{s:i, s:{}, s:n, s:s}", "index", index, "delta", "logprobs", "finish_reason",
-                                     srv_finish_reason(r))));
+                                     srv_finish_reason(r)))))
+            return -1;
         pos->finish_sent = 1;
     }
     return 1;
@@ -886,28 +961,32 @@ int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, i
         if (r->ptoks && r->n_ptoks < r->n_prompt && !r->done) return 0;
         size_t off = 0;
         json_t *lp = logprobs ? completion_logprobs(m, r, 0, 0, 1, &off) : json_null();
+        if (sse(out, chunk(m, obj,
+                           json_pack("{s:i, s:s%, s:o, s:n}", "index", index, "text", r->echo_text, r->echo_len,
+                                     "logprobs", lp, "finish_reason"))))
+            return -1;
         pos->offset = off;
-        sse(out, chunk(m, obj,
-                       json_pack("{s:i, s:s%, s:o, s:n}", "index", index, "text", r->echo_text, r->echo_len, "logprobs",
-                                 lp, "finish_reason")));
         pos->echo_sent = 1;
     }
     int new_toks = logprobs && r->n_toks > pos->toks;
     if (r->content.len > pos->content || new_toks) {
         /* text offsets continue from the tokens sent so far, as in the whole response */
-        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, 0, &pos->offset) : json_null();
+        size_t off = pos->offset;
+        json_t *lp = new_toks ? completion_logprobs(m, r, pos->toks, r->n_toks, 0, &off) : json_null();
         json_t *c = json_pack("{s:i, s:o, s:o, s:n}", "index", index, "text", strn(&r->content, pos->content),
                               "logprobs", lp, "finish_reason");
+        if (sse(out, chunk(m, obj, c))) return -1;
+        pos->offset = off;
         pos->content = r->content.len;
         pos->toks = r->n_toks;
-        sse(out, chunk(m, obj, c));
     }
     if (!r->done) return 0;
     if (!pos->finish_sent) {
-        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT)
+        if (r->outcome != SRV_OUTCOME_ERROR && r->outcome != SRV_OUTCOME_TIMEOUT &&
             sse(out, chunk(m, obj,
                            json_pack("{s:i, s:s, s:n, s:s}", "index", index, "text", "", "logprobs", "finish_reason",
-                                     srv_finish_reason(r))));
+                                     srv_finish_reason(r)))))
+            return -1;
         pos->finish_sent = 1;
     }
     return 1;

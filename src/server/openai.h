@@ -26,6 +26,8 @@ typedef struct {
 
 void srv_error_set(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* j as compact JSON text (malloc'ed); NULL when j is NULL or memory ran out, never text cut or malformed. */
+char *srv_json_dumps(const json_t *j);
 /* Malloc'ed JSON text of the error (never NULL unless out of memory). */
 char *srv_error_json(const srv_error *e);
 
@@ -107,7 +109,7 @@ typedef struct {
 const char *srv_finish_reason(const srv_req *r);
 
 /* The whole response of finished requests, one choice each (index k: rs[k]; every rs[k] done). The usage counts
- * the prompt once and every choice's tokens. Malloc'ed JSON. */
+ * the prompt once and every choice's tokens. Malloc'ed JSON; NULL when out of memory (never a part of it). */
 char *srv_chat_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs);
 char *srv_completion_response(const srv_resp_meta *m, srv_req *const *rs, int n, int logprobs);
 
@@ -123,13 +125,19 @@ typedef struct {
 
 /* Appends SSE events ("data: {...}\n\n") for what r, choice `index`, produced since pos (r->mu held) to out,
  * and moves pos. When r is done it adds the choice's finish chunk (none for an error or a timeout) and returns
- * 1; else 0. */
+ * 1; else 0. -1 when memory ran out: out holds whole events only (those appended before), and the stream must
+ * end with srv_stream_oom. */
 int srv_chat_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
                     dsv4_strbuf *out);
 int srv_completion_stream(const srv_resp_meta *m, const srv_req *r, int index, int logprobs, srv_stream_pos *pos,
                           dsv4_strbuf *out);
 /* The end of a stream once every choice is done: an error event when one failed or timed out, the usage chunk
- * (include_usage; the prompt once, every choice's tokens) and "data: [DONE]". */
-void srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out);
+ * (include_usage; the prompt once, every choice's tokens) and "data: [DONE]". Returns 0, or -1 when memory ran
+ * out (out as it was: end with srv_stream_oom instead). */
+int srv_stream_end(const srv_resp_meta *m, srv_req *const *rs, int n, int chat, int include_usage, dsv4_strbuf *out);
+
+/* The end of a stream whose output could not be built (out of memory): the server's error event, a 500
+ * server_error "out of memory", then "data: [DONE]". Static: sending it needs no memory. */
+extern const char srv_stream_oom[];
 
 #endif

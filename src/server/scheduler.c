@@ -69,6 +69,7 @@ typedef struct srv_sched_slot {
     int chunk_entry; /* prefix cache: the entry kept at its last chunk's end (-1: none) and that entry's stamp */
     uint64_t chunk_stamp;
     srv_outcome outcome; /* how it ended (finish_slot) */
+    int oom;             /* an allocation for its output failed: it ends with "out of memory" (slot_sample) */
     dsv4_sampler *smp;
     dsv4_detok *dt;
     dsv4_stop_matcher *sm;
@@ -465,15 +466,26 @@ void srv_make_id(const char *prefix, char sep, char *out, size_t n)
     snprintf(out, n, "%s%c%016llx", prefix, sep, (unsigned long long)(id_salt ^ (k * 0x9E3779B97F4A7C15ull)));
 }
 
+/* The parser's events into the request's output. An allocation that fails marks the slot (sl->oom): the parser's
+ * callback cannot refuse an event, and the request then ends with an error rather than with text or a tool call
+ * silently missing. */
 static void on_chat_event(void *user, const dsv4_chat_event *ev)
 {
-    srv_req *r = user; /* r->mu is held by the caller of the parser */
+    srv_slot *sl = user;
+    srv_req *r = sl->r; /* r->mu is held by the caller of the parser */
     switch (ev->kind) {
-    case DSV4_CHAT_EV_REASONING: dsv4_strbuf_put(&r->reasoning, ev->text, ev->len); break;
-    case DSV4_CHAT_EV_CONTENT: dsv4_strbuf_put(&r->content, ev->text, ev->len); break;
+    case DSV4_CHAT_EV_REASONING:
+        sl->oom |= dsv4_strbuf_put(&r->reasoning, ev->text, ev->len) != 0;
+        break;
+    case DSV4_CHAT_EV_CONTENT:
+        sl->oom |= dsv4_strbuf_put(&r->content, ev->text, ev->len) != 0;
+        break;
     case DSV4_CHAT_EV_TOOL_BEGIN: break;
     case DSV4_CHAT_EV_TOOL_END: {
-        if (grow((void **)&r->tools, &r->cap_tools, r->n_tools + 1, sizeof(srv_tool_call))) break;
+        if (grow((void **)&r->tools, &r->cap_tools, r->n_tools + 1, sizeof(srv_tool_call))) {
+            sl->oom = 1;
+            break;
+        }
         srv_tool_call *tc = &r->tools[r->n_tools];
         char id[32];
         /* unique per server run (a request's address, reused by malloc once the request is freed, gave the calls
@@ -486,6 +498,7 @@ static void on_chat_event(void *user, const dsv4_chat_event *ev)
             free(tc->id);
             free(tc->name);
             free(tc->arguments);
+            sl->oom = 1;
             break;
         }
         memcpy(tc->arguments, ev->text, ev->len);
@@ -496,23 +509,29 @@ static void on_chat_event(void *user, const dsv4_chat_event *ev)
     }
 }
 
-/* Text that is certain to be output (after stop-string matching). r->mu held. */
-static void emit_text(srv_slot *sl, const char *text, size_t n)
+/* Text that is certain to be output (after stop-string matching). r->mu held. Returns 0, or -1 when memory ran
+ * out (the text, or some of it, is lost: the request must end with an error). */
+static int emit_text(srv_slot *sl, const char *text, size_t n)
 {
-    if (!n) return;
-    if (sl->ps) dsv4_chat_parser_feed(sl->ps, text, n);
-    else dsv4_strbuf_put(&sl->r->content, text, n);
+    if (n &&
+        (sl->ps ? dsv4_chat_parser_feed(sl->ps, text, n) != DSV4_OK : dsv4_strbuf_put(&sl->r->content, text, n) != 0))
+        sl->oom = 1;
+    return sl->oom ? -1 : 0;
 }
 
-/* End of output without a stop string: flush detokeniser, matcher and parser. r->mu held. */
-static void flush_output(srv_slot *sl, int stopped_by_string)
+/* End of output without a stop string: flush detokeniser, matcher and parser. r->mu held. Returns 0, or -1 when
+ * memory ran out. */
+static int flush_output(srv_slot *sl, int stopped_by_string)
 {
     const char *t;
     size_t n;
     if (!stopped_by_string) {
         dsv4_detok_flush(sl->dt, &t, &n);
         if (sl->sm) {
-            if (dsv4_stop_feed(sl->sm, t, n, &t, &n)) {
+            const int st = dsv4_stop_feed(sl->sm, t, n, &t, &n);
+            if (st < 0) {
+                sl->oom = 1;
+            } else if (st) {
                 emit_text(sl, t, n);
                 stopped_by_string = 1;
             } else {
@@ -525,10 +544,11 @@ static void flush_output(srv_slot *sl, int stopped_by_string)
         }
     }
     if (sl->ps) {
-        dsv4_chat_parser_finish(sl->ps);
+        if (dsv4_chat_parser_finish(sl->ps) != DSV4_OK) sl->oom = 1;
         const char *msg;
         sl->r->malformed_tools = dsv4_chat_parser_malformed(sl->ps, &msg);
     }
+    return sl->oom ? -1 : 0;
 }
 
 /* Takes the token the step picked for sl; returns 1 if the request finished. */
@@ -551,7 +571,9 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
     }
     r->t_last = now;
     r->n_gen++;
-    if (r->sp.logprobs && !grow((void **)&r->toks, &r->cap_toks, r->n_toks + 1, sizeof(srv_tok))) {
+    if (r->sp.logprobs && grow((void **)&r->toks, &r->cap_toks, r->n_toks + 1, sizeof(srv_tok)))
+        sl->oom = 1;
+    else if (r->sp.logprobs) {
         srv_tok *t = &r->toks[r->n_toks++];
         t->token = smp.token;
         t->logprob = smp.logprob;
@@ -560,7 +582,7 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
         memcpy(t->top_lp, smp.top_logprobs, sizeof t->top_lp);
     }
     int stopped = 0;
-    if (fin != DSV4_FINISH_STOP) {
+    if (fin != DSV4_FINISH_STOP && !sl->oom) {
         const char *t;
         size_t n;
         char err[256];
@@ -569,16 +591,24 @@ static int slot_sample(srv_sched *s, srv_slot *sl)
             finish_slot(s, sl, SRV_OUTCOME_ERROR, err);
             return 1;
         }
-        if (sl->sm) stopped = dsv4_stop_feed(sl->sm, t, n, &t, &n);
-        emit_text(sl, t, n);
+        if (sl->sm && (stopped = dsv4_stop_feed(sl->sm, t, n, &t, &n)) < 0)
+            sl->oom = 1;
+        else
+            emit_text(sl, t, n);
     }
     int64_t len = sl->prefilled + (int64_t)r->n_gen; /* tokens the sequence will hold once this one is fed */
     srv_outcome o = SRV_OUTCOME_COUNT;
     if (fin == DSV4_FINISH_STOP || stopped) o = SRV_OUTCOME_STOP;
     else if (fin == DSV4_FINISH_LENGTH || len >= s->max_ctx) o = SRV_OUTCOME_LENGTH;
-    if (o != SRV_OUTCOME_COUNT) flush_output(sl, stopped);
+    if (o != SRV_OUTCOME_COUNT && !sl->oom) flush_output(sl, stopped);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    if (sl->oom) {
+        /* text, a tool call or a logprob entry could not be kept: the output would be wrong, so it ends here */
+        sl->no_keep = 1;
+        finish_slot(s, sl, SRV_OUTCOME_ERROR, "out of memory");
+        return 1;
+    }
     if (o != SRV_OUTCOME_COUNT) {
         finish_slot(s, sl, o, NULL);
         return 1;
@@ -760,14 +790,18 @@ static int slot_setup(srv_sched *s, srv_slot *sl, srv_req *r, int hit, int64_t h
         dsv4_detok_create(s->tok, &sl->dt, err, errlen))
         return -1;
     if (r->chat) {
-        if (dsv4_chat_parser_create(r->thinking, on_chat_event, r, &sl->ps)) {
+        if (dsv4_chat_parser_create(r->thinking, on_chat_event, sl, &sl->ps)) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
         if (r->forced_text) {
             pthread_mutex_lock(&r->mu);
-            dsv4_chat_parser_feed(sl->ps, r->forced_text, strlen(r->forced_text));
+            const int bad = emit_text(sl, r->forced_text, strlen(r->forced_text));
             pthread_mutex_unlock(&r->mu);
+            if (bad) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
         }
     }
     if (r->ptoks && !(sl->plogits = malloc((size_t)PLP_ROWS * s->V * sizeof(float)))) {

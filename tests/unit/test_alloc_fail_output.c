@@ -1,0 +1,358 @@
+/*
+ * test_alloc_fail_output.c - a request's way OUT survives every allocation
+ * failing: the scheduler running a chat request on the embedded model
+ * (models/tiny) and collecting its text, its tool call and its logprobs, then
+ * openai.c building its answer, whole and as a stream. As in test_alloc_fail.c
+ * the library's malloc, calloc, realloc, strdup and strndup are wrapped at link
+ * time, and here jansson's allocations go through the same counter
+ * (json_set_alloc_funcs); each is made to fail in turn, one per run. Each run
+ * must end either with the clean out-of-memory error (the request's outcome
+ * an error saying "out of memory"; a NULL answer, which the server sends as a
+ * 500 server_error; a stream of whole events cut before the failure, which
+ * the server ends with srv_stream_oom) or with exactly the output a run
+ * without failures gives.
+ *
+ * The model never writes a tool call itself: the call is forced text at the end
+ * of the prompt, fed to the output parser before the model's own output (as in
+ * test_tool_call_ids.c).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "dsv4.h"
+#include "server/metrics.h"
+#include "server/openai.h"
+#include "server/scheduler.h"
+#include "test_util.h"
+
+/* ---- the allocation wrappers ---------------------------------------------------------------------------- */
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
+
+/* the scheduler allocates on its own thread */
+static atomic_long fail_at; /* the allocation (counted from 1) that fails; 0: none */
+static atomic_long n_allocs;
+
+static int failing(void)
+{
+    return atomic_load(&fail_at) && atomic_fetch_add(&n_allocs, 1) + 1 == fail_at;
+}
+
+void *__wrap_malloc(size_t n)
+{
+    return failing() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t k, size_t n)
+{
+    return failing() ? NULL : __real_calloc(k, n);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+    return failing() ? NULL : __real_realloc(p, n);
+}
+char *__wrap_strdup(const char *s)
+{
+    return failing() ? NULL : __real_strdup(s);
+}
+char *__wrap_strndup(const char *s, size_t n)
+{
+    return failing() ? NULL : __real_strndup(s, n);
+}
+static void *json_malloc(size_t n)
+{
+    return failing() ? NULL : __real_malloc(n);
+}
+
+/* Runs fn with allocation k failing, for k = 1, 2, ... until a run makes fewer than k allocations; returns how
+ * many runs had a failure. */
+static long each_failure(void (*fn)(void *ctx), void *ctx)
+{
+    long k;
+    for (k = 1; k < 1000000; k++) {
+        atomic_store(&n_allocs, 0);
+        atomic_store(&fail_at, k);
+        fn(ctx);
+        const int failed = atomic_load(&n_allocs) >= k;
+        atomic_store(&fail_at, 0);
+        if (!failed) return k - 1;
+    }
+    fail_msg("more than a million allocations");
+    return k;
+}
+
+/* ---- the fixture: the embedded model, its scheduler, a chat prompt with a forced tool call ---------------- */
+
+static const char forced_call[] =
+    "\n\n<" DSV4_TOK_DSML "tool_calls>\n<" DSV4_TOK_DSML "invoke name=\"get_weather\">\n<" DSV4_TOK_DSML
+    "parameter name=\"city\" string=\"true\">Paris</" DSV4_TOK_DSML "parameter>\n</" DSV4_TOK_DSML
+    "invoke>\n</" DSV4_TOK_DSML "tool_calls>";
+
+typedef struct {
+    dsv4_engine *e;
+    dsv4_tokenizer *tok;
+    srv_metrics *m;
+    srv_sched *s;
+    dsv4_model_info info;
+    int32_t *prompt;
+    int n_prompt;
+    srv_req *ref; /* the run without failures */
+    char *ref_json, *ref_stream;
+    long runs_ok, runs_oom;
+} fixture;
+
+static fixture F;
+
+static int setup(void **state)
+{
+    (void)state;
+    fixture *f = &F;
+    json_set_alloc_funcs(json_malloc, free);
+    const char *src = getenv("DSV4_SRC");
+    char dir[1024], path[1100], err[512];
+    snprintf(dir, sizeof dir, "%s/models/tiny", src ? src : ".");
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    dsv4_engine_opts o;
+    tu_engine_opts(&o, dir, DSV4_BACKEND_CPU, DSV4_NUMERICS_REFERENCE);
+    /* one compute thread: the CPU backend grows each thread's scratch on first use (and aborts if it cannot); the
+     * reference run sizes it, so that no failure lands there (the engine's compute memory is not the way out) */
+    o.n_threads = 1;
+    if (dsv4_engine_open(&o, &f->e, err, sizeof err)) fail_msg("open %s: %s", dir, err);
+    if (dsv4_tokenizer_open(path, &f->tok, err, sizeof err)) fail_msg("%s: %s", path, err);
+    dsv4_engine_info(f->e, &f->info);
+    dsv4_chat_message msg = {.role = DSV4_CHAT_USER, .content = "Weather in Paris?"};
+    dsv4_chat_opts co;
+    dsv4_chat_opts_default(&co);
+    dsv4_chat_prompt cp;
+    int32_t *q = NULL, *c = NULL;
+    size_t nq = 0, nc = 0;
+    if (dsv4_chat_render(&msg, 1, &co, &cp, err, sizeof err) ||
+        dsv4_chat_prompt_ids(f->tok, &cp, &q, &nq, err, sizeof err) ||
+        dsv4_tokenize(f->tok, forced_call, strlen(forced_call), true, &c, &nc, err, sizeof err))
+        fail_msg("prompt: %s", err);
+    dsv4_chat_prompt_free(&cp);
+    f->n_prompt = (int)(nq + nc);
+    f->prompt = malloc((size_t)f->n_prompt * sizeof *f->prompt);
+    memcpy(f->prompt, q, nq * sizeof *q);
+    memcpy(f->prompt + nq, c, nc * sizeof *c);
+    free(q);
+    free(c);
+    f->m = srv_metrics_create();
+    srv_sched_opts so = {.max_running = 2,
+                         .max_queue = 4,
+                         .chunked_prefill = 256,
+                         .pages_total = dsv4_pages_total(f->e),
+                         .overlap = 1,
+                         .prefix_cache = 0};
+    if (!f->m || srv_sched_start(f->e, f->tok, &so, f->m, &f->s, err, sizeof err)) fail_msg("scheduler: %s", err);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fixture *f = &F;
+    if (f->ref) srv_req_release(f->s, f->ref);
+    srv_sched_drain(f->s);
+    srv_sched_stop(f->s);
+    srv_metrics_free(f->m);
+    dsv4_engine_close(f->e);
+    dsv4_tokenizer_close(f->tok);
+    free(f->prompt);
+    free(f->ref_json);
+    free(f->ref_stream);
+    return 0;
+}
+
+/* A chat request as the HTTP side makes one (outside the failing window): greedy, 12 tokens at most (EOS does not
+ * stop it: the text is long enough to grow its buffers), logprobs with 3 alternatives, the call forced. */
+static srv_req *chat_request(fixture *f)
+{
+    srv_req *r = srv_req_create(f->prompt, f->n_prompt);
+    assert_non_null(r);
+    r->chat = 1;
+    r->forced_text = strdup(forced_call);
+    assert_non_null(r->forced_text);
+    r->sp.temperature = 0;
+    r->sp.max_tokens = 12;
+    r->sp.logprobs = 1;
+    r->sp.top_logprobs = 3;
+    return r;
+}
+
+/* ---- the scheduler ------------------------------------------------------------------------------------------ */
+
+static void sched_run(void *ctx)
+{
+    fixture *f = ctx;
+    const long k = atomic_load(&fail_at);
+    atomic_store(&fail_at, 0);
+    srv_req *r = chat_request(f);
+    char err[512];
+    atomic_store(&fail_at, k);
+    dsv4_status st = srv_sched_submit(f->s, r, err, sizeof err);
+    if (st == DSV4_OK) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->done) pthread_cond_wait(&r->cv, &r->mu);
+        pthread_mutex_unlock(&r->mu);
+    }
+    atomic_store(&fail_at, 0);
+    if (st != DSV4_OK) {
+        /* the queue's own allocation: refused at the door, as 429 (no memory for one more) */
+        if (st != DSV4_ERR_NOMEM) fail_msg("submit: %d %s", (int)st, err);
+        f->runs_oom++;
+    } else if (!f->ref) {
+        f->ref = r;
+        return;
+    } else if (r->outcome == SRV_OUTCOME_ERROR) {
+        if (!strstr(r->error, "out of memory")) fail_msg("allocation %ld: error \"%s\"", k, r->error);
+        f->runs_oom++;
+    } else {
+        const srv_req *q = f->ref;
+        if (r->outcome != q->outcome || r->n_gen != q->n_gen || r->content.len != q->content.len ||
+            (q->content.len && memcmp(r->content.p, q->content.p, q->content.len)) || r->n_tools != q->n_tools ||
+            r->n_toks != q->n_toks || memcmp(r->toks, q->toks, (size_t)q->n_toks * sizeof *q->toks))
+            fail_msg("allocation %ld failed, the request ended without an error but its output differs", k);
+        for (int i = 0; i < q->n_tools; i++)
+            if (strcmp(r->tools[i].name, q->tools[i].name) || strcmp(r->tools[i].arguments, q->tools[i].arguments))
+                fail_msg("allocation %ld failed: tool call %d differs", k, i);
+        f->runs_ok++;
+    }
+    srv_req_release(f->s, r);
+}
+
+static void test_scheduler(void **state)
+{
+    (void)state;
+    fixture *f = &F;
+    sched_run(f); /* the reference */
+    assert_non_null(f->ref);
+    assert_int_equal(f->ref->outcome, SRV_OUTCOME_LENGTH);
+    assert_int_equal(f->ref->n_tools, 1);
+    assert_int_equal(f->ref->n_toks, 12);
+    assert_true(f->ref->content.len > 0);
+    long runs = each_failure(sched_run, f);
+    printf("scheduler: %ld allocations, each failed in turn (%ld out of memory, %ld absorbed)\n", runs, f->runs_oom,
+           f->runs_ok);
+    assert_true(f->runs_oom > 0);
+    /* the server carries on: a request after them all gives the reference again */
+    f->runs_ok = 0;
+    sched_run(f);
+    assert_int_equal(f->runs_ok, 1);
+}
+
+/* ---- the answer: whole, and as a stream -------------------------------------------------------------------- */
+
+static const srv_resp_meta *meta(fixture *f)
+{
+    static srv_resp_meta m;
+    m = (srv_resp_meta){.id = "chatcmpl-test", .model = "tiny", .created = 1700000000, .tok = f->tok};
+    return &m;
+}
+
+static void response_run(void *ctx)
+{
+    fixture *f = ctx;
+    char *json = srv_chat_response(meta(f), &f->ref, 1, 1);
+    const long k = atomic_load(&fail_at);
+    atomic_store(&fail_at, 0);
+    if (!f->ref_json) {
+        f->ref_json = json;
+        return;
+    }
+    if (json && strcmp(json, f->ref_json)) fail_msg("allocation %ld failed: the answer differs:\n%s", k, json);
+    json ? f->runs_ok++ : f->runs_oom++;
+    free(json);
+}
+
+/* The events of a stream: each "data: <JSON>\n\n" or "data: [DONE]\n\n", the JSON well formed. */
+static void check_events(const char *s, size_t n, long k)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (strncmp(s + i, "data: ", 6)) fail_msg("allocation %ld: no event at byte %zu", k, i);
+        const char *end = strstr(s + i, "\n\n");
+        if (!end) fail_msg("allocation %ld: an event cut at byte %zu", k, i);
+        const size_t len = (size_t)(end - (s + i)) - 6;
+        if (strncmp(s + i + 6, "[DONE]", len)) {
+            json_error_t je;
+            json_t *j = json_loadb(s + i + 6, len, 0, &je);
+            if (!j) fail_msg("allocation %ld: malformed event at byte %zu: %s", k, i, je.text);
+            json_decref(j);
+        }
+        i = (size_t)(end - s) + 2;
+    }
+}
+
+static void stream_run(void *ctx)
+{
+    fixture *f = ctx;
+    srv_stream_pos pos = {0};
+    dsv4_strbuf out = {0};
+    int rc = srv_chat_stream(meta(f), f->ref, 0, 1, &pos, &out);
+    if (rc == 1)
+        rc = srv_stream_end(meta(f), &f->ref, 1, 1, 1, &out);
+    else if (rc == 0)
+        fail_msg("a done request's stream is not done");
+    const long k = atomic_load(&fail_at);
+    atomic_store(&fail_at, 0);
+    if (!f->ref_stream) {
+        assert_int_equal(rc, 0);
+        f->ref_stream = out.p;
+        return;
+    }
+    check_events(out.p ? out.p : "", out.len, k);
+    if (rc < 0) {
+        /* whole events, those of the reference up to the failure, then the server's error event */
+        if (out.len && strncmp(out.p, f->ref_stream, out.len)) fail_msg("allocation %ld: the events differ", k);
+        check_events(srv_stream_oom, strlen(srv_stream_oom), k);
+        f->runs_oom++;
+    } else {
+        if (strcmp(out.p, f->ref_stream)) fail_msg("allocation %ld failed: the stream differs:\n%s", k, out.p);
+        f->runs_ok++;
+    }
+    dsv4_strbuf_free(&out);
+}
+
+static void test_answers(void **state)
+{
+    (void)state;
+    fixture *f = &F;
+    assert_non_null(f->ref);
+    response_run(f);
+    assert_non_null(f->ref_json);
+    assert_non_null(strstr(f->ref_json, "\"tool_calls\""));
+    assert_non_null(strstr(f->ref_json, "\"top_logprobs\""));
+    f->runs_ok = f->runs_oom = 0;
+    long runs = each_failure(response_run, f);
+    printf("whole answer: %ld allocations, each failed in turn (%ld out of memory)\n", runs, f->runs_oom);
+    assert_true(runs > 50);
+    stream_run(f);
+    assert_non_null(f->ref_stream);
+    f->runs_ok = f->runs_oom = 0;
+    runs = each_failure(stream_run, f);
+    printf("stream: %ld allocations, each failed in turn (%ld out of memory)\n", runs, f->runs_oom);
+    assert_true(runs > 50);
+    assert_int_equal(f->runs_oom, runs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scheduler),
+        cmocka_unit_test(test_answers),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
