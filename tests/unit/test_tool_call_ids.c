@@ -27,16 +27,11 @@
 #include "dsv4.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
+#include "test_forced_call.h"
 #include "test_util.h"
 
 #define N_ALONE   24
 #define N_CHOICES 3
-
-/* A call as the model writes it after a chat's content (the V4 DSML format). */
-static const char forced_call[] =
-    "\n\n<" DSV4_TOK_DSML "tool_calls>\n<" DSV4_TOK_DSML "invoke name=\"get_weather\">\n<" DSV4_TOK_DSML
-    "parameter name=\"city\" string=\"true\">Paris</" DSV4_TOK_DSML "parameter>\n</" DSV4_TOK_DSML
-    "invoke>\n</" DSV4_TOK_DSML "tool_calls>";
 
 typedef struct {
     dsv4_engine *e;
@@ -64,23 +59,7 @@ static int setup(void **state)
     dsv4_engine_info(f->e, &f->info);
 
     /* the prompt a chat request with tools would have: the question, then the forced call */
-    dsv4_chat_message msg = {.role = DSV4_CHAT_USER, .content = "Weather in Paris?"};
-    dsv4_chat_opts co;
-    dsv4_chat_opts_default(&co);
-    dsv4_chat_prompt cp;
-    int32_t *q = NULL, *c = NULL;
-    size_t nq = 0, nc = 0;
-    if (dsv4_chat_render(&msg, 1, &co, &cp, err, sizeof err) ||
-        dsv4_chat_prompt_ids(f->tok, &cp, &q, &nq, err, sizeof err) ||
-        dsv4_tokenize(f->tok, forced_call, strlen(forced_call), true, &c, &nc, err, sizeof err))
-        fail_msg("prompt: %s", err);
-    dsv4_chat_prompt_free(&cp);
-    f->n_prompt = (int)(nq + nc);
-    f->prompt = malloc((size_t)f->n_prompt * sizeof *f->prompt);
-    memcpy(f->prompt, q, nq * sizeof *q);
-    memcpy(f->prompt + nq, c, nc * sizeof *c);
-    free(q);
-    free(c);
+    if (tfc_prompt(f->tok, &f->prompt, &f->n_prompt, err, sizeof err)) fail_msg("prompt: %s", err);
 
     f->m = srv_metrics_create();
     srv_sched_opts so = {.max_running = 4,
@@ -114,7 +93,7 @@ static srv_req *chat_request(fixture *f)
     srv_req *r = srv_req_create(f->prompt, f->n_prompt);
     assert_non_null(r);
     r->chat = 1;
-    r->forced_text = strdup(forced_call);
+    r->forced_text = strdup(tfc_forced_call);
     assert_non_null(r->forced_text);
     r->sp.temperature = 0;
     r->sp.max_tokens = 8;
