@@ -29,9 +29,7 @@
 #include <jansson.h>
 
 #include "dsv4.h"
-#include "server/metrics.h"
 #include "server/openai.h"
-#include "server/scheduler.h"
 #include "test_forced_call.h"
 #include "test_util.h"
 
@@ -97,13 +95,7 @@ static long each_failure(void (*fn)(void *ctx), void *ctx)
 /* ---- the fixture: the embedded model, its scheduler, a chat prompt with a forced tool call ---------------- */
 
 typedef struct {
-    dsv4_engine *e;
-    dsv4_tokenizer *tok;
-    srv_metrics *m;
-    srv_sched *s;
-    dsv4_model_info info;
-    int32_t *prompt;
-    int n_prompt;
+    tfc_sched t;  /* the embedded model's scheduler and the forced-call prompt */
     srv_req *ref; /* the run without failures */
     char *ref_json, *ref_stream;
     long runs_ok, runs_oom;
@@ -116,27 +108,9 @@ static int setup(void **state)
     (void)state;
     fixture *f = &F;
     json_set_alloc_funcs(json_malloc, free);
-    const char *src = getenv("DSV4_SRC");
-    char dir[1024], path[1100], err[512];
-    snprintf(dir, sizeof dir, "%s/models/tiny", src ? src : ".");
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    dsv4_engine_opts o;
-    tu_engine_opts(&o, dir, DSV4_BACKEND_CPU, DSV4_NUMERICS_REFERENCE);
     /* one compute thread: the CPU backend grows each thread's scratch on first use (and aborts if it cannot); the
      * reference run sizes it, so that no failure lands there (the engine's compute memory is not the way out) */
-    o.n_threads = 1;
-    if (dsv4_engine_open(&o, &f->e, err, sizeof err)) fail_msg("open %s: %s", dir, err);
-    if (dsv4_tokenizer_open(path, &f->tok, err, sizeof err)) fail_msg("%s: %s", path, err);
-    dsv4_engine_info(f->e, &f->info);
-    if (tfc_prompt(f->tok, &f->prompt, &f->n_prompt, err, sizeof err)) fail_msg("prompt: %s", err);
-    f->m = srv_metrics_create();
-    srv_sched_opts so = {.max_running = 2,
-                         .max_queue = 4,
-                         .chunked_prefill = 256,
-                         .pages_total = dsv4_pages_total(f->e),
-                         .overlap = 1,
-                         .prefix_cache = 0};
-    if (!f->m || srv_sched_start(f->e, f->tok, &so, f->m, &f->s, err, sizeof err)) fail_msg("scheduler: %s", err);
+    tfc_open(&f->t, 1, 2, 4);
     return 0;
 }
 
@@ -144,13 +118,8 @@ static int teardown(void **state)
 {
     (void)state;
     fixture *f = &F;
-    if (f->ref) srv_req_release(f->s, f->ref);
-    srv_sched_drain(f->s);
-    srv_sched_stop(f->s);
-    srv_metrics_free(f->m);
-    dsv4_engine_close(f->e);
-    dsv4_tokenizer_close(f->tok);
-    free(f->prompt);
+    if (f->ref) srv_req_release(f->t.s, f->ref);
+    tfc_close(&f->t);
     free(f->ref_json);
     free(f->ref_stream);
     return 0;
@@ -160,13 +129,7 @@ static int teardown(void **state)
  * stop it: the text is long enough to grow its buffers), logprobs with 3 alternatives, the call forced. */
 static srv_req *chat_request(fixture *f)
 {
-    srv_req *r = srv_req_create(f->prompt, f->n_prompt);
-    assert_non_null(r);
-    r->chat = 1;
-    r->forced_text = strdup(tfc_forced_call);
-    assert_non_null(r->forced_text);
-    r->sp.temperature = 0;
-    r->sp.max_tokens = 12;
+    srv_req *r = tfc_request(&f->t, 12);
     r->sp.logprobs = 1;
     r->sp.top_logprobs = 3;
     return r;
@@ -182,7 +145,7 @@ static void sched_run(void *ctx)
     srv_req *r = chat_request(f);
     char err[512];
     atomic_store(&fail_at, k);
-    dsv4_status st = srv_sched_submit(f->s, r, err, sizeof err);
+    dsv4_status st = srv_sched_submit(f->t.s, r, err, sizeof err);
     if (st == DSV4_OK) {
         pthread_mutex_lock(&r->mu);
         while (!r->done) pthread_cond_wait(&r->cv, &r->mu);
@@ -210,7 +173,7 @@ static void sched_run(void *ctx)
                 fail_msg("allocation %ld failed: tool call %d differs", k, i);
         f->runs_ok++;
     }
-    srv_req_release(f->s, r);
+    srv_req_release(f->t.s, r);
 }
 
 static void test_scheduler(void **state)
@@ -238,7 +201,7 @@ static void test_scheduler(void **state)
 static const srv_resp_meta *meta(fixture *f)
 {
     static srv_resp_meta m;
-    m = (srv_resp_meta){.id = "chatcmpl-test", .model = "tiny", .created = 1700000000, .tok = f->tok};
+    m = (srv_resp_meta){.id = "chatcmpl-test", .model = "tiny", .created = 1700000000, .tok = f->t.tok};
     return &m;
 }
 
