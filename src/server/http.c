@@ -416,7 +416,12 @@ static int completion_prompt(srv_http *h, const srv_prompt *pr, const char *pn, 
     char err[512];
     if (pr->text) {
         /* a raw prompt: special-token strings in it are the client's to use */
-        if (dsv4_tokenize(h->tok, pr->text, pr->len, true, &ids, &n, err, sizeof err)) {
+        const dsv4_status st = dsv4_tokenize(h->tok, pr->text, pr->len, true, &ids, &n, err, sizeof err);
+        if (st == DSV4_ERR_NOMEM) {
+            srv_error_set(e, 500, "server_error", "", "out of memory");
+            return -1;
+        }
+        if (st != DSV4_OK) {
             srv_error_set(e, 400, "invalid_request_error", "prompt", "%s: %s", pn, err);
             return -1;
         }

@@ -425,6 +425,10 @@ long dsv4_re_find_all(const dsv4_re *re, dsv4_re_scratch *s, const char *subject
                          : pcre2_match(re->code, (PCRE2_SPTR)subject, len, last_end, PCRE2_NO_UTF_CHECK,
                                        s->md, s->mctx);
         if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc == PCRE2_ERROR_NOMEMORY) {
+            snprintf(err, errlen, "out of memory");
+            return -2;
+        }
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(rc, msg, sizeof msg);
@@ -446,7 +450,7 @@ long dsv4_re_find_all(const dsv4_re *re, dsv4_re_scratch *s, const char *subject
             dsv4_re_span *ns = realloc(*spans, nc * sizeof *ns);
             if (!ns) {
                 snprintf(err, errlen, "out of memory");
-                return -1;
+                return -2;
             }
             *spans = ns;
             *cap = nc;

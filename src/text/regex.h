@@ -48,7 +48,7 @@ void dsv4_re_scratch_free(dsv4_re_scratch *s);
 /* All matches of re in subject[0, len) (valid UTF-8, not checked here), in
  * order, into *spans (grown with realloc; *cap is its capacity). Returns the
  * number of matches, or -1 with err filled when PCRE2 fails (stack or match
- * limits). */
+ * limits), -2 ("out of memory") when memory runs out. */
 long dsv4_re_find_all(const dsv4_re *re, dsv4_re_scratch *s, const char *subject, size_t len,
                       dsv4_re_span **spans, size_t *cap, char *err, size_t errlen);
 

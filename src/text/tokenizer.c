@@ -108,6 +108,7 @@ struct enc_ctx {
 
     int32_t *out;
     size_t n_out, cap_out;
+    int nomem; /* an encode failed for memory (dsv4_tokenize: DSV4_ERR_NOMEM, not a bad input) */
 
     bpe_sym *syms;
     size_t syms_cap;
@@ -241,11 +242,18 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     return 0;
 }
 
+/* An allocation of the encode failed: "out of memory", and -1 as every failure of the encode's steps. */
+static int enc_nomem(enc_ctx *c)
+{
+    snprintf(c->err, c->errlen, "out of memory");
+    c->nomem = 1;
+    return -1;
+}
+
 static int emit(enc_ctx *c, int32_t id)
 {
     if (c->n_out == c->cap_out && grow((void **)&c->out, &c->cap_out, c->n_out + 1, sizeof *c->out)) {
-        snprintf(c->err, c->errlen, "out of memory");
-        return -1;
+        return enc_nomem(c);
     }
     c->out[c->n_out++] = id;
     return 0;
@@ -336,8 +344,7 @@ static int bpe_word(const dsv4_tokenizer *t, enc_ctx *c, const uint8_t *s, size_
 {
     if (grow((void **)&c->syms, &c->syms_cap, n, sizeof *c->syms) ||
         grow((void **)&c->heap, &c->heap_cap, 2 * n + 2, sizeof *c->heap)) {
-        snprintf(c->err, c->errlen, "out of memory");
-        return -1;
+        return enc_nomem(c);
     }
     bpe_sym *sy = c->syms;
     int32_t ns = 0;
@@ -421,8 +428,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
         const cache_ent *e = cache_get(c, s, n, h);
         if (e) {
             if (grow((void **)&c->out, &c->cap_out, c->n_out + e->n_ids, sizeof *c->out)) {
-                snprintf(c->err, c->errlen, "out of memory");
-                return -1;
+                return enc_nomem(c);
             }
             if (e->n_ids) memcpy(c->out + c->n_out, c->ids + e->ids_off, e->n_ids * sizeof *c->out);
             c->n_out += e->n_ids;
@@ -434,8 +440,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
     if (t->ignore_merges) {
         /* A piece that is a whole vocabulary token is that token. */
         if (grow((void **)&c->blstr, &c->blstr_cap, 2 * n, 1)) {
-            snprintf(c->err, c->errlen, "out of memory");
-            return -1;
+            return enc_nomem(c);
         }
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
@@ -462,8 +467,7 @@ static int byte_level(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t
 {
     if (t->bl_prefix_space && s[0] != ' ') {
         if (grow((void **)&c->pfx, &c->pfx_cap, n + 1, 1)) {
-            snprintf(c->err, c->errlen, "out of memory");
-            return -1;
+            return enc_nomem(c);
         }
         c->pfx[0] = ' ';
         memcpy(c->pfx + 1, s, n);
@@ -473,7 +477,10 @@ static int byte_level(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t
     if (!t->bl_regex) return bpe_piece(t, c, s, n);
     long m = dsv4_re_find_all(t->bl_regex, c->re, s, n, &c->spans[MAX_STAGES], &c->span_cap[MAX_STAGES], c->err,
                               c->errlen);
-    if (m < 0) return -1;
+    if (m < 0) {
+        c->nomem |= m == -2;
+        return -1;
+    }
     /* Isolated: matches and the gaps between them are all pieces. */
     const dsv4_re_span *sp = c->spans[MAX_STAGES];
     size_t prev = 0;
@@ -494,12 +501,14 @@ static int pretok(const dsv4_tokenizer *t, enc_ctx *c, int k, const char *s, siz
     if (k == t->n_stages) return byte_level(t, c, s, n);
     const split_stage *st = &t->stages[k];
     long m = dsv4_re_find_all(st->re, c->re, s, n, &c->spans[k], &c->span_cap[k], c->err, c->errlen);
-    if (m < 0) return -1;
+    if (m < 0) {
+        c->nomem |= m == -2;
+        return -1;
+    }
     /* HF's Pattern::find_matches: the piece cut into (span, is_match), gaps
      * included, then the behaviour folds them (normalizer.rs, split). */
     if (grow((void **)&c->pieces[k], &c->piece_cap[k], 2 * (size_t)m + 1, sizeof(piece))) {
-        snprintf(c->err, c->errlen, "out of memory");
-        return -1;
+        return enc_nomem(c);
     }
     piece *out = c->pieces[k];
     size_t np = 0;
@@ -678,6 +687,7 @@ dsv4_status dsv4_tokenize(const dsv4_tokenizer *tok, const char *text, size_t le
     c->err = err;
     c->errlen = errlen;
     c->n_out = 0;
+    c->nomem = 0;
     int rc = parse_special ? added_pass(t, c, 0, text, len) : (len ? pretok(t, c, 0, text, len) : 0);
     dsv4_status st = DSV4_OK;
     if (rc == 0) {
@@ -691,7 +701,7 @@ dsv4_status dsv4_tokenize(const dsv4_tokenizer *tok, const char *text, size_t le
             *n = c->n_out;
         }
     } else {
-        st = DSV4_ERR_INVALID;
+        st = c->nomem ? DSV4_ERR_NOMEM : DSV4_ERR_INVALID;
     }
     if (c->cap_out > (1u << 20)) { /* do not keep a huge output buffer around */
         free(c->out);

@@ -26,6 +26,7 @@
 #include "dsv4.h"
 #include "server/openai.h"
 #include "text/chat.h"
+#include "text/tokenizer_impl.h" /* the tokenizer's lock: a cold encode */
 
 /* ---- the allocation wrappers ---------------------------------------------------------------------------- */
 
@@ -153,8 +154,7 @@ static void chat_run(void *ctx)
     dsv4_chat_prompt_free(&prompt);
     srv_params_free(&p);
     if (st) {
-        /* the tokenizer reports its own allocation failures as a failed encode, with this message */
-        if (!is_oom_message(err)) fail_msg("ids: %d %s", (int)st, err);
+        if (st != DSV4_ERR_NOMEM || !is_oom_message(err)) fail_msg("ids: %d %s", (int)st, err);
         assert_null(ids);
         return;
     }
@@ -206,8 +206,9 @@ static void completion_run(void *ctx)
         int32_t *ids = NULL;
         size_t n = 0;
         char err[512] = "";
-        if (dsv4_tokenize(tok, p.prompts[i].text, p.prompts[i].len, true, &ids, &n, err, sizeof err)) {
-            if (!is_oom_message(err)) fail_msg("prompt[%d]: %s", i, err);
+        const dsv4_status st = dsv4_tokenize(tok, p.prompts[i].text, p.prompts[i].len, true, &ids, &n, err, sizeof err);
+        if (st) {
+            if (st != DSV4_ERR_NOMEM || !is_oom_message(err)) fail_msg("prompt[%d]: %d %s", i, (int)st, err);
         } else {
             assert_true(n > 0);
         }
@@ -225,11 +226,57 @@ static void test_completion_request(void **state)
     assert_true(runs > 5);
 }
 
+/* ---- an encode from cold buffers ----------------------------------------------------------------------- */
+
+/* With the tokenizer's lock held, dsv4_tokenize encodes in a fresh context: every buffer of the encode (the ids,
+ * the regex's spans, the pieces, the BPE's symbols and heap, the piece cache) is allocated in the run. */
+static const char cold_text[] =
+    "Once upon a time, in 1987, a tokenizer met 12345 unusual pieces: 'don't', \u00e9t\u00e9, \xe2\x82\xac"
+    "42 and "
+    "<\xef\xbd\x9cUser\xef\xbd\x9c> markers; it merged them   all \t twice.";
+
+static void cold_run(void *ctx)
+{
+    int32_t **ref = ctx;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    char err[512] = "";
+    pthread_mutex_lock(&tok->lock);
+    const dsv4_status st = dsv4_tokenize(tok, cold_text, strlen(cold_text), true, &ids, &n, err, sizeof err);
+    pthread_mutex_unlock(&tok->lock);
+    if (st) { /* an allocation failure of the encode is out of memory, not a bad input */
+        if (st != DSV4_ERR_NOMEM || !is_oom_message(err)) fail_msg("tokenize: %d %s", (int)st, err);
+        assert_null(ids);
+        return;
+    }
+    if (!ref[0]) {
+        ref[0] = ids;
+        ref[1] = (int32_t *)(uintptr_t)n;
+        return;
+    }
+    assert_int_equal(n, (size_t)(uintptr_t)ref[1]);
+    assert_memory_equal(ids, ref[0], n * sizeof *ids);
+    free(ids);
+}
+
+static void test_cold_encode(void **state)
+{
+    (void)state;
+    int32_t *ref[2] = {NULL, NULL};
+    cold_run(ref);
+    assert_non_null(ref[0]);
+    long runs = each_failure(cold_run, ref);
+    printf("cold encode: %ld allocations, each failed in turn\n", runs);
+    assert_true(runs > 5);
+    free(ref[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_request),
         cmocka_unit_test(test_completion_request),
+        cmocka_unit_test(test_cold_encode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
