@@ -354,7 +354,7 @@ static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
     dsv4_status st = dsv4_chat_render(p->conv.messages, p->conv.n_messages, &p->copts, &prompt, err, sizeof err);
     if (st == DSV4_OK) st = dsv4_chat_prompt_ids(h->tok, &prompt, &ids, &n_ids, err, sizeof err);
     if (st == DSV4_ERR_NOMEM) {
-        srv_error_set(e, 500, "server_error", "", "out of memory");
+        srv_error_nomem(e);
         goto done;
     }
     if (st != DSV4_OK) {
@@ -374,7 +374,7 @@ static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
         forced_text = b.p; /* freed at done, whole or not */
         if (!bad) st = dsv4_tokenize(h->tok, forced_text, b.len, true, &forced, &n_forced, err, sizeof err);
         if (bad || st == DSV4_ERR_NOMEM) {
-            srv_error_set(e, 500, "server_error", "", "out of memory");
+            srv_error_nomem(e);
             goto done;
         }
         if (st != DSV4_OK) {
@@ -383,7 +383,7 @@ static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
         }
         int32_t *all = realloc(ids, (n_ids + n_forced) * sizeof(int32_t));
         if (!all) {
-            srv_error_set(e, 500, "server_error", "", "out of memory");
+            srv_error_nomem(e);
             goto done;
         }
         ids = all;
@@ -392,7 +392,7 @@ static int chat_prompt(srv_http *h, srv_params *p, srv_req **out, srv_error *e)
     }
     srv_req *r = srv_req_create(ids, (int)n_ids);
     if (!r) {
-        srv_error_set(e, 500, "server_error", "", "out of memory");
+        srv_error_nomem(e);
         goto done;
     }
     r->chat = 1;
@@ -418,7 +418,7 @@ static int completion_prompt(srv_http *h, const srv_prompt *pr, const char *pn, 
         /* a raw prompt: special-token strings in it are the client's to use */
         const dsv4_status st = dsv4_tokenize(h->tok, pr->text, pr->len, true, &ids, &n, err, sizeof err);
         if (st == DSV4_ERR_NOMEM) {
-            srv_error_set(e, 500, "server_error", "", "out of memory");
+            srv_error_nomem(e);
             return -1;
         }
         if (st != DSV4_OK) {
@@ -434,7 +434,7 @@ static int completion_prompt(srv_http *h, const srv_prompt *pr, const char *pn, 
     *out = srv_req_create(ids, (int)n);
     if (ids != pr->ids) free(ids);
     if (!*out) {
-        srv_error_set(e, 500, "server_error", "", "out of memory");
+        srv_error_nomem(e);
         return -1;
     }
     return 0;

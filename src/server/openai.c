@@ -104,8 +104,7 @@ static int BAD(srv_error *e, const char *key, const char *fmt, ...)
     return -1;
 }
 
-/* A 500 for an allocation that failed (the request is not at fault); returns -1 as BAD does. */
-static int NOMEM(srv_error *e)
+int srv_error_nomem(srv_error *e)
 {
     srv_error_set(e, 500, "server_error", "", "out of memory");
     return -1;
@@ -201,7 +200,7 @@ static json_t *load_body(const char *body, size_t n, srv_error *e)
         return NULL;
     }
     if (!root && json_error_code(&je) == json_error_out_of_memory) {
-        NOMEM(e);
+        srv_error_nomem(e);
         return NULL;
     }
     if (!root) {
@@ -222,7 +221,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
     json_t *v;
     if ((v = field(root, "model"))) {
         if (!json_is_string(v)) return BAD(e, "model", "model: expected a string, got %s", dsv4_json_type_name(v));
-        if (!(p->model = strdup(json_string_value(v)))) return NOMEM(e);
+        if (!(p->model = strdup(json_string_value(v)))) return srv_error_nomem(e);
     }
     if (get_bool(root, "stream", &p->stream, e)) return -1;
     if ((v = field(root, "stream_options"))) {
@@ -261,7 +260,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
             if (json_string_length(v) == 0) return BAD(e, "stop", "stop: must not be empty");
             if (json_string_length(v) > MAX_STOP_BYTES)
                 return BAD(e, "stop", "stop: longer than %d bytes", MAX_STOP_BYTES);
-            if (!(p->stops[p->n_stops] = strdup(json_string_value(v)))) return NOMEM(e);
+            if (!(p->stops[p->n_stops] = strdup(json_string_value(v)))) return srv_error_nomem(e);
             p->n_stops++;
         } else if (json_is_array(v)) {
             if (json_array_size(v) > (size_t)lim->max_stops)
@@ -273,7 +272,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
                 if (json_string_length(s) == 0) return BAD(e, "stop", "stop[%zu]: must not be empty", i);
                 if (json_string_length(s) > MAX_STOP_BYTES)
                     return BAD(e, "stop", "stop[%zu]: longer than %d bytes", i, MAX_STOP_BYTES);
-                if (!(p->stops[p->n_stops] = strdup(json_string_value(s)))) return NOMEM(e);
+                if (!(p->stops[p->n_stops] = strdup(json_string_value(s)))) return srv_error_nomem(e);
                 p->n_stops++;
             }
         } else {
@@ -287,7 +286,7 @@ static int parse_common(json_t *root, const srv_parse_limits *lim, srv_params *p
         if (n > 4096) return BAD(e, "logit_bias", "logit_bias: at most 4096 entries");
         p->bias_ids = malloc((n ? n : 1) * sizeof(int32_t));
         p->bias = malloc((n ? n : 1) * sizeof(float));
-        if (!p->bias_ids || !p->bias) return NOMEM(e);
+        if (!p->bias_ids || !p->bias) return srv_error_nomem(e);
         const char *key;
         json_t *b;
         json_object_foreach(v, key, b) {
@@ -417,7 +416,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
             if (check_function_name(nm, "tool_choice.function.name", e)) goto done;
             p->tool_choice = SRV_TOOL_CHOICE_NAMED;
             if (!(p->tool_name = strdup(json_string_value(nm)))) {
-                NOMEM(e);
+                srv_error_nomem(e);
                 goto done;
             }
         } else {
@@ -477,7 +476,7 @@ int srv_parse_chat(const char *body, size_t n, const srv_parse_limits *lim, srv_
     char err[512];
     dsv4_status st = dsv4_chat_conv_from_json(msgs, tools, rf, &p->conv, err, sizeof err);
     if (st == DSV4_ERR_NOMEM) {
-        NOMEM(e);
+        srv_error_nomem(e);
         goto done;
     }
     if (st != DSV4_OK) {
@@ -510,7 +509,7 @@ static int parse_prompt(json_t *v, int batch, size_t i, const srv_parse_limits *
         if (json_string_length(v) == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
         pr->len = json_string_length(v);
         pr->text = malloc(pr->len + 1);
-        if (!pr->text) return NOMEM(e);
+        if (!pr->text) return srv_error_nomem(e);
         memcpy(pr->text, json_string_value(v), pr->len + 1);
         return 0;
     }
@@ -518,7 +517,7 @@ static int parse_prompt(json_t *v, int batch, size_t i, const srv_parse_limits *
         size_t m = json_array_size(v);
         if (m == 0) return BAD(e, "prompt", "%s: must not be empty", nm);
         pr->ids = malloc(m * sizeof(int32_t));
-        if (!pr->ids) return NOMEM(e);
+        if (!pr->ids) return srv_error_nomem(e);
         for (size_t k = 0; k < m; k++) {
             json_t *t = json_array_get(v, k);
             if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->vocab_size)
@@ -586,7 +585,7 @@ int srv_parse_completion(const char *body, size_t n, const srv_parse_limits *lim
     }
     p->prompts = calloc(np, sizeof *p->prompts);
     if (!p->prompts) {
-        NOMEM(e);
+        srv_error_nomem(e);
         goto done;
     }
     p->n_prompts = (int)np;

@@ -26,6 +26,8 @@ typedef struct {
 
 void srv_error_set(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* A 500 for an allocation that failed (the request is not at fault): "out of memory"; returns -1. */
+int srv_error_nomem(srv_error *e);
 /* j as compact JSON text (malloc'ed); NULL when j is NULL or memory ran out, never text cut or malformed. */
 char *srv_json_dumps(const json_t *j);
 /* Malloc'ed JSON text of the error (never NULL unless out of memory). */

@@ -519,9 +519,9 @@ static int emit_text(srv_slot *sl, const char *text, size_t n)
     return sl->oom ? -1 : 0;
 }
 
-/* End of output without a stop string: flush detokeniser, matcher and parser. r->mu held. Returns 0, or -1 when
- * memory ran out. */
-static int flush_output(srv_slot *sl, int stopped_by_string)
+/* End of output without a stop string: flush detokeniser, matcher and parser. r->mu held. Memory that runs out
+ * sets sl->oom. */
+static void flush_output(srv_slot *sl, int stopped_by_string)
 {
     const char *t;
     size_t n;
@@ -548,7 +548,6 @@ static int flush_output(srv_slot *sl, int stopped_by_string)
         const char *msg;
         sl->r->malformed_tools = dsv4_chat_parser_malformed(sl->ps, &msg);
     }
-    return sl->oom ? -1 : 0;
 }
 
 /* Takes the token the step picked for sl; returns 1 if the request finished. */
