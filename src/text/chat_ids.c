@@ -9,20 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "text/chat.h"
-
-/* Room for need ids in *out (cap doubled as needed); -1, *out untouched, when memory runs out. */
-static int ids_reserve(int32_t **out, size_t *cap, size_t need)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    int32_t *p = realloc(*out, c * sizeof *p);
-    if (!p) return -1;
-    *out = p;
-    *cap = c;
-    return 0;
-}
 
 dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prompt *p, int32_t **ids, size_t *n,
                                  char *err, size_t errlen)
@@ -31,7 +19,7 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
     *n = 0;
     size_t cap = 0, len = 0;
     int32_t *out = NULL;
-    if (ids_reserve(&out, &cap, 64)) goto nomem;
+    if (dsv4_grow((void **)&out, &cap, 64, sizeof *out)) goto nomem;
     for (int i = 0; i < p->n_segs; i++) {
         const dsv4_chat_segment *s = &p->segs[i];
         const char *text = p->text + s->off;
@@ -44,7 +32,7 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
                 free(out);
                 return DSV4_ERR_UNSUPPORTED;
             }
-            if (ids_reserve(&out, &cap, len + 1)) goto nomem;
+            if (dsv4_grow((void **)&out, &cap, len + 1, sizeof *out)) goto nomem;
             out[len++] = id;
             continue;
         }
@@ -55,7 +43,7 @@ dsv4_status dsv4_chat_prompt_ids(const dsv4_tokenizer *tok, const dsv4_chat_prom
             free(out);
             return st;
         }
-        if (ids_reserve(&out, &cap, len + np)) {
+        if (dsv4_grow((void **)&out, &cap, len + np, sizeof *out)) {
             free(part);
             goto nomem;
         }

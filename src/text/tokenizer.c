@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "text/tokenizer_impl.h"
 
 /* Pieces up to this many bytes are cached (HF: 256). Longer ones are rare but
@@ -230,18 +231,6 @@ static void cache_put(enc_ctx *c, const char *k, size_t n, uint64_t h, const int
     c->slots[i] = (int32_t)c->n_ents++;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* An allocation of the encode failed: "out of memory", and -1 as every failure of the encode's steps. */
 static int enc_nomem(enc_ctx *c)
 {
@@ -252,7 +241,7 @@ static int enc_nomem(enc_ctx *c)
 
 static int emit(enc_ctx *c, int32_t id)
 {
-    if (c->n_out == c->cap_out && grow((void **)&c->out, &c->cap_out, c->n_out + 1, sizeof *c->out)) {
+    if (c->n_out == c->cap_out && dsv4_grow((void **)&c->out, &c->cap_out, c->n_out + 1, sizeof *c->out)) {
         return enc_nomem(c);
     }
     c->out[c->n_out++] = id;
@@ -342,8 +331,8 @@ static int bpe_small(const dsv4_tokenizer *t, enc_ctx *c, int32_t ns)
  * no longer merges into the same token. Appends the resulting ids. */
 static int bpe_word(const dsv4_tokenizer *t, enc_ctx *c, const uint8_t *s, size_t n)
 {
-    if (grow((void **)&c->syms, &c->syms_cap, n, sizeof *c->syms) ||
-        grow((void **)&c->heap, &c->heap_cap, 2 * n + 2, sizeof *c->heap)) {
+    if (dsv4_grow((void **)&c->syms, &c->syms_cap, n, sizeof *c->syms) ||
+        dsv4_grow((void **)&c->heap, &c->heap_cap, 2 * n + 2, sizeof *c->heap)) {
         return enc_nomem(c);
     }
     bpe_sym *sy = c->syms;
@@ -427,7 +416,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
         h = hash_bytes(s, n);
         const cache_ent *e = cache_get(c, s, n, h);
         if (e) {
-            if (grow((void **)&c->out, &c->cap_out, c->n_out + e->n_ids, sizeof *c->out)) {
+            if (dsv4_grow((void **)&c->out, &c->cap_out, c->n_out + e->n_ids, sizeof *c->out)) {
                 return enc_nomem(c);
             }
             if (e->n_ids) memcpy(c->out + c->n_out, c->ids + e->ids_off, e->n_ids * sizeof *c->out);
@@ -439,7 +428,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
     int done = 0;
     if (t->ignore_merges) {
         /* A piece that is a whole vocabulary token is that token. */
-        if (grow((void **)&c->blstr, &c->blstr_cap, 2 * n, 1)) {
+        if (dsv4_grow((void **)&c->blstr, &c->blstr_cap, 2 * n, 1)) {
             return enc_nomem(c);
         }
         size_t m = 0;
@@ -466,7 +455,7 @@ static int bpe_piece(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t 
 static int byte_level(const dsv4_tokenizer *t, enc_ctx *c, const char *s, size_t n)
 {
     if (t->bl_prefix_space && s[0] != ' ') {
-        if (grow((void **)&c->pfx, &c->pfx_cap, n + 1, 1)) {
+        if (dsv4_grow((void **)&c->pfx, &c->pfx_cap, n + 1, 1)) {
             return enc_nomem(c);
         }
         c->pfx[0] = ' ';
@@ -507,7 +496,7 @@ static int pretok(const dsv4_tokenizer *t, enc_ctx *c, int k, const char *s, siz
     }
     /* HF's Pattern::find_matches: the piece cut into (span, is_match), gaps
      * included, then the behaviour folds them (normalizer.rs, split). */
-    if (grow((void **)&c->pieces[k], &c->piece_cap[k], 2 * (size_t)m + 1, sizeof(piece))) {
+    if (dsv4_grow((void **)&c->pieces[k], &c->piece_cap[k], 2 * (size_t)m + 1, sizeof(piece))) {
         return enc_nomem(c);
     }
     piece *out = c->pieces[k];
