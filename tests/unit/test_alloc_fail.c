@@ -30,39 +30,7 @@
 
 /* ---- the allocation wrappers ---------------------------------------------------------------------------- */
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-
-static long fail_at; /* the allocation (counted from 1) that fails; 0: none */
-static long n_allocs;
-
-static int failing(void) { return fail_at && ++n_allocs == fail_at; }
-
-void *__wrap_malloc(size_t n) { return failing() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t k, size_t n) { return failing() ? NULL : __real_calloc(k, n); }
-void *__wrap_realloc(void *p, size_t n) { return failing() ? NULL : __real_realloc(p, n); }
-char *__wrap_strdup(const char *s) { return failing() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return failing() ? NULL : __real_strndup(s, n); }
-
-/* Runs fn with allocation k failing, for k = 1, 2, ... until a run makes fewer than k allocations (none failed:
- * fn checks it got the reference result); returns how many runs had a failure. */
-static long each_failure(void (*fn)(void *ctx), void *ctx)
-{
-    long k;
-    for (k = 1; k < 1000000; k++) {
-        n_allocs = 0;
-        fail_at = k;
-        fn(ctx);
-        const int failed = n_allocs >= k;
-        fail_at = 0;
-        if (!failed) return k - 1;
-    }
-    fail_msg("more than a million allocations");
-    return k;
-}
+#include "test_alloc_wrap.h"
 
 static dsv4_tokenizer *tok;
 
@@ -137,9 +105,9 @@ static void chat_run(void *ctx)
     }
     if (!p.model || strcmp(p.model, ref->model) || !p.tool_name || strcmp(p.tool_name, ref->tool_name) ||
         p.n_stops != ref->n_stops || p.n_bias != ref->n_bias)
-        fail_msg("parsed without an error but with a field missing (allocation %ld failed)", fail_at);
+        fail_msg("parsed without an error but with a field missing (allocation %ld failed)", atomic_load(&fail_at));
     for (int i = 0; i < p.n_stops; i++)
-        if (!p.stops[i]) fail_msg("stop[%d] missing (allocation %ld failed)", i, fail_at);
+        if (!p.stops[i]) fail_msg("stop[%d] missing (allocation %ld failed)", i, atomic_load(&fail_at));
     char err[512] = "";
     dsv4_chat_prompt prompt = {0};
     dsv4_status st = dsv4_chat_render(p.conv.messages, p.conv.n_messages, &p.copts, &prompt, err, sizeof err);
@@ -200,7 +168,7 @@ static void completion_run(void *ctx)
     }
     if (!p.model || strcmp(p.model, "tiny") || p.n_stops != 1 || !p.stops[0] || strcmp(p.stops[0], "\n\n") ||
         p.n_prompts != 3 || !p.prompts[0].text || p.prompts[1].n_ids != 4 || !p.prompts[2].text)
-        fail_msg("parsed without an error but with a field missing (allocation %ld failed)", fail_at);
+        fail_msg("parsed without an error but with a field missing (allocation %ld failed)", atomic_load(&fail_at));
     for (int i = 0; i < p.n_prompts; i++) {
         if (!p.prompts[i].text) continue;
         int32_t *ids = NULL;
