@@ -129,11 +129,12 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
         const char *text;
         size_t tl;
         if (dsv4_detok_push(dt, s.token, &text, &tl, err, errlen)) goto done;
-        int stopped = 0;
-        if (sm) {
-            stopped = dsv4_stop_feed(sm, text, tl, &text, &tl);
+        const int stopped = sm ? dsv4_stop_feed(sm, text, tl, &text, &tl) : 0;
+        if (stopped < 0 || (tl && dsv4_chat_parser_feed(ps, text, tl) != DSV4_OK)) {
+            snprintf(err, errlen, "out of memory");
+            free(fed);
+            goto done;
         }
-        if (tl) dsv4_chat_parser_feed(ps, text, tl);
         if (stopped || fin == DSV4_FINISH_LENGTH || len + 1 >= r->info.max_ctx) break;
         int32_t t = s.token;
         b = (dsv4_batch_entry){.seq = seq, .n_tokens = 1, .tokens = &t, .sampler = smp, .sample = &s};
@@ -159,14 +160,19 @@ static int generate(runner *r, const dsv4_chat_message *msgs, int n_msgs, run_ou
         const char *text;
         size_t tl;
         dsv4_detok_flush(dt, &text, &tl);
+        int bad = 0;
         if (sm && tl) {
-            if (!dsv4_stop_feed(sm, text, tl, &text, &tl)) {
-                if (tl) dsv4_chat_parser_feed(ps, text, tl);
+            const int st = dsv4_stop_feed(sm, text, tl, &text, &tl);
+            bad = st < 0;
+            if (!st) {
+                bad = tl && dsv4_chat_parser_feed(ps, text, tl) != DSV4_OK;
                 dsv4_stop_flush(sm, &text, &tl);
             }
         }
-        if (tl) dsv4_chat_parser_feed(ps, text, tl);
-        dsv4_chat_parser_finish(ps);
+        if (bad || (tl && dsv4_chat_parser_feed(ps, text, tl) != DSV4_OK) || dsv4_chat_parser_finish(ps) != DSV4_OK) {
+            snprintf(err, errlen, "out of memory");
+            goto done;
+        }
     }
     rc = 0;
 done:
