@@ -7,8 +7,8 @@
 # golden fixtures against transformers on CUDA, test_ops_cuda four ways, gpu_vs_cpu, sampling, overlap, prefix, expert
 # parallelism, memchecks; the logits against f3c796b's byte for byte) - s68's engine changes (the window ring and the
 # top-k buffers sized by what max_ctx reaches, the indexer's buffers only with CSA layers) run on the GPU too.
-# NOT RUN in s68 (the device lent none late in the session). ixf.diff (beside this file) is the kernel change of
-# (1), reverted on main until it is measured: apply it first (git apply bench/results/2026-12-05-s68/fin/ixf.diff;
+# Not run in s68 (the device lent none late in the session); run in s69 (README.md one level up). ixf.diff (beside this file) is the kernel change of
+# (1), reverted on main until it is measured: apply it first (git apply bench/results/2026-12-05-s69/fin/ixf.diff;
 # its IXF=false instances are f3c796b's SASS, scripts/sass_diff.py), build, and pack with a base build of the tree
 # without it. If it does not pay, (2) alone still checks the s68 engine changes on the GPU (call_verify).
 # Pack: AS=fin BASE=<the base's build-gpu> sh scripts/gpu_pack.sh
