@@ -824,11 +824,11 @@ static int64_t ep_mem_free(dsv4_backend *be)
 /* Each rank's twin of every expert array of w (device ranks only). */
 static bool bind_experts(ep_impl *m, const dsv4_weights *w)
 {
-    const int nl = w->n_layers + (w->mtp.present ? 1 : 0);
+    const int nl = w->n_layers; /* not the MTP block's: never loaded (dsv4_weights_foreach_run) */
     m->ex = calloc((size_t)3 * (nl ? nl : 1), sizeof *m->ex);
     if (!m->ex) return false;
     for (int l = 0; l < nl; l++) {
-        const dsv4_layer_w *L = l < w->n_layers ? &w->layers[l] : &w->mtp.block;
+        const dsv4_layer_w *L = &w->layers[l];
         const dsv4_w *arr[3] = {L->exp_w1, L->exp_w3, L->exp_w2};
         for (int j = 0; j < 3; j++) {
             if (!arr[j]) continue;

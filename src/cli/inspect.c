@@ -70,12 +70,12 @@ static uint64_t layer_shared(const dsv4_layer_w *L)
     return sum_ws(ws, 3);
 }
 
-/* GPUs of mem bytes the bound weights (ex of them routed experts) need (1, the expert-parallel ranks, or 0:
- * dsv4_ep_ranks_needed with a GPU's whole memory for its free memory, so an estimate from above: the engine decides
- * on what is free at start-up). */
+/* GPUs of mem bytes the weights the engine loads (all but the MTP block's; ex of them routed experts) need (1, the
+ * expert-parallel ranks, or 0: dsv4_ep_ranks_needed with a GPU's whole memory for its free memory, so an estimate
+ * from above: the engine decides on what is free at start-up). */
 static int gpus_needed(const dsv4_weights *w, uint64_t ex, double mem, int n_gpus)
 {
-    return dsv4_ep_ranks_needed(w->bytes, ex, w->n_experts, (int64_t)mem, n_gpus);
+    return dsv4_ep_ranks_needed(dsv4_weights_run_bytes(w), ex, w->n_experts, (int64_t)mem, n_gpus);
 }
 
 /* GPUs present, from nvidia-smi when it exists: total bytes of the first. */
@@ -149,7 +149,6 @@ int cmd_inspect(int argc, char **argv)
     const dsv4_w *headw[] = {&w.norm, &w.hc_head_fn, &w.hc_head_base, &w.hc_head_scale};
     uint64_t head = dsv4_w_bytes(&w.head) + sum_ws(headw, 4), embed = dsv4_w_bytes(&w.embed);
     uint64_t main_total = attn + cmp + hc + router + shared + experts + head + embed;
-    const uint64_t ex_all = dsv4_weights_expert_bytes(&w); /* the routed experts with the MTP block's */
     uint64_t file_total = dsv4_st_total_bytes(st);
     dsv4_w_format_str(&w.head, f_head, sizeof f_head);
     dsv4_w_format_str(&w.embed, f_embed, sizeof f_embed);
@@ -191,7 +190,10 @@ int cmd_inspect(int argc, char **argv)
     snprintf(comps[5].fmt, 64, "%s", f_shared);
     snprintf(comps[6].fmt, 64, "%s", f_exp);
     snprintf(comps[7].fmt, 64, "%s", f_head);
-    snprintf(comps[8].fmt, 64, "%s", mtp ? "as the layers" : w.mtp_ignored[0] ? "incomplete: ignored" : "absent");
+    snprintf(comps[8].fmt, 64, "%s",
+             mtp                ? "as the layers; not loaded"
+             : w.mtp_ignored[0] ? "incomplete: ignored"
+                                : "absent");
     if (w.mtp_ignored[0])
         fprintf(stderr, "dsv4 inspect: the MTP block is incomplete and is ignored: %s\n", w.mtp_ignored);
     const size_t nc = sizeof comps / sizeof comps[0];
@@ -227,8 +229,8 @@ int cmd_inspect(int argc, char **argv)
         json_object_set_new(j, "fits_one_gpu", n_gpus ? json_boolean(main_total < gpu_mem) : json_null());
         json_object_set_new(j, "fits_one_h200", json_boolean(main_total < H200_BYTES));
         json_object_set_new(j, "gpus_needed",
-                            n_gpus ? json_integer(gpus_needed(&w, ex_all, gpu_mem, n_gpus)) : json_null());
-        json_object_set_new(j, "h200s_needed", json_integer(gpus_needed(&w, ex_all, H200_BYTES, 16)));
+                            n_gpus ? json_integer(gpus_needed(&w, experts, gpu_mem, n_gpus)) : json_null());
+        json_object_set_new(j, "h200s_needed", json_integer(gpus_needed(&w, experts, H200_BYTES, 16)));
         json_object_set_new(j, "decode_roofline", jr);
         json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         putchar('\n');
@@ -259,7 +261,7 @@ int cmd_inspect(int argc, char **argv)
             printf("\n  GPUs: none found; on one H200 (140.4 GiB) the main model %s\n",
                    main_total < H200_BYTES ? "fits" : "does not fit");
         /* what dsv4 serve does without --ep (engine.c): one GPU, or expert parallelism over the fewest that hold it */
-        const int need = n_gpus ? gpus_needed(&w, ex_all, gpu_mem, n_gpus) : gpus_needed(&w, ex_all, H200_BYTES, 16);
+        const int need = n_gpus ? gpus_needed(&w, experts, gpu_mem, n_gpus) : gpus_needed(&w, experts, H200_BYTES, 16);
         const char *of = n_gpus ? "of these GPUs" : "H200s";
         if (need > 1)
             printf("  with its routed experts split by expert parallelism it needs %d %s (dsv4 takes --ep %d "

@@ -511,7 +511,8 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
                 const int64_t fr = o->ep == 0 && (*out)->mem_free ? (*out)->mem_free(*out) : 0;
                 const int n_gpu = dsv4_cuda_device_count();
                 const uint64_t ex = fr > 0 ? dsv4_weights_expert_bytes(w) : 0;
-                const int need = fr > 0 ? dsv4_ep_ranks_needed(w->bytes, ex, w->n_experts, fr, n_gpu) : 1;
+                const uint64_t wb = dsv4_weights_run_bytes(w); /* the MTP block stays in the checkpoint */
+                const int need = fr > 0 ? dsv4_ep_ranks_needed(wb, ex, w->n_experts, fr, n_gpu) : 1;
                 if (need != 1) {
                     (*out)->destroy(*out);
                     *out = NULL;
@@ -522,13 +523,13 @@ static dsv4_status backend_choose(const dsv4_engine_opts *o, const dsv4_config *
                             "the weights (%.1f GiB, %.1f of them routed experts) do not fit GPU 0 (%.1f GiB free), "
                             "nor split by expert parallelism over the %d GPU%s present (--ep N: each GPU holds "
                             "every weight but the routed experts, and 1/N of those)",
-                            (double)w->bytes / gib, (double)ex / gib, (double)fr / gib, n_gpu, n_gpu > 1 ? "s" : "");
+                            (double)wb / gib, (double)ex / gib, (double)fr / gib, n_gpu, n_gpu > 1 ? "s" : "");
                         return DSV4_ERR_NOMEM;
                     }
                     fprintf(stderr,
                             "dsv4: the weights (%.1f GiB) do not fit GPU 0 (%.1f GiB free): expert parallelism over "
                             "%d GPUs (--ep %d)\n",
-                            (double)w->bytes / gib, (double)fr / gib, need, need);
+                            (double)wb / gib, (double)fr / gib, need, need);
                     dsv4_engine_opts oe = *o;
                     oe.ep = need;
                     return ep_choose(&oe, c, w, out, err, errlen);
@@ -577,9 +578,8 @@ typedef struct {
 static void moe_prepare_all(dsv4_engine *e)
 {
     if (!e->be->moe_prepare) return;
-    const int nl = e->w.n_layers + (e->w.mtp.present ? 1 : 0);
-    for (int l = 0; l < nl; l++) {
-        const dsv4_layer_w *L = l < e->w.n_layers ? &e->w.layers[l] : &e->w.mtp.block;
+    for (int l = 0; l < e->w.n_layers; l++) {
+        const dsv4_layer_w *L = &e->w.layers[l];
         if (!L->exp_w1) continue;
         const dsv4_moe_params mp = dsv4_layer_moe(&e->cfg, L, e->numerics == DSV4_NUMERICS_REFERENCE);
         e->be->moe_prepare(e->be, &mp);
@@ -651,9 +651,14 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     e->graphs = !o->no_graphs && e->be->graph_begin && e->be->graph_end; /* not while profiling */
     /* the backend's copy of the weights (device backends upload them here) */
     double tl = now_s();
-    load_ctx lc = {.be = e->be, .err = err, .errlen = errlen, .total = e->w.bytes, .shown = -1,
+    load_ctx lc = {.be = e->be,
+                   .err = err,
+                   .errlen = errlen,
+                   .total = dsv4_weights_run_bytes(&e->w),
+                   .shown = -1,
                    .bar = o->verbose && isatty(2) && e->be->sm > 0};
-    if ((st = dsv4_weights_foreach(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
+    /* not the MTP block: bound and checked above, but dsv4 does not run it */
+    if ((st = dsv4_weights_foreach_run(&e->w, weight_load_one, &lc)) != DSV4_OK) goto fail;
     if (o->verbose && e->be->sm > 0) {
         double dt = now_s() - tl;
         fprintf(stderr, "dsv4: %.2f GiB of weights to %s in %.2f s (%.1f GB/s)\n", lc.done / 1073741824.0,
@@ -691,7 +696,8 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
     }
     int64_t pool_tokens = o->pool_tokens, pool_bytes = 0;
     if (pool_tokens <= 0 && o->pool_fraction > 0) {
-        int64_t fr = e->be->mem_free ? e->be->mem_free(e->be) : host_mem_available() - (int64_t)e->w.bytes;
+        int64_t fr =
+            e->be->mem_free ? e->be->mem_free(e->be) : host_mem_available() - (int64_t)dsv4_weights_run_bytes(&e->w);
         pool_bytes = (int64_t)((double)(fr > 0 ? fr : 0) * o->pool_fraction);
         if (o->ep > 1 && !e->be->mem_free) pool_bytes /= o->ep; /* CPU ranks share host memory, each holds the state */
         if (o->verbose)

@@ -525,7 +525,9 @@ dsv4_status dsv4_weights_bind(const dsv4_config *c, const dsv4_quant_scheme *q, 
     if (c->n_mtp_layers > 0 && has_mtp_tensor(st)) {
         const binder saved = b;
         b.missing = false;
-        if ((s = bind_mtp(&b, c, &w->mtp)) != DSV4_OK) {
+        if ((s = bind_mtp(&b, c, &w->mtp)) == DSV4_OK)
+            w->mtp_bytes = b.bytes - saved.bytes;
+        else {
             if (!b.missing) goto fail;
             snprintf(w->mtp_ignored, sizeof w->mtp_ignored, "%s", err);
             free_mtp(&w->mtp);
@@ -578,7 +580,6 @@ uint64_t dsv4_weights_expert_bytes(const dsv4_weights *w)
 {
     uint64_t b = 0;
     for (int l = 0; l < w->n_layers; l++) b += dsv4_layer_expert_bytes(&w->layers[l], w->n_experts);
-    if (w->mtp.present) b += dsv4_layer_expert_bytes(&w->mtp.block, w->n_experts);
     return b;
 }
 
@@ -615,7 +616,7 @@ static dsv4_status foreach_layer(dsv4_layer_w *L, int E, dsv4_status (*fn)(void 
     return DSV4_OK;
 }
 
-dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
+static dsv4_status foreach (dsv4_weights *w, bool mtp, dsv4_status(*fn)(void *ctx, dsv4_w *t), void *ctx)
 {
     dsv4_w *g[] = {&w->embed, &w->head, &w->norm, &w->hc_head_fn, &w->hc_head_base, &w->hc_head_scale};
     dsv4_status st;
@@ -623,7 +624,7 @@ dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, d
         if (g[i]->name && (st = fn(ctx, g[i]))) return st;
     for (int l = 0; l < w->n_layers; l++)
         if ((st = foreach_layer(&w->layers[l], w->n_experts, fn, ctx))) return st;
-    if (w->mtp.present) {
+    if (mtp && w->mtp.present) {
         dsv4_mtp_w *m = &w->mtp;
         if ((st = foreach_layer(&m->block, w->n_experts, fn, ctx))) return st;
         dsv4_w *x[] = {&m->e_proj, &m->h_proj, &m->enorm, &m->hnorm, &m->norm, &m->hc_head_fn, &m->hc_head_base,
@@ -632,4 +633,14 @@ dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, d
             if (x[i]->name && (st = fn(ctx, x[i]))) return st;
     }
     return DSV4_OK;
+}
+
+dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
+{
+    return foreach (w, true, fn, ctx);
+}
+
+dsv4_status dsv4_weights_foreach_run(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
+{
+    return foreach (w, false, fn, ctx);
 }

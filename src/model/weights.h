@@ -141,7 +141,8 @@ typedef struct {
     dsv4_layer_w *layers;        /* [n_layers] */
     dsv4_mtp_w mtp;
     char mtp_ignored[320];       /* why an incomplete MTP block was ignored ("" when none was) */
-    uint64_t bytes;              /* payload bytes of the bound tensors (with scales) */
+    uint64_t bytes;              /* payload bytes of the bound tensors (with scales), the MTP block's included */
+    uint64_t mtp_bytes;          /* those of the MTP block (0 without one): bound and checked, never loaded */
     int n_fp8, n_mxfp4, n_nvfp4; /* matrices per format, for reports */
 } dsv4_weights;
 
@@ -154,10 +155,19 @@ void dsv4_weights_free(dsv4_weights *w);
 
 /* Call fn on every bound tensor (layers, experts, MTP, globals). */
 dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx);
+/* The same but for the MTP block: the tensors the forward pass runs, which a backend loads (dsv4 does not run
+ * MTP, so its block - a whole layer of routed experts, ~3.3 GB in Flash - stays in the checkpoint). */
+dsv4_status dsv4_weights_foreach_run(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx);
+/* Payload bytes of the tensors the forward pass runs (bytes less mtp_bytes). */
+static inline uint64_t dsv4_weights_run_bytes(const dsv4_weights *w)
+{
+    return w->bytes - w->mtp_bytes;
+}
 
 /* Bytes a weight occupies in the checkpoint: elements plus scales. */
 uint64_t dsv4_w_bytes(const dsv4_w *w);
-/* Bytes of a layer's E routed experts (w1, w3, w2), and of every layer's and the MTP block's. */
+/* Bytes of a layer's E routed experts (w1, w3, w2), and of every decoder layer's (not the MTP block's: never
+ * loaded). */
 uint64_t dsv4_layer_expert_bytes(const dsv4_layer_w *L, int E);
 uint64_t dsv4_weights_expert_bytes(const dsv4_weights *w);
 /* Bytes of its elements as stored (what `host` / `dev` hold), and of its

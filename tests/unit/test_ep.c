@@ -13,7 +13,8 @@
  * on one GPU the ranks share it (host loopback); on two or more, --ep 2
  * puts one rank on each GPU and joins them with NCCL. Also: --ep beyond 16 ranks, and
  * --backend cuda --ep without a GPU, are refused; --profile gives the
- * collectives a row of their own.
+ * collectives a row of their own; the MTP block is never loaded, by one
+ * rank or several.
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -487,6 +488,36 @@ static void test_ep_ranks_needed(void **state)
     assert_int_equal(dsv4_ep_ranks_needed((uint64_t)(100 * G), (uint64_t)(96 * G), 8, (int64_t)(43.5 * G), 4), 4);
 }
 
+/* The MTP block (tiny_b has a complete one) is bound and checked but never loaded: dsv4 does not run it, and in
+ * Flash it is a whole layer of routed experts (~3.3 GB of a GPU). Its tensors have no backend copy, the decoder
+ * layers' have one; the bytes it would have taken are counted apart (dsv4_weights_run_bytes). One rank and two. */
+static dsv4_status no_copy(void *ctx, dsv4_w *w)
+{
+    if (w->vec || w->dev || w->dev_scale) fail_msg("%s was loaded (%s)", w->name, (const char *)ctx);
+    return DSV4_OK;
+}
+
+static void test_mtp_not_loaded(void **state)
+{
+    (void)state;
+    char dir[1024];
+    const char *src = getenv("DSV4_SRC");
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/tiny_b", src ? src : ".");
+    for (int ep = 1; ep <= 2; ep++) {
+        dsv4_engine *e = open_engine(dir, ep, DSV4_NUMERICS_REFERENCE);
+        const dsv4_weights *w = &e->w;
+        assert_true(w->mtp.present);
+        assert_true(w->mtp_bytes > 0 && w->mtp_bytes < w->bytes);
+        assert_int_equal(dsv4_weights_run_bytes(w), w->bytes - w->mtp_bytes);
+        /* a layer's vectors and matrices have their copy (the CPU reads matrices where they are mapped) */
+        assert_non_null(w->layers[0].attn_norm.vec);
+        if (test_backend == DSV4_BACKEND_CUDA) assert_non_null(w->layers[0].wq_a.dev);
+        dsv4_weights only = {.n_experts = w->n_experts, .mtp = w->mtp}; /* the MTP block alone */
+        assert_int_equal(dsv4_weights_foreach(&only, no_copy, (void *)(ep == 1 ? "one rank" : "two ranks")), DSV4_OK);
+        dsv4_engine_close(e);
+    }
+}
+
 int main(void)
 {
     const int rc = tu_test_backend(&test_backend);
@@ -495,7 +526,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures),        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_profile_comm),    cmocka_unit_test(test_graph_protocol),
-        cmocka_unit_test(test_ep_ranks_needed),
+        cmocka_unit_test(test_ep_ranks_needed), cmocka_unit_test(test_mtp_not_loaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
