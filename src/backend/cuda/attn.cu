@@ -1328,8 +1328,8 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     return L;
 }
 
-template <int HB>
-__global__ void __launch_bounds__(32 * AF_WARPS)
+template <int HB, int NW = AF_WARPS>
+__global__ void __launch_bounds__(32 * NW)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
                int RP, float *out)
@@ -1376,7 +1376,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
      * their weights are 0, their values must be too); the step's own rows rounded from kv_new as k_kv_store
      * caches them */
     auto issue_rows = [&](int which) {
-        for (int r = w; r < np16; r += AF_WARPS) {
+        for (int r = w; r < np16; r += NW) {
             const bool ok = r < np, win = ok && r0 + r < nwin, mine = win && lo + r0 + r >= s.pos0;
             if ((which == 0) != (win && !mine)) continue;
             unsigned char *dst = ks + (size_t)r * st;
@@ -1429,13 +1429,13 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     /* this block's 16 heads of q (FP32; heads past H read head h0's, stored as zeros) into registers now,
      * beside the indexer's loads below, so that their round trips overlap (each a warp's heads w, w + 8,
      * chunks of 8 dimensions lane, lane + 32; hd <= 512, the launch's condition) */
-    constexpr int QH = 16 / AF_WARPS, QC = 512 / 8 / 32;
+    constexpr int QH = 16 / NW, QC = 512 / 8 / 32;
     float4 qv[QH][QC][2];
 #pragma unroll
     for (int a = 0; a < QH; a++)
 #pragma unroll
         for (int b = 0; b < QC; b++) {
-            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            const int h = w + NW * a, c = lane + 32 * b;
             const bool ok = h < nh && c < C16;
             const float4 *src = (const float4 *)(q + ((size_t)t * A.H + h0 + (ok ? h : 0)) * hd + (ok ? 8 * c : 0));
             qv[a][b][0] = src[0];
@@ -1443,16 +1443,16 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         }
     if (!early) {
         const int c = cnt[t];
-        int32_t ci[(AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS)];
+        int32_t ci[(AF_MAX_ROWS + 32 * NW - 1) / (32 * NW)];
 #pragma unroll
-        for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) { /* every idx load with cnt's */
-            const int r = tid + 32 * AF_WARPS * k, j = r0 + r - nwin;
+        for (int k = 0; k < (AF_MAX_ROWS + 32 * NW - 1) / (32 * NW); k++) { /* every idx load with cnt's */
+            const int r = tid + 32 * NW * k, j = r0 + r - nwin;
             ci[k] = r < np && j >= 0 ? idx[(size_t)t * A.topk + j] : 0;
         }
         if (c == pred) {
 #pragma unroll
-            for (int k = 0; k < (AF_MAX_ROWS + 32 * AF_WARPS - 1) / (32 * AF_WARPS); k++) {
-                const int r = tid + 32 * AF_WARPS * k;
+            for (int k = 0; k < (AF_MAX_ROWS + 32 * NW - 1) / (32 * NW); k++) {
+                const int r = tid + 32 * NW * k;
                 if (r < np && r0 + r >= nwin)
                     rps[r] = spt_ok ? cmp_row((float *)A.pages, spt, 0, A.page_tokens, A.page_floats, A.pg_off, 0,
                                               ci[k], A.ratio, A.rf)
@@ -1474,7 +1474,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     for (int a = 0; a < QH; a++) /* q as BF16 (past H: zeros) */
 #pragma unroll
         for (int b = 0; b < QC; b++) {
-            const int h = w + AF_WARPS * a, c = lane + 32 * b;
+            const int h = w + NW * a, c = lane + 32 * b;
             if (c >= C16) continue;
             uint4 v = make_uint4(0, 0, 0, 0);
             if (h < nh) {
@@ -1491,12 +1491,12 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     cg::cluster_group cl = cg::this_cluster();
     /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
      * a time (a tile past the part's: zeros, never stored) */
-    for (int i0 = w; 8 * i0 < np16; i0 += 2 * AF_WARPS) {
+    for (int i0 = w; 8 * i0 < np16; i0 += 2 * NW) {
         float acc[2][4];
 #pragma unroll
         for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-        const bool v1 = 8 * (i0 + AF_WARPS) < np16;
-        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + AF_WARPS) + g : ra;
+        const bool v1 = 8 * (i0 + NW) < np16;
+        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + NW) + g : ra;
 #pragma unroll 4
         for (int d0 = 0; d0 < hd; d0 += 32) {
             const int c = d0 / 8 + tq;
@@ -1513,7 +1513,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
         for (int n = 0; n < 2; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * AF_WARPS) + 2 * tq + (e & 1);
+                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * NW) + 2 * tq + (e & 1);
                 if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
             }
     }
@@ -1522,7 +1522,7 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     /* each head's part max and sum and the part's weights as A fragments (k_attn_md16's order: a warp a head;
      * rows past np and heads past the block's zeros), the scores read unconditionally (SR > np16); the max and
      * sum to the head's owner (part h / HO), whose join reads them after the cluster barrier */
-    for (int h = w; h < 16; h += AF_WARPS) {
+    for (int h = w; h < 16; h += NW) {
         float mx = -INFINITY, l = 0.0f; /* an empty part's: dsv4_attn_join's c = 0 */
         if (h < nh && np > 0) {
             const float *sh = sc + h * SR;
@@ -1545,26 +1545,27 @@ __global__ void __launch_bounds__(32 * AF_WARPS)
     AF_T();
     /* the part's weighted sum (k_attn_pv's chain: 16-row steps in order): warp w the 8-dimension tiles
      * w, w + 8, ... (a tile past the head's reads tile 0 and is never stored) */
-    float acc[8][4];
+    constexpr int PU = 512 / 8 / NW; /* the 8-dimension tiles a warp takes (hd <= 512) */
+    float acc[PU][4];
 #pragma unroll
-    for (int u = 0; u < 8; u++) acc[u][0] = acc[u][1] = acc[u][2] = acc[u][3] = 0.0f;
+    for (int u = 0; u < PU; u++) acc[u][0] = acc[u][1] = acc[u][2] = acc[u][3] = 0.0f;
     for (int k = 0; k < np16 >> 4; k++) {
         const uint4 a = ((const uint4 *)pf)[k * 32 + lane];
         const int r = 16 * k + (lane & 15);
-        uint32_t b[8][2];
+        uint32_t b[PU][2];
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const int n = w + AF_WARPS * u;
+        for (int u = 0; u < PU; u++) {
+            const int n = w + NW * u;
             ldsm_x2_trans(b[u][0], b[u][1], ks + r * st + 16 * af_chunk(r, n < NT8 ? n : 0));
         }
 #pragma unroll
-        for (int u = 0; u < 8; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
+        for (int u = 0; u < PU; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
     }
     __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
     AF_T();
 #pragma unroll
-    for (int u = 0; u < 8; u++) {
-        const int n = w + AF_WARPS * u;
+    for (int u = 0; u < PU; u++) {
+        const int n = w + NW * u;
         if (n < NT8)
 #pragma unroll
             for (int e = 0; e < 4; e += 2)
@@ -1662,7 +1663,7 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
 /* k_attn_one's dynamic shared memory at most, and whether its clusters fit on this GPU with that much
  * (cuda_attn_init) */
 static size_t af_smem_max;
-static bool af_fits;
+static bool af_fits, af16_fits; /* with AF_WARPS warps a block, and with 16 */
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
@@ -1670,7 +1671,7 @@ void cuda_attn_init(size_t smem_optin)
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
                              const float *, const float *, const int32_t *, const int32_t *, int,
-                             float *) = {k_attn_one<16>, k_attn_one<8>};
+                             float *) = {k_attn_one<16>, k_attn_one<8>, k_attn_one<16, 16>, k_attn_one<8, 16>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1680,6 +1681,7 @@ void cuda_attn_init(size_t smem_optin)
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
         for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
         af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
+        af16_fits = cuda_cluster_fits(k_attn_one<16, 16>, 32 * 16, af_smem_max, AM_PARTS);
     }
     CK(cudaFuncSetAttribute(k_attn_pvw<1, PW1_KT, PW1_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
     CK(cudaFuncSetAttribute(k_attn_pvw<2, PW2_KT, PW2_S>, cudaFuncAttributeMaxDynamicSharedMemorySize, PW_SMEM_MAX));
@@ -1803,10 +1805,15 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                launch_attn(hb == 8 ? k_attn_one<8> : k_attn_one<16>,
-                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * AF_WARPS, osm, im->stream,
-                            true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
-                            (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
+                /* DSV4_ATTN_ONE_WARPS=16: 16 warps a block (the same sums, in the same order, over more warps) */
+                static int one_warps = -1;
+                if (one_warps < 0)
+                    one_warps = cuda_env_int("DSV4_ATTN_ONE_WARPS", AF_WARPS) == 16 && af16_fits ? 16 : AF_WARPS;
+                launch_attn(one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16> : k_attn_one<16, 16>)
+                                            : (hb == 8 ? k_attn_one<8> : k_attn_one<16>),
+                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps, osm,
+                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                            dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
             }
             uint16_t *qb = (uint16_t *)(sp + qb_off);

@@ -1,0 +1,25 @@
+#!/bin/sh
+# s69 w16/ (one H100 or H200; main at the bundle's commit, the base build 1f5e2a9 as *.base): k_attn_one with 16
+# warps a block (DSV4_ATTN_ONE_WARPS=16; k_attn_one<HB, 16>) against its 8 (the same binary) and the base. The same
+# sums in the same order over twice the warps: a warp a score tile (8 took up to two), a head's max, sum and
+# weights (8 took two heads each), 4 of the weighted sum's 8-dimension tiles (8 took 8), the join's pairs over 512
+# threads. s61 / s63's trace: weights ~2,100 cycles, weighted sum ~1,300, join ~3,800 after the copies - the phases
+# more warps can split. Checks first with the switch on: test_ops_cuda (every attention layout bit for bit), the
+# logits against the base build byte for byte, memcheck on k_attn_one; then the attention alone at 1-3 tokens (two
+# rounds) and decode at batch 1 (4k, 128k) and 3 (4k), two rounds.
+# Pack: AS=w16 BASE=<1f5e2a9's build-gpu> sh scripts/gpu_pack.sh
+set -u
+cd "$(dirname "$0")/../../../.."
+. scripts/gpu_call.sh
+call_begin w16
+export DSV4_ATTN_ONE_WARPS=16
+call_checks k_attn_one "--attn-only --batch 1,3 --contexts 4096,131072 --reps 1"
+unset DSV4_ATTN_ONE_WARPS
+call_kernels attn 2 "w16=env DSV4_ATTN_ONE_WARPS=16 $B/bench_kernels;w8=$B/bench_kernels;base=$B/bench_kernels.base" \
+  "--attn-only --batch 1,2,3 --contexts 4096,32768,131072"
+call_attn_ab w16 w8 base
+call_snap
+call_ab 2 "w16=env DSV4_ATTN_ONE_WARPS=16 $B/bench_cpu --overlap;w8=$B/bench_cpu --overlap" \
+  "b1x4k:--batch 1 --context 4096" "b1x128k:--batch 1 --context 131072" "b3x4k:--batch 3 --context 4096"
+sort "$R/ab.txt" | uniq
+call_end
