@@ -6,7 +6,8 @@
 # threads. s61 / s63's trace: weights ~2,100 cycles, weighted sum ~1,300, join ~3,800 after the copies - the phases
 # more warps can split. Checks first with the switch on: test_ops_cuda (every attention layout bit for bit), the
 # logits against the base build byte for byte, memcheck on k_attn_one; then the attention alone at 1-3 tokens (two
-# rounds) and decode at batch 1 (4k, 128k) and 3 (4k), two rounds.
+# rounds; w16one: 16 heads a block at one token too, one8's 8 otherwise) and decode at batch 1 (4k, 128k) and 3 (4k),
+# two rounds.
 # Pack: AS=w16 BASE=<1f5e2a9's build-gpu> sh scripts/gpu_pack.sh
 set -u
 cd "$(dirname "$0")/../../../.."
@@ -15,9 +16,10 @@ call_begin w16
 export DSV4_ATTN_ONE_WARPS=16
 call_checks k_attn_one "--attn-only --batch 1,3 --contexts 4096,131072 --reps 1"
 unset DSV4_ATTN_ONE_WARPS
-call_kernels attn 2 "w16=env DSV4_ATTN_ONE_WARPS=16 $B/bench_kernels;w8=$B/bench_kernels;base=$B/bench_kernels.base" \
+call_tune_file "$R/tune-one.json" '{"max_tokens": 3, "score_rows": 16, "sum": "one"}, {"max_tokens": 8, "score_rows": 16, "sum": "parts32"}, {"max_tokens": 32, "score_rows": 64, "sum": "wg64"}, {"max_tokens": 0, "score_rows": 64, "sum": "wg128"}'
+call_kernels attn 2 "w16=env DSV4_ATTN_ONE_WARPS=16 $B/bench_kernels;w16one=env DSV4_ATTN_ONE_WARPS=16 DSV4_TUNE=$R/tune-one.json $B/bench_kernels;w8=$B/bench_kernels;base=$B/bench_kernels.base" \
   "--attn-only --batch 1,2,3 --contexts 4096,32768,131072"
-call_attn_ab w16 w8 base
+call_attn_ab w16 w16one w8 base
 call_snap
 call_ab 2 "w16=env DSV4_ATTN_ONE_WARPS=16 $B/bench_cpu --overlap;w8=$B/bench_cpu --overlap" \
   "b1x4k:--batch 1 --context 4096" "b1x128k:--batch 1 --context 131072" "b3x4k:--batch 3 --context 4096"
