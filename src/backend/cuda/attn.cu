@@ -1328,7 +1328,7 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     return L;
 }
 
-template <int HB, int NW = AF_WARPS>
+template <int HB, int NW = AF_WARPS, bool SP = false>
 __global__ void __launch_bounds__(32 * NW)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1491,12 +1491,16 @@ __global__ void __launch_bounds__(32 * NW)
     cg::cluster_group cl = cg::this_cluster();
     /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
      * a time (a tile past the part's: zeros, never stored) */
-    for (int i0 = w; 8 * i0 < np16; i0 += 2 * NW) {
+    /* SP: the tiles in pairs (i, i + P), P = half the tiles rounded up, a warp a pair, so that each warp's q
+     * fragments serve two tiles (without it the warps past the pairs load them for one tile and read its rows
+     * twice: ~26 of the 32 16-byte loads a step where 8 warps take CSA's 10 tiles, ~20 with it) */
+    const int T8 = np16 >> 3, P2 = (T8 + 1) >> 1, off = SP ? P2 : NW;
+    for (int i0 = w; SP ? i0 < P2 : 8 * i0 < np16; i0 += SP ? NW : 2 * NW) {
         float acc[2][4];
 #pragma unroll
         for (int n = 0; n < 2; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-        const bool v1 = 8 * (i0 + NW) < np16;
-        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + NW) + g : ra;
+        const bool v1 = SP ? i0 + P2 < T8 : 8 * (i0 + NW) < np16;
+        const int ra = 8 * i0 + g, rb = v1 ? 8 * (i0 + off) + g : ra;
 #pragma unroll 4
         for (int d0 = 0; d0 < hd; d0 += 32) {
             const int c = d0 / 8 + tq;
@@ -1513,7 +1517,7 @@ __global__ void __launch_bounds__(32 * NW)
         for (int n = 0; n < 2; n++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * NW) + 2 * tq + (e & 1);
+                const int h = g + 8 * (e >> 1), j = 8 * (i0 + n * off) + 2 * tq + (e & 1);
                 if (j < np && (n == 0 || v1)) sc[h * SR + j] = acc[n][e] * A.scale;
             }
     }
@@ -1670,8 +1674,9 @@ void cuda_attn_init(size_t smem_optin)
 {
     {
         void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int,
-                             float *) = {k_attn_one<16>, k_attn_one<8>, k_attn_one<16, 16>, k_attn_one<8, 16>};
+                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
+            k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
+            k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
         size_t st = 0;
         for (auto k : kern) {
             cudaFuncAttributes fa;
@@ -1809,8 +1814,13 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one_warps = -1;
                 if (one_warps < 0)
                     one_warps = cuda_env_int("DSV4_ATTN_ONE_WARPS", AF_WARPS) == 16 && af16_fits ? 16 : AF_WARPS;
-                launch_attn(one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16> : k_attn_one<16, 16>)
-                                            : (hb == 8 ? k_attn_one<8> : k_attn_one<16>),
+                /* DSV4_ATTN_ONE_SP=1: the score tiles paired as (i, i + half) (k_attn_one's SP) */
+                static int one_sp = -1;
+                if (one_sp < 0) one_sp = cuda_env_int("DSV4_ATTN_ONE_SP", 0) == 1;
+                launch_attn(one_sp ? (one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16, 1> : k_attn_one<16, 16, 1>)
+                                                      : (hb == 8 ? k_attn_one<8, 8, 1> : k_attn_one<16, 8, 1>))
+                                   : (one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16> : k_attn_one<16, 16>)
+                                                      : (hb == 8 ? k_attn_one<8> : k_attn_one<16>)),
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps, osm,
                             im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
                             dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
