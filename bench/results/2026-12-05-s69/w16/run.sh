@@ -11,8 +11,8 @@
 #   (~2,900 cycles) reads ~256 KB of shared memory at 128 bytes a cycle - if that is its bound, ~-700 cycles.
 # Checks first with both switches on (and test_ops_cuda again with the pairs alone, 8 warps: their loop's second
 # round at 176-row parts): test_ops_cuda (every attention layout bit for bit), the logits against the base build
-# byte for byte, memcheck on k_attn_one. Then the attention alone at 1-3 tokens (two rounds; w16one: 16 warps and
-# 16 heads a block at one token too, one8's 8 otherwise) and decode at batch 1 (4k, 128k) and 3 (4k), two rounds.
+# byte for byte, memcheck on k_attn_one. Then the attention alone at 1-3 tokens (two rounds) and decode at batch 1
+# and 3 (4k), two rounds.
 # Pack: AS=w16 BASE=<1f5e2a9's build-gpu> sh scripts/gpu_pack.sh
 set -u
 cd "$(dirname "$0")/../../../.."
@@ -26,13 +26,12 @@ call_ops "attn|one"
 mv "$R/ops_cuda.txt.gz" "$R/ops_cuda-sp.txt.gz"
 unset DSV4_ATTN_ONE_SP
 call_snap
-call_tune_file "$R/tune-one.json" '{"max_tokens": 3, "score_rows": 16, "sum": "one"}, {"max_tokens": 8, "score_rows": 16, "sum": "parts32"}, {"max_tokens": 32, "score_rows": 64, "sum": "wg64"}, {"max_tokens": 0, "score_rows": 64, "sum": "wg128"}'
 W="env DSV4_ATTN_ONE_WARPS=16" S="env DSV4_ATTN_ONE_SP=1" WS="env DSV4_ATTN_ONE_WARPS=16 DSV4_ATTN_ONE_SP=1"
-call_kernels attn 2 "w16=$W $B/bench_kernels;sp8=$S $B/bench_kernels;sp16=$WS $B/bench_kernels;w16one=$WS DSV4_TUNE=$R/tune-one.json $B/bench_kernels;w8=$B/bench_kernels;base=$B/bench_kernels.base" \
+call_kernels attn 2 "w16=$W $B/bench_kernels;sp8=$S $B/bench_kernels;sp16=$WS $B/bench_kernels;w8=$B/bench_kernels;base=$B/bench_kernels.base" \
   "--attn-only --batch 1,2,3 --contexts 4096,32768,131072"
-call_attn_ab w16 sp8 sp16 w16one w8 base
+call_attn_ab w16 sp8 sp16 w8 base
 call_snap
 call_ab 2 "w16=$W $B/bench_cpu --overlap;sp8=$S $B/bench_cpu --overlap;sp16=$WS $B/bench_cpu --overlap;w8=$B/bench_cpu --overlap" \
-  "b1x4k:--batch 1 --context 4096" "b1x128k:--batch 1 --context 131072" "b3x4k:--batch 3 --context 4096"
+  "b1x4k:--batch 1 --context 4096" "b3x4k:--batch 3 --context 4096"
 sort "$R/ab.txt" | uniq
 call_end
