@@ -368,3 +368,18 @@ def ffn(path, replay=30):
         out.append({"kernel": name, "grid": r["grid"], "us": [round((int(r["start_ns"]) - t0) / 1e3, 2),
                                                               round((int(r["end_ns"]) - t0) / 1e3, 2)]})
     return out
+
+
+ATTN13_WHAT = ("the attention alone (bench_kernels --attn-only --batch 1,2,3 --contexts 4096,32768,131072; 64 heads "
+               "of 512, BF16 rows, reference numerics), µs a call by round")
+DECODE_OVL_WHAT = ("decode on 8 Flash-shaped layers (reference numerics, --fill-random, 16-token prompt, 64 steps, "
+                   "--overlap), ms a step from the third, by round")
+
+
+def attn_call(d, name, what, machine):
+    """A one-pass attention A/B call (s68 on): its attention tables by round, its decode rounds, attn-ab.txt and
+    bits.txt as lines."""
+    return {"what": what, "machine": machine, "attention_us": table_rounds(d, name, attn),
+            "decode_ms": call_rounds(d, name), "attn_ab": call_lines(d, name, "attn-ab.txt"),
+            "bits": call_lines(d, name, "bits.txt")}
+
