@@ -280,6 +280,8 @@ static dsv4_status bind_mat(binder *b, dsv4_w *w, const char *name, int64_t out,
              * quantise activations to FP8 per 128), but it is the checkpoint's as much as the others */
             w->input_scale = 1.0f;
             if (is && (st = bind_scalar_scale(b, is, "NVFP4 input scale", &w->input_scale))) return st;
+            w->aux_bytes = (uint32_t)(s2->nbytes + (is ? is->nbytes : 0));
+            b->bytes += w->aux_bytes;
             w->scale_cols = in / 16;
             b->n_nvfp4++;
         }
@@ -564,8 +566,8 @@ void dsv4_weights_free(dsv4_weights *w)
 uint64_t dsv4_w_bytes(const dsv4_w *w)
 {
     if (!w->name) return 0;
-    /* NVFP4: weight_scale_2 and input_scale, 4 bytes each, are stored beside them */
-    return dsv4_w_elem_bytes(w) + dsv4_w_scale_bytes(w) + (w->fmt == DSV4_WF_NVFP4 ? 8 : 0);
+    /* NVFP4: weight_scale_2 (and input_scale where the checkpoint has one) are stored beside them */
+    return dsv4_w_elem_bytes(w) + dsv4_w_scale_bytes(w) + w->aux_bytes;
 }
 
 uint64_t dsv4_layer_expert_bytes(const dsv4_layer_w *L, int E)

@@ -63,6 +63,8 @@ typedef struct {
     int block_rows, block_cols; /* FP8 scale blocks */
     float scale2;         /* NVFP4 global scale (weight_scale_2) */
     float input_scale;    /* NVFP4 activation scale (unused on CPU and Hopper) */
+    uint32_t aux_bytes;   /* NVFP4: the bytes its per-tensor scales take in the checkpoint (weight_scale_2, and
+                             input_scale where present) */
     bool no_act_quant;    /* reference numerics: keep BF16 activations (wo_a) */
     float *f32;           /* host FP32 copy of a small vector; owned */
     /* set by the backend's weight_load: what its ops read */
