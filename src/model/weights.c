@@ -280,8 +280,7 @@ static dsv4_status bind_mat(binder *b, dsv4_w *w, const char *name, int64_t out,
              * quantise activations to FP8 per 128), but it is the checkpoint's as much as the others */
             w->input_scale = 1.0f;
             if (is && (st = bind_scalar_scale(b, is, "NVFP4 input scale", &w->input_scale))) return st;
-            w->aux_bytes = (uint32_t)(s2->nbytes + (is ? is->nbytes : 0));
-            b->bytes += w->aux_bytes;
+            w->aux_bytes = (uint32_t)(s2->nbytes + (is ? is->nbytes : 0)); /* b->bytes has them (bind_scalar_scale) */
             w->scale_cols = in / 16;
             b->n_nvfp4++;
         }
@@ -618,7 +617,7 @@ static dsv4_status foreach_layer(dsv4_layer_w *L, int E, dsv4_status (*fn)(void 
     return DSV4_OK;
 }
 
-static dsv4_status foreach (dsv4_weights *w, bool mtp, dsv4_status(*fn)(void *ctx, dsv4_w *t), void *ctx)
+static dsv4_status walk(dsv4_weights *w, bool mtp, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
 {
     dsv4_w *g[] = {&w->embed, &w->head, &w->norm, &w->hc_head_fn, &w->hc_head_base, &w->hc_head_scale};
     dsv4_status st;
@@ -639,10 +638,10 @@ static dsv4_status foreach (dsv4_weights *w, bool mtp, dsv4_status(*fn)(void *ct
 
 dsv4_status dsv4_weights_foreach(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
 {
-    return foreach (w, true, fn, ctx);
+    return walk(w, true, fn, ctx);
 }
 
 dsv4_status dsv4_weights_foreach_run(dsv4_weights *w, dsv4_status (*fn)(void *ctx, dsv4_w *t), void *ctx)
 {
-    return foreach (w, false, fn, ctx);
+    return walk(w, false, fn, ctx);
 }

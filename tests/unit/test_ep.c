@@ -502,12 +502,16 @@ static void test_mtp_not_loaded(void **state)
     (void)state;
     char dir[1024];
     const char *src = getenv("DSV4_SRC");
-    snprintf(dir, sizeof dir, "%s/tests/fixtures/tiny_b", src ? src : ".");
-    for (int ep = 1; ep <= 2; ep++) {
+    /* tiny_b (MXFP4 experts with an MTP block), q_nvfp4 (NVFP4 experts, an MXFP4 MTP block) */
+    for (int k = 0; k < 4; k++) {
+        const int ep = 1 + k % 2;
+        snprintf(dir, sizeof dir, "%s/tests/fixtures/%s", src ? src : ".", k < 2 ? "tiny_b" : "q_nvfp4");
         dsv4_engine *e = open_engine(dir, ep, DSV4_NUMERICS_REFERENCE);
         const dsv4_weights *w = &e->w;
         assert_true(w->mtp.present);
         assert_true(w->mtp_bytes > 0 && w->mtp_bytes < w->bytes);
+        /* every stored tensor bound once: the bound bytes are the checkpoint's (NVFP4's per-tensor scales once) */
+        assert_int_equal(w->bytes, dsv4_st_total_bytes(e->st));
         assert_int_equal(dsv4_weights_run_bytes(w), w->bytes - w->mtp_bytes);
         /* a layer's vectors and matrices have their copy (the CPU reads matrices where they are mapped) */
         assert_non_null(w->layers[0].attn_norm.vec);
