@@ -1491,10 +1491,10 @@ __global__ void __launch_bounds__(32 * NW)
     cg::cluster_group cl = cg::this_cluster();
     /* the scores (k_attn_qk's MMA chain and permutation of K): warp w the 8-row tiles w, w + 8, ..., two at
      * a time (a tile past the part's: zeros, never stored) */
-    /* SP: the tiles in pairs (i, i + P), P = half the tiles rounded up, a warp a pair, so that each warp's q
-     * fragments serve two tiles (without it the warps past the pairs load them for one tile and read its rows
-     * twice: ~26 of the 32 16-byte loads a step where 8 warps take CSA's 10 tiles, ~20 with it) */
-    const int T8 = np16 >> 3, P2 = (T8 + 1) >> 1, off = SP ? P2 : NW;
+    /* SP: the tiles in pairs (i, i + P), P = half the tiles (np16 is a multiple of 16: T8 is even), a warp a pair,
+     * so that each warp's q fragments serve two tiles (without it the warps past the pairs load them for one tile
+     * and read its rows twice: 32 16-byte loads a step where 8 warps take CSA's 10 tiles, 20 with it) */
+    const int T8 = np16 >> 3, P2 = T8 >> 1, off = SP ? P2 : NW;
     for (int i0 = w; SP ? i0 < P2 : 8 * i0 < np16; i0 += SP ? NW : 2 * NW) {
         float acc[2][4];
 #pragma unroll
@@ -1668,23 +1668,25 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
  * (cuda_attn_init) */
 static size_t af_smem_max;
 static bool af_fits, af16_fits; /* with AF_WARPS warps a block, and with 16 */
+/* k_attn_one's instances, [4 * SP + 2 * (16 warps) + (8 heads a block)] */
+static void (*const af_kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
+                               const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
+    k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
+    k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
 {
     {
-        void (*const kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
-                             const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-            k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
-            k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
         size_t st = 0;
-        for (auto k : kern) {
+        for (auto k : af_kern) {
             cudaFuncAttributes fa;
             CK(cudaFuncGetAttributes(&fa, k));
             if (fa.sharedSizeBytes > st) st = fa.sharedSizeBytes;
         }
         af_smem_max = smem_optin > st ? smem_optin - st : 0;
-        for (auto k : kern) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
+        for (auto k : af_kern)
+            CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)af_smem_max));
         af_fits = cuda_cluster_fits(k_attn_one<16>, 32 * AF_WARPS, af_smem_max, AM_PARTS);
         af16_fits = cuda_cluster_fits(k_attn_one<16, 16>, 32 * 16, af_smem_max, AM_PARTS);
     }
@@ -1817,10 +1819,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 /* DSV4_ATTN_ONE_SP=1: the score tiles paired as (i, i + half) (k_attn_one's SP) */
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_int("DSV4_ATTN_ONE_SP", 0) == 1;
-                launch_attn(one_sp ? (one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16, 1> : k_attn_one<16, 16, 1>)
-                                                      : (hb == 8 ? k_attn_one<8, 8, 1> : k_attn_one<16, 8, 1>))
-                                   : (one_warps == 16 ? (hb == 8 ? k_attn_one<8, 16> : k_attn_one<16, 16>)
-                                                      : (hb == 8 ? k_attn_one<8> : k_attn_one<16>)),
+                launch_attn(af_kern[4 * one_sp + 2 * (one_warps == 16) + (hb == 8)],
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps, osm,
                             im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
                             dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
