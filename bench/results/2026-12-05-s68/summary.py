@@ -8,18 +8,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import attn, call_lines, call_rounds, table_rounds  # noqa: E402
-
-ATTN_WHAT = ("the attention alone (bench_kernels --attn-only --batch 1,2,3 --contexts 4096,32768,131072; 64 heads of "
-             "512, BF16 rows, reference numerics), µs a call by round")
-DECODE_WHAT = ("decode on 8 Flash-shaped layers (reference numerics, --fill-random, 16-token prompt, 64 steps, "
-               "--overlap), ms a step from the third, by round")
+from summary_lib import ATTN13_WHAT as ATTN_WHAT, DECODE_OVL_WHAT as DECODE_WHAT, attn_call  # noqa: E402
 
 
 def call(name, what, machine):
-    return {"what": what, "machine": machine, "attention_us": table_rounds(D, name, attn),
-            "decode_ms": call_rounds(D, name), "attn_ab": call_lines(D, name, "attn-ab.txt"),
-            "bits": call_lines(D, name, "bits.txt")}
+    return attn_call(D, name, what, machine)
 
 
 print(json.dumps({
