@@ -1306,13 +1306,14 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, rx, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
- * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
-__host__ __device__ inline af_lay af_layout(int hd, int RP)
+ * maxima and sums and the owned heads' factors and denominators, CSA's page table; with PH > 0 (push) the
+ * AM_PARTS parts' weighted sums of the PH heads a part owns, which the other parts store there. */
+__host__ __device__ inline af_lay af_layout(int hd, int RP, int PH = 0)
 {
     af_lay L;
     const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
@@ -1324,19 +1325,21 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.pt = L.mx + 3 * 64 * sizeof(float);
-    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
+    L.rx = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);           /* CSA: the slot's page table */
+    L.total = L.rx + (size_t)AM_PARTS * PH * hd * sizeof(float); /* push: the owned heads' parts' weighted sums */
     return L;
 }
 
-template <int HB, int NW = AF_WARPS, bool SP = false>
+template <int HB, int NW = AF_WARPS, bool SP = false, int PUSH = 0>
 __global__ void __launch_bounds__(32 * NW)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
                int RP, float *out)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
+    constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(hd, RP);
+    const af_lay L = af_layout(hd, RP, PUSH ? HO : 0);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
@@ -1347,7 +1350,6 @@ __global__ void __launch_bounds__(32 * NW)
     static_assert(3 * 16 + 2 * AM_PARTS <= 3 * 64, "k_attn_one: the owned heads' values fit");
     const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < HB ? A.H - h0 : HB; /* this block's heads */
-    constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
     static_assert(HB == AM_PARTS || HB == 2 * AM_PARTS, "k_attn_one: one or two heads a part");
 #ifdef AF_TRACE
     long long af_tr[24] = {0};
@@ -1567,14 +1569,43 @@ __global__ void __launch_bounds__(32 * NW)
     }
     __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
     AF_T();
+    /* PUSH (DSV4_ATTN_ONE_PUSH): each head's weighted sum goes to its owner's rx before the cluster barrier, so
+     * that the join reads its own shared memory after it and no block waits for the others' reads before it
+     * exits; 1: straight from the fragments (float2 stores to the heads' owners), 2: through ob, a warp a head's
+     * row (16-byte stores). Otherwise (0) the owners read every part's ob after the barrier. The same values
+     * either way, joined in the same order. */
+    float *rx = (float *)(af_sm + L.rx);
+    if (PUSH == 1) {
 #pragma unroll
-    for (int u = 0; u < PU; u++) {
-        const int n = w + NW * u;
-        if (n < NT8)
+        for (int u = 0; u < PU; u++) {
+            const int n = w + NW * u;
+            if (n < NT8)
 #pragma unroll
-            for (int e = 0; e < 4; e += 2)
-                *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
-                    make_float2(acc[u][e], acc[u][e + 1]);
+                for (int e = 0; e < 4; e += 2) {
+                    const int h = g + 8 * (e >> 1);
+                    if (h < nh)
+                        *(float2 *)(cl.map_shared_rank(rx, h / HO) + (p * HO + h % HO) * hd + 8 * n + 2 * tq) =
+                            make_float2(acc[u][e], acc[u][e + 1]);
+                }
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < PU; u++) {
+            const int n = w + NW * u;
+            if (n < NT8)
+#pragma unroll
+                for (int e = 0; e < 4; e += 2)
+                    *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
+                        make_float2(acc[u][e], acc[u][e + 1]);
+        }
+        if (PUSH == 2) {
+            __syncthreads();
+            for (int h = w; h < nh; h += NW) {
+                float *dst = cl.map_shared_rank(rx, h / HO) + (p * HO + h % HO) * hd;
+                const float *src = ob + h * (hd + 8);
+                for (int c = 4 * lane; c < hd; c += 128) *(float4 *)(dst + c) = *(const float4 *)(src + c);
+            }
+        }
     }
     cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
@@ -1595,11 +1626,12 @@ __global__ void __launch_bounds__(32 * NW)
         float2 r[2][AM_PARTS];
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const int e = e0 + u * blockDim.x, hl = HO * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
+            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e < npair && hl < nh)
 #pragma unroll
                 for (int q = 0; q < AM_PARTS; q++)
-                    r[u][q] = *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
+                    r[u][q] = PUSH ? *(const float2 *)(rx + (q * HO + hi) * hd + c)
+                                   : *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
@@ -1622,7 +1654,8 @@ __global__ void __launch_bounds__(32 * NW)
         }
     }
     AF_T();
-    cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
+    if (!PUSH)
+        cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
 #ifdef AF_TRACE
     AF_T();
     if (tid == 0 && t == 0 && blockIdx.y == 0) {
@@ -1671,8 +1704,10 @@ static bool af_fits, af16_fits; /* with AF_WARPS warps a block, and with 16 */
 /* k_attn_one's instances, [4 * SP + 2 * (16 warps) + (8 heads a block)] */
 static void (*const af_kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
                                const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-    k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
-    k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
+    k_attn_one<16>, k_attn_one<8>, k_attn_one<16, 16>, k_attn_one<8, 16>, k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>,
+    k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>,
+    /* PUSH 1 and 2 (8 warps, the tiles as they come): [8 + 2 * (PUSH - 1) + (8 heads a block)] */
+    k_attn_one<16, 8, 0, 1>, k_attn_one<8, 8, 0, 1>, k_attn_one<16, 8, 0, 2>, k_attn_one<8, 8, 0, 2>};
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
@@ -1819,10 +1854,22 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 /* DSV4_ATTN_ONE_SP=1: the score tiles paired as (i, i + half) (k_attn_one's SP) */
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_int("DSV4_ATTN_ONE_SP", 0) == 1;
-                launch_attn(af_kern[4 * one_sp + 2 * (one_warps == 16) + (hb == 8)],
-                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps, osm,
-                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
-                            dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
+                /* DSV4_ATTN_ONE_PUSH=1 / 2: the parts' weighted sums stored to their heads' owners before the cluster
+                 * barrier (k_attn_one's push), where the shared memory has room for them */
+                static int one_push = -1;
+                if (one_push < 0) {
+                    one_push = cuda_env_int("DSV4_ATTN_ONE_PUSH", 0);
+                    if (one_push != 1 && one_push != 2) one_push = 0;
+                }
+                const size_t psm = af_layout(hd, RP, hb / AM_PARTS).total;
+                const int push = one_push && psm <= af_smem_max ? one_push : 0;
+                const int ki = push && one_warps == AF_WARPS && !one_sp
+                                   ? 8 + 2 * (push - 1) + (hb == 8)
+                                   : 4 * one_sp + 2 * (one_warps == 16) + (hb == 8);
+                launch_attn(af_kern[ki], dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps,
+                            ki >= 8 ? psm : osm, im->stream, true, true, A, (const dsv4_seg *)im->d_segs,
+                            (const int32_t *)im->d_tok_seg, dpos, (const int32_t *)im->d_page_table, q, kv_new, idx,
+                            cnt, RP, out);
                 return A.ofreq != NULL;
             }
             uint16_t *qb = (uint16_t *)(sp + qb_off);
