@@ -1419,9 +1419,12 @@ __global__ void __launch_bounds__(32 * NW)
     }
     /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
      * the block's threads are a multiple of the pairs a head has) */
-    int dc = 2 * (tid % (hd >> 1));
-    float dcs = 0.0f, dsn = 0.0f;
-    if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
+    int dc = PUSH == 3 ? 4 * (tid % (hd >> 2)) : 2 * (tid % (hd >> 1));
+    float dcs = 0.0f, dsn = 0.0f, dcs2 = 0.0f, dsn2 = 0.0f; /* PUSH 3: the pairs c and c + 2 */
+    if (A.ofreq) {
+        attn_derot_cs(A, pos, dc, dcs, dsn);
+        if (PUSH == 3) attn_derot_cs(A, pos, dc + 2, dcs2, dsn2);
+    }
     /* the sink of the owned head this thread joins (tid < HO) */
     const float sink = tid < HO && HO * p + tid < nh ? A.sinks[h0 + HO * p + tid] : 0.0f;
     AF_T();
@@ -1572,8 +1575,8 @@ __global__ void __launch_bounds__(32 * NW)
     /* PUSH (DSV4_ATTN_ONE_PUSH): each head's weighted sum goes to its owner's rx before the cluster barrier, so
      * that the join reads its own shared memory after it and no block waits for the others' reads before it
      * exits; 1: straight from the fragments (float2 stores to the heads' owners), 2: through ob, a warp a head's
-     * row (16-byte stores). Otherwise (0) the owners read every part's ob after the barrier. The same values
-     * either way, joined in the same order. */
+     * row (16-byte stores). Otherwise (0) the owners read every part's ob after the barrier, a column pair a
+     * load (3: four columns a load). The same values either way, joined in the same order. */
     float *rx = (float *)(af_sm + L.rx);
     if (PUSH == 1) {
 #pragma unroll
@@ -1622,16 +1625,42 @@ __global__ void __launch_bounds__(32 * NW)
     /* this part's HO heads: the parts' sums joined in part order, divided, de-rotated (column pairs); two pairs'
      * loads in flight together */
     const int npair = HO * (hd >> 1);
-    for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
-        float2 r[2][AM_PARTS];
+    if (PUSH == 3) /* four columns a thread, each part's in one 16-byte load */
+        for (int e = tid; e < HO * (hd >> 2); e += blockDim.x) {
+            const int hi = e / (hd >> 2), hl = HO * p + hi, c = 4 * (e % (hd >> 2));
+            if (hl >= nh) continue;
+            float4 r[AM_PARTS];
+#pragma unroll
+            for (int q = 0; q < AM_PARTS; q++) r[q] = *(const float4 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dsv4_attn_join's order */
+#pragma unroll
+            for (int q = 0; q < AM_PARTS; q++) {
+                const float cq = cfo[hi * AM_PARTS + q];
+                v.x = __fmaf_rn(cq, r[q].x, v.x);
+                v.y = __fmaf_rn(cq, r[q].y, v.y);
+                v.z = __fmaf_rn(cq, r[q].z, v.z);
+                v.w = __fmaf_rn(cq, r[q].w, v.w);
+            }
+            const float d = dn[hi];
+            float v0 = v.x / d, v1 = v.y / d, v2 = v.z / d, v3 = v.w / d;
+            if (A.ofreq) {
+                if (c != dc) dc = c, attn_derot_cs(A, pos, c, dcs, dsn), attn_derot_cs(A, pos, c + 2, dcs2, dsn2);
+                attn_derot2(A, c, dcs, dsn, v0, v1);
+                attn_derot2(A, c + 2, dcs2, dsn2, v2, v3);
+            }
+            *(float4 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float4(v0, v1, v2, v3);
+        }
+    else
+        for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
+            float2 r[2][AM_PARTS];
 #pragma unroll
         for (int u = 0; u < 2; u++) {
             const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e < npair && hl < nh)
 #pragma unroll
                 for (int q = 0; q < AM_PARTS; q++)
-                    r[u][q] = PUSH ? *(const float2 *)(rx + (q * HO + hi) * hd + c)
-                                   : *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
+                    r[u][q] = PUSH == 1 || PUSH == 2 ? *(const float2 *)(rx + (q * HO + hi) * hd + c)
+                                                     : *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
@@ -1654,7 +1683,7 @@ __global__ void __launch_bounds__(32 * NW)
         }
     }
     AF_T();
-    if (!PUSH)
+    if (PUSH == 0 || PUSH == 3)
         cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
 #ifdef AF_TRACE
     AF_T();
@@ -1706,8 +1735,9 @@ static void (*const af_kern[])(attn_args, const dsv4_seg *, const int32_t *, con
                                const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
     k_attn_one<16>, k_attn_one<8>, k_attn_one<16, 16>, k_attn_one<8, 16>, k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>,
     k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>,
-    /* PUSH 1 and 2 (8 warps, the tiles as they come): [8 + 2 * (PUSH - 1) + (8 heads a block)] */
-    k_attn_one<16, 8, 0, 1>, k_attn_one<8, 8, 0, 1>, k_attn_one<16, 8, 0, 2>, k_attn_one<8, 8, 0, 2>};
+    /* PUSH 1 - 3 (8 warps, the tiles as they come): [8 + 2 * (PUSH - 1) + (8 heads a block)] */
+    k_attn_one<16, 8, 0, 1>, k_attn_one<8, 8, 0, 1>, k_attn_one<16, 8, 0, 2>, k_attn_one<8, 8, 0, 2>,
+    k_attn_one<16, 8, 0, 3>, k_attn_one<8, 8, 0, 3>};
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
@@ -1855,13 +1885,14 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_int("DSV4_ATTN_ONE_SP", 0) == 1;
                 /* DSV4_ATTN_ONE_PUSH=1 / 2: the parts' weighted sums stored to their heads' owners before the cluster
-                 * barrier (k_attn_one's push), where the shared memory has room for them */
+                 * barrier (k_attn_one's PUSH), where the shared memory has room for them; 3: read by the owners
+                 * after it as now, four columns a load */
                 static int one_push = -1;
                 if (one_push < 0) {
                     one_push = cuda_env_int("DSV4_ATTN_ONE_PUSH", 0);
-                    if (one_push != 1 && one_push != 2) one_push = 0;
+                    if (one_push < 1 || one_push > 3) one_push = 0;
                 }
-                const size_t psm = af_layout(hd, RP, hb / AM_PARTS).total;
+                const size_t psm = af_layout(hd, RP, one_push == 3 ? 0 : hb / AM_PARTS).total;
                 const int push = one_push && psm <= af_smem_max ? one_push : 0;
                 const int ki = push && one_warps == AF_WARPS && !one_sp
                                    ? 8 + 2 * (push - 1) + (hb == 8)
