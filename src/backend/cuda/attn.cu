@@ -1306,14 +1306,13 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, pt, rx, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
- * maxima and sums and the owned heads' factors and denominators, CSA's page table; with PH > 0 (push) the
- * AM_PARTS parts' weighted sums of the PH heads a part owns, which the other parts store there. */
-__host__ __device__ inline af_lay af_layout(int hd, int RP, int PH = 0)
+ * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
+__host__ __device__ inline af_lay af_layout(int hd, int RP)
 {
     af_lay L;
     const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
@@ -1325,21 +1324,19 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP, int PH = 0)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.pt = L.mx + 3 * 64 * sizeof(float);
-    L.rx = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t);           /* CSA: the slot's page table */
-    L.total = L.rx + (size_t)AM_PARTS * PH * hd * sizeof(float); /* push: the owned heads' parts' weighted sums */
+    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
     return L;
 }
 
-template <int HB, int NW = AF_WARPS, bool SP = false, int PUSH = 0>
+template <int HB, int NW = AF_WARPS, bool SP = false>
 __global__ void __launch_bounds__(32 * NW)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
                int RP, float *out)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
-    constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(hd, RP, PUSH ? HO : 0);
+    const af_lay L = af_layout(hd, RP);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
@@ -1350,6 +1347,7 @@ __global__ void __launch_bounds__(32 * NW)
     static_assert(3 * 16 + 2 * AM_PARTS <= 3 * 64, "k_attn_one: the owned heads' values fit");
     const int t = blockIdx.x, h0 = HB * blockIdx.y, p = blockIdx.z, tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < HB ? A.H - h0 : HB; /* this block's heads */
+    constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
     static_assert(HB == AM_PARTS || HB == 2 * AM_PARTS, "k_attn_one: one or two heads a part");
 #ifdef AF_TRACE
     long long af_tr[24] = {0};
@@ -1419,12 +1417,9 @@ __global__ void __launch_bounds__(32 * NW)
     }
     /* the de-rotation's angles of the first column pair this thread stores (a thread keeps its pair where
      * the block's threads are a multiple of the pairs a head has) */
-    int dc = PUSH == 3 ? 4 * (tid % (hd >> 2)) : 2 * (tid % (hd >> 1));
-    float dcs = 0.0f, dsn = 0.0f, dcs2 = 0.0f, dsn2 = 0.0f; /* PUSH 3: the pairs c and c + 2 */
-    if (A.ofreq) {
-        attn_derot_cs(A, pos, dc, dcs, dsn);
-        if (PUSH == 3) attn_derot_cs(A, pos, dc + 2, dcs2, dsn2);
-    }
+    int dc = 2 * (tid % (hd >> 1));
+    float dcs = 0.0f, dsn = 0.0f;
+    if (A.ofreq) attn_derot_cs(A, pos, dc, dcs, dsn);
     /* the sink of the owned head this thread joins (tid < HO) */
     const float sink = tid < HO && HO * p + tid < nh ? A.sinks[h0 + HO * p + tid] : 0.0f;
     AF_T();
@@ -1572,43 +1567,14 @@ __global__ void __launch_bounds__(32 * NW)
     }
     __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
     AF_T();
-    /* PUSH (DSV4_ATTN_ONE_PUSH): each head's weighted sum goes to its owner's rx before the cluster barrier, so
-     * that the join reads its own shared memory after it and no block waits for the others' reads before it
-     * exits; 1: straight from the fragments (float2 stores to the heads' owners), 2: through ob, a warp a head's
-     * row (16-byte stores). Otherwise (0) the owners read every part's ob after the barrier, a column pair a
-     * load (3: four columns a load). The same values either way, joined in the same order. */
-    float *rx = (float *)(af_sm + L.rx);
-    if (PUSH == 1) {
 #pragma unroll
-        for (int u = 0; u < PU; u++) {
-            const int n = w + NW * u;
-            if (n < NT8)
+    for (int u = 0; u < PU; u++) {
+        const int n = w + NW * u;
+        if (n < NT8)
 #pragma unroll
-                for (int e = 0; e < 4; e += 2) {
-                    const int h = g + 8 * (e >> 1);
-                    if (h < nh)
-                        *(float2 *)(cl.map_shared_rank(rx, h / HO) + (p * HO + h % HO) * hd + 8 * n + 2 * tq) =
-                            make_float2(acc[u][e], acc[u][e + 1]);
-                }
-        }
-    } else {
-#pragma unroll
-        for (int u = 0; u < PU; u++) {
-            const int n = w + NW * u;
-            if (n < NT8)
-#pragma unroll
-                for (int e = 0; e < 4; e += 2)
-                    *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
-                        make_float2(acc[u][e], acc[u][e + 1]);
-        }
-        if (PUSH == 2) {
-            __syncthreads();
-            for (int h = w; h < nh; h += NW) {
-                float *dst = cl.map_shared_rank(rx, h / HO) + (p * HO + h % HO) * hd;
-                const float *src = ob + h * (hd + 8);
-                for (int c = 4 * lane; c < hd; c += 128) *(float4 *)(dst + c) = *(const float4 *)(src + c);
-            }
-        }
+            for (int e = 0; e < 4; e += 2)
+                *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
+                    make_float2(acc[u][e], acc[u][e + 1]);
     }
     cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
@@ -1625,42 +1591,15 @@ __global__ void __launch_bounds__(32 * NW)
     /* this part's HO heads: the parts' sums joined in part order, divided, de-rotated (column pairs); two pairs'
      * loads in flight together */
     const int npair = HO * (hd >> 1);
-    if (PUSH == 3) /* four columns a thread, each part's in one 16-byte load */
-        for (int e = tid; e < HO * (hd >> 2); e += blockDim.x) {
-            const int hi = e / (hd >> 2), hl = HO * p + hi, c = 4 * (e % (hd >> 2));
-            if (hl >= nh) continue;
-            float4 r[AM_PARTS];
-#pragma unroll
-            for (int q = 0; q < AM_PARTS; q++) r[q] = *(const float4 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
-            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f); /* dsv4_attn_join's order */
-#pragma unroll
-            for (int q = 0; q < AM_PARTS; q++) {
-                const float cq = cfo[hi * AM_PARTS + q];
-                v.x = __fmaf_rn(cq, r[q].x, v.x);
-                v.y = __fmaf_rn(cq, r[q].y, v.y);
-                v.z = __fmaf_rn(cq, r[q].z, v.z);
-                v.w = __fmaf_rn(cq, r[q].w, v.w);
-            }
-            const float d = dn[hi];
-            float v0 = v.x / d, v1 = v.y / d, v2 = v.z / d, v3 = v.w / d;
-            if (A.ofreq) {
-                if (c != dc) dc = c, attn_derot_cs(A, pos, c, dcs, dsn), attn_derot_cs(A, pos, c + 2, dcs2, dsn2);
-                attn_derot2(A, c, dcs, dsn, v0, v1);
-                attn_derot2(A, c + 2, dcs2, dsn2, v2, v3);
-            }
-            *(float4 *)(out + ((size_t)t * A.H + h0 + hl) * hd + c) = make_float4(v0, v1, v2, v3);
-        }
-    else
-        for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
-            float2 r[2][AM_PARTS];
+    for (int e0 = tid; e0 < npair; e0 += 2 * blockDim.x) {
+        float2 r[2][AM_PARTS];
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
+            const int e = e0 + u * blockDim.x, hl = HO * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
             if (e < npair && hl < nh)
 #pragma unroll
                 for (int q = 0; q < AM_PARTS; q++)
-                    r[u][q] = PUSH == 1 || PUSH == 2 ? *(const float2 *)(rx + (q * HO + hi) * hd + c)
-                                                     : *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
+                    r[u][q] = *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
@@ -1683,8 +1622,7 @@ __global__ void __launch_bounds__(32 * NW)
         }
     }
     AF_T();
-    if (PUSH == 0 || PUSH == 3)
-        cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
+    cluster_reads_done(); /* every part's shared memory stays until all have read it (each read value stored) */
 #ifdef AF_TRACE
     AF_T();
     if (tid == 0 && t == 0 && blockIdx.y == 0) {
@@ -1733,11 +1671,8 @@ static bool af_fits, af16_fits; /* with AF_WARPS warps a block, and with 16 */
 /* k_attn_one's instances, [4 * SP + 2 * (16 warps) + (8 heads a block)] */
 static void (*const af_kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
                                const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-    k_attn_one<16>, k_attn_one<8>, k_attn_one<16, 16>, k_attn_one<8, 16>, k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>,
-    k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>,
-    /* PUSH 1 - 3 (8 warps, the tiles as they come): [8 + 2 * (PUSH - 1) + (8 heads a block)] */
-    k_attn_one<16, 8, 0, 1>, k_attn_one<8, 8, 0, 1>, k_attn_one<16, 8, 0, 2>, k_attn_one<8, 8, 0, 2>,
-    k_attn_one<16, 8, 0, 3>, k_attn_one<8, 8, 0, 3>};
+    k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
+    k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
@@ -1877,30 +1812,25 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                 static int one8_rows = -1;
                 if (one8_rows < 0) one8_rows = cuda_env_int("DSV4_ATTN_ONE8_ROWS", AF_MAX_ROWS);
                 const int hb = ch->sum == DSV4_SUM_ONE8 && RP <= one8_rows ? 8 : 16;
-                /* DSV4_ATTN_ONE_WARPS=16: 16 warps a block (the same sums, in the same order, over more warps) */
+                /* 16 warps a block (the same sums, in the same order, over more warps) from 2 tokens, or where a
+                 * part may hold 96 rows (CSA; HCA past ~50k): at one token CSA 1 x 4k 10.28-10.32 against
+                 * 10.45-10.47 us with 8, HCA 128k 12.0-12.2 against 13.1-13.2, but HCA 4k 7.28-7.32 against
+                 * 6.86-6.90; from 2 tokens 2-13 % faster (bench/results/2026-12-06-s70/one/, an H100).
+                 * DSV4_ATTN_ONE_WARPS=8 / 16 takes one everywhere (measurement knobs) */
                 static int one_warps = -1;
-                if (one_warps < 0)
-                    one_warps = cuda_env_int("DSV4_ATTN_ONE_WARPS", AF_WARPS) == 16 && af16_fits ? 16 : AF_WARPS;
-                /* DSV4_ATTN_ONE_SP=1: the score tiles paired as (i, i + half) (k_attn_one's SP) */
-                static int one_sp = -1;
-                if (one_sp < 0) one_sp = cuda_env_int("DSV4_ATTN_ONE_SP", 0) == 1;
-                /* DSV4_ATTN_ONE_PUSH=1 / 2: the parts' weighted sums stored to their heads' owners before the cluster
-                 * barrier (k_attn_one's PUSH), where the shared memory has room for them; 3: read by the owners
-                 * after it as now, four columns a load */
-                static int one_push = -1;
-                if (one_push < 0) {
-                    one_push = cuda_env_int("DSV4_ATTN_ONE_PUSH", 0);
-                    if (one_push < 1 || one_push > 3) one_push = 0;
+                if (one_warps < 0) {
+                    one_warps = cuda_env_int("DSV4_ATTN_ONE_WARPS", 0);
+                    if (one_warps != 8 && one_warps != 16) one_warps = 0;
                 }
-                const size_t psm = af_layout(hd, RP, one_push == 3 ? 0 : hb / AM_PARTS).total;
-                const int push = one_push && psm <= af_smem_max ? one_push : 0;
-                const int ki = push && one_warps == AF_WARPS && !one_sp
-                                   ? 8 + 2 * (push - 1) + (hb == 8)
-                                   : 4 * one_sp + 2 * (one_warps == 16) + (hb == 8);
-                launch_attn(af_kern[ki], dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * one_warps,
-                            ki >= 8 ? psm : osm, im->stream, true, true, A, (const dsv4_seg *)im->d_segs,
-                            (const int32_t *)im->d_tok_seg, dpos, (const int32_t *)im->d_page_table, q, kv_new, idx,
-                            cnt, RP, out);
+                const int nw = af16_fits && (one_warps ? one_warps == 16 : nt >= 2 || RP >= 96) ? 16 : AF_WARPS;
+                /* the score tiles paired as (i, i + half) (k_attn_one's SP): 1.5-4 % faster with 8 warps, part of
+                 * the gain with 16; DSV4_ATTN_ONE_SP=0 the tiles as they come (a measurement's knob) */
+                static int one_sp = -1;
+                if (one_sp < 0) one_sp = cuda_env_on("DSV4_ATTN_ONE_SP");
+                launch_attn(af_kern[4 * one_sp + 2 * (nw == 16) + (hb == 8)],
+                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * nw, osm, im->stream, true,
+                            true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
+                            (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
             }
             uint16_t *qb = (uint16_t *)(sp + qb_off);
