@@ -27,6 +27,9 @@ print(json.dumps({
                     "part may hold 96 rows) against 1f5e2a9 (base); " + ATTN_WHAT + "; test_ops_cuda, the logits byte "
                     "for byte, memcheck at 1-2 tokens", "machine": H100, "attention_us": table_rounds(D, "def", attn),
             "attn_ab": call_lines(D, "def", "attn-ab.txt"), "bits": call_lines(D, "def", "bits.txt")},
+    "h2": {"what": "c34e4e77 (the same kernels as def/) against 1f5e2a9 (base), asked of an H200 and run on an H100; "
+                   + ATTN_WHAT, "machine": H100, "attention_us": table_rounds(D, "h2", attn),
+           "attn_ab": call_lines(D, "h2", "attn-ab.txt")},
     "dec": {"what": "fa70e0dd (the def/ bundle) against 1f5e2a9 (base): " + DECODE_OVL_WHAT + " at batch 2 and 3 x 4k",
             "machine": H100, "decode_ms": call_rounds(D, "dec")},
 }, indent=1, ensure_ascii=False))
