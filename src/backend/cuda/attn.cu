@@ -1823,8 +1823,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                     if (one_warps != 8 && one_warps != 16) one_warps = 0;
                 }
                 const int nw = af16_fits && (one_warps ? one_warps == 16 : nt >= 2 || RP >= 96) ? 16 : AF_WARPS;
-                /* the score tiles paired as (i, i + half) (k_attn_one's SP): 1.5-4 % faster with 8 warps, part of
-                 * the gain with 16; DSV4_ATTN_ONE_SP=0 the tiles as they come (a measurement's knob) */
+                /* the score tiles paired as (i, i + half) (k_attn_one's SP): 0-3 % faster with 8 warps at every shape
+                 * one/ timed, part of the gain with 16; DSV4_ATTN_ONE_SP=0 the tiles as they come (a knob) */
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_on("DSV4_ATTN_ONE_SP");
                 launch_attn(af_kern[4 * one_sp + 2 * (nw == 16) + (hb == 8)],
