@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-06, s71: k_attn_one's s70 defaults under the whole GPU suite, dsv4
+tune on the current kernels, the 5-8 token rows of the tuning table) as one JSON:
+    python3 bench/results/2026-12-06-s71/summary.py > bench/results/mixed-2026-12-06-s71.json
+Standard library only."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
+from summary_lib import DECODE_OVL_WHAT, attn, call_lines, call_rounds, suite, table_rounds  # noqa: E402
+
+H100 = "H100 80GB HBM3, 1,980 MHz (copy 3,021 GB/s in h200t/'s runs); asked of an H200"
+out = {
+    "session": "s71, 2026-12-06",
+    "h200t": {"what": "c34e4e77 (k_attn_one's s70 defaults) against 1f5e2a9 (base): the attention alone (bench_kernels "
+                      "--attn-only --batch 1,2,3 --contexts 4096,131072; 64 heads of 512, BF16 rows, reference "
+                      "numerics), µs a call by round; then dsv4 tune (tune-dev.json)",
+              "machine": H100, "attention_us": table_rounds(D, "h200t", attn),
+              "attn_ab": call_lines(D, "h200t", "attn-ab.txt"),
+              "tune": json.load(open(os.path.join(D, "h200t", "tune-dev.json")))["attention"]},
+    "h200v": {"what": "c34e4e77: the whole GPU suite (scripts/gpu_verify.sh: every CUDA test, the logits byte for byte "
+                      "against 1f5e2a9, compute-sanitizer)", "machine": H100, "suite": suite(D, "h200v"),
+              "bits": call_lines(D, "h200v", "bits.txt")},
+}
+if os.path.exists(os.path.join(D, "tun8", "ab.txt")):
+    out["tun8"] = {"what": "c34e4e77 with tune8.json (parts32 / 16 rows to 4 tokens, parts64 / 64 rows at 5-8) against "
+                           "the built-in table (parts32 / 16 to 8): the attention alone at 4-8 tokens, 4k / 32k / 128k, "
+                           "µs a call by round; " + DECODE_OVL_WHAT + " at batch 6 / 8",
+                   "machine": H100, "attention_us": table_rounds(D, "tun8", attn),
+                   "attn_ab": call_lines(D, "tun8", "attn-ab.txt"), "decode_ms": call_rounds(D, "tun8")}
+print(json.dumps(out, indent=1, ensure_ascii=False))
