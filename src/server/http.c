@@ -808,8 +808,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             srv_error_set(&e, 405, "invalid_request_error", "", "%s is not allowed on %.200s (use %s)", method, url,
                           post ? "POST" : "GET");
             char *json = srv_error_json(&e);
-            struct MHD_Response *r =
-                MHD_create_response_from_buffer(json ? strlen(json) : 0, json ? json : "", MHD_RESPMEM_MUST_COPY);
+            if (!json) return send_json(h, c, 500, NULL); /* the out-of-memory answer every other path gives */
+            struct MHD_Response *r = MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_COPY);
             free(json);
             if (!r) return MHD_NO;
             MHD_add_response_header(r, "Content-Type", "application/json");
