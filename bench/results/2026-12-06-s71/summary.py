@@ -8,7 +8,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import DECODE_OVL_WHAT, attn, call_lines, call_rounds, suite, table_rounds  # noqa: E402
+from summary_lib import (DECODE_OVL_WHAT, attn, call_lines, call_rounds, experts_alone, prefills, suite,  # noqa: E402
+                         table_rounds)
 
 H100 = "H100 80GB HBM3, 1,980 MHz (copy 3,021 GB/s in h200t/'s runs); asked of an H200"
 out = {
@@ -29,4 +30,16 @@ if os.path.exists(os.path.join(D, "tun8", "ab.txt")):
                            "µs a call by round; " + DECODE_OVL_WHAT + " at batch 6 / 8",
                    "machine": H100, "attention_us": table_rounds(D, "tun8", attn),
                    "attn_ab": call_lines(D, "tun8", "attn-ab.txt"), "decode_ms": call_rounds(D, "tun8")}
+if os.path.exists(os.path.join(D, "moew", "ab.txt")):
+    out["moew"] = {"what": "moew.diff on 827a9bb9 (the experts' FP4 words transposed within each 128-column group, one "
+                           "16-byte shared load a row, 64-byte stage rows, the two-row-block reference kernels under "
+                           "launch bounds of four blocks an SM; not landed) against c34e4e77's kernels (base): "
+                           "test_ops_cuda in four configurations, the logits byte for byte, memcheck on k_moe16; the "
+                           "experts alone (bench_kernels --experts-only, reference numerics), µs a call by round; "
+                           + DECODE_OVL_WHAT + " at batch 1 / 16; a warm 4,096-token prefill",
+                   "machine": "H100 80GB HBM3, 1,980 MHz (copy 3,026 GB/s in moew/'s runs); asked of an H200",
+                   "checks": call_lines(D, "moew", "bits.txt") + [ln for ln in call_lines(D, "moew", "san-k_moe16.txt")
+                                                                if "ERROR SUMMARY" in ln],
+                   "experts_us": experts_alone(D, "moew"), "decode_ms": call_rounds(D, "moew"),
+                   "prefill_4096": prefills(os.path.join(D, "moew"))}
 print(json.dumps(out, indent=1, ensure_ascii=False))
