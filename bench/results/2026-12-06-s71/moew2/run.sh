@@ -1,7 +1,7 @@
 #!/bin/sh
 # s71 moew2/ (the bundle packed from moew2.diff on 188af2d7, c34e4e77's kernels as *.base): moew/'s transposed FP4
 # words with launch bounds of four blocks an SM on every k_moe16 reference kernel of one n tile (moew/ had them on
-# the two-row-block ones only). ptxas then gives the one-row-block kernels 128 registers (104 in moew/, 120-127 in
+# the two-row-block ones only). ptxas then gives the one-row-block kernels 128 registers (102-104 in moew/, 120-124 in
 # the base) and issues every weight and B load of a group before its first MMA, as the base's SASS does; moew/'s
 # batch 1 was 3 % slower alone. The experts alone at 1 / 4 / 8 / 16 tokens and decode at batch 1 / 16 against the
 # base, one round; then test_ops_cuda and the logits. Prepared in s71, NOT run (the session's device time ran out):
