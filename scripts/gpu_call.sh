@@ -21,12 +21,16 @@
 #   call_end
 set -u
 . scripts/gpu_env.sh # $OUT, LD_LIBRARY_PATH, B=.gpu, the bundle unpacked
+# call_begin NAME also keeps the GPU's name and clocks in $R/machine.txt and prints them (the records since s64 each
+# wrote them out; a run.sh written before this still does, to the same file).
 call_begin() {
   R=/tmp/$1
   rm -rf "$R" && mkdir -p "$R"
   OUT_SAVE=$OUT
   export OUT="$R"
   call_check_pack | tee "$R/pack.txt"
+  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$R/machine.txt" 2>&1
+  cat "$R/machine.txt"
 }
 # call_check_pack - what the bundle is, printed first (and kept as $R/pack.txt): its commit.txt, and a loud line where
 # it was packed from a tree with uncommitted changes (s62's review found a stale bundle of another tree in .gpu) or
@@ -115,11 +119,9 @@ call_tune_file() {
     "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$2" > "$1"
 }
 # call_checks KERNEL ARGS - what a kernel change's timing call checks first (s68's pipe/, bulk/ and bulk2/ wrote it out
-# each): the GPU's name and clocks ($R/machine.txt, printed), call_ops on the attention's cases, call_bits (the logits
-# against the bundle's base build) and call_memcheck KERNEL ARGS.
+# each): call_ops on the attention's cases, call_bits (the logits against the bundle's base build) and call_memcheck
+# KERNEL ARGS (the GPU's name and clocks are call_begin's).
 call_checks() {
-  nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$R/machine.txt" 2>&1
-  cat "$R/machine.txt"
   call_ops "attn|one"
   call_bits
   call_memcheck "$1" "$2"

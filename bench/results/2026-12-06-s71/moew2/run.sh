@@ -11,7 +11,6 @@ set -u
 cd "$(dirname "$0")/../../../.."
 . scripts/gpu_call.sh
 call_begin moew2
-nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv > "$R/machine.txt" 2>&1
 call_kernels experts 1 "new=$B/bench_kernels;base=$B/bench_kernels.base" "--experts-only --batch 1,4,8,16"
 for f in "$R"/experts-*.txt; do echo "$f"; grep -h "experts (ref.) " "$f"; done
 call_snap
