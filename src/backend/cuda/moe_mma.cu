@@ -463,16 +463,24 @@ __device__ __forceinline__ void fp4_eo(uint32_t w, uint32_t &e, uint32_t &o)
 }
 
 /* Tensor blockIdx.y of a layer's expert table (w1 | w3 | w2, E each) into the layout, its experts in
- * [lo, hi) only (expert parallelism: the others are not this rank's). */
+ * [lo, hi) only (expert parallelism: the others are not this rank's). Each word through fp4_pack_word, and each
+ * row's 128-column groups (64 bytes: 16-byte units u = 0..3 of four words t) with their words transposed: word t of
+ * unit u at bytes 16t + 4u, so that a lane (g, t) of the MMA kernels reads its four words of a row (one of each
+ * unit) as one 16-byte load (cuda_moe_mma_eligible: rows of whole 128-column groups, 16-byte aligned). */
 __global__ void k_fp4_pack(const wdesc *tab, int E, int lo, int hi)
 {
     const int i = blockIdx.y, e = i % E;
     if (e < lo || e >= hi) return;
     const wdesc d = tab[i];
-    uint32_t *w = (uint32_t *)((char *)d.data + d.row0 * d.row_bytes);
-    const size_t n = (size_t)d.rows * (size_t)d.row_bytes / 4;
-    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x)
-        w[j] = fp4_pack_word(w[j]);
+    uint4 *w = (uint4 *)((char *)d.data + d.row0 * d.row_bytes);
+    const size_t n = (size_t)d.rows * (size_t)d.row_bytes / 64; /* the groups */
+    for (size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += (size_t)gridDim.x * blockDim.x) {
+        const uint4 a = w[4 * j], b = w[4 * j + 1], c = w[4 * j + 2], f = w[4 * j + 3]; /* units 0..3 */
+        w[4 * j] = make_uint4(fp4_pack_word(a.x), fp4_pack_word(b.x), fp4_pack_word(c.x), fp4_pack_word(f.x));
+        w[4 * j + 1] = make_uint4(fp4_pack_word(a.y), fp4_pack_word(b.y), fp4_pack_word(c.y), fp4_pack_word(f.y));
+        w[4 * j + 2] = make_uint4(fp4_pack_word(a.z), fp4_pack_word(b.z), fp4_pack_word(c.z), fp4_pack_word(f.z));
+        w[4 * j + 3] = make_uint4(fp4_pack_word(a.w), fp4_pack_word(b.w), fp4_pack_word(c.w), fp4_pack_word(f.w));
+    }
 }
 
 /* The layer's FP4 experts (this rank's) into the F16 path's layout (fp4_pack_word), in place on the current
@@ -543,7 +551,7 @@ __global__ void k_moe_pack16(const float *src, int ld, int nrows, int K, uint32_
 }
 
 /* One row pair's weights of a 128-column group: rows g and g + 8 of an m tile,
- * 4 words each (unit u: bytes 16u + 4t), and their scale words (MXFP4: the
+ * 4 words each (unit u's word t: bytes 16t + 4u in the layout, k_fp4_pack), and their scale words (MXFP4: the
  * group's 4 E8M0 bytes; NVFP4: its 8 E4M3 bytes), as read from a ring stage. */
 struct wq16 {
     uint32_t q[2][4];
@@ -643,15 +651,15 @@ __device__ __forceinline__ int moe_part_group(int i, int nkg)
     }
     return p + MOE_KST * i;
 }
-#define W_ROW      80 /* k_moe_wg's rows: 64 bytes 80 apart */
-/* A stage's weight rows, so the lanes' word reads of rows g (and g + 8) hit 32 distinct banks. With B in
- * the ring (SW): 64 bytes each, unit u of row r at 16 (u ^ (r / 2 % 4)) - 4.25 KB a stage, 51 KB of rings a
- * block, so an SM holds four blocks instead of three (measured with the group scales loaded a group ahead:
- * the experts 10-15 % faster at batch 16-64). Without (plain numerics, prefill tiles): rows 80 bytes apart, as
- * before - there the XOR's address arithmetic cost 40 instructions a group and nothing was gained. */
-template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
+#define W_ROW 64 /* a stage's weight rows (k_moe16's, k_moe8w's, k_moe_wg's): 64 bytes, contiguous */
+/* Chunk k of a stage's weight row r (the layout's words t = k of the row's four units, k_fp4_pack). A lane (g, t)
+ * reads its 16 bytes of rows g and g + 8 (.. 24 + g) with one 16-byte load a row, eight lanes a phase: rows 2i and
+ * 2i + 1 whole, 128 contiguous bytes, every bank once. (Up to s71 a lane read four 4-byte words a row, one of each
+ * 16-byte unit: rows 80 bytes apart, or with B in the ring 64 with the units XOR-swizzled by row, so that the 32
+ * lanes' words met 32 distinct banks - 16 loads a group where there are 4 now.) */
+__device__ __forceinline__ int moe_wofs(int r, int k)
 {
-    return SW ? r * 64 + 16 * (u ^ ((r >> 1) & 3)) : r * W_ROW + 16 * u;
+    return r * W_ROW + 16 * k;
 }
 /* B through the ring too with one activation part (reference numerics); with
  * two (plain) its 4 KB a stage would cost a block per SM, so the lanes load
@@ -668,8 +676,7 @@ template <bool SW> __device__ __forceinline__ int moe_wofs(int r, int u)
 /* BP: the pairs whose B fragments a stage holds (8: a whole n tile; 2: tiles of at most 2 pairs, lanes 0-7's
  * fragments: moe16_bp2). */
 template <int NP, int BP = 8> struct moe_stage {
-    static constexpr bool SW = MOE_BR(NP);
-    uint8_t w[32 * (SW ? 64 : W_ROW)];
+    uint8_t w[32 * W_ROW];
     uint32_t s[32][2];
     uint4 b[MOE_BR(NP) ? NP * 4 * 4 * BP : 1];
 };
@@ -732,7 +739,7 @@ __device__ __forceinline__ void moe_issue_w(moe_stage<NP, BP> &st, const moe_src
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int c = lane + 32 * i;
-        cp_async16_l2pf(st.w + moe_wofs<moe_stage<NP>::SW>(c >> 2, c & 3), src.w[i] + kg * 64, src.wok[i]);
+        cp_async16_l2pf(st.w + moe_wofs(c >> 2, c & 3), src.w[i] + kg * 64, src.wok[i]);
     }
     if (sbytes == 4) cp_async<4>(&st.s[lane][0], src.s + kg * 4, src.sok);
     else cp_async<8>(&st.s[lane][0], src.s + kg * 8, src.sok);
@@ -750,17 +757,14 @@ __device__ __forceinline__ void moe_issue_b(moe_stage<NP, BP> &st, const moe_src
                              (const uint4 *)((const uint32_t *)src.b + p * plane) + kg * 16 + u * 4, src.bok);
 }
 
-/* Where lane (g, t) reads word t of unit u of a stage's row g: moe_wofs(g, u) + 4t; rows 16T + 8h + g
- * add moe_wofs(16T + 8h, 0) (their r / 2 % 4 is g's). Computed once, outside the loops. */
+/* Where lane (g, t) reads its four words (word t of each unit: the layout's 16-byte chunk t, k_fp4_pack) of a
+ * stage's row g: moe_wofs(g, t); rows 16T + 8h + g add moe_wofs(16T + 8h, 0). Computed once, outside the loops. */
 struct moe_lofs {
-    int o[4];
+    int o;
 };
-template <bool SW> __device__ __forceinline__ moe_lofs moe_lofs_of(int g, int t)
+__device__ __forceinline__ moe_lofs moe_lofs_of(int g, int t)
 {
-    moe_lofs l;
-#pragma unroll
-    for (int u = 0; u < 4; u++) l.o[u] = moe_wofs<SW>(g, u) + 4 * t;
-    return l;
+    return moe_lofs{moe_wofs(g, t)};
 }
 
 /* The lane's words of tile T from a stage (rows g, g + 8). */
@@ -770,9 +774,8 @@ __device__ __forceinline__ void stage_words(const moe_stage<NP, BP> &st, int T, 
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int r = 16 * T + 8 * h + g;
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-            o.q[h][u] = *(const uint32_t *)(st.w + moe_wofs<moe_stage<NP>::SW>(16 * T + 8 * h, 0) + lo.o[u]);
+        const uint4 v = *(const uint4 *)(st.w + moe_wofs(16 * T + 8 * h, 0) + lo.o);
+        o.q[h][0] = v.x, o.q[h][1] = v.y, o.q[h][2] = v.z, o.q[h][3] = v.w;
         o.s[h][0] = st.s[r][0], o.s[h][1] = st.s[r][1];
     }
 }
@@ -867,7 +870,7 @@ __device__ __forceinline__ void moe16_part(moe_stage<SP, BP> *ring, const wdesc 
         }
     };
     if (XPF) load_xs(kg0, xq);
-    const moe_lofs lo = moe_lofs_of<moe_stage<SP>::SW>(g, t);
+    const moe_lofs lo = moe_lofs_of(g, t);
     int cur = 0;
     /* row block r's groups (r a constant: its sums into acc[r NTT + j] stay in registers) */
     auto rows = [&](auto rc) {
@@ -975,11 +978,14 @@ template <int K> __device__ __forceinline__ float total16(const wdesc &w)
  * pair rows). R: the output's rows (I, or D), Kd: the K dimension. A tile
  * holds up to 8 NTT pairs: NTT n tiles of 8 (prefill: each weight decoded
  * once for them all); a pair's sums are the same for every NTT. RB: row blocks a block (moe16_rb; the same
- * sums). BP: the ring's pairs (moe16_bp2: 2, tiles of at most 2 pairs). The launch bounds give no minimum
- * of blocks an SM: with one (s27's five-block variant set 1 for the others) ptxas gave the reference decode
- * kernel 130 registers instead of 120 - three blocks an SM instead of four. */
+ * sums). BP: the ring's pairs (moe16_bp2: 2, tiles of at most 2 pairs). The reference decode kernels (one
+ * activation part, one n tile) run under launch bounds of four blocks an SM (128 registers): with the layout's
+ * one 16-byte load a row and no minimum, ptxas gave the one-row-block ones 102-104 registers and issued the second
+ * tile's loads after the first tile's MMAs (batch 1 3 % slower alone, s71 moew/), and the two-row-block ones
+ * 132-134 (three blocks an SM); the others give no minimum. With the bounds: the experts alone even at 1 / 4
+ * tokens, 2.3-2.6 % faster from 8, decode at batch 16 2.1 % faster (s72, bench/results/2026-12-06-s71/moew2/). */
 template <int K, int NP, bool DOWN, int NTT, int RB = 1, int BP = 8>
-__global__ void __launch_bounds__(32 * GM_WARPS)
+__global__ void __launch_bounds__(32 * GM_WARPS, NP == 1 && NTT == 1 ? 4 : 0)
     k_moe16(const wdesc *wt, int E, const uint32_t *xp, size_t plane, const float *xs, int Kd, const int4 *tiles,
             const int *ntiles, int t0, const int *list, int kk, int R, const float *wts, float limit, bool reference,
             float *out)
@@ -1194,8 +1200,8 @@ __global__ void __launch_bounds__(128 * WGS, WGS == 1 && NP == 1 ? 2 : 1)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const uint8_t *rw = st + L::B + (r0 + 8 * h) * W_ROW;
-#pragma unroll
-            for (int u = 0; u < 4; u++) w.q[h][u] = *(const uint32_t *)(rw + 16 * u + 4 * t);
+            const uint4 v = *(const uint4 *)(rw + 16 * t); /* word t of each unit (k_fp4_pack) */
+            w.q[h][0] = v.x, w.q[h][1] = v.y, w.q[h][2] = v.z, w.q[h][3] = v.w;
             const uint32_t *sw2 = (const uint32_t *)(st + L::B + L::W + (r0 + 8 * h) * 8);
             w.s[h][0] = sw2[0], w.s[h][1] = sw2[1];
         }
@@ -1358,7 +1364,7 @@ __global__ void __launch_bounds__(128 * KS, 4 / KS)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const moe_lofs lo = moe_lofs_of<moe_stage<MOE_A8>::SW>(g, t);
+    const moe_lofs lo = moe_lofs_of(g, t);
     int cur = 0;
     for (int kg = kg0; kg < kg1; kg++) {
         cp_async_wait<MOE_STAGES - 2>(); /* group kg has landed (this lane's copies) */
