@@ -21,7 +21,7 @@ if [ -n "${AS:-}" ]; then
   trap 'mkdir -p .gpu; for f in "$keep"/*.tar.xz; do if [ -f "$f" ]; then mv "$f" .gpu/; fi; done; rmdir "$keep"' EXIT
 fi
 cmake -S . -B build-gpu -DDSV4_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-gpu -j "$(nproc)" --target dsv4 bench_cpu bench_kernels test_golden test_gpu_vs_cpu test_ops_cuda test_sample_cuda test_synth test_ep test_overlap test_prefix >/dev/null
+cmake --build build-gpu -j "$(nproc)" --target dsv4 bench_cpu bench_kernels test_golden test_gpu_vs_cpu test_ops_cuda test_sample_cuda test_synth test_ep test_overlap test_prefix test_work_reserve >/dev/null
 # KTRACE=1: libktrace.so (bench/ktrace.c, CUPTI's kernel timeline; with CUPTI ~1 MB of the bundle)
 if [ -n "${KTRACE:-}" ]; then cmake --build build-gpu --target ktrace >/dev/null; fi
 rm -rf .gpu && mkdir -p .gpu/lib
@@ -30,7 +30,7 @@ cp build-gpu/dsv4 build-gpu/bench_cpu build-gpu/bench_kernels .gpu/
 # that travels is limited to 64 MiB with tar's per-file overhead, ~5 MiB for the repository's ~6,300 files;
 # the tests are ~0.6 MB of the bundle, the tokenizer 1.3)
 if [ -z "${LEAN:-}" ]; then
-  cp build-gpu/tests/test_golden build-gpu/tests/test_gpu_vs_cpu build-gpu/tests/test_ops_cuda build-gpu/tests/test_sample_cuda build-gpu/tests/test_synth build-gpu/tests/test_ep build-gpu/tests/test_overlap build-gpu/tests/test_prefix .gpu/
+  cp build-gpu/tests/test_golden build-gpu/tests/test_gpu_vs_cpu build-gpu/tests/test_ops_cuda build-gpu/tests/test_sample_cuda build-gpu/tests/test_synth build-gpu/tests/test_ep build-gpu/tests/test_overlap build-gpu/tests/test_prefix build-gpu/tests/test_work_reserve .gpu/
 fi
 # BASE=DIR (a build-gpu of an earlier commit): its bench binaries ride along as *.base, so one GPU call
 # times the earlier kernels beside these (a same-run baseline; gpu_suite.sh BASELINE=1)

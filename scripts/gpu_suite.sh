@@ -54,6 +54,10 @@ echo "== prefix snapshots on the GPU: a sequence from a kept state against the w
 DSV4_SRC=$PWD DSV4_TEST_BACKEND=cuda timeout 300 $B/test_prefix > "$OUT/prefix_cuda.txt" 2>&1
 echo "exit $?" >> "$OUT/prefix_cuda.txt"
 grep -E "== |PASSED|FAILED|ERROR|differ|exit" "$OUT/prefix_cuda.txt"
+echo "== the attention's and the indexer's working memory reserved at engine open: no step grows it"
+DSV4_SRC=$PWD timeout 300 $B/test_work_reserve > "$OUT/work_reserve.txt" 2>&1
+echo "exit $?" >> "$OUT/work_reserve.txt"
+grep -E "growths|open at|PASSED|FAILED|ERROR|exit" "$OUT/work_reserve.txt"
 echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda.txt"; grep -E "FAIL|NOT CAUGHT|REJECTED|PASSED|exit" "$OUT/ops_cuda.txt"
 # the streamed decode FP8 kernel (k_mma_fp8s) takes only large shapes by default: forced on the tests' small
 # ones, with several tiles shared between warps (DSV4_MMA_GPW=3); DSV4_WG8=0 sends reference numerics'

@@ -25,7 +25,7 @@ if [ "$rc" -eq 0 ] && grep -qE '\[  FAILED  \]|exit [1-9]|DIFFERENT|ERROR SUMMAR
 fi
 echo "suite rc=$rc" | tee -a "$OUT/suite.txt"
 grep -E "^==|^logits|exit|PASSED|FAILED|FAIL|ERROR SUMMARY|suite rc|differ" "$OUT/suite.txt" | head -50
-for f in ops_cuda ops_cuda_stream ops_cuda_chunk ops_cuda_prefill gpu_vs_cpu gpu_vs_cpu_prefill golden_cuda sample_cuda overlap_cuda prefix_cuda ep_cuda sanitizer; do
+for f in ops_cuda ops_cuda_stream ops_cuda_chunk ops_cuda_prefill gpu_vs_cpu gpu_vs_cpu_prefill golden_cuda sample_cuda overlap_cuda prefix_cuda work_reserve ep_cuda sanitizer; do
   if [ -f "$OUT/$f.txt" ]; then gzip -9 -n -f "$OUT/$f.txt"; fi
 done
 gzip -9 -n -f "$OUT/suite.txt"

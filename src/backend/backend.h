@@ -249,6 +249,12 @@ struct dsv4_backend {
 
     /* Bytes of backend memory still free (NULL: host memory, the engine asks the OS). */
     int64_t (*mem_free)(dsv4_backend *be);
+    /* Optional (NULL: nothing of theirs grows with the context): allocate now the working memory that
+     * indexer_topk with ip (NULL: none in this layer) and attn with ap take for any step of up to n_tok tokens at
+     * positions below max_ctx, so that it comes out of the device before the engine sizes a KV pool from what is
+     * free, not in the middle of a step. DSV4_ERR_NOMEM, with nothing lost, where the device has too little. */
+    dsv4_status (*work_reserve)(dsv4_backend *be, const dsv4_attn_params *ap, const dsv4_indexer_params *ip, int n_tok,
+                                int64_t max_ctx);
 
     /* memory: zeroed on allocation */
     void *(*alloc)(dsv4_backend *be, size_t bytes);
@@ -492,6 +498,9 @@ void dsv4_cuda_wg8_set(int on);
 int dsv4_cuda_prefill_knob(const char *name, int value);
 /* The GEMMs lt.cu (--prefill-gemm cublaslt) has launched in this process. For the tests. */
 unsigned long dsv4_cuda_lt_calls(void);
+/* Times a step grew the attention's or the indexer's working memory (CS_ROWS, CS_SCORES) in this process:
+ * after an engine's work_reserve, none for steps within its limits (test_work_reserve). */
+unsigned long dsv4_cuda_work_grows(void);
 /* NCCL across CUDA backends on distinct GPUs, libnccl.so.2 loaded at run
  * time; NULL with a reason in err when it is missing or fails. */
 dsv4_comm *dsv4_nccl_create(dsv4_backend **ranks, int n_ranks, char *err, size_t errlen);

@@ -821,6 +821,18 @@ static int64_t ep_mem_free(dsv4_backend *be)
     return best;
 }
 
+static dsv4_status ep_work_reserve(dsv4_backend *be, const dsv4_attn_params *ap, const dsv4_indexer_params *ip,
+                                   int n_tok, int64_t max_ctx)
+{
+    ep_impl *m = ep_of(be);
+    EACH
+    {
+        const dsv4_status st = RB->work_reserve(RB, ap, ip, n_tok, max_ctx);
+        if (st != DSV4_OK) return st;
+    }
+    return DSV4_OK;
+}
+
 /* Each rank's twin of every expert array of w (device ranks only). */
 static bool bind_experts(ep_impl *m, const dsv4_weights *w)
 {
@@ -909,6 +921,7 @@ dsv4_backend *dsv4_backend_ep_create(dsv4_backend **ranks, int n_ranks, dsv4_com
     be->ordinal = ranks[0]->ordinal;
     be->impl = m;
     be->mem_free = ranks[0]->mem_free ? ep_mem_free : NULL;
+    be->work_reserve = ranks[0]->work_reserve ? ep_work_reserve : NULL;
     be->destroy = ep_destroy;
     be->weight_load = ep_weight_load;
     be->step_begin = ep_step_begin;

@@ -694,6 +694,14 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
                  (long long)e->max_batch_tokens);
         goto fail;
     }
+    /* and the working memory the attention and the indexer grow with the context, at its largest */
+    if ((st = dsv4_forward_reserve(e, (int)e->max_batch_tokens, max_ctx)) != DSV4_OK) {
+        snprintf(err, errlen,
+                 "out of memory reserving the attention's working memory for %lld tokens a step at a context of %lld "
+                 "(a smaller context or fewer tokens a step need less)",
+                 (long long)e->max_batch_tokens, (long long)max_ctx);
+        goto fail;
+    }
     int64_t pool_tokens = o->pool_tokens, pool_bytes = 0;
     if (pool_tokens <= 0 && o->pool_fraction > 0) {
         int64_t fr =

@@ -124,4 +124,8 @@ int dsv4_ep_ranks_needed(uint64_t total, uint64_t experts, int n_experts, int64_
 void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, const dsv4_sample_req *const *req,
                   int32_t *pick, int slot);
 
+/* The backend's work_reserve for every layer: what its indexer and attention allocate for a step of n_tok tokens at
+ * positions below max_ctx, taken now (DSV4_OK where the backend has no such op). */
+dsv4_status dsv4_forward_reserve(dsv4_engine *e, int n_tok, int64_t max_ctx);
+
 #endif

@@ -173,6 +173,39 @@ static void run_compressors(fwd *f, int l)
     be->compress(be, &pm, f->plan, &f->e->kv, s->ca, s->cg);
 }
 
+/* Layer l's indexer and attention as the backend's ops take them (the attention's output de-rotated with freqs). */
+static dsv4_indexer_params indexer_params(const dsv4_engine *e, int l, bool ref)
+{
+    const dsv4_config *c = &e->cfg;
+    const int nI = c->index_n_heads, dI = c->index_head_dim;
+    return (dsv4_indexer_params){.layer = l,
+                                 .ratio = e->w.layers[l].ratio,
+                                 .n_heads = nI,
+                                 .head_dim = dI,
+                                 .topk = e->topk,
+                                 .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
+                                 .reference = ref};
+}
+
+static dsv4_attn_params attn_params(const dsv4_engine *e, int l, bool ref, const float *freqs, unsigned out_rnd)
+{
+    const dsv4_config *c = &e->cfg;
+    const dsv4_layer_w *L = &e->w.layers[l];
+    return (dsv4_attn_params){.layer = l,
+                              .kind = L->kind,
+                              .ratio = L->ratio,
+                              .n_heads = c->n_heads,
+                              .head_dim = c->head_dim,
+                              .window = e->win_rows,
+                              .topk = e->topk,
+                              .scale = 1.0f / sqrtf((float)c->head_dim),
+                              .sinks = L->attn_sink.vec,
+                              .reference = ref,
+                              .out_freqs = freqs,
+                              .out_rope = c->rope_dim,
+                              .out_rnd = out_rnd};
+}
+
 static void attention(fwd *f, int l)
 {
     const dsv4_config *c = f->c;
@@ -262,31 +295,12 @@ static void attention(fwd *f, int l)
     }
     join(f);
     if (L->kind == DSV4_ATTN_CSA) {
-        const int nI = c->index_n_heads, dI = c->index_head_dim;
-        dsv4_indexer_params ip = {.layer = l,
-                                  .ratio = L->ratio,
-                                  .n_heads = nI,
-                                  .head_dim = dI,
-                                  .topk = f->e->topk,
-                                  .scale = 1.0f / sqrtf((float)dI) / sqrtf((float)nI),
-                                  .reference = f->ref};
+        const dsv4_indexer_params ip = indexer_params(f->e, l, f->ref);
         be->indexer_topk(be, &ip, f->plan, &f->e->kv, s->qi, s->wi, s->idx, s->cnt);
     }
 
     /* Sparse attention with sinks; the RoPE on its output undone (in the same op) */
-    dsv4_attn_params ap = {.layer = l,
-                           .kind = L->kind,
-                           .ratio = L->ratio,
-                           .n_heads = H,
-                           .head_dim = hd,
-                           .window = f->e->win_rows,
-                           .topk = f->e->topk,
-                           .scale = 1.0f / sqrtf((float)hd),
-                           .sinks = L->attn_sink.vec,
-                           .reference = f->ref,
-                           .out_freqs = freqs,
-                           .out_rope = rd,
-                           .out_rnd = rnd(f, RIO)};
+    const dsv4_attn_params ap = attn_params(f->e, l, f->ref, freqs, rnd(f, RIO));
     mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
@@ -490,4 +504,20 @@ void dsv4_forward(dsv4_engine *e, const dsv4_plan *plan, float *const *out, cons
         e->prof_steps[k]++;
         e->prof_tokens[k] += T;
     }
+}
+
+dsv4_status dsv4_forward_reserve(dsv4_engine *e, int n_tok, int64_t max_ctx)
+{
+    dsv4_backend *be = e->be;
+    if (!be->work_reserve) return DSV4_OK;
+    const bool ref = e->numerics == DSV4_NUMERICS_REFERENCE;
+    for (int l = 0; l < e->cfg.n_layers; l++) {
+        const dsv4_layer_w *L = &e->w.layers[l];
+        const float *freqs = L->kind == DSV4_ATTN_SLIDING ? e->freqs_main : e->freqs_compress;
+        const dsv4_attn_params ap = attn_params(e, l, ref, freqs, ref ? RIO : 0);
+        const dsv4_indexer_params ip = indexer_params(e, l, ref);
+        const dsv4_status st = be->work_reserve(be, &ap, L->kind == DSV4_ATTN_CSA ? &ip : NULL, n_tok, max_ctx);
+        if (st != DSV4_OK) return st;
+    }
+    return DSV4_OK;
 }

@@ -1712,6 +1712,58 @@ static void attn_kvpack(dsv4_backend *be, const float *kv_new, size_t n, int hd,
     CK_LAUNCH();
 }
 
+/* The layout: DSV4_ATTN_* from the environment at the first call, or as dsv4_cuda_attn_layout set it. */
+static int attn_layout_now(void)
+{
+    if (attn_layout < 0) {
+        const char *e = getenv("DSV4_ATTN"), *n = getenv("DSV4_ATTN_NAIVE");
+        attn_layout = (n && n[0] == '1') || (e && !strcmp(e, "naive")) ? DSV4_ATTN_LAYOUT_NAIVE
+                      : e && !strcmp(e, "fp32")                        ? DSV4_ATTN_LAYOUT_FP32
+                                                                       : DSV4_ATTN_LAYOUT_AUTO;
+    }
+    return attn_layout;
+}
+
+/* CS_ROWS for nt tokens of up to max_rows rows each. The heads together: the rows' addresses, scores,
+ * denominators, the parts' factors (reference numerics: dsv4_attn_join's), then with mma q's pack (from qb) and
+ * the weights' (from pb), all 16-byte multiples; a head at a time: addresses and scores. Then (kb) the step's rows
+ * as BF16 where the cached rows are (rf floats a token). */
+struct rows_layout {
+    size_t qb, pb, kb, total;
+};
+static rows_layout rows_layout_of(bool heads, size_t nt, int H, int hd, int max_rows, bool mma, bool bf16, int rf)
+{
+    rows_layout r = {0, 0, 0, 0};
+    if (heads) {
+        r.qb =
+            (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1 + AM_PARTS) * sizeof(float) + 15) & ~(size_t)15;
+        r.pb = r.qb + (mma ? nt * H * hd * sizeof(uint16_t) : 0);
+        r.kb = r.pb + (mma ? nt * (size_t)((H + 15) & ~15) * max_rows * sizeof(uint16_t) : 0);
+    } else
+        r.kb = nt * H * max_rows * (sizeof(float) + sizeof(float *));
+    r.total = r.kb + (bf16 ? nt * rf * sizeof(float) : 0);
+    return r;
+}
+
+static bool heads_together(int layout, int H, int hd)
+{
+    return layout != DSV4_ATTN_LAYOUT_NAIVE && hd <= HS_MAXD && H <= HS_HEADS;
+}
+
+/* What attn_run takes from CS_ROWS at most for n_tok tokens at positions below max_ctx (a graph's bound): the
+ * tensor cores' packs and BF16 rows counted whether or not they come. */
+size_t cuda_attn_work_bytes(const dsv4_attn_params *p, int n_tok, int64_t max_ctx)
+{
+    int64_t rows = p->window;
+    if (p->kind == DSV4_ATTN_CSA) rows += p->topk;
+    if (p->kind == DSV4_ATTN_HCA && p->ratio > 0) rows += max_ctx / p->ratio;
+    const bool heads = heads_together(attn_layout_now(), p->n_heads, p->head_dim);
+    if (heads) rows = (rows + 15) & ~(int64_t)15;
+    return rows_layout_of(heads, (size_t)n_tok, p->n_heads, p->head_dim, (int)rows, true, true,
+                          dsv4_row_floats(p->head_dim, true))
+        .total;
+}
+
 /* The attention; true when the output was de-rotated too (p->out_freqs, in the tensor-core kernels). */
 static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                      const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt, float *out)
@@ -1751,14 +1803,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     A.ofreq = NULL;
     A.orope = p->out_rope;
     A.ornd = p->out_rnd;
-    if (attn_layout < 0) {
-        const char *e = getenv("DSV4_ATTN"), *n = getenv("DSV4_ATTN_NAIVE");
-        attn_layout = (n && n[0] == '1') || (e && !strcmp(e, "naive")) ? DSV4_ATTN_LAYOUT_NAIVE
-                      : e && !strcmp(e, "fp32")                         ? DSV4_ATTN_LAYOUT_FP32
-                                                                        : DSV4_ATTN_LAYOUT_AUTO;
-    }
+    attn_layout_now();
     const int H = p->n_heads, hd = p->head_dim;
-    if (attn_layout != DSV4_ATTN_LAYOUT_NAIVE && hd <= HS_MAXD && H <= HS_HEADS) { /* heads together */
+    if (heads_together(attn_layout, H, hd)) {
         const bool mma = (attn_layout == DSV4_ATTN_LAYOUT_AUTO || attn_layout == DSV4_ATTN_LAYOUT_PARTS) &&
                          p->reference && hd % 32 == 0 &&
                          ((uintptr_t)q & 15) == 0;
@@ -1770,14 +1817,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         if (mma && derot && p->out_freqs && p->out_rope > 0 && p->out_rope <= hd && (hd - p->out_rope) % 2 == 0)
             A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;
-        /* rows' addresses, scores, denominators, the parts' factors (reference numerics: dsv4_attn_join's), q's pack,
-         * ... */
-        const size_t qb_off =
-            (nt * max_rows * sizeof(float *) + nt * H * (max_rows + 1 + AM_PARTS) * sizeof(float) + 15) & ~(size_t)15;
-        const size_t pb_off = qb_off + (mma ? nt * H * hd * sizeof(uint16_t) : 0); /* 16-byte multiples */
-        const size_t h16 = (size_t)((H + 15) & ~15);
-        const size_t kb_off = pb_off + (mma ? nt * h16 * max_rows * sizeof(uint16_t) : 0); /* 16-byte multiples */
-        char *sp = (char *)cuda_scratch(be, CS_ROWS, kb_off + (A.bf16 ? nt * A.rf * sizeof(float) : 0));
+        const rows_layout rl = rows_layout_of(true, nt, H, hd, max_rows, mma, A.bf16, A.rf);
+        const size_t qb_off = rl.qb, pb_off = rl.pb, kb_off = rl.kb;
+        char *sp = (char *)cuda_scratch(be, CS_ROWS, rl.total);
         uint16_t *kvb = A.bf16 ? (uint16_t *)(sp + kb_off) : NULL;
         A.kvb = (const float *)kvb;
         const float **hrows = (const float **)sp;
@@ -1918,8 +1960,9 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
         return false;
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
-    const size_t kb_off = nrows * (sizeof(float) + sizeof(float *));
-    char *scr = (char *)cuda_scratch(be, CS_ROWS, kb_off + (A.bf16 ? (size_t)plan->n_tok * A.rf * sizeof(float) : 0));
+    const rows_layout rl = rows_layout_of(false, (size_t)plan->n_tok, p->n_heads, hd, max_rows, false, A.bf16, A.rf);
+    const size_t kb_off = rl.kb;
+    char *scr = (char *)cuda_scratch(be, CS_ROWS, rl.total);
     const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
     float *scores = (float *)(scr + nrows * sizeof(float *));
     if (A.bf16) {

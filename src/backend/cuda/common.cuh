@@ -749,6 +749,10 @@ void cuda_compress(dsv4_backend *be, const dsv4_compress_params *p, const dsv4_p
 void cuda_compress_pair(dsv4_backend *be, const dsv4_compress_params *p1, const float *a1, const float *g1,
                         const dsv4_compress_params *p2, const float *a2, const float *g2, const dsv4_plan *plan,
                         dsv4_kv *kv);
+/* What cuda_indexer_topk / cuda_attn take from CS_SCORES / CS_ROWS at most for a step of n_tok tokens at positions
+ * below max_ctx (cuda_backend.cu's work_reserve). */
+size_t cuda_indexer_work_bytes(const dsv4_indexer_params *p, int n_tok, int64_t max_ctx);
+size_t cuda_attn_work_bytes(const dsv4_attn_params *p, int n_tok, int64_t max_ctx);
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                        const float *q, const float *w, int32_t *idx, int32_t *cnt);
 void cuda_attn(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_plan *plan, const dsv4_kv *kv, const float *q,

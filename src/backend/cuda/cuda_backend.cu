@@ -125,6 +125,12 @@ extern "C" int dsv4_cuda_prefill_knob(const char *name, int value)
     return -2;
 }
 
+static unsigned long work_grows; /* dsv4_cuda_work_grows */
+extern "C" unsigned long dsv4_cuda_work_grows(void)
+{
+    return work_grows;
+}
+
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);
@@ -141,11 +147,42 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
             for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
             CK(cudaFree(im->scratch[q][slot]));
         }
+        if (slot == CS_ROWS || slot == CS_SCORES) work_grows++;
         size_t cap = bytes + bytes / 4 + 256;
         CK(cudaMalloc(&im->scratch[q][slot], cap));
         im->scratch_cap[q][slot] = cap;
     }
     return im->scratch[q][slot];
+}
+
+/* Queue q's slot grown to bytes now, without the headroom of a step's growth and without aborting: false, the slot
+ * as it was, where the device has too little. */
+static bool scratch_reserve(cuda_impl *im, int q, int slot, size_t bytes)
+{
+    if (im->scratch_cap[q][slot] >= bytes) return true;
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return false;
+    }
+    if (im->scratch[q][slot]) {
+        for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
+        CK(cudaFree(im->scratch[q][slot]));
+    }
+    im->gen++;
+    im->scratch[q][slot] = p;
+    im->scratch_cap[q][slot] = bytes;
+    return true;
+}
+
+/* The indexer and the attention run on the first queue (forward.c: after a join). */
+static dsv4_status c_work_reserve(dsv4_backend *be, const dsv4_attn_params *ap, const dsv4_indexer_params *ip,
+                                  int n_tok, int64_t max_ctx)
+{
+    cuda_impl *im = impl_of(be);
+    if (!scratch_reserve(im, 0, CS_ROWS, cuda_attn_work_bytes(ap, n_tok, max_ctx))) return DSV4_ERR_NOMEM;
+    if (ip && !scratch_reserve(im, 0, CS_SCORES, cuda_indexer_work_bytes(ip, n_tok, max_ctx))) return DSV4_ERR_NOMEM;
+    return DSV4_OK;
 }
 
 /* Ops issued between side(be, true) and side(be, false) run on the second
@@ -887,6 +924,7 @@ extern "C" dsv4_backend *dsv4_backend_cuda_create(int device, char *err, size_t 
     be->prof_collect = c_prof_collect;
     be->alloc = c_alloc;
     be->mem_free = c_mem_free;
+    be->work_reserve = c_work_reserve;
     be->free = c_free;
     be->upload = c_upload;
     be->download = c_download;

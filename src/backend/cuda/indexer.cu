@@ -1103,6 +1103,17 @@ void cuda_indexer_init(cuda_impl *im)
         for (int f = 0; f < 3; f++) smem_allow((const void *)ixt_kernels[h][f], im->smem_optin);
 }
 
+/* CS_SCORES for nt tokens of up to max_n compressed rows: a token's scores, then its ranks. */
+static size_t ix_scores_bytes(size_t nt, int64_t max_n)
+{
+    return nt * 2 * (size_t)max_n * sizeof(float);
+}
+
+size_t cuda_indexer_work_bytes(const dsv4_indexer_params *p, int n_tok, int64_t max_ctx)
+{
+    return ix_scores_bytes((size_t)n_tok, p->ratio > 0 && max_ctx / p->ratio > 1 ? max_ctx / p->ratio : 1);
+}
+
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
                        const float *q, const float *w, int32_t *idx, int32_t *cnt)
 {
@@ -1129,7 +1140,7 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
     A.max_pages = kv->max_pages_per_seq;
     A.fp4 = kv->fp4_keys;
     A.bf16 = kv->bf16_rows && !A.fp4;
-    float *scores = (float *)cuda_scratch(be, CS_SCORES, (size_t)plan->n_tok * 2 * max_n * sizeof(float));
+    float *scores = (float *)cuda_scratch(be, CS_SCORES, ix_scores_bytes((size_t)plan->n_tok, max_n));
     const bool tc =
         p->reference && p->n_heads <= 64 && p->head_dim % 32 == 0 && p->head_dim <= 128 && ((uintptr_t)q & 15) == 0;
     const size_t smem = ((size_t)p->n_heads * (p->head_dim + 1) + (size_t)IX_KPB * p->head_dim) * sizeof(float);
