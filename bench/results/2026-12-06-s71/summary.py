@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-06, s71: k_attn_one's s70 defaults under the whole GPU suite, dsv4
-tune on the current kernels, the 5-8 token rows of the tuning table) as one JSON:
+tune on the current kernels, the 5-8 token rows of the tuning table, the experts' words transposed: moew2/ ran in s72) as one JSON:
     python3 bench/results/2026-12-06-s71/summary.py > bench/results/mixed-2026-12-06-s71.json
 Standard library only."""
 import json
@@ -42,4 +42,14 @@ if os.path.exists(os.path.join(D, "moew", "ab.txt")):
                                                                 if "ERROR SUMMARY" in ln],
                    "experts_us": experts_alone(D, "moew"), "decode_ms": call_rounds(D, "moew"),
                    "prefill_4096": prefills(os.path.join(D, "moew"))}
+if os.path.exists(os.path.join(D, "moew2", "ab.txt")):
+    out["moew2"] = {"what": "moew2.diff on 188af2d7 (moew's layout with launch bounds of four blocks an SM on every "
+                            "one-tile reference k_moe16; run in s72 and landed as a5b8b567) against c34e4e77's kernels "
+                            "(base): test_ops_cuda in four configurations, the logits byte for byte, memcheck on "
+                            "k_moe16; the experts alone (bench_kernels --experts-only, reference numerics), µs a call "
+                            "by round; " + DECODE_OVL_WHAT + " at batch 1 / 16",
+                    "machine": "H100 80GB HBM3, 1,980 MHz; asked of an H200",
+                    "checks": call_lines(D, "moew2", "bits.txt") + [
+                        ln for ln in call_lines(D, "moew2", "san-k_moe16.txt") if "ERROR SUMMARY" in ln],
+                    "experts_us": experts_alone(D, "moew2"), "decode_ms": call_rounds(D, "moew2")}
 print(json.dumps(out, indent=1, ensure_ascii=False))
