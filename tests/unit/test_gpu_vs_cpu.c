@@ -10,8 +10,9 @@
  *   batch=8-mixed  8 sequences (1 to 200 prompt tokens) joining at different
  *                  steps, most prefilled in chunks (1, 13, 29, 37, 64) in the
  *                  same steps as the others decode, 64 decode steps each; the
- *                  longest reaches 264 positions, across a page (256 tokens)
- *                  and at least two windows of every compress ratio of the fixtures.
+ *                  longest reaches 264 positions, or more where a model needs
+ *                  it (its prompt grows): past the sliding window, across a
+ *                  page and through two windows of every compress ratio.
  * Every step asks for the logits of every token, and every row is compared.
  * Greedy decoding: each engine feeds back its own argmax (lowest id on ties).
  * Where the two argmaxes differ, both go on with the CPU's token, so that the
@@ -55,7 +56,9 @@
 #define PLAIN_TOL 2e-3 /* max |d| of a logit, and the CPU gap under which differing argmaxes are a tie */
 #define N_DECODE  64   /* greedy decode steps per sequence */
 #define MAX_SEQS  8
-#define MAX_CTX   288 /* longest sequence: 200 prompt + 64 decode tokens, with room */
+#define MIN_CTX   288 /* the engines' context at least: 200 prompt + 64 decode tokens, with room */
+
+static int run_ctx = MIN_CTX; /* the engines' context for the model under test (test_model) */
 
 static int selftest; /* DSV4_GPU_VS_CPU_SELFTEST=1: CPU (1 thread) vs CPU (2 threads) */
 
@@ -109,8 +112,8 @@ static dsv4_status open_engine(const model *m, dsv4_backend_kind be, int n_threa
     o.moe_backend = mb;
     o.n_threads = n_threads;
     o.max_seqs = MAX_SEQS;
-    o.max_ctx = MAX_CTX;
-    o.pool_tokens = (int64_t)MAX_CTX * MAX_SEQS;
+    o.max_ctx = run_ctx;
+    o.pool_tokens = (int64_t)run_ctx * MAX_SEQS;
     o.max_batch_tokens = 512;
     return dsv4_engine_open(&o, e, err, errlen);
 }
@@ -139,6 +142,7 @@ typedef struct {
 } workload;
 
 static const workload workloads[] = {
+    /* the last one's seq LONG_SEQ grows to a model's coverage_need */
     {"batch=1", 1, {{20, 0, 0}}},
     {"batch=8", 8, {{1, 0, 0}, {3, 0, 0}, {7, 0, 0}, {12, 0, 0}, {19, 0, 0}, {26, 0, 0}, {33, 0, 0}, {40, 0, 0}}},
     /* s2 prefills 200 tokens in chunks of 37 while s0 and s1 decode; s6 is
@@ -149,6 +153,7 @@ static const workload workloads[] = {
      {{5, 0, 0}, {1, 0, 0}, {200, 37, 0}, {64, 13, 2}, {130, 64, 1}, {9, 0, 5}, {33, 1, 3}, {96, 29, 4}}},
 };
 #define N_WORKLOADS (int)(sizeof workloads / sizeof workloads[0])
+#define LONG_SEQ    2
 #define MAX_CHUNK   200 /* the largest number of tokens one sequence adds in one step */
 
 static uint64_t splitmix64(uint64_t *s)
@@ -238,7 +243,8 @@ static void run_workload(dsv4_engine *ea, dsv4_engine *eb, const workload *w, ui
     memset(st, 0, sizeof *st);
     for (int s = 0; s < ns; s++) {
         const seq_plan *p = &w->seqs[s];
-        assert_true(p->len <= MAX_CHUNK && p->len + N_DECODE <= MAX_CTX);
+        assert_true((p->chunk > 0 && p->chunk < p->len ? p->chunk : p->len) <= MAX_CHUNK);
+        assert_true(p->len + N_DECODE <= run_ctx);
         prompt[s] = malloc((size_t)p->len * sizeof(int32_t));
         for (int t = 0; t < p->len; t++) prompt[s][t] = (int32_t)(splitmix64(&seed) % (uint64_t)V);
         la[s] = malloc((size_t)MAX_CHUNK * V * sizeof(float));
@@ -303,18 +309,42 @@ typedef struct {
 
 static case_state cases[96];
 
-/* Says which compress windows and pages the workloads cross; fails if the
- * longest sequence no longer covers them (a fixture with a longer window or
- * ratio needs a longer workload). */
-static void check_coverage(const model *m, dsv4_engine *e)
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    return b ? gcd64(b, a % b) : a;
+}
+
+/* The positions the longest sequence must reach to cover model m: past its sliding window, two windows of its
+ * largest compress ratio, and past a page (the engine's: 256 tokens, or the least common multiple of 256 and
+ * every ratio). */
+static int coverage_need(const model *m)
+{
+    dsv4_config cfg;
+    char err[1024];
+    if (dsv4_config_load(m->dir, &cfg, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
+    int64_t page = 256, need = cfg.window + 1;
+    for (int l = 0; l < cfg.n_layers; l++) {
+        const int r = cfg.layer_ratio[l];
+        if (r <= 0) continue;
+        page = page / gcd64(page, r) * r;
+        if (2 * r > need) need = 2 * r;
+    }
+    if (page + 1 > need) need = page + 1;
+    if (need > (1 << 16)) fail_msg("%s: covering it takes %lld positions", m->name, (long long)need);
+    return (int)need;
+}
+
+/* Says which compress windows and pages the workloads w cross; fails if the
+ * longest sequence does not cover them (coverage_need). */
+static void check_coverage(const model *m, dsv4_engine *e, const workload *w)
 {
     dsv4_config cfg;
     char err[1024];
     if (dsv4_config_load(m->dir, &cfg, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
     int longest = 0;
     for (int i = 0; i < N_WORKLOADS; i++)
-        for (int s = 0; s < workloads[i].n_seqs; s++)
-            if (workloads[i].seqs[s].len + N_DECODE > longest) longest = workloads[i].seqs[s].len + N_DECODE;
+        for (int s = 0; s < w[i].n_seqs; s++)
+            if (w[i].seqs[s].len + N_DECODE > longest) longest = w[i].seqs[s].len + N_DECODE;
     int max_ratio = 0;
     char ratios[256] = "";
     for (int l = 0; l < cfg.n_layers; l++) {
@@ -340,6 +370,13 @@ static void test_model(void **state)
     const char *numn = plain ? "plain" : cs->mb == DSV4_MOE_W4A8 ? "reference-w4a8" : "reference";
     dsv4_engine *ea = NULL, *eb = NULL;
     char err[1024];
+    /* the workloads, the long sequence grown to cover this model, and the engines' context to hold it */
+    workload w[N_WORKLOADS];
+    memcpy(w, workloads, sizeof w);
+    seq_plan *lp = &w[N_WORKLOADS - 1].seqs[LONG_SEQ];
+    const int need = coverage_need(m);
+    if (lp->len + N_DECODE < need) lp->len = need - N_DECODE;
+    run_ctx = lp->len + N_DECODE + 24 > MIN_CTX ? lp->len + N_DECODE + 24 : MIN_CTX;
     const dsv4_status ost = open_other(m, cs->num, cs->mb, &eb, err, sizeof err);
     if (ost == DSV4_ERR_UNSUPPORTED && cs->mb != DSV4_MOE_AUTO) { /* an explicit MoE backend refused: skip */
         printf("%s %s: %s: skipped\n", m->name, numn, err);
@@ -352,13 +389,13 @@ static void test_model(void **state)
     dsv4_engine_info(ea, &ia);
     dsv4_engine_info(eb, &ib);
     assert_int_equal(ia.vocab_size, ib.vocab_size);
-    if (plain) check_coverage(m, ea);
+    if (plain) check_coverage(m, ea, w);
 
     stats st[N_WORKLOADS];
     for (int i = 0; i < N_WORKLOADS; i++) {
         char what[400];
-        snprintf(what, sizeof what, "%s %s %s", m->name, numn, workloads[i].name);
-        run_workload(ea, eb, &workloads[i], 0x5eed0000u + (uint64_t)i, what, &st[i]);
+        snprintf(what, sizeof what, "%s %s %s", m->name, numn, w[i].name);
+        run_workload(ea, eb, &w[i], 0x5eed0000u + (uint64_t)i, what, &st[i]);
         const stats *s = &st[i];
         printf("gpu-vs-cpu %s %s %s max|d|=%.3g mean|d|=%.3g greedy=%d/%d ties=%d rows=%lld\n", m->name, numn,
                workloads[i].name, s->max_d, s->n_vals ? s->sum_d / (double)s->n_vals : 0.0, s->greedy_same,
