@@ -14,15 +14,15 @@ call_begin wr
 run_t() {
   name=$1
   shift
-  env DSV4_SRC="$PWD" timeout 200 "$@" > "$R/$name.txt" 2>&1
+  env DSV4_SRC="$PWD" "$@" > "$R/$name.txt" 2>&1
   echo "$name exit $?" | tee -a "$R/$name.txt"
   grep -E "growths|open at|gpu-vs-cpu|PASSED|FAILED|MISMATCH|skipped" "$R/$name.txt" | head -40
   gzip -9 -n "$R/$name.txt"
 }
-run_t work_reserve $B/test_work_reserve
-run_t gpu_vs_cpu $B/test_gpu_vs_cpu
-run_t golden_cuda DSV4_TEST_BACKEND=cuda $B/test_golden
-run_t ep_cuda DSV4_TEST_BACKEND=cuda $B/test_ep
+run_t work_reserve timeout 200 $B/test_work_reserve
+run_t gpu_vs_cpu timeout 200 $B/test_gpu_vs_cpu
+run_t golden_cuda DSV4_TEST_BACKEND=cuda timeout 200 $B/test_golden
+run_t ep_cuda DSV4_TEST_BACKEND=cuda timeout 200 $B/test_ep
 call_bits
 call_snap
 call_ab 1 "new=$B/bench_cpu --overlap;base=$B/bench_cpu.base --overlap" "b1:--batch 1" "b16:--batch 16"

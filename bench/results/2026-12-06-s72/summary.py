@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""This directory's figures (session of 2026-12-06, s72: the experts' transposed words landed, the attention's and
+the indexer's working memory reserved at engine open) as one JSON:
+    python3 bench/results/2026-12-06-s72/summary.py > bench/results/mixed-2026-12-06-s72.json
+Standard library only."""
+import gzip
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
+from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds  # noqa: E402
+
+H100 = "H100 80GB HBM3, 1,980 MHz; asked of an H200"
+
+
+def gz_lines(path, pat):
+    """The lines of a gzipped log that match pat, stripped."""
+    return [ln.strip() for ln in gzip.open(path, "rt") if re.search(pat, ln)] if os.path.exists(path) else []
+
+
+W = os.path.join(D, "wr")
+CTX = re.compile(r"decode 16 steps: ([\d.]+) ms/step, [\d.]+ tok/s, ([\d.]+) ms/step from the third")
+ctx = {}
+for f in sorted(os.listdir(os.path.join(W, "ctx"))):
+    m = re.match(r"ctx-(\w+)-(\d+)\.txt", f)
+    if m:
+        r = CTX.search(open(os.path.join(W, "ctx", f)).read())
+        ctx.setdefault(m.group(2), {})[m.group(1)] = float(r.group(2)) if r else None
+out = {
+    "session": "s72, 2026-12-06",
+    "wr": {"what": "16770d93 (moew2's experts layout, a5b8b567; the attention's and the indexer's working memory "
+                   "reserved at engine open, cf51feac) against c34e4e77 (base): test_work_reserve, test_gpu_vs_cpu, "
+                   "test_golden and test_ep on the GPU, the logits byte for byte; " + DECODE_OVL_WHAT +
+                   " at batch 1 / 16, one round; then (ctx/) decode steps of 2 Flash-shaped layers at a 1,040,000- "
+                   "and a 131,072-token context (bench_cpu --context, batch 4 / 16, 16 steps), ms a step from the "
+                   "third",
+           "machine": H100,
+           "work_reserve": gz_lines(os.path.join(W, "work_reserve.txt.gz"), r"growths|open at|PASSED|FAILED"),
+           "tests": {t: gz_lines(os.path.join(W, t + ".txt.gz"), r" exit |PASSED|FAILED")
+                     for t in ("gpu_vs_cpu", "golden_cuda", "ep_cuda")},
+           "bits": call_lines(D, "wr", "bits.txt"), "decode_ms": call_rounds(D, "wr"),
+           "long_context_ms": ctx},
+}
+print(json.dumps(out, indent=1, ensure_ascii=False))
