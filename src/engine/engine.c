@@ -695,6 +695,7 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
         goto fail;
     }
     /* and the working memory the attention and the indexer grow with the context, at its largest */
+    const int64_t free0 = o->verbose && e->be->mem_free && e->be->work_reserve ? e->be->mem_free(e->be) : -1;
     if ((st = dsv4_forward_reserve(e, (int)e->max_batch_tokens, max_ctx)) != DSV4_OK) {
         snprintf(err, errlen,
                  "out of memory reserving the attention's working memory for %lld tokens a step at a context of %lld "
@@ -702,6 +703,12 @@ dsv4_status dsv4_engine_open(const dsv4_engine_opts *o, dsv4_engine **out, char 
                  (long long)e->max_batch_tokens, (long long)max_ctx);
         goto fail;
     }
+    if (free0 >= 0)
+        fprintf(stderr,
+                "dsv4: %.2f GiB of working memory for the attention and the indexer (%lld tokens a step to a "
+                "context of %lld)\n",
+                (double)(free0 - e->be->mem_free(e->be)) / 1073741824.0, (long long)e->max_batch_tokens,
+                (long long)max_ctx);
     int64_t pool_tokens = o->pool_tokens, pool_bytes = 0;
     if (pool_tokens <= 0 && o->pool_fraction > 0) {
         int64_t fr =
