@@ -43,4 +43,19 @@ out = {
            "bits": call_lines(D, "wr", "bits.txt"), "decode_ms": call_rounds(D, "wr"),
            "long_context_ms": ctx},
 }
+MEM = re.compile(r"([\d.]+) GiB of working memory for the attention and the indexer \((\d+) tokens a step to a context "
+                 r"of (\d+)\)")
+POOL = re.compile(r"KV pool from [\d.]+ of ([\d.]+) GiB free")
+mem = []
+for f in sorted(os.listdir(os.path.join(D, "mem"))):
+    if f.endswith(".log"):
+        text = open(os.path.join(D, "mem", f)).read()
+        m, pool = MEM.search(text), POOL.search(text)
+        if m:
+            mem.append({"tokens_a_step": int(m.group(2)), "context": int(m.group(3)), "reserved_gib": float(m.group(1)),
+                        "free_for_the_pool_gib": float(pool.group(1)) if pool else None})
+out["mem"] = {"what": "2db192bf: dsv4 serve on 4 Flash-shaped layers (--fill-random, 16 running requests) at four "
+                      "context / chunk settings: the start-up log's reservation for the attention and the indexer, "
+                      "and the free memory the KV pool is then sized from",
+              "machine": H100, "startup": sorted(mem, key=lambda r: (r["context"], -r["tokens_a_step"]))}
 print(json.dumps(out, indent=1, ensure_ascii=False))
