@@ -58,4 +58,10 @@ out["mem"] = {"what": "2db192bf: dsv4 serve on 4 Flash-shaped layers (--fill-ran
                       "context / chunk settings: the start-up log's reservation for the attention and the indexer, "
                       "and the free memory the KV pool is then sized from",
               "machine": H100, "startup": sorted(mem, key=lambda r: (r["context"], -r["tokens_a_step"]))}
+T2 = os.path.join(D, "mem", "test2")
+out["mem"]["test_work_reserve_131072"] = {
+    "what": "a9d052dd: test_work_reserve with its impossible case at 131,072 tokens a step, then under compute-sanitizer "
+            "memcheck (API errors not reported)",
+    "lines": [ln.strip() for f in ("work_reserve.txt", "san-work_reserve.txt") if os.path.exists(os.path.join(T2, f))
+              for ln in open(os.path.join(T2, f)) if re.search(r"open at|PASSED|FAILED|ERROR SUMMARY|exit", ln)]}
 print(json.dumps(out, indent=1, ensure_ascii=False))
