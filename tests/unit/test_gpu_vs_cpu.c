@@ -317,14 +317,11 @@ static int64_t gcd64(int64_t a, int64_t b)
 /* The positions the longest sequence must reach to cover model m: past its sliding window, two windows of its
  * largest compress ratio, and past a page (the engine's: 256 tokens, or the least common multiple of 256 and
  * every ratio). */
-static int coverage_need(const model *m)
+static int coverage_need(const model *m, const dsv4_config *cfg)
 {
-    dsv4_config cfg;
-    char err[1024];
-    if (dsv4_config_load(m->dir, &cfg, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
-    int64_t page = 256, need = cfg.window + 1;
-    for (int l = 0; l < cfg.n_layers; l++) {
-        const int r = cfg.layer_ratio[l];
+    int64_t page = 256, need = cfg->window + 1;
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const int r = cfg->layer_ratio[l];
         if (r <= 0) continue;
         page = page / gcd64(page, r) * r;
         if (2 * r > need) need = 2 * r;
@@ -336,28 +333,25 @@ static int coverage_need(const model *m)
 
 /* Says which compress windows and pages the workloads w cross; fails if the
  * longest sequence does not cover them (coverage_need). */
-static void check_coverage(const model *m, dsv4_engine *e, const workload *w)
+static void check_coverage(const model *m, const dsv4_config *cfg, dsv4_engine *e, const workload *w)
 {
-    dsv4_config cfg;
-    char err[1024];
-    if (dsv4_config_load(m->dir, &cfg, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
     int longest = 0;
     for (int i = 0; i < N_WORKLOADS; i++)
         for (int s = 0; s < w[i].n_seqs; s++)
             if (w[i].seqs[s].len + N_DECODE > longest) longest = w[i].seqs[s].len + N_DECODE;
     int max_ratio = 0;
     char ratios[256] = "";
-    for (int l = 0; l < cfg.n_layers; l++) {
-        int r = cfg.layer_ratio[l];
+    for (int l = 0; l < cfg->n_layers; l++) {
+        int r = cfg->layer_ratio[l];
         if (r <= 0) continue;
         int seen = 0;
-        for (int j = 0; j < l; j++) seen |= cfg.layer_ratio[j] == r;
+        for (int j = 0; j < l; j++) seen |= cfg->layer_ratio[j] == r;
         if (!seen) snprintf(ratios + strlen(ratios), sizeof ratios - strlen(ratios), " %d", r);
         if (r > max_ratio) max_ratio = r;
     }
-    printf("  %s: window %d, compress ratios%s, pages of %d tokens; longest sequence %d tokens\n", m->name, cfg.window,
+    printf("  %s: window %d, compress ratios%s, pages of %d tokens; longest sequence %d tokens\n", m->name, cfg->window,
            ratios, dsv4_page_tokens(e), longest);
-    assert_true(longest > cfg.window);
+    assert_true(longest > cfg->window);
     assert_true(longest >= 2 * max_ratio);
     assert_true(longest > dsv4_page_tokens(e));
 }
@@ -371,10 +365,12 @@ static void test_model(void **state)
     dsv4_engine *ea = NULL, *eb = NULL;
     char err[1024];
     /* the workloads, the long sequence grown to cover this model, and the engines' context to hold it */
+    dsv4_config cfg;
+    if (dsv4_config_load(m->dir, &cfg, err, sizeof err) != DSV4_OK) fail_msg("%s", err);
     workload w[N_WORKLOADS];
     memcpy(w, workloads, sizeof w);
     seq_plan *lp = &w[N_WORKLOADS - 1].seqs[LONG_SEQ];
-    const int need = coverage_need(m);
+    const int need = coverage_need(m, &cfg);
     if (lp->len + N_DECODE < need) lp->len = need - N_DECODE;
     run_ctx = lp->len + N_DECODE + 24 > MIN_CTX ? lp->len + N_DECODE + 24 : MIN_CTX;
     const dsv4_status ost = open_other(m, cs->num, cs->mb, &eb, err, sizeof err);
@@ -389,7 +385,7 @@ static void test_model(void **state)
     dsv4_engine_info(ea, &ia);
     dsv4_engine_info(eb, &ib);
     assert_int_equal(ia.vocab_size, ib.vocab_size);
-    if (plain) check_coverage(m, ea, w);
+    if (plain) check_coverage(m, &cfg, ea, w);
 
     stats st[N_WORKLOADS];
     for (int i = 0; i < N_WORKLOADS; i++) {

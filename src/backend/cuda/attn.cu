@@ -1803,9 +1803,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     A.ofreq = NULL;
     A.orope = p->out_rope;
     A.ornd = p->out_rnd;
-    attn_layout_now();
     const int H = p->n_heads, hd = p->head_dim;
-    if (heads_together(attn_layout, H, hd)) {
+    if (heads_together(attn_layout_now(), H, hd)) {
         const bool mma = (attn_layout == DSV4_ATTN_LAYOUT_AUTO || attn_layout == DSV4_ATTN_LAYOUT_PARTS) &&
                          p->reference && hd % 32 == 0 &&
                          ((uintptr_t)q & 15) == 0;
@@ -1818,9 +1817,8 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
             A.ofreq = p->out_freqs;
         const size_t nt = (size_t)plan->n_tok;
         const rows_layout rl = rows_layout_of(true, nt, H, hd, max_rows, mma, A.bf16, A.rf);
-        const size_t qb_off = rl.qb, pb_off = rl.pb, kb_off = rl.kb;
         char *sp = (char *)cuda_scratch(be, CS_ROWS, rl.total);
-        uint16_t *kvb = A.bf16 ? (uint16_t *)(sp + kb_off) : NULL;
+        uint16_t *kvb = A.bf16 ? (uint16_t *)(sp + rl.kb) : NULL;
         A.kvb = (const float *)kvb;
         const float **hrows = (const float **)sp;
         float *hsc = (float *)(sp + nt * max_rows * sizeof(float *));
@@ -1875,7 +1873,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                             (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
             }
-            uint16_t *qb = (uint16_t *)(sp + qb_off);
+            uint16_t *qb = (uint16_t *)(sp + rl.qb);
             const size_t n8 = nt * H * hd / 8, nk = A.bf16 ? nt * hd : 0;
             launch_pdl(k_attn_qpack, dim3((unsigned)((n8 + nk + 255) / 256)), dim3(256), 0, im->stream,
                        (const float4 *)q, n8, (uint4 *)qb, kv_new, nk, hd, A.rf, kvb);
@@ -1887,7 +1885,7 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                         dim3((unsigned)nt, (unsigned)((max_rows + rt - 1) / rt)), 256, smem, im->stream, false, true, A,
                         (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
                         (const int32_t *)im->d_page_table, (const uint16_t *)qb, kv_new, idx, cnt, hsc, hrows);
-            uint16_t *pb = (uint16_t *)(sp + pb_off);
+            uint16_t *pb = (uint16_t *)(sp + rl.pb);
             /* a warp a part (k_attn_mdp) where few tokens have many rows: to 4 tokens, past the 64 MD_NV rows
              * k_attn_md16 holds in registers at once (DSV4_ATTN_MDP=0: never; the same bits) */
             static int mdp = -1;
@@ -1961,13 +1959,12 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
     }
     const size_t nrows = (size_t)plan->n_tok * p->n_heads * max_rows;
     const rows_layout rl = rows_layout_of(false, (size_t)plan->n_tok, p->n_heads, hd, max_rows, false, A.bf16, A.rf);
-    const size_t kb_off = rl.kb;
     char *scr = (char *)cuda_scratch(be, CS_ROWS, rl.total);
     const float **rows = (const float **)scr; /* pointers first: 8-byte aligned */
     float *scores = (float *)(scr + nrows * sizeof(float *));
     if (A.bf16) {
-        A.kvb = (const float *)(scr + kb_off);
-        attn_kvpack(be, kv_new, (size_t)plan->n_tok, hd, A.rf, (uint16_t *)(scr + kb_off));
+        A.kvb = (const float *)(scr + rl.kb);
+        attn_kvpack(be, kv_new, (size_t)plan->n_tok, hd, A.rf, (uint16_t *)(scr + rl.kb));
     }
     k_attn<<<plan->n_tok * p->n_heads, 128, 0, im->stream>>>(A, im->d_segs, im->d_tok_seg, im->d_pos,
                                                              im->d_page_table, q, kv_new, idx, cnt, scores, rows, out);

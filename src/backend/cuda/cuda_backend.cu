@@ -131,6 +131,25 @@ extern "C" unsigned long dsv4_cuda_work_grows(void)
     return work_grows;
 }
 
+/* Queue q's slot replaced by one of cap bytes (its contents not kept; graphs holding the old one go stale): false,
+ * the slot empty, where the device has too little. */
+static bool scratch_grow(cuda_impl *im, int q, int slot, size_t cap)
+{
+    im->gen++;
+    if (im->scratch[q][slot]) {
+        for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
+        CK(cudaFree(im->scratch[q][slot]));
+    }
+    im->scratch[q][slot] = NULL;
+    im->scratch_cap[q][slot] = 0;
+    if (cudaMalloc(&im->scratch[q][slot], cap) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return false;
+    }
+    im->scratch_cap[q][slot] = cap;
+    return true;
+}
+
 void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
 {
     cuda_impl *im = impl_of(be);
@@ -142,37 +161,14 @@ void *cuda_scratch(dsv4_backend *be, int slot, size_t bytes)
                     im->scratch_cap[q][slot]);
             abort();
         }
-        im->gen++; /* graphs holding the old buffer are stale */
-        if (im->scratch[q][slot]) {
-            for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
-            CK(cudaFree(im->scratch[q][slot]));
-        }
         if (slot == CS_ROWS || slot == CS_SCORES) work_grows++;
-        size_t cap = bytes + bytes / 4 + 256;
-        CK(cudaMalloc(&im->scratch[q][slot], cap));
-        im->scratch_cap[q][slot] = cap;
+        const size_t cap = bytes + bytes / 4 + 256;
+        if (!scratch_grow(im, q, slot, cap)) {
+            fprintf(stderr, "dsv4: CUDA scratch %d: cannot allocate %zu bytes\n", slot, cap);
+            abort();
+        }
     }
     return im->scratch[q][slot];
-}
-
-/* Queue q's slot grown to bytes now, without the headroom of a step's growth and without aborting: false, the slot
- * as it was, where the device has too little. */
-static bool scratch_reserve(cuda_impl *im, int q, int slot, size_t bytes)
-{
-    if (im->scratch_cap[q][slot] >= bytes) return true;
-    void *p = NULL;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
-        (void)cudaGetLastError(); /* not sticky: clear it */
-        return false;
-    }
-    if (im->scratch[q][slot]) {
-        for (int i = 0; i < 2; i++) CK(cudaStreamSynchronize(im->queue[i]));
-        CK(cudaFree(im->scratch[q][slot]));
-    }
-    im->gen++;
-    im->scratch[q][slot] = p;
-    im->scratch_cap[q][slot] = bytes;
-    return true;
 }
 
 /* The indexer and the attention run on the first queue (forward.c: after a join). */
@@ -180,8 +176,11 @@ static dsv4_status c_work_reserve(dsv4_backend *be, const dsv4_attn_params *ap, 
                                   int n_tok, int64_t max_ctx)
 {
     cuda_impl *im = impl_of(be);
-    if (!scratch_reserve(im, 0, CS_ROWS, cuda_attn_work_bytes(ap, n_tok, max_ctx))) return DSV4_ERR_NOMEM;
-    if (ip && !scratch_reserve(im, 0, CS_SCORES, cuda_indexer_work_bytes(ip, n_tok, max_ctx))) return DSV4_ERR_NOMEM;
+    const size_t need[2] = {cuda_attn_work_bytes(ap, n_tok, max_ctx),
+                            ip ? cuda_indexer_work_bytes(ip, n_tok, max_ctx) : 0};
+    const int slot[2] = {CS_ROWS, CS_SCORES};
+    for (int i = 0; i < 2; i++) /* exactly, without a step's headroom */
+        if (im->scratch_cap[0][slot[i]] < need[i] && !scratch_grow(im, 0, slot[i], need[i])) return DSV4_ERR_NOMEM;
     return DSV4_OK;
 }
 

@@ -1109,9 +1109,15 @@ static size_t ix_scores_bytes(size_t nt, int64_t max_n)
     return nt * 2 * (size_t)max_n * sizeof(float);
 }
 
+/* The compressed rows of any position below max_ctx (at least 1): a graph's bound, and the reservation's. */
+static int64_t ix_rows_bound(int ratio, int64_t max_ctx)
+{
+    return ratio > 0 && max_ctx / ratio > 1 ? max_ctx / ratio : 1;
+}
+
 size_t cuda_indexer_work_bytes(const dsv4_indexer_params *p, int n_tok, int64_t max_ctx)
 {
-    return ix_scores_bytes((size_t)n_tok, p->ratio > 0 && max_ctx / p->ratio > 1 ? max_ctx / p->ratio : 1);
+    return ix_scores_bytes((size_t)n_tok, ix_rows_bound(p->ratio, max_ctx));
 }
 
 void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv4_plan *plan, const dsv4_kv *kv,
@@ -1119,7 +1125,8 @@ void cuda_indexer_topk(dsv4_backend *be, const dsv4_indexer_params *p, const dsv
 {
     cuda_impl *im = impl_of(be);
     int64_t max_n = 1;
-    if (im->graph_mode) max_n = kv->max_ctx / p->ratio > 1 ? kv->max_ctx / p->ratio : 1; /* any step of a graph */
+    if (im->graph_mode)
+        max_n = ix_rows_bound(p->ratio, kv->max_ctx); /* any step of a graph */
     else
         for (int t = 0; t < plan->n_tok; t++) {
             int64_t n = (plan->pos[t] + 1) / p->ratio;
