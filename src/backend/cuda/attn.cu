@@ -1306,13 +1306,14 @@ static int af_part_rows(int max_rows)
 }
 
 struct af_lay {
-    size_t qs, ks, ob, sc, pf, rp, mx, pt, total;
+    size_t qs, ks, ob, sc, pf, rp, mx, pt, mb, rx, total;
 };
 
 /* Shared memory of k_attn_one (16 heads a block): q and the rows (the parts' sums over them after the
  * weighted sum), the scores (16 x (RP + 8) floats), the weights' fragments, the rows' addresses, the part's
- * maxima and sums and the owned heads' factors and denominators, CSA's page table. */
-__host__ __device__ inline af_lay af_layout(int hd, int RP)
+ * maxima and sums and the owned heads' factors and denominators, CSA's page table; with rxh owned heads (PUSH)
+ * the mbarrier the parts' sums arrive on and every part's weighted sums of those heads. */
+__host__ __device__ inline af_lay af_layout(int hd, int RP, int rxh = 0)
 {
     af_lay L;
     const size_t st = (size_t)af_stride(hd), qk = (size_t)(16 + RP) * st, ob = (size_t)16 * (hd + 8) * 4;
@@ -1324,11 +1325,13 @@ __host__ __device__ inline af_lay af_layout(int hd, int RP)
     L.rp = L.pf + (size_t)(RP / 16) * 512;
     L.mx = L.rp + (size_t)RP * sizeof(float *);
     L.pt = L.mx + 3 * 64 * sizeof(float);
-    L.total = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
+    L.mb = L.pt + (size_t)AF_PT_MAX * sizeof(int32_t); /* CSA: the slot's page table */
+    L.rx = L.mb + 16;
+    L.total = rxh ? L.rx + (size_t)AM_PARTS * rxh * hd * sizeof(float) : L.mb;
     return L;
 }
 
-template <int HB, int NW = AF_WARPS, bool SP = false>
+template <int HB, int NW = AF_WARPS, bool SP = false, bool PUSH = false>
 __global__ void __launch_bounds__(32 * NW)
     k_attn_one(attn_args A, const dsv4_seg *segs, const int32_t *tok_seg, const int64_t *posv,
                const int32_t *page_table, const float *q, const float *kv_new, const int32_t *idx, const int32_t *cnt,
@@ -1336,7 +1339,7 @@ __global__ void __launch_bounds__(32 * NW)
 {
     extern __shared__ __align__(128) unsigned char af_sm[];
     const int hd = A.hd, st = af_stride(hd), SR = RP + 8, KSP = RP >> 4, C16 = hd / 8, NT8 = hd / 8;
-    const af_lay L = af_layout(hd, RP);
+    const af_lay L = af_layout(hd, RP, PUSH ? HB / AM_PARTS : 0);
     unsigned char *qs = af_sm + L.qs, *ks = af_sm + L.ks;
     float *ob = (float *)(af_sm + L.ob), *sc = (float *)(af_sm + L.sc);
     uint16_t *pf = (uint16_t *)(af_sm + L.pf);
@@ -1349,6 +1352,23 @@ __global__ void __launch_bounds__(32 * NW)
     const int g = lane >> 2, tq = lane & 3, nh = A.H - h0 < HB ? A.H - h0 : HB; /* this block's heads */
     constexpr int HO = HB / AM_PARTS; /* the heads a part owns (HO p ..): their denominators and the parts' sums */
     static_assert(HB == AM_PARTS || HB == 2 * AM_PARTS, "k_attn_one: one or two heads a part");
+    /* PUSH: each part sends the maxima, sums and weighted sums of every head to the head's owner by st.async onto
+     * the owner's mbarrier (AM_PARTS parts x its valid owned heads x (2 + hd) floats arrive there), and the owners
+     * combine from their own shared memory: no cluster barrier between the parts' sums and the join, whose release
+     * at cluster scope is a MEMBAR.ALL.GPU (~1,200 cycles at CSA 1 x 4k, s73). The barrier that publishes the
+     * mbarrier's init is arrived at here and waited for before the first st.async. */
+    const uint32_t mb = (uint32_t)__cvta_generic_to_shared(af_sm + L.mb);
+    float *const rx = (float *)(af_sm + L.rx);
+    if (PUSH) {
+        if (tid == 0) {
+            int nvo = 0;
+            for (int hs = 0; hs < HO; hs++) nvo += HO * p + hs < nh;
+            mbar_init(mb, 1);
+            mbar_expect(mb, (unsigned)(AM_PARTS * nvo * (2 + hd) * (int)sizeof(float)));
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    }
 #ifdef AF_TRACE
     long long af_tr[24] = {0};
     int af_n = 0;
@@ -1525,7 +1545,8 @@ __global__ void __launch_bounds__(32 * NW)
     AF_T();
     /* each head's part max and sum and the part's weights as A fragments (k_attn_md16's order: a warp a head;
      * rows past np and heads past the block's zeros), the scores read unconditionally (SR > np16); the max and
-     * sum to the head's owner (part h / HO), whose join reads them after the cluster barrier */
+     * sum to the head's owner (part h / HO), whose join reads them after the cluster barrier (PUSH: its mbarrier) */
+    if (PUSH) asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's mbarrier initialised */
     for (int h = w; h < 16; h += NW) {
         float mx = -INFINITY, l = 0.0f; /* an empty part's: dsv4_attn_join's c = 0 */
         if (h < nh && np > 0) {
@@ -1541,8 +1562,14 @@ __global__ void __launch_bounds__(32 * NW)
         }
         if (lane == 0 && h < nh) {
             const int ho = h / HO, hs = h % HO;
-            cl.map_shared_rank(omx, ho)[p * HO + hs] = mx;
-            cl.map_shared_rank(osm, ho)[p * HO + hs] = l;
+            if (PUSH) {
+                const uint32_t rb = cl_mapa(mb, (uint32_t)ho);
+                st_async_f32(cl_mapa((uint32_t)__cvta_generic_to_shared(omx + p * HO + hs), (uint32_t)ho), mx, rb);
+                st_async_f32(cl_mapa((uint32_t)__cvta_generic_to_shared(osm + p * HO + hs), (uint32_t)ho), l, rb);
+            } else {
+                cl.map_shared_rank(omx, ho)[p * HO + hs] = mx;
+                cl.map_shared_rank(osm, ho)[p * HO + hs] = l;
+            }
         }
     }
     __syncthreads();
@@ -1565,18 +1592,39 @@ __global__ void __launch_bounds__(32 * NW)
 #pragma unroll
         for (int u = 0; u < PU; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
     }
-    __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
-    AF_T();
+    if (PUSH) {
+        AF_T();
+        /* each fragment's pair to its head's owner (rx there: part p's sums of the owned head hs at p * HO + hs),
+         * then every part's pairs of the owned heads (and their maxima and sums) landed here */
 #pragma unroll
-    for (int u = 0; u < PU; u++) {
-        const int n = w + NW * u;
-        if (n < NT8)
+        for (int u = 0; u < PU; u++) {
+            const int n = w + NW * u;
+            if (n < NT8)
 #pragma unroll
-            for (int e = 0; e < 4; e += 2)
-                *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
-                    make_float2(acc[u][e], acc[u][e + 1]);
+                for (int e = 0; e < 4; e += 2) {
+                    const int h = g + 8 * (e >> 1);
+                    if (h >= nh) continue;
+                    const uint32_t o = (uint32_t)(h / HO), hs = (uint32_t)(h % HO);
+                    const float *dst = rx + (size_t)(p * HO + hs) * hd + 8 * n + 2 * tq;
+                    st_async_f2(cl_mapa((uint32_t)__cvta_generic_to_shared(dst), o), acc[u][e], acc[u][e + 1],
+                                cl_mapa(mb, o));
+                }
+        }
+        mbar_wait_cluster(mb, 0);
+    } else {
+        __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
+        AF_T();
+#pragma unroll
+        for (int u = 0; u < PU; u++) {
+            const int n = w + NW * u;
+            if (n < NT8)
+#pragma unroll
+                for (int e = 0; e < 4; e += 2)
+                    *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
+                        make_float2(acc[u][e], acc[u][e + 1]);
+        }
+        cl.sync(); /* every part's sums, maxima and weighted sums */
     }
-    cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
     if (tid < HO && HO * p + tid < nh) { /* the owned heads' join (dsv4_attn_join) */
         float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
@@ -1595,11 +1643,12 @@ __global__ void __launch_bounds__(32 * NW)
         float2 r[2][AM_PARTS];
 #pragma unroll
         for (int u = 0; u < 2; u++) {
-            const int e = e0 + u * blockDim.x, hl = HO * p + e / (hd >> 1), c = 2 * (e % (hd >> 1));
+            const int e = e0 + u * blockDim.x, hi = e / (hd >> 1), hl = HO * p + hi, c = 2 * (e % (hd >> 1));
             if (e < npair && hl < nh)
 #pragma unroll
                 for (int q = 0; q < AM_PARTS; q++)
-                    r[u][q] = *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
+                    r[u][q] = PUSH ? *(const float2 *)(rx + (size_t)(q * HO + hi) * hd + c)
+                                   : *(const float2 *)(cl.map_shared_rank(ob, q) + hl * (hd + 8) + c);
         }
 #pragma unroll
         for (int u = 0; u < 2; u++) {
@@ -1668,11 +1717,13 @@ static void launch_attn(void (*kern)(P...), dim3 grid, int threads, size_t smem,
  * (cuda_attn_init) */
 static size_t af_smem_max;
 static bool af_fits, af16_fits; /* with AF_WARPS warps a block, and with 16 */
-/* k_attn_one's instances, [4 * SP + 2 * (16 warps) + (8 heads a block)] */
+/* k_attn_one's instances, [4 * SP + 2 * (16 warps) + (8 heads a block)], then with SP the parts' sums sent
+ * by st.async (PUSH), [8 + 2 * (16 warps) + (8 heads a block)] */
 static void (*const af_kern[])(attn_args, const dsv4_seg *, const int32_t *, const int64_t *, const int32_t *,
                                const float *, const float *, const int32_t *, const int32_t *, int, float *) = {
-    k_attn_one<16>,       k_attn_one<8>,       k_attn_one<16, 16>,    k_attn_one<8, 16>,
-    k_attn_one<16, 8, 1>, k_attn_one<8, 8, 1>, k_attn_one<16, 16, 1>, k_attn_one<8, 16, 1>};
+    k_attn_one<16>,          k_attn_one<8>,          k_attn_one<16, 16>,       k_attn_one<8, 16>,
+    k_attn_one<16, 8, 1>,    k_attn_one<8, 8, 1>,    k_attn_one<16, 16, 1>,    k_attn_one<8, 16, 1>,
+    k_attn_one<16, 8, 1, 1>, k_attn_one<8, 8, 1, 1>, k_attn_one<16, 16, 1, 1>, k_attn_one<8, 16, 1, 1>};
 
 /* More than 48 KB of dynamic shared memory for the tensor-core scores and k_attn_one (cuda_kernels_init). */
 void cuda_attn_init(size_t smem_optin)
@@ -1867,10 +1918,19 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                  * one/ timed, part of the gain with 16; DSV4_ATTN_ONE_SP=0 the tiles as they come (a knob) */
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_on("DSV4_ATTN_ONE_SP");
-                launch_attn(af_kern[4 * one_sp + 2 * (nw == 16) + (hb == 8)],
-                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * nw, osm, im->stream, true,
-                            true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg, dpos,
-                            (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
+                /* with paired tiles the parts' sums go to their heads' owners by st.async (the same values, no
+                 * cluster barrier's MEMBAR.ALL.GPU between them: CSA 1 x 4k -1,200 cycles, s73) where its
+                 * shared memory fits (every part's sums of the owned heads: 16-32 KB more; HCA past ~140k tokens
+                 * of context with 8 heads a block, ~130k with 16, keep the barrier); DSV4_ATTN_ONE_ASYNC=0: the
+                 * barrier everywhere (a knob) */
+                static int one_async = -1;
+                if (one_async < 0) one_async = cuda_env_on("DSV4_ATTN_ONE_ASYNC");
+                const size_t psm = af_layout(hd, RP, hb / AM_PARTS).total;
+                const bool push = one_sp && one_async && psm <= af_smem_max;
+                launch_attn(af_kern[(push ? 8 : 4 * one_sp) + 2 * (nw == 16) + (hb == 8)],
+                            dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * nw, push ? psm : osm,
+                            im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
+                            dpos, (const int32_t *)im->d_page_table, q, kv_new, idx, cnt, RP, out);
                 return A.ofreq != NULL;
             }
             uint16_t *qb = (uint16_t *)(sp + rl.qb);

@@ -568,4 +568,40 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, unsigned parity)
                      : "r"(bar), "r"(parity)
                      : "memory");
 }
+
+/* Distributed shared memory without a release (a release at cluster scope - cluster.sync(), a remote
+ * mbarrier.arrive.release - is a MEMBAR.ALL.GPU in SASS, ~1,200 cycles where k_attn_one's parts met, s73): a
+ * shared::cta address as the cluster's address of the same bytes in block rank; st.async writes there and
+ * completes that many bytes of the transaction on the mbarrier at the same offset in the rank (its address from
+ * mapa too); a wait for the phase with acquire at cluster scope, after which the bytes st.async wrote are
+ * visible. The mbarrier must be initialised (fence.mbarrier_init, a cluster barrier) before any st.async to it. */
+__device__ __forceinline__ uint32_t cl_mapa(uint32_t addr, uint32_t rank)
+{
+    uint32_t d;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(addr), "r"(rank));
+    return d;
+}
+__device__ __forceinline__ void st_async_f32(uint32_t addr, float v, uint32_t bar)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];" ::"r"(addr), "f"(v),
+                 "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void st_async_f2(uint32_t addr, float v0, float v1, uint32_t bar)
+{
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(addr),
+                 "f"(v0), "f"(v1), "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, unsigned parity)
+{
+    uint32_t ok = 0;
+    while (!ok)
+        asm volatile(
+            "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 "
+            "%0, 1, 0, p;\n}"
+            : "=r"(ok)
+            : "r"(bar), "r"(parity)
+            : "memory");
+}
 #endif
