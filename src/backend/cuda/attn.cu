@@ -1918,15 +1918,20 @@ static bool attn_run(dsv4_backend *be, const dsv4_attn_params *p, const dsv4_pla
                  * one/ timed, part of the gain with 16; DSV4_ATTN_ONE_SP=0 the tiles as they come (a knob) */
                 static int one_sp = -1;
                 if (one_sp < 0) one_sp = cuda_env_on("DSV4_ATTN_ONE_SP");
-                /* with paired tiles the parts' sums go to their heads' owners by st.async (the same values, no
-                 * cluster barrier's MEMBAR.ALL.GPU between them: CSA 1 x 4k -1,200 cycles, s73) where its
-                 * shared memory fits (every part's sums of the owned heads: 16-32 KB more; HCA past ~140k tokens
-                 * of context with 8 heads a block, ~130k with 16, keep the barrier); DSV4_ATTN_ONE_ASYNC=0: the
-                 * barrier everywhere (a knob) */
+                /* at one token, where a part may hold 96 rows (CSA; HCA from ~64k), with the paired tiles: the parts'
+                 * sums to their heads' owners by st.async (the same values, no cluster barrier and its MEMBAR.ALL.GPU
+                 * between them): CSA 1 x 4k 9.71-9.80 against 10.34-10.36 us, HCA 128k 11.40-11.46 against
+                 * 12.18-12.39, but 2-3 tokens +1.5-4.9 % and HCA 4k +2.9 % (bench/results/2026-12-06-s73/ps/, an
+                 * H100); where its shared memory fits (every part's sums of the owned heads, 16-32 KB more).
+                 * DSV4_ATTN_ONE_ASYNC=0: never, =2: wherever it fits (measurement knobs) */
                 static int one_async = -1;
-                if (one_async < 0) one_async = cuda_env_on("DSV4_ATTN_ONE_ASYNC");
+                if (one_async < 0) {
+                    const char *e = getenv("DSV4_ATTN_ONE_ASYNC");
+                    one_async = e ? atoi(e) : 1;
+                }
                 const size_t psm = af_layout(hd, RP, hb / AM_PARTS).total;
-                const bool push = one_sp && one_async && psm <= af_smem_max;
+                const bool push =
+                    one_sp && psm <= af_smem_max && (one_async == 2 || (one_async == 1 && nt == 1 && RP >= 96));
                 launch_attn(af_kern[(push ? 8 : 4 * one_sp) + 2 * (nw == 16) + (hb == 8)],
                             dim3((unsigned)nt, (unsigned)((H + hb - 1) / hb), AM_PARTS), 32 * nw, push ? psm : osm,
                             im->stream, true, true, A, (const dsv4_seg *)im->d_segs, (const int32_t *)im->d_tok_seg,
