@@ -1592,39 +1592,32 @@ __global__ void __launch_bounds__(32 * NW)
 #pragma unroll
         for (int u = 0; u < PU; u++) mma_bf16(acc[u], a.x, a.y, a.z, a.w, b[u][0], b[u][1]);
     }
-    if (PUSH) {
-        AF_T();
-        /* each fragment's pair to its head's owner (rx there: part p's sums of the owned head hs at p * HO + hs),
-         * then every part's pairs of the owned heads (and their maxima and sums) landed here */
+    if (!PUSH) __syncthreads(); /* every warp is done with q and the rows: the sums go over them (ob) */
+    AF_T();
+    /* each fragment's pair (head g or g + 8, columns 8 n + 2 tq ..): into ob, or (PUSH) to the head's owner - rx there,
+     * part p's sums of the owned head hs at p * HO + hs - after which every part's pairs of the owned heads (and
+     * their maxima and sums) have landed here once the mbarrier's phase completes */
 #pragma unroll
-        for (int u = 0; u < PU; u++) {
-            const int n = w + NW * u;
-            if (n < NT8)
+    for (int u = 0; u < PU; u++) {
+        const int n = w + NW * u;
+        if (n < NT8)
 #pragma unroll
-                for (int e = 0; e < 4; e += 2) {
-                    const int h = g + 8 * (e >> 1);
-                    if (h >= nh) continue;
+            for (int e = 0; e < 4; e += 2) {
+                const int h = g + 8 * (e >> 1);
+                if (!PUSH) {
+                    *(float2 *)(ob + h * (hd + 8) + 8 * n + 2 * tq) = make_float2(acc[u][e], acc[u][e + 1]);
+                } else if (h < nh) {
                     const uint32_t o = (uint32_t)(h / HO), hs = (uint32_t)(h % HO);
                     const float *dst = rx + (size_t)(p * HO + hs) * hd + 8 * n + 2 * tq;
                     st_async_f2(cl_mapa((uint32_t)__cvta_generic_to_shared(dst), o), acc[u][e], acc[u][e + 1],
                                 cl_mapa(mb, o));
                 }
-        }
-        mbar_wait_cluster(mb, 0);
-    } else {
-        __syncthreads(); /* every warp is done with q and the rows: the sums go over them */
-        AF_T();
-#pragma unroll
-        for (int u = 0; u < PU; u++) {
-            const int n = w + NW * u;
-            if (n < NT8)
-#pragma unroll
-                for (int e = 0; e < 4; e += 2)
-                    *(float2 *)(ob + (g + 8 * (e >> 1)) * (hd + 8) + 8 * n + 2 * tq) =
-                        make_float2(acc[u][e], acc[u][e + 1]);
-        }
-        cl.sync(); /* every part's sums, maxima and weighted sums */
+            }
     }
+    if (PUSH)
+        mbar_wait_cluster(mb, 0);
+    else
+        cl.sync(); /* every part's sums, maxima and weighted sums */
     AF_T();
     if (tid < HO && HO * p + tid < nh) { /* the owned heads' join (dsv4_attn_join) */
         float m[AM_PARTS], l[AM_PARTS], c[AM_PARTS];
