@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """This directory's figures (session of 2026-12-06, s73: k_attn_one's parts' sums by st.async at one token, what its
-cluster barrier and its rows' copy cost) as one JSON:
+cluster barrier and its rows' copy cost, and what the linears' cluster barriers cost) as one JSON:
     python3 bench/results/2026-12-06-s73/summary.py > bench/results/mixed-2026-12-06-s73.json
 Standard library only."""
 import os
@@ -58,6 +58,10 @@ out = {
     "fin": call("fin", ATTN + ": new (9a47c086: st.async at one token with parts of 96 rows or more, the barrier "
                 "elsewhere), a0 (never), a2 (wherever it fits), base (a0984e27's build); decode " + DECODE_OVL_WHAT),
 }
+out["csp"] = call("csp", ATTN + " (one token: new, a0 = DSV4_ATTN_ONE_ASYNC=0), then the linears alone (bench_kernels "
+                  "--linear-only --batch 1,16,64: lin-*.txt) and decode " + DECODE_OVL_WHAT + " at batch 1 / 16: new "
+                  "(3af13f6f's build) against relax (a probe build of csp/csp.diff: the K-split linears' cluster sums "
+                  "- cluster_sum_parts, wg_store - with the barrier's arrive relaxed, no MEMBAR.ALL.GPU: timing only)")
 out["ps"]["checks"] = {"test_ops_cuda": "passed (13 tests) with push everywhere and with 16 heads a block "
                                         "(ops_cuda.txt.gz, ops_cuda-h16.txt.gz)",
                        "bits_h16": call_lines(D, "ps", "bits-h16.txt")}
