@@ -2780,11 +2780,12 @@ static const segdef steps[][4] = {
 
 /* Sequences of ~600 tokens: the attention's decode kernels at 21-36 tokens a step over ~550-610 rows a query (a
  * 512-token window and the indexer's 96), as Flash's CSA layers see from a 4k context on (its 640 rows: 80 a part,
- * padded to 96; the scenarios above reach ~100 rows). */
+ * padded to 96; the scenarios above reach ~100 rows); last, one token alone (the one-pass attention's parts then
+ * send their sums to the heads' owners by st.async: attn_run's PUSH). */
 static const segdef steps_long[][4] = {
     {{0, 290}, {1, 250}, {-1, 0}},      {{0, 280}, {1, 300}, {2, 3}, {-1, 0}},
     {{0, 16}, {1, 9}, {2, 1}, {-1, 0}}, {{0, 1}, {1, 33}, {2, 2}, {-1, 0}},
-    {{0, 20}, {1, 1}, {-1, 0}},
+    {{0, 20}, {1, 1}, {-1, 0}},         {{1, 1}, {-1, 0}},
 };
 
 /* Sequences of ~1,300 tokens over a 1,152-token window: ~1,230-1,250 rows a query (CSA: the window and the
