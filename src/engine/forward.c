@@ -173,7 +173,14 @@ static void run_compressors(fwd *f, int l)
     be->compress(be, &pm, f->plan, &f->e->kv, s->ca, s->cg);
 }
 
-/* Layer l's indexer and attention as the backend's ops take them (the attention's output de-rotated with freqs). */
+/* Layer l's RoPE frequencies: the main ones on sliding-window layers, the compressed rows' on the others. */
+static const float *layer_freqs(const dsv4_engine *e, int l)
+{
+    return e->w.layers[l].kind == DSV4_ATTN_SLIDING ? e->freqs_main : e->freqs_compress;
+}
+
+/* Layer l's indexer and attention as the backend's ops take them (the attention's output de-rotated with the
+ * layer's RoPE, rounded in and out in reference numerics). */
 static dsv4_indexer_params indexer_params(const dsv4_engine *e, int l, bool ref)
 {
     const dsv4_config *c = &e->cfg;
@@ -187,7 +194,7 @@ static dsv4_indexer_params indexer_params(const dsv4_engine *e, int l, bool ref)
                                  .reference = ref};
 }
 
-static dsv4_attn_params attn_params(const dsv4_engine *e, int l, bool ref, const float *freqs, unsigned out_rnd)
+static dsv4_attn_params attn_params(const dsv4_engine *e, int l, bool ref)
 {
     const dsv4_config *c = &e->cfg;
     const dsv4_layer_w *L = &e->w.layers[l];
@@ -201,9 +208,9 @@ static dsv4_attn_params attn_params(const dsv4_engine *e, int l, bool ref, const
                               .scale = 1.0f / sqrtf((float)c->head_dim),
                               .sinks = L->attn_sink.vec,
                               .reference = ref,
-                              .out_freqs = freqs,
+                              .out_freqs = layer_freqs(e, l),
                               .out_rope = c->rope_dim,
-                              .out_rnd = out_rnd};
+                              .out_rnd = ref ? RIO : 0u};
 }
 
 static void attention(fwd *f, int l)
@@ -214,7 +221,7 @@ static void attention(fwd *f, int l)
     dsv4_scratch *s = f->s;
     const int T = f->T, D = c->dim, H = c->n_heads, hd = c->head_dim, rd = c->rope_dim;
     const float eps = (float)c->rms_norm_eps;
-    const float *freqs = L->kind == DSV4_ATTN_SLIDING ? f->e->freqs_main : f->e->freqs_compress;
+    const float *freqs = layer_freqs(f->e, l);
 
     /* h = RMSNorm(hc_pre(X)) (one op: a backend may fuse the norm) */
     dsv4_hc_params hp = hc_params(c, &L->hc_attn_fn, &L->hc_attn_base, &L->hc_attn_scale);
@@ -300,7 +307,7 @@ static void attention(fwd *f, int l)
     }
 
     /* Sparse attention with sinks; the RoPE on its output undone (in the same op) */
-    const dsv4_attn_params ap = attn_params(f->e, l, f->ref, freqs, rnd(f, RIO));
+    const dsv4_attn_params ap = attn_params(f->e, l, f->ref);
     mark(f, DSV4_PROF_ATTN);
     be->attn(be, &ap, f->plan, &f->e->kv, s->q, s->kv, s->idx, s->cnt, s->o);
     /* the window's new rows: read by later steps only, beside the rest of the layer (kv is written again
@@ -513,8 +520,7 @@ dsv4_status dsv4_forward_reserve(dsv4_engine *e, int n_tok, int64_t max_ctx)
     const bool ref = e->numerics == DSV4_NUMERICS_REFERENCE;
     for (int l = 0; l < e->cfg.n_layers; l++) {
         const dsv4_layer_w *L = &e->w.layers[l];
-        const float *freqs = L->kind == DSV4_ATTN_SLIDING ? e->freqs_main : e->freqs_compress;
-        const dsv4_attn_params ap = attn_params(e, l, ref, freqs, ref ? RIO : 0);
+        const dsv4_attn_params ap = attn_params(e, l, ref);
         const dsv4_indexer_params ip = indexer_params(e, l, ref);
         const dsv4_status st = be->work_reserve(be, &ap, L->kind == DSV4_ATTN_CSA ? &ip : NULL, n_tok, max_ctx);
         if (st != DSV4_OK) return st;
