@@ -160,8 +160,9 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
  * one part a block, the P blocks of a tile a cluster that adds the parts in
  * part order. */
 template <int N>
-__global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs,
-                                             int ntok, int nkg, int P, int Q, int n, size_t yg, int S, float *parts)
+__global__ void __launch_bounds__(128)
+    k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs, int ntok, int nkg, int P, int Q, int n,
+          size_t yg, int S, float *parts, bool sa)
 {
     constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -174,8 +175,15 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     const int kg0 = nkg * p0 / P, kg1 = nkg * p1 / P, ng = kg1 - kg0;
     extern __shared__ uint8_t wg_dyn[];
     __shared__ __align__(8) uint64_t full[WG_SMAX];
+    __shared__ __align__(8) uint64_t rxbar;
     const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wg_dyn) + 1023u) & ~1023u; /* swizzle atoms */
     const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
+    /* sa (the parts a cluster): each part sends the owner of each output its sum by st.async onto the owner's
+     * mbarrier (rxbar), into the owner's slots rx[part][output - its first] after the weight scales (wg_smem_rx):
+     * no cluster barrier between the parts' sums and their addition, whose release is a MEMBAR.ALL.GPU */
+    const uint32_t rbar = (uint32_t)__cvta_generic_to_shared(&rxbar);
+    constexpr int F = 128 * R;
+    const int mr = F / Q + 1; /* slots a part: the largest owner's range, F / Q rounded up, at most */
     const CUtensorMap *tm = &J.tm[job];
     const int ty = (int)(grp * rows + rb); /* the box's first row in the map */
     const uint8_t *bsrc = xq + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N) * 128;
@@ -184,10 +192,15 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
     const uint32_t xsb = sbase + S * SB;
     const float *xsm = (const float *)(wg_dyn + (xsb - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
     uint8_t *wsm = (uint8_t *)(xsm + S * N);
+    float *rx = (float *)(wsm + ((64 * ng + 15) & ~15));
     const float *xsrc = xs + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N);
     constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
         for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
+        if (sa) {
+            mbar_init(rbar, 1);
+            mbar_expect(rbar, (unsigned)((F * (qb + 1) / Q - F * qb / Q) * Q * (int)sizeof(float)));
+        }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* the weights do not depend on the kernel before (the pack) */
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -219,6 +232,7 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
                 if (e0 + tid + 128 * k < 64 * ng) wsm[e0 + tid + 128 * k] = v[k];
         }
     }
+    if (sa) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); /* rxbar's init published */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0)
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -307,6 +321,27 @@ __global__ void __launch_bounds__(128) k_wg8(const __grid_constant__ wg_jobs J, 
         }
         return;
     }
+    if (sa) { /* each sum to its output's owner (part o adds [F o / Q, F (o + 1) / Q)), then the owned outputs over
+               * the parts in part order from this block's slots (the same sums as cluster_sum_parts') */
+        asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's rxbar initialised */
+#pragma unroll
+        for (int j = 0; j < R; j++) {
+            const int f = j * 128 + tid;
+            const int o = (f * Q + Q - 1) / F; /* the owner: F o / Q <= f < F (o + 1) / Q (checked for every f) */
+            const float *dst = rx + qb * mr + (f - F * o / Q);
+            st_async_f32(cl_mapa((uint32_t)__cvta_generic_to_shared(dst), (uint32_t)o), tot[j],
+                         cl_mapa(rbar, (uint32_t)o));
+        }
+        mbar_wait_cluster(rbar, 0);
+        const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
+        for (int f = f0 + tid; f < f1; f += 128) {
+            float sum = rx[f - f0];
+            for (int q = 1; q < Q; q++) sum += rx[q * mr + f - f0];
+            store(f & 127, f >> 7, sum);
+        }
+        cluster_reads_done(); /* no block leaves before what was sent to it has landed */
+        return;
+    }
     /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
      * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
      * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
@@ -390,6 +425,13 @@ static int wg_parts(int nsm, int64_t tiles, int nkg)
 static size_t wg_smem(int N, int S, int ng)
 {
     return (size_t)S * (8192 + N * 128 + N * 4) + 64 * (size_t)ng + 1024;
+}
+
+/* k_wg8's dynamic shared memory with the st.async slots of Q parts (wg_smem's, 16-aligned, then Q x (F / Q + 1)
+ * floats, F = 64 N a block's outputs) */
+static size_t wg_smem_rx(int N, int S, int ng, int Q)
+{
+    return wg_smem(N, S, ng) + 16 + (size_t)Q * (64 * N / Q + 1) * sizeof(float);
 }
 
 void cuda_wg8_init(void)
@@ -501,15 +543,20 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     const int Q = wg_q(T, G, ntt, im->n_sm, P);
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
     const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
+    /* the parts' sums by st.async (k_wg8's sa; DSV4_WG8_ASYNC=0: through the cluster barrier, the same bits) */
+    static int wg_async = -1;
+    if (wg_async < 0) wg_async = cuda_env_on("DSV4_WG8_ASYNC");
+    const bool sa = cz && wg_async;
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
     const int ng = Q == 1 ? nkg : (nkg + P - 1) / P; /* the most groups a block takes */
-    int S = (int)((((int64_t)wg_budget_kb(im->q != 0 && N <= 16) << 10) / per_sm - 64 * ng) / (8192 + N * 132));
+    const int64_t rxb = sa ? (int64_t)(wg_smem_rx(N, 0, 0, Q) - wg_smem(N, 0, 0)) : 0; /* the st.async slots */
+    int S = (int)((((int64_t)wg_budget_kb(im->q != 0 && N <= 16) << 10) / per_sm - 64 * ng - rxb) / (8192 + N * 132));
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
 #define WG_L(NN)                                                                                                       \
-    cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S, ng), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc,  \
-                yg, S, parts)
+    cuda_launch(k_wg8<NN>, grid, dim3(128), sa ? wg_smem_rx(NN, S, ng, Q) : wg_smem(NN, S, ng), im->stream, cz, true,  \
+                J, xq, xs, ntok, nkg, P, Q, nc, yg, S, parts, sa)
     switch (N) {
     case 8:
         WG_L(8);
