@@ -192,7 +192,8 @@ __global__ void __launch_bounds__(128)
     const uint32_t xsb = sbase + S * SB;
     const float *xsm = (const float *)(wg_dyn + (xsb - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
     uint8_t *wsm = (uint8_t *)(xsm + S * N);
-    float *rx = (float *)(wsm + ((64 * ng + 15) & ~15));
+    /* (at the same offset in every part: after the scales of the most groups a part takes, as wg_launch sizes it) */
+    float *rx = (float *)(wsm + ((64 * ((nkg + P - 1) / P) + 15) & ~15));
     const float *xsrc = xs + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N);
     constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
