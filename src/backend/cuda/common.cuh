@@ -355,6 +355,16 @@ static inline bool cuda_env_on(const char *name)
     return !(e && e[0] == '0');
 }
 
+/* The K-split linears' parts added by st.async onto an mbarrier a block (rowdot.cuh's cl_push_*: k_wg8,
+ * k_mma_fp8, k_mma_bf16, k_wgbf, k_wgf8) unless DSV4_LIN_ASYNC=0: then through a cluster barrier (its release a
+ * MEMBAR.ALL.GPU). The same sums, the same bits. */
+static inline bool cuda_lin_async(void)
+{
+    static int on = -1;
+    if (on < 0) on = cuda_env_on("DSV4_LIN_ASYNC");
+    return on != 0;
+}
+
 /* BF16 rounding folded into an op's load (DSV4_RND_IN) or store (DSV4_RND_OUT). */
 __device__ __forceinline__ float rnd_in(unsigned rnd, float v) { return rnd & DSV4_RND_IN ? dsv4_round_bf16(v) : v; }
 __device__ __forceinline__ float rnd_out(unsigned rnd, float v) { return rnd & DSV4_RND_OUT ? dsv4_round_bf16(v) : v; }

@@ -129,7 +129,7 @@ __device__ __forceinline__ mma_place mma_place_of(int nkg, int P, int ntok, int 
  * are those of part 0 adding every output. */
 template <int NTT, bool DYN = false>
 __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p, int64_t rb, int nt0, int ntiles,
-                                           int64_t rows, int n, float *out, int ldy, float *dred = nullptr,
+                                           int64_t rows, int n, float *out, int ldy, bool sa, float *dred = nullptr,
                                            int dstride = 0)
 {
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
@@ -167,7 +167,19 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
         for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) store(f, red0[f]);
         return;
     }
-    cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red0, F, p, P, store);
+    if (!sa) {
+        cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red0, F, p, P, store);
+        return;
+    }
+    /* the parts' totals by st.async (cl_push_*), received in the other warps' sums (rows 1 on: P (F / P + 1)
+     * floats, read only by warp 0 above, done by the block barrier in every block before the cluster's) */
+    __shared__ __align__(8) uint64_t pbar;
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar), rx = (uint32_t)__cvta_generic_to_shared(red0 + rs);
+    if (threadIdx.x == 0) cl_push_init(bar, F, p, P);
+    __syncthreads();
+    cl_push_ready();
+    for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) cl_push_send(rx, bar, F, p, P, f, red0[f]);
+    cl_push_sum<MMA_MAXP, 32 * MMA_WARPS>(red0 + rs, bar, F, p, P, store);
 }
 
 /* The weights go through shared memory in a ring of MMA_STAGES stages per
@@ -236,6 +248,7 @@ struct mma_jobs {
     float *y[MMA_JOBS];
     int ldy[MMA_JOBS];
     int trig; /* k_mma_bf16: griddepcontrol.launch_dependents after its wait (the kernel after it may start) */
+    int sa;   /* the parts' sums by st.async (mma_finish; the launches set it: cuda_lin_async) */
 };
 
 /* Block: 32 rows of its job's weight, NTT n tiles of 8 tokens, the
@@ -445,10 +458,10 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
     cp_async_wait<0>();
     __syncwarp(); /* XR: every lane's copies landed before the ring holds the warp's sums */
     if constexpr (XR)
-        mma_finish<NTT, true>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job], (float *)mma_dyn,
-                              ST * SBY / 4);
+        mma_finish<NTT, true>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job], J.sa,
+                              (float *)mma_dyn, ST * SBY / 4);
     else
-        mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
+        mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job], J.sa);
 }
 
 /* ---- Decode (n <= 8 tokens): the same sums, streamed by fewer, longer-lived warps.
@@ -949,7 +962,7 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, 2)
 #pragma unroll
                     for (int s = 0; s < NPT; s++) bq[i][j][s] = bqn[i][j][s];
     }
-    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job]);
+    mma_finish<NTT>(acc, P, p, rb, nt0, ntiles, w.rows, n, J.y[job] + grp * yg, J.ldy[job], J.sa);
 }
 
 /* The tensor-core paths (linears here, experts in moe_mma.cu) unless
@@ -1017,8 +1030,10 @@ static void mma_launch_t(cudaStream_t st, const mma_jobs &J, const uint32_t *xp,
                          int P, int G, int n, size_t yg)
 {
     constexpr size_t smem = mma_fp8_smem_of(NTT, LO); /* above 48 KB: cuda_mma_init */
+    mma_jobs Js = J;
+    Js.sa = cuda_lin_async();
     cuda_launch(k_mma_fp8<NTT, LO>, mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), smem, st,
-                P > 1 ? (unsigned)P : 0u, true, J, xp, xs, ntok, nkg, P, n, yg);
+                P > 1 ? (unsigned)P : 0u, true, Js, xp, xs, ntok, nkg, P, n, yg);
 }
 
 /* k_mma_fp8s's launch: where its scratch is and how many warps it may use. */
@@ -1117,9 +1132,11 @@ template <int NTT, int NPT>
 static void bf16_launch_t(cudaStream_t st, const mma_jobs &J, const uint2 *xp, size_t plane, int ntok, int nkg, int P,
                           int G, int n, size_t yg)
 {
+    mma_jobs Js = J;
+    Js.sa = cuda_lin_async();
     cuda_launch(J.n > 1 ? k_mma_bf16<NTT, true, NPT> : k_mma_bf16<NTT, false, NPT>,
-                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true, J,
-                xp, plane, ntok, nkg, P, n, yg);
+                mma_grid(J.tile0[J.n], ntok, NTT, P, G), dim3(32 * MMA_WARPS), 0, st, P > 1 ? (unsigned)P : 0u, true,
+                Js, xp, plane, ntok, nkg, P, n, yg);
 }
 
 /* one: BF16(x) alone (reference numerics), else its three parts */

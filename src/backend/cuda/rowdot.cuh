@@ -604,4 +604,45 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, unsigned parity)
             : "r"(bar), "r"(parity)
             : "memory");
 }
+
+/* A K-split tile's parts added without a release at cluster scope (cluster_sum_parts' cl.sync() is a
+ * MEMBAR.ALL.GPU): the P parts of a cluster (rank = part) each send every one of the tile's F outputs to the
+ * output's owner by st.async - part o adds [F o / P, F (o + 1) / P) - into the owner's slots rx[part][f - F o / P]
+ * (P x (F / P + 1) floats at the same offset in every block), completing the bytes on the owner's mbarrier bar.
+ * Order: thread 0 runs cl_push_init (the bytes its block receives) before a cluster barrier (relaxed: the init's
+ * fence publishes it), every block's slots free by that barrier; then cl_push_send, then cl_push_sum (the wait,
+ * then the parts in part order: cluster_sum_parts' sums, the same bits). A block leaves only after its own wait,
+ * so nothing is sent to a block that has left. */
+__device__ __forceinline__ void cl_push_init(uint32_t bar, int F, int part, int P)
+{
+    mbar_init(bar, 1);
+    mbar_expect(bar, (unsigned)((F * (part + 1) / P - F * part / P) * P * (int)sizeof(float)));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+/* the cluster barrier for the above where nothing else publishes (every thread of every block) */
+__device__ __forceinline__ void cl_push_ready(void)
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+/* part's value v of output f to its owner o: F o / P <= f < F (o + 1) / P */
+__device__ __forceinline__ void cl_push_send(uint32_t rx, uint32_t bar, int F, int part, int P, int f, float v)
+{
+    const int o = (f * P + P - 1) / F;
+    st_async_f32(cl_mapa(rx + 4u * (uint32_t)(part * (F / P + 1) + f - F * o / P), (uint32_t)o), v,
+                 cl_mapa(bar, (uint32_t)o));
+}
+/* the owned outputs over the parts in part order, each stored with store(f, sum) (NT threads a block) */
+template <int MAXP, int NT, class Store>
+__device__ __forceinline__ void cl_push_sum(const float *rx, uint32_t bar, int F, int part, int P, Store store)
+{
+    mbar_wait_cluster(bar, 0);
+    const int f0 = F * part / P, f1 = F * (part + 1) / P, mr = F / P + 1;
+    for (int f = f0 + (int)threadIdx.x; f < f1; f += NT) {
+        float sum = rx[f - f0];
+#pragma unroll
+        for (int q = 1; q < MAXP; q++)
+            if (q < P) sum += rx[q * mr + f - f0];
+        store(f, sum);
+    }
+}
 #endif

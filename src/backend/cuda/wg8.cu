@@ -179,11 +179,12 @@ __global__ void __launch_bounds__(128)
     const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wg_dyn) + 1023u) & ~1023u; /* swizzle atoms */
     const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
     /* sa (the parts a cluster): each part sends the owner of each output its sum by st.async onto the owner's
-     * mbarrier (rxbar), into the owner's slots rx[part][output - its first] after the weight scales (wg_smem_rx):
-     * no cluster barrier between the parts' sums and their addition, whose release is a MEMBAR.ALL.GPU */
+     * mbarrier (rxbar), into the owner's slots rx[part][output - its first] after the weight scales (wg_smem_rx,
+     * cl_push_*): no cluster barrier between the parts' sums and their addition, whose release is a
+     * MEMBAR.ALL.GPU. The mbarrier is initialised at the start, its cluster barrier arrived at before the wait
+     * for the kernel before and waited for at the end. */
     const uint32_t rbar = (uint32_t)__cvta_generic_to_shared(&rxbar);
     constexpr int F = 128 * R;
-    const int mr = F / Q + 1; /* slots a part: the largest owner's range, F / Q rounded up, at most */
     const CUtensorMap *tm = &J.tm[job];
     const int ty = (int)(grp * rows + rb); /* the box's first row in the map */
     const uint8_t *bsrc = xq + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N) * 128;
@@ -198,10 +199,7 @@ __global__ void __launch_bounds__(128)
     constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
         for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
-        if (sa) {
-            mbar_init(rbar, 1);
-            mbar_expect(rbar, (unsigned)((F * (qb + 1) / Q - F * qb / Q) * Q * (int)sizeof(float)));
-        }
+        if (sa) cl_push_init(rbar, F, qb, Q);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* the weights do not depend on the kernel before (the pack) */
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -322,25 +320,13 @@ __global__ void __launch_bounds__(128)
         }
         return;
     }
-    if (sa) { /* each sum to its output's owner (part o adds [F o / Q, F (o + 1) / Q)), then the owned outputs over
-               * the parts in part order from this block's slots (the same sums as cluster_sum_parts') */
+    if (sa) { /* each sum to its output's owner, then the owned outputs over the parts in part order from this
+               * block's slots (cl_push_*: the same sums as cluster_sum_parts') */
         asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's rxbar initialised */
+        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(rx);
 #pragma unroll
-        for (int j = 0; j < R; j++) {
-            const int f = j * 128 + tid;
-            const int o = (f * Q + Q - 1) / F; /* the owner: F o / Q <= f < F (o + 1) / Q (checked for every f) */
-            const float *dst = rx + qb * mr + (f - F * o / Q);
-            st_async_f32(cl_mapa((uint32_t)__cvta_generic_to_shared(dst), (uint32_t)o), tot[j],
-                         cl_mapa(rbar, (uint32_t)o));
-        }
-        mbar_wait_cluster(rbar, 0);
-        const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
-        for (int f = f0 + tid; f < f1; f += 128) {
-            float sum = rx[f - f0];
-            for (int q = 1; q < Q; q++) sum += rx[q * mr + f - f0];
-            store(f & 127, f >> 7, sum);
-        }
-        cluster_reads_done(); /* no block leaves before what was sent to it has landed */
+        for (int j = 0; j < R; j++) cl_push_send(rxa, rbar, F, qb, Q, j * 128 + tid, tot[j]);
+        cl_push_sum<WG_MAXP, 128>(rx, rbar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
         return;
     }
     /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
@@ -544,10 +530,8 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     const int Q = wg_q(T, G, ntt, im->n_sm, P);
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
     const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
-    /* the parts' sums by st.async (k_wg8's sa; DSV4_WG8_ASYNC=0: through the cluster barrier, the same bits) */
-    static int wg_async = -1;
-    if (wg_async < 0) wg_async = cuda_env_on("DSV4_WG8_ASYNC");
-    const bool sa = cz && wg_async;
+    /* the parts' sums by st.async (k_wg8's sa; DSV4_LIN_ASYNC=0: through the cluster barrier, the same bits) */
+    const bool sa = cz && cuda_lin_async();
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
@@ -849,10 +833,11 @@ __device__ __forceinline__ void wg_ring_next(int tid, int i, int ng, int S, int 
 
 /* The outputs of a block of k_wgbf / k_wgf8 (64 rows from rb, 64 tokens from t0; ps[4 c + e] of thread th:
  * row (th / 32) 16 + (th % 32) / 4 (+ 8 for e >= 2), token t0 + 8 c + 2 (th % 4) + (e & 1)): stored, or with Q
- * parts a cluster (block qb of Q) added in part order through the blocks' shared memory red (16 KB, free). */
+ * parts a cluster (block qb of Q) added in part order through the blocks' shared memory red (the ring, free:
+ * 16 KB, and the slots of sa's st.async, cl_push_*). */
 template <int R>
 __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t rb, int64_t rows, int t0, int n,
-                                         float *out, int ldy, float *red)
+                                         float *out, int ldy, float *red, bool sa)
 {
     const int tid = threadIdx.x;
     auto store = [&](int th, int j, float v) {
@@ -865,11 +850,21 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
         for (int j = 0; j < R; j++) store(tid, j, ps[j]);
         return;
     }
+    constexpr int F = 128 * R;
+    if (sa) { /* every block's ring free once each has reached the cluster barrier */
+        __shared__ __align__(8) uint64_t pbar;
+        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar), rx = (uint32_t)__cvta_generic_to_shared(red);
+        if (tid == 0) cl_push_init(bar, F, qb, Q);
+        cl_push_ready();
+#pragma unroll
+        for (int j = 0; j < R; j++) cl_push_send(rx, bar, F, qb, Q, j * 128 + tid, ps[j]);
+        cl_push_sum<WG_MAXP, 128>(red, bar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
     cg::cluster_group cl = cg::this_cluster();
     cl.sync();
-    constexpr int F = 128 * R;
     const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
     for (int f = f0 + tid; f < f1; f += 128) {
         float sum = *cl.map_shared_rank(red + f, 0);
@@ -887,7 +882,7 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
 template <int NPT>
 __global__ void __launch_bounds__(128)
     k_wgbf(const __grid_constant__ CUtensorMap tm, int64_t rows, const uint8_t *xb, int ntok, int nkg, int G, int P,
-           int Q, int n, float *y, int ldy, size_t yg, int S)
+           int Q, int n, float *y, int ldy, size_t yg, int S, bool sa)
 {
     /* NPT: the activation parts (3, or 1 - hi alone, k_mma_bf16<.., 1>'s: reference numerics) */
     constexpr int R = WB_N / 2;
@@ -952,7 +947,7 @@ __global__ void __launch_bounds__(128)
         wg_ring_next(tid, i, ng, S, kg, cur, phase, issue_a, issue_b);
     }
     wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
-                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
+                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))), sa);
 }
 
 /* BF16 weights within the tensor maps' limits (wg_mappable). */
@@ -1009,7 +1004,7 @@ __global__ void k_wgf8_pack(const float *x, int ldx, size_t xg, int n, int ntok,
  * a cluster). w: the weight's view (its E8M0 scales). */
 __global__ void __launch_bounds__(128)
     k_wgf8(const __grid_constant__ CUtensorMap tm, const wdesc w, const uint8_t *xb, const float *xs, int ntok, int nkg,
-           int G, int P, int Q, int n, float *y, int ldy, size_t yg, int S)
+           int G, int P, int Q, int n, float *y, int ldy, size_t yg, int S, bool sa)
 {
     constexpr int R = WB_N / 2;
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -1092,7 +1087,7 @@ __global__ void __launch_bounds__(128)
         wg_ring_next(tid, i, ng, S, kg, cur, phase, issue_a, issue_b);
     }
     wg_store<R>(ps, Q, qb, rb, rows, (int)blockIdx.x * WB_N, n, y + (size_t)grp * yg, ldy,
-                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))));
+                (float *)(wb_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wb_dyn))), sa);
 }
 
 /* FP8 E4M3 with E8M0 scales in 64-column groups of whole scale blocks (cuda_mma_eligible's), rows of whole
@@ -1158,13 +1153,14 @@ static void wgmm_run(dsv4_backend *be, bool F8, int m, const wdesc *w, const int
             const int Q = tiles < (int64_t)im->n_sm ? P[i] : 1;
             const dim3 grid((unsigned)(ntok / WB_N), (unsigned)((w[i].rows + 63) / 64), (unsigned)(G * Q));
             const unsigned cz = Q > 1 ? (unsigned)Q : 0u;
+            const bool sa = cz && cuda_lin_async(); /* the parts' sums by st.async (wg_store) */
             float *yi = y[i] + (size_t)t0 * ldy[i];
             if (F8)
                 cuda_launch(k_wgf8, grid, dim3(128), smem, im->stream, cz, true, tm, w[i], (const uint8_t *)xb,
-                            (const float *)xs, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
+                            (const float *)xs, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S, sa);
             else
                 cuda_launch(one ? k_wgbf<1> : k_wgbf<3>, grid, dim3(128), smem, im->stream, cz, true, tm, w[i].rows,
-                            (const uint8_t *)xb, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S);
+                            (const uint8_t *)xb, ntok, nkg, G, P[i], Q, nc, yi, ldy[i], yg, S, sa);
         }
     }
 }
