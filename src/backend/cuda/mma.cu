@@ -140,7 +140,7 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
     if constexpr (DYN) {
         red0 = dred, rs = dstride;
     } else {
-        __shared__ float red[MMA_WARPS][F];
+        __shared__ __align__(16) float red[MMA_WARPS][F];
         red0 = &red[0][0], rs = F;
     }
 #pragma unroll
@@ -172,9 +172,11 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
         return;
     }
     /* the parts' totals by st.async (cl_push_*), received in the other warps' sums (rows 1 on: P (F / P + 1)
-     * floats, read only by warp 0 above, done by the block barrier in every block before the cluster's) */
-    __shared__ __align__(8) uint64_t pbar;
-    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar), rx = (uint32_t)__cvta_generic_to_shared(red0 + rs);
+     * floats, read only by warp 0 above, done by the block barrier in every block before the cluster's); the
+     * mbarrier in the last 8 bytes of the last row (a static one would take k_mma_fp8<4, false>'s 16 KB of sums
+     * and 32 KB of ring past the 48 KB a block may have without opting in) */
+    const uint32_t rx = (uint32_t)__cvta_generic_to_shared(red0 + rs);
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(red0 + MMA_WARPS * rs - 2);
     if (threadIdx.x == 0) cl_push_init(bar, F, p, P);
     __syncthreads();
     cl_push_ready();
@@ -277,6 +279,10 @@ __global__ void __launch_bounds__(32 * MMA_WARPS, NTT == 1 ? 4 : 3) k_mma_fp8(mm
      * trip a group (each use waits for every global load before it) */
     constexpr bool XR = mma_xr(NTT, LO);
     constexpr int ST = XR ? MMA_XR_STAGES : MMA_STAGES, SBY = mma_stage_bytes(NTT, LO);
+    /* without XR the warps' sums are static (mma_finish): with the ring within the 48 KB a block has without
+     * opting in (k_mma_fp8<4, ..> is at it: a launch past it fails) */
+    static_assert(XR || MMA_WARPS * 2 * NTT * 4 * 32 * sizeof(float) + mma_fp8_smem_of(NTT, LO) <= 48 * 1024,
+                  "k_mma_fp8's shared memory");
     extern __shared__ uint4 mma_dyn[];
     char *wring = (char *)mma_dyn + (size_t)wid * ST * SBY;
     auto stage = [&](int s) -> mma_stage & { return *(mma_stage *)(wring + s * SBY); };
