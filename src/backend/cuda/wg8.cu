@@ -162,7 +162,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
 template <int N>
 __global__ void __launch_bounds__(128)
     k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs, int ntok, int nkg, int P, int Q, int n,
-          size_t yg, int S, float *parts, bool sa)
+          size_t yg, int S, float *parts, int push)
 {
     constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -199,7 +199,7 @@ __global__ void __launch_bounds__(128)
     constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
         for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
-        if (sa) cl_push_init(rbar, F, qb, Q);
+        if (push == 2) cl_push_init(rbar, F, qb, Q);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* the weights do not depend on the kernel before (the pack) */
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(128)
                 if (e0 + tid + 128 * k < 64 * ng) wsm[e0 + tid + 128 * k] = v[k];
         }
     }
-    if (sa) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); /* rxbar's init published */
+    if (push == 2) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); /* rxbar's init published */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0)
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -320,19 +320,26 @@ __global__ void __launch_bounds__(128)
         }
         return;
     }
-    if (sa) { /* each sum to its output's owner, then the owned outputs over the parts in part order from this
-               * block's slots (cl_push_*: the same sums as cluster_sum_parts') */
-        asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's rxbar initialised */
-        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(rx);
-#pragma unroll
-        for (int j = 0; j < R; j++) cl_push_send(rxa, rbar, F, qb, Q, j * 128 + tid, tot[j]);
-        cl_push_sum<WG_MAXP, 128>(rx, rbar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
-        return;
-    }
     /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
      * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
      * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
     float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
+    if (push) { /* each sum to its output's owner, then the owned outputs over the parts in part order from this
+                 * block's slots (cl_push_*: the same sums as cluster_sum_parts'): push 2 into the slots after
+                 * the scales, rxbar initialised at the start; push 1 into the ring, free in every block once
+                 * each has reached the cluster barrier */
+        if (push == 1 && tid == 0) cl_push_init(rbar, F, qb, Q);
+        if (push == 1)
+            cl_push_ready();
+        else
+            asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's rxbar initialised */
+        float *slots = push == 1 ? red : rx;
+        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(slots);
+#pragma unroll
+        for (int j = 0; j < R; j++) cl_push_send(rxa, rbar, F, qb, Q, j * 128 + tid, tot[j]);
+        cl_push_sum<WG_MAXP, 128>(slots, rbar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < R; j++) red[j * 128 + tid] = tot[j];
     cluster_sum_parts<WG_MAXP, 128>(red, 128 * R, qb, P, [&](int f, float v) { store(f & 127, f >> 7, v); });
@@ -530,8 +537,11 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     const int Q = wg_q(T, G, ntt, im->n_sm, P);
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
     const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
-    /* the parts' sums by st.async (k_wg8's sa; DSV4_LIN_ASYNC=0: through the cluster barrier, the same bits) */
-    const bool sa = cz && cuda_lin_async();
+    /* the parts' sums by st.async (k_wg8's push; DSV4_LIN_ASYNC=0: through the cluster barrier, the same bits) */
+    static int early = -1; /* (a measurement: DSV4_WG8_PUSH_EARLY=1, the slots after the scales, initialised early) */
+    if (early < 0) early = getenv("DSV4_WG8_PUSH_EARLY") && atoi(getenv("DSV4_WG8_PUSH_EARLY")) == 1;
+    const int push = cz && cuda_lin_async() ? 1 + early : 0;
+    const bool sa = push == 2;
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
@@ -541,7 +551,7 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
 #define WG_L(NN)                                                                                                       \
     cuda_launch(k_wg8<NN>, grid, dim3(128), sa ? wg_smem_rx(NN, S, ng, Q) : wg_smem(NN, S, ng), im->stream, cz, true,  \
-                J, xq, xs, ntok, nkg, P, Q, nc, yg, S, parts, sa)
+                J, xq, xs, ntok, nkg, P, Q, nc, yg, S, parts, push)
     switch (N) {
     case 8:
         WG_L(8);
