@@ -162,7 +162,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
 template <int N>
 __global__ void __launch_bounds__(128)
     k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs, int ntok, int nkg, int P, int Q, int n,
-          size_t yg, int S, float *parts, int push)
+          size_t yg, int S, float *parts, bool sa)
 {
     constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -175,16 +175,8 @@ __global__ void __launch_bounds__(128)
     const int kg0 = nkg * p0 / P, kg1 = nkg * p1 / P, ng = kg1 - kg0;
     extern __shared__ uint8_t wg_dyn[];
     __shared__ __align__(8) uint64_t full[WG_SMAX];
-    __shared__ __align__(8) uint64_t rxbar;
     const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(wg_dyn) + 1023u) & ~1023u; /* swizzle atoms */
     const uint32_t bar0 = (uint32_t)__cvta_generic_to_shared(full);
-    /* sa (the parts a cluster): each part sends the owner of each output its sum by st.async onto the owner's
-     * mbarrier (rxbar), into the owner's slots rx[part][output - its first] after the weight scales (wg_smem_rx,
-     * cl_push_*): no cluster barrier between the parts' sums and their addition, whose release is a
-     * MEMBAR.ALL.GPU. The mbarrier is initialised at the start, its cluster barrier arrived at before the wait
-     * for the kernel before and waited for at the end. */
-    const uint32_t rbar = (uint32_t)__cvta_generic_to_shared(&rxbar);
-    constexpr int F = 128 * R;
     const CUtensorMap *tm = &J.tm[job];
     const int ty = (int)(grp * rows + rb); /* the box's first row in the map */
     const uint8_t *bsrc = xq + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N) * 128;
@@ -193,13 +185,10 @@ __global__ void __launch_bounds__(128)
     const uint32_t xsb = sbase + S * SB;
     const float *xsm = (const float *)(wg_dyn + (xsb - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
     uint8_t *wsm = (uint8_t *)(xsm + S * N);
-    /* (at the same offset in every part: after the scales of the most groups a part takes, as wg_launch sizes it) */
-    float *rx = (float *)(wsm + ((64 * ((nkg + P - 1) / P) + 15) & ~15));
     const float *xsrc = xs + ((size_t)grp * nkg * ntok + (size_t)blockIdx.x * N);
     constexpr unsigned TX = SB + N * 4; /* a stage's bytes */
     if (tid == 0) {
         for (int s = 0; s < S; s++) mbar_init(bar0 + 8 * s, 1);
-        if (push == 2) cl_push_init(rbar, F, qb, Q);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         /* the weights do not depend on the kernel before (the pack) */
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -231,7 +220,6 @@ __global__ void __launch_bounds__(128)
                 if (e0 + tid + 128 * k < 64 * ng) wsm[e0 + tid + 128 * k] = v[k];
         }
     }
-    if (push == 2) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); /* rxbar's init published */
     asm volatile("griddepcontrol.wait;" ::: "memory");
     if (tid == 0)
         for (int s = 0; s < S - 1 && s < ng; s++) {
@@ -324,20 +312,20 @@ __global__ void __launch_bounds__(128)
      * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
      * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
     float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
-    if (push) { /* each sum to its output's owner, then the owned outputs over the parts in part order from this
-                 * block's slots (cl_push_*: the same sums as cluster_sum_parts'): push 2 into the slots after
-                 * the scales, rxbar initialised at the start; push 1 into the ring, free in every block once
-                 * each has reached the cluster barrier */
-        if (push == 1 && tid == 0) cl_push_init(rbar, F, qb, Q);
-        if (push == 1)
-            cl_push_ready();
-        else
-            asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); /* every block's rxbar initialised */
-        float *slots = push == 1 ? red : rx;
-        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(slots);
+    if (sa) { /* (the parts' sums by st.async, cl_push_*: no cluster barrier with a release, whose SASS is a
+               * MEMBAR.ALL.GPU) each sum to its output's owner, into the owner's ring, free in every block once
+               * each has reached the cluster barrier; then the owned outputs over the parts in part order (the
+               * same sums as below). s74: with the slots after the weight scales and the mbarrier initialised
+               * at the start instead, wo_b alone at 16 tokens was 25 % slower. */
+        __shared__ __align__(8) uint64_t pbar;
+        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar);
+        constexpr int F = 128 * R;
+        if (tid == 0) cl_push_init(bar, F, qb, Q);
+        cl_push_ready();
+        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(red);
 #pragma unroll
-        for (int j = 0; j < R; j++) cl_push_send(rxa, rbar, F, qb, Q, j * 128 + tid, tot[j]);
-        cl_push_sum<WG_MAXP, 128>(slots, rbar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
+        for (int j = 0; j < R; j++) cl_push_send(rxa, bar, F, qb, Q, j * 128 + tid, tot[j]);
+        cl_push_sum<WG_MAXP, 128>(red, bar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
         return;
     }
 #pragma unroll
@@ -419,13 +407,6 @@ static int wg_parts(int nsm, int64_t tiles, int nkg)
 static size_t wg_smem(int N, int S, int ng)
 {
     return (size_t)S * (8192 + N * 128 + N * 4) + 64 * (size_t)ng + 1024;
-}
-
-/* k_wg8's dynamic shared memory with the st.async slots of Q parts (wg_smem's, 16-aligned, then Q x (F / Q + 1)
- * floats, F = 64 N a block's outputs) */
-static size_t wg_smem_rx(int N, int S, int ng, int Q)
-{
-    return wg_smem(N, S, ng) + 16 + (size_t)Q * (64 * N / Q + 1) * sizeof(float);
 }
 
 void cuda_wg8_init(void)
@@ -537,21 +518,17 @@ static void wg_launch(dsv4_backend *be, const wg_jobs &J, const uint8_t *xq, con
     const int Q = wg_q(T, G, ntt, im->n_sm, P);
     const dim3 grid((unsigned)ntt, (unsigned)T, (unsigned)(G * Q));
     const unsigned cz = Q > 1 && !parts ? (unsigned)Q : 0u; /* parts: the caller checked Q > 1 */
-    /* the parts' sums by st.async (k_wg8's push; DSV4_LIN_ASYNC=0: through the cluster barrier, the same bits) */
-    static int early = -1; /* (a measurement: DSV4_WG8_PUSH_EARLY=1, the slots after the scales, initialised early) */
-    if (early < 0) early = getenv("DSV4_WG8_PUSH_EARLY") && atoi(getenv("DSV4_WG8_PUSH_EARLY")) == 1;
-    const int push = cz && cuda_lin_async() ? 1 + early : 0;
-    const bool sa = push == 2;
+    /* the parts' sums by st.async (k_wg8's sa; DSV4_LIN_ASYNC=0: through the cluster barrier, the same bits) */
+    const bool sa = cz && cuda_lin_async();
     /* stages: the blocks an SM holds at once share about 200 KB of ring (more groups in flight where
      * fewer blocks stream longer runs); at least 3 */
     const int64_t per_sm = ((int64_t)ntt * T * G * Q + im->n_sm - 1) / im->n_sm;
     const int ng = Q == 1 ? nkg : (nkg + P - 1) / P; /* the most groups a block takes */
-    const int64_t rxb = sa ? (int64_t)(wg_smem_rx(N, 0, 0, Q) - wg_smem(N, 0, 0)) : 0; /* the st.async slots */
-    int S = (int)((((int64_t)wg_budget_kb(im->q != 0 && N <= 16) << 10) / per_sm - 64 * ng - rxb) / (8192 + N * 132));
+    int S = (int)((((int64_t)wg_budget_kb(im->q != 0 && N <= 16) << 10) / per_sm - 64 * ng) / (8192 + N * 132));
     S = S < 3 ? 3 : S > WG_SMAX ? WG_SMAX : S;
 #define WG_L(NN)                                                                                                       \
-    cuda_launch(k_wg8<NN>, grid, dim3(128), sa ? wg_smem_rx(NN, S, ng, Q) : wg_smem(NN, S, ng), im->stream, cz, true,  \
-                J, xq, xs, ntok, nkg, P, Q, nc, yg, S, parts, push)
+    cuda_launch(k_wg8<NN>, grid, dim3(128), wg_smem(NN, S, ng), im->stream, cz, true, J, xq, xs, ntok, nkg, P, Q, nc,  \
+                yg, S, parts, sa)
     switch (N) {
     case 8:
         WG_L(8);
