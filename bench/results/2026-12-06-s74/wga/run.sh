@@ -1,4 +1,6 @@
 #!/bin/sh
+# (Ran in s74, moved here from bench/results/2026-12-06-s73/wga/ with its outputs: README.md. Its a0 knob,
+# DSV4_WG8_ASYNC, is DSV4_LIN_ASYNC since.)
 # s73 wga/ (prepared on branch wip/wg8-async, NOT GPU-run; after csp/: the K-split linears' cluster barriers relaxed,
 # a timing probe, made decode at batch 1 1.0 % faster): k_wg8 (the FP8 linears at decode: wq_a, wkv, wq_b, wo_b, the
 # shared expert, the indexer's wq_b) with its parts' sums sent to each output's owner by st.async onto an mbarrier a
