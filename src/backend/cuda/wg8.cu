@@ -162,7 +162,7 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
 template <int N>
 __global__ void __launch_bounds__(128)
     k_wg8(const __grid_constant__ wg_jobs J, const uint8_t *xq, const float *xs, int ntok, int nkg, int P, int Q, int n,
-          size_t yg, int S, float *parts, bool sa)
+          size_t yg, int S, float *parts, bool push)
 {
     constexpr int SB = 8192 + N * 128, R = N / 2; /* stage bytes (multiples of 1,024); accumulators a thread */
     const int tid = threadIdx.x, lane = tid & 31, wid = tid >> 5, g = lane >> 2, t = lane & 3;
@@ -312,11 +312,11 @@ __global__ void __launch_bounds__(128)
      * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
      * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
     float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
-    if (sa) { /* (the parts' sums by st.async, cl_push_*: no cluster barrier with a release, whose SASS is a
-               * MEMBAR.ALL.GPU) each sum to its output's owner, into the owner's ring, free in every block once
-               * each has reached the cluster barrier; then the owned outputs over the parts in part order (the
-               * same sums as below). s74: with the slots after the weight scales and the mbarrier initialised
-               * at the start instead, wo_b alone at 16 tokens was 25 % slower. */
+    if (push) { /* (the parts' sums by st.async, cl_push_*: no cluster barrier with a release, whose SASS is a
+                 * MEMBAR.ALL.GPU) each sum to its output's owner, into the owner's ring, free in every block once
+                 * each has reached the cluster barrier; then the owned outputs over the parts in part order (the
+                 * same sums as below). s74: with the slots after the weight scales and the mbarrier initialised
+                 * at the start instead, wo_b alone at 16 tokens was 25 % slower. */
         __shared__ __align__(8) uint64_t pbar;
         const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar);
         constexpr int F = 128 * R;
