@@ -64,7 +64,7 @@ echo "== every CUDA op against its CPU twin"; timeout 300 $B/test_ops_cuda > "$O
 # FP8 linears there too (mma.cu's F16 path, which wg8.cu replaces by default); DSV4_CMP_SERIAL_MAX
 # sends every step's compressors through the serial walk (by default steps of more than 4 tokens a
 # sequence take the parallel rows); DSV4_MOE_NTT=2 gives every expert tile two n tiles (prefill's)
-echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles"; DSV4_WG8=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
+echo "== every CUDA op, decode linears streamed for every shape, reference FP8 on mma.cu, serial compressors, 16-pair expert tiles, the linears' parts through the cluster barrier"; DSV4_WG8=0 DSV4_LIN_ASYNC=0 DSV4_MMA_STREAM=2 DSV4_MMA_GPW=3 DSV4_CMP_SERIAL_MAX=1000000 DSV4_MOE_NTT=2 timeout 300 $B/test_ops_cuda > "$OUT/ops_cuda_stream.txt" 2>&1; echo "exit $?" >> "$OUT/ops_cuda_stream.txt"; grep -E "FAIL|PASSED|exit" "$OUT/ops_cuda_stream.txt"
 # wg8.cu's launches of 64 tokens: its chunk loops (several packs, several launches) on every case; the
 # routed experts' k_moe16 in launches of two tiles (DSV4_MOE_TILES_Y: by default 65,535, the grid's limit), with
 # two row blocks a block wherever allowed (DSV4_MOE_RB=2: by default only where many blocks are launched; it
