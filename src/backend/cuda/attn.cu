@@ -1363,9 +1363,7 @@ __global__ void __launch_bounds__(32 * NW)
         if (tid == 0) {
             int nvo = 0;
             for (int hs = 0; hs < HO; hs++) nvo += HO * p + hs < nh;
-            mbar_init(mb, 1);
-            mbar_expect(mb, (unsigned)(AM_PARTS * nvo * (2 + hd) * (int)sizeof(float)));
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+            mbar_open_cluster(mb, (unsigned)(AM_PARTS * nvo * (2 + hd) * (int)sizeof(float)));
         }
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     }

@@ -175,13 +175,9 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
      * floats, read only by warp 0 above, done by the block barrier in every block before the cluster's); the
      * mbarrier in the last 8 bytes of the last row (a static one would take k_mma_fp8<4, false>'s 16 KB of sums
      * and 32 KB of ring past the 48 KB a block may have without opting in) */
-    const uint32_t rx = (uint32_t)__cvta_generic_to_shared(red0 + rs);
-    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(red0 + MMA_WARPS * rs - 2);
     __syncthreads(); /* (before the init: the mbarrier's bytes were warp 3's last sums, read by warp 0 above) */
-    if (threadIdx.x == 0) cl_push_init(bar, F, p, P);
-    cl_push_ready();
-    for (int f = threadIdx.x; f < F; f += 32 * MMA_WARPS) cl_push_send(rx, bar, F, p, P, f, red0[f]);
-    cl_push_sum<MMA_MAXP, 32 * MMA_WARPS>(red0 + rs, bar, F, p, P, store);
+    cl_push_parts<F, 32 * MMA_WARPS, MMA_MAXP>((uint32_t)__cvta_generic_to_shared(red0 + MMA_WARPS * rs - 2), red0 + rs,
+                                               p, P, [&](int, int f) { return red0[f]; }, store);
 }
 
 /* The weights go through shared memory in a ring of MMA_STAGES stages per

@@ -609,20 +609,21 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, unsigned parity)
  * MEMBAR.ALL.GPU): the P parts of a cluster (rank = part) each send every one of the tile's F outputs to the
  * output's owner by st.async - part o adds [F o / P, F (o + 1) / P) - into the owner's slots rx[part][f - F o / P]
  * (P x (F / P + 1) floats at the same offset in every block), completing the bytes on the owner's mbarrier bar.
- * Order: thread 0 runs cl_push_init (the bytes its block receives) before a cluster barrier (relaxed: the init's
- * fence publishes it), every block's slots free by that barrier; then cl_push_send, then cl_push_sum (the wait,
- * then the parts in part order: cluster_sum_parts' sums, the same bits). A block leaves only after its own wait,
- * so nothing is sent to a block that has left. */
-__device__ __forceinline__ void cl_push_init(uint32_t bar, int F, int part, int P)
+ * Order (cl_push_parts): thread 0 runs cl_push_init (the bytes its block receives) before a cluster barrier
+ * (relaxed: the init's fence publishes it), every block's slots free by that barrier; then cl_push_send, then
+ * cl_push_sum (the wait, then the parts in part order: cluster_sum_parts' sums, the same bits). A block leaves only
+ * after its own wait, so nothing is sent to a block that has left. */
+/* (one thread) an mbarrier for bytes of st.async from the cluster: initialised, expecting them, its init fenced for
+ * the cluster (a relaxed cluster barrier after this publishes it) */
+__device__ __forceinline__ void mbar_open_cluster(uint32_t bar, unsigned bytes)
 {
     mbar_init(bar, 1);
-    mbar_expect(bar, (unsigned)((F * (part + 1) / P - F * part / P) * P * (int)sizeof(float)));
+    mbar_expect(bar, bytes);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-/* the cluster barrier for the above where nothing else publishes (every thread of every block) */
-__device__ __forceinline__ void cl_push_ready(void)
+__device__ __forceinline__ void cl_push_init(uint32_t bar, int F, int part, int P)
 {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+    mbar_open_cluster(bar, (unsigned)((F * (part + 1) / P - F * part / P) * P * (int)sizeof(float)));
 }
 /* part's value v of output f to its owner o: F o / P <= f < F (o + 1) / P */
 __device__ __forceinline__ void cl_push_send(uint32_t rx, uint32_t bar, int F, int part, int P, int f, float v)
@@ -644,5 +645,23 @@ __device__ __forceinline__ void cl_push_sum(const float *rx, uint32_t bar, int F
             if (q < P) sum += rx[q * mr + f - f0];
         store(f, sum);
     }
+}
+/* The whole exchange for F outputs (F / NT a thread: f = threadIdx.x + NT j), val(j, f) this part's value of output
+ * f: bar initialised, the cluster barrier (relaxed: cluster_reads_done's) that publishes it and frees every block's
+ * slots, the sends, the owned outputs' sums stored (cl_push_sum). The caller's own writes are done and its reads of
+ * the slots' memory too (a block barrier before this where other threads read it). */
+template <int F, int NT, int MAXP, class Val, class Store>
+__device__ __forceinline__ void cl_push_parts(uint32_t bar, float *slots, int part, int P, Val val, Store store)
+{
+    static_assert(F % NT == 0, "cl_push_parts: whole rounds of the block's threads");
+    if (threadIdx.x == 0) cl_push_init(bar, F, part, P);
+    cluster_reads_done();
+    const uint32_t rx = (uint32_t)__cvta_generic_to_shared(slots);
+#pragma unroll
+    for (int j = 0; j < F / NT; j++) {
+        const int f = (int)threadIdx.x + NT * j;
+        cl_push_send(rx, bar, F, part, P, f, val(j, f));
+    }
+    cl_push_sum<MAXP, NT>(slots, bar, F, part, P, store);
 }
 #endif

@@ -154,6 +154,17 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
                  : "memory");
 }
 
+/* The parts of a tile, a cluster of Q (block qb), added by st.async (cl_push_parts): v[j] is this part's value of
+ * output 128 j + threadIdx.x of the tile's 128 R, the slots are the blocks' rings red (free), store(f, sum) stores
+ * the owned outputs (k_wg8, wg_store). */
+template <int R, class Store>
+__device__ __forceinline__ void wg_push(const float *v, float *red, int qb, int Q, Store store)
+{
+    __shared__ __align__(8) uint64_t pbar;
+    cl_push_parts<128 * R, 128, WG_MAXP>((uint32_t)__cvta_generic_to_shared(&pbar), red, qb, Q,
+                                         [&](int j, int) { return v[j]; }, store);
+}
+
 /* One block: 64 rows (tile blockIdx.y of the jobs), N tokens (tile blockIdx.x),
  * row group blockIdx.z / Q and parts [P q / Q, P (q + 1) / Q) of it
  * (q = blockIdx.z % Q). Q = 1: the block adds its parts and stores; Q = P:
@@ -317,15 +328,7 @@ __global__ void __launch_bounds__(128)
                  * each has reached the cluster barrier; then the owned outputs over the parts in part order (the
                  * same sums as below). s74: with the slots after the weight scales and the mbarrier initialised
                  * at the start instead, wo_b alone at 16 tokens was 25 % slower. */
-        __shared__ __align__(8) uint64_t pbar;
-        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar);
-        constexpr int F = 128 * R;
-        if (tid == 0) cl_push_init(bar, F, qb, Q);
-        cl_push_ready();
-        const uint32_t rxa = (uint32_t)__cvta_generic_to_shared(red);
-#pragma unroll
-        for (int j = 0; j < R; j++) cl_push_send(rxa, bar, F, qb, Q, j * 128 + tid, tot[j]);
-        cl_push_sum<WG_MAXP, 128>(red, bar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
+        wg_push<R>(tot, red, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
         return;
     }
 #pragma unroll
@@ -839,13 +842,7 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
     }
     constexpr int F = 128 * R;
     if (sa) { /* every block's ring free once each has reached the cluster barrier */
-        __shared__ __align__(8) uint64_t pbar;
-        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&pbar), rx = (uint32_t)__cvta_generic_to_shared(red);
-        if (tid == 0) cl_push_init(bar, F, qb, Q);
-        cl_push_ready();
-#pragma unroll
-        for (int j = 0; j < R; j++) cl_push_send(rx, bar, F, qb, Q, j * 128 + tid, ps[j]);
-        cl_push_sum<WG_MAXP, 128>(red, bar, F, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
+        wg_push<R>(ps, red, qb, Q, [&](int f, float v) { store(f & 127, f >> 7, v); });
         return;
     }
 #pragma unroll
