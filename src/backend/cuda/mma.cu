@@ -171,13 +171,15 @@ __device__ __forceinline__ void mma_finish(float (&acc)[2][NTT][4], int P, int p
         cluster_sum_parts<MMA_MAXP, 32 * MMA_WARPS>(red0, F, p, P, store);
         return;
     }
-    /* the parts' totals by st.async (cl_push_*), received in the other warps' sums (rows 1 on: P (F / P + 1)
-     * floats, read only by warp 0 above, done by the block barrier in every block before the cluster's); the
+    /* the parts' totals by st.async (cl_push_*; thread th sends red0[J th ..], J = F / 128, in 8- or 16-byte
+     * sends), received in the other warps' sums (rows 1 on: P cl_push_mr floats, at most F + 4 P, read only by warp
+     * 0 above, done by the block barrier in every block before the cluster's); the
      * mbarrier in the last 8 bytes of the last row (a static one would take k_mma_fp8<4, false>'s 16 KB of sums
      * and 32 KB of ring past the 48 KB a block may have without opting in) */
     __syncthreads(); /* (before the init: the mbarrier's bytes were warp 3's last sums, read by warp 0 above) */
-    cl_push_parts<F, 32 * MMA_WARPS, MMA_MAXP>((uint32_t)__cvta_generic_to_shared(red0 + MMA_WARPS * rs - 2), red0 + rs,
-                                               p, P, [&](int, int f) { return red0[f]; }, store);
+    cl_push_parts<F, 32 * MMA_WARPS, MMA_MAXP, true>(
+        (uint32_t)__cvta_generic_to_shared(red0 + MMA_WARPS * rs - 2), red0 + rs, p, P,
+        [&](int j) { return red0[F / (32 * MMA_WARPS) * threadIdx.x + j]; }, store);
 }
 
 /* The weights go through shared memory in a ring of MMA_STAGES stages per

@@ -605,14 +605,25 @@ __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, unsigned parity)
             : "memory");
 }
 
+__device__ __forceinline__ void st_async_f4(uint32_t addr, float v0, float v1, float v2, float v3, uint32_t bar)
+{
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(addr),
+        "f"(v0), "f"(v1), "f"(v2), "f"(v3), "r"(bar)
+        : "memory");
+}
+
 /* A K-split tile's parts added without a release at cluster scope (cluster_sum_parts' cl.sync() is a
  * MEMBAR.ALL.GPU): the P parts of a cluster (rank = part) each send every one of the tile's F outputs to the
- * output's owner by st.async - part o adds [F o / P, F (o + 1) / P) - into the owner's slots rx[part][f - F o / P]
- * (P x (F / P + 1) floats at the same offset in every block), completing the bytes on the owner's mbarrier bar.
+ * output's owner by st.async, V floats a send (cl_push_v: 16 bytes where the thread's run allows; a 4-byte
+ * st.async is one DSMEM transaction, and s75's k_attn_pv with 4,096 of them a block went 30 % slower), into the
+ * owner's slots, completing the bytes on the owner's mbarrier bar. The outputs are owned in whole units of V:
+ * part o adds units [FU o / P, FU (o + 1) / P) (FU = F / V), part q's values of them at rx[q mr + f - f0]
+ * (cl_push_mr floats a part: P mr at most F + P V, at the same offset in every block; V-aligned, so a send is).
  * Order (cl_push_parts): thread 0 runs cl_push_init (the bytes its block receives) before a cluster barrier
- * (relaxed: the init's fence publishes it), every block's slots free by that barrier; then cl_push_send, then
- * cl_push_sum (the wait, then the parts in part order: cluster_sum_parts' sums, the same bits). A block leaves only
- * after its own wait, so nothing is sent to a block that has left. */
+ * (relaxed: the init's fence publishes it), every block's slots free by that barrier; then the sends, then
+ * cl_push_sum (the wait, then the parts in part order: cluster_sum_parts' sums, the same bits whoever owns an
+ * output). A block leaves only after its own wait, so nothing is sent to a block that has left. */
 /* (one thread) an mbarrier for bytes of st.async from the cluster: initialised, expecting them, its init fenced for
  * the cluster (a relaxed cluster barrier after this publishes it) */
 __device__ __forceinline__ void mbar_open_cluster(uint32_t bar, unsigned bytes)
@@ -621,23 +632,46 @@ __device__ __forceinline__ void mbar_open_cluster(uint32_t bar, unsigned bytes)
     mbar_expect(bar, bytes);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
-__device__ __forceinline__ void cl_push_init(uint32_t bar, int F, int part, int P)
+/* floats a send: 4, 2 or 1, as a thread's J consecutive outputs divide */
+__host__ __device__ constexpr int cl_push_v(int J)
 {
-    mbar_open_cluster(bar, (unsigned)((F * (part + 1) / P - F * part / P) * P * (int)sizeof(float)));
+    return J % 4 == 0 ? 4 : J % 2 == 0 ? 2 : 1;
 }
-/* part's value v of output f to its owner o: F o / P <= f < F (o + 1) / P */
-__device__ __forceinline__ void cl_push_send(uint32_t rx, uint32_t bar, int F, int part, int P, int f, float v)
+/* part o's first output (o = P: F) and a part's slot row, in floats */
+template <int F, int V> __device__ __forceinline__ int cl_push_f0(int o, int P)
 {
-    const int o = (f * P + P - 1) / F;
-    st_async_f32(cl_mapa(rx + 4u * (uint32_t)(part * (F / P + 1) + f - F * o / P), (uint32_t)o), v,
-                 cl_mapa(bar, (uint32_t)o));
+    return V * (F / V * o / P);
+}
+template <int F, int V> __device__ __forceinline__ int cl_push_mr(int P)
+{
+    return V * ((F / V + P - 1) / P);
+}
+template <int F, int V> __device__ __forceinline__ void cl_push_init(uint32_t bar, int part, int P)
+{
+    mbar_open_cluster(bar, (unsigned)((cl_push_f0<F, V>(part + 1, P) - cl_push_f0<F, V>(part, P)) * P * 4));
+}
+/* part's values v[0 .. V) of outputs f .. f + V - 1 (f a multiple of V) to their owner o */
+template <int F, int V>
+__device__ __forceinline__ void cl_push_send(uint32_t rx, uint32_t bar, int part, int P, int f, const float *v)
+{
+    constexpr int FU = F / V;
+    const int u = f / V, o = (u * P + P - 1) / FU; /* the largest o with FU o / P <= u */
+    const uint32_t d = cl_mapa(rx + 4u * (uint32_t)(part * cl_push_mr<F, V>(P) + f - cl_push_f0<F, V>(o, P)),
+                               (uint32_t)o),
+                   b = cl_mapa(bar, (uint32_t)o);
+    if constexpr (V == 4)
+        st_async_f4(d, v[0], v[1], v[2], v[3], b);
+    else if constexpr (V == 2)
+        st_async_f2(d, v[0], v[1], b);
+    else
+        st_async_f32(d, v[0], b);
 }
 /* the owned outputs over the parts in part order, each stored with store(f, sum) (NT threads a block) */
-template <int MAXP, int NT, class Store>
-__device__ __forceinline__ void cl_push_sum(const float *rx, uint32_t bar, int F, int part, int P, Store store)
+template <int F, int V, int MAXP, int NT, class Store>
+__device__ __forceinline__ void cl_push_sum(const float *rx, uint32_t bar, int part, int P, Store store)
 {
     mbar_wait_cluster(bar, 0);
-    const int f0 = F * part / P, f1 = F * (part + 1) / P, mr = F / P + 1;
+    const int f0 = cl_push_f0<F, V>(part, P), f1 = cl_push_f0<F, V>(part + 1, P), mr = cl_push_mr<F, V>(P);
     for (int f = f0 + (int)threadIdx.x; f < f1; f += NT) {
         float sum = rx[f - f0];
 #pragma unroll
@@ -646,22 +680,28 @@ __device__ __forceinline__ void cl_push_sum(const float *rx, uint32_t bar, int F
         store(f, sum);
     }
 }
-/* The whole exchange for F outputs (F / NT a thread: f = threadIdx.x + NT j), val(j, f) this part's value of output
- * f: bar initialised, the cluster barrier (relaxed: cluster_reads_done's) that publishes it and frees every block's
- * slots, the sends, the owned outputs' sums stored (cl_push_sum). The caller's own writes are done and its reads of
- * the slots' memory too (a block barrier before this where other threads read it). */
-template <int F, int NT, int MAXP, class Val, class Store>
+/* The whole exchange for F outputs, J = F / NT a thread, val(j) this part's value of the thread's j-th: bar
+ * initialised, the cluster barrier (relaxed: cluster_reads_done's) that publishes it and frees every block's slots,
+ * the sends, the owned outputs' sums stored (cl_push_sum). TM (thread-major): thread th's outputs are f = J th + j,
+ * sent cl_push_v(J) floats a st.async; else f = th + NT j, a float a send (where the caller's stores of consecutive
+ * f must stay consecutive in memory: k_wg8's 32 / 64-token tiles' outputs, thread-major, went uncoalesced, s75).
+ * The caller's own writes are done and its reads of the slots' memory too (a block barrier before this where other
+ * threads read it). slots: 16-byte aligned, cl_push_mr floats a part. */
+template <int F, int NT, int MAXP, bool TM, class Val, class Store>
 __device__ __forceinline__ void cl_push_parts(uint32_t bar, float *slots, int part, int P, Val val, Store store)
 {
+    constexpr int J = F / NT, V = TM ? cl_push_v(J) : 1;
     static_assert(F % NT == 0, "cl_push_parts: whole rounds of the block's threads");
-    if (threadIdx.x == 0) cl_push_init(bar, F, part, P);
+    if (threadIdx.x == 0) cl_push_init<F, V>(bar, part, P);
     cluster_reads_done();
     const uint32_t rx = (uint32_t)__cvta_generic_to_shared(slots);
 #pragma unroll
-    for (int j = 0; j < F / NT; j++) {
-        const int f = (int)threadIdx.x + NT * j;
-        cl_push_send(rx, bar, F, part, P, f, val(j, f));
+    for (int j = 0; j < J; j += V) {
+        float v[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) v[k] = val(j + k);
+        cl_push_send<F, V>(rx, bar, part, P, TM ? J * (int)threadIdx.x + j : (int)threadIdx.x + NT * j, v);
     }
-    cl_push_sum<MAXP, NT>(slots, bar, F, part, P, store);
+    cl_push_sum<F, V, MAXP, NT>(slots, bar, part, P, store);
 }
 #endif
