@@ -317,6 +317,22 @@ def linears(path, names=("wq_b", "wo_a group", "wo_b")):
     return res
 
 
+def lin_rounds(call_dir):
+    """A call's bench_kernels --linear-only files (lin-VARIANT-ROUND.txt, gpu_call.sh's call_kernels lin ...):
+    ('name, tokens' -> variant -> [reference us, by round], the copy rates the runs measured)."""
+    out, copy = {}, []
+    for f in sorted(glob.glob(os.path.join(call_dir, "lin-*-*.txt"))):
+        v = os.path.basename(f)[4:-4].rsplit("-", 1)[0]
+        for ln in open(f):
+            m = re.search(r"copy (\d+) GB/s", ln)
+            if m:
+                copy.append(int(m.group(1)))
+            m = re.match(r"(\S.*?\S)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)", ln)
+            if m:
+                out.setdefault(f"{m.group(1)}, {m.group(2)}", {}).setdefault(v, []).append(float(m.group(3)))
+    return out, copy
+
+
 def ix_phases(path):
     """k_idx_topk's phase lines (a -DIX_TRACE build: "ixtrace N n passes p c0 c1 ..."): candidates -> {passes,
     cycles after the wait by phase (medians of the calls)}."""

@@ -5,30 +5,15 @@ cluster barrier, two forms of k_wg8's, and where a batch-1 layer's time goes on 
 Standard library only."""
 import glob
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds, ktrace_step, prefills, suite  # noqa: E402
+from summary_lib import (DECODE_OVL_WHAT, call_lines, call_rounds, ktrace_step, lin_rounds,  # noqa: E402
+                         prefills, suite)
 
 H100 = "H100 80GB HBM3, 1,980 MHz"
 LIN = ("the linears alone (bench_kernels --linear-only --batch 1,16,64), reference numerics' us a call by round "
        "(lin-VARIANT-ROUND.txt; the plain column is in the files)")
-
-
-def linears(call):
-    """lin-VARIANT-ROUND.txt: 'name, tokens' -> variant -> [reference us, by round]; the copy rates."""
-    out, copy = {}, []
-    for f in sorted(glob.glob(os.path.join(D, call, "lin-*-*.txt"))):
-        v = os.path.basename(f)[4:-4].rsplit("-", 1)[0]
-        for ln in open(f):
-            m = re.search(r"copy (\d+) GB/s", ln)
-            if m:
-                copy.append(int(m.group(1)))
-            m = re.match(r"(\S.*?\S)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)", ln)
-            if m:
-                out.setdefault(f"{m.group(1)}, {m.group(2)}", {}).setdefault(v, []).append(float(m.group(3)))
-    return out, copy
 
 
 def call(name, what, lin=True):
@@ -36,7 +21,7 @@ def call(name, what, lin=True):
     if os.path.exists(os.path.join(D, name, "ab.txt")):
         r["decode_ms"] = call_rounds(D, name)
     if lin:
-        r["linears_reference_us"], r["copy_gb_s"] = linears(name)
+        r["linears_reference_us"], r["copy_gb_s"] = lin_rounds(os.path.join(D, name))
     return r
 
 

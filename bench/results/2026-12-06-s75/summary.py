@@ -11,29 +11,14 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import (DECODE_OVL_WHAT, attn, call_lines, call_rounds, experts_ref, serve,  # noqa: E402
-                         suite)
+from summary_lib import (DECODE_OVL_WHAT, attn, call_lines, call_rounds, experts_ref, lin_rounds,  # noqa: E402
+                         serve, suite)
 
 
 def machine(call):
     """The call's GPU as its machine.txt names it (the line after a header, or the only one)."""
     lines = [ln.strip() for ln in open(os.path.join(D, call, "machine.txt")) if ln.strip()]
     return lines[1] if lines[0].startswith("name,") else lines[0]
-
-
-def linears(call):
-    """lin-VARIANT-ROUND.txt: 'name, tokens' -> variant -> [reference us, by round]; the copy rates."""
-    out, copy = {}, []
-    for f in sorted(glob.glob(os.path.join(D, call, "lin-*-*.txt"))):
-        v = os.path.basename(f)[4:-4].rsplit("-", 1)[0]
-        for ln in open(f):
-            m = re.search(r"copy (\d+) GB/s", ln)
-            if m:
-                copy.append(int(m.group(1)))
-            m = re.match(r"(\S.*?\S)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+%\s+([\d.]+)", ln)
-            if m:
-                out.setdefault(f"{m.group(1)}, {m.group(2)}", {}).setdefault(v, []).append(float(m.group(3)))
-    return out, copy
 
 
 def ops(call):
@@ -73,7 +58,7 @@ out["npk"] = {
             "as 'probe', against the tree; decode " + DECODE_OVL_WHAT,
     "machine": machine("npk"), "decode_ms": call_rounds(D, "npk"),
     "verdict": "even at batch 1 / 4, -0.5 % at 16: the packs' hop is hidden (as s32's nopack/ found)"}
-lin, copy = linears("v4")
+lin, copy = lin_rounds(os.path.join(D, "v4"))
 out["v4"] = {
     "what": "the K-split linears' st.async exchange in 16-byte sends, thread-major (895af82f, v4.diff): new against "
             "base (2f599e2d: a float a send) and a0 (DSV4_LIN_ASYNC=0); test_ops_cuda four ways, the logits against "
@@ -82,7 +67,7 @@ out["v4"] = {
     "machine": machine("v4"), "ops": ops("v4"), "bits": call_lines(D, "v4", "bits.txt"), "memcheck": memchecks("v4"),
     "copy_gb_s": copy, "linears_reference_us": lin, "decode_ms": call_rounds(D, "v4")}
 if os.path.exists(os.path.join(D, "snap", "machine.txt")):
-    lin, copy = linears("snap")
+    lin, copy = lin_rounds(os.path.join(D, "snap"))
     s = {"what": "the tree (the 16-byte sends up to 16-token tiles) against s57's build 0fd1e38b in one call: "
                  "test_ops_cuda three ways, memcheck on k_wg8 at 64 tokens; the linears alone at 32 / 64 tokens "
                  "against main's 2f599e2d; the experts alone and the attention (new); decode " + DECODE_OVL_WHAT +
