@@ -4,10 +4,12 @@ dropped; the packs' hop bounded again; the K-split linears' exchange in 16-byte 
 in one call) as one JSON:
     python3 bench/results/2026-12-06-s75/summary.py > bench/results/mixed-2026-12-06-s75.json
 Standard library only."""
+import csv
 import glob
 import gzip
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
@@ -49,13 +51,13 @@ out["pvp"] = {
     "what": "branch wip/pv-push (pvp.diff): k_attn_pv's PARTS join (4-8 tokens) by st.async, a float a send, new "
             "against a0 (DSV4_ATTN_PV_ASYNC=0, the cluster barrier, the same binary); the whole GPU suite first "
             "(the first GPU run of main's 8b1f5d84, 511c8825, 2f599e2d); the attention alone at 4 / 8 tokens "
-            "(bench_kernels --attn-only, us a call by round); decode " + DECODE_OVL_WHAT,
+            "(bench_kernels --attn-only, us a call by round); " + DECODE_OVL_WHAT,
     "machine": machine("pvp"), "suite": suite(D, "pvp"), "bits": call_lines(D, "pvp", "bits.txt"),
     "memcheck": memchecks("pvp"), "attention_us": attn_ab("pvp"), "decode_ms": call_rounds(D, "pvp"),
     "verdict": "23-41 % slower alone, decode +2-3 % at batch 4 / 8: not landed"}
 out["npk"] = {
     "what": "s74's probe: no k_wg8_pack in the captured graphs (-DWG_PROBE_NO_PACK, s74 npk/npk.diff; timing only) "
-            "as 'probe', against the tree; decode " + DECODE_OVL_WHAT,
+            "as 'probe', against the tree; " + DECODE_OVL_WHAT,
     "machine": machine("npk"), "decode_ms": call_rounds(D, "npk"),
     "verdict": "even at batch 1 / 4, -0.5 % at 16: the packs' hop is hidden (as s32's nopack/ found)"}
 lin, copy = lin_rounds(os.path.join(D, "v4"))
@@ -63,14 +65,14 @@ out["v4"] = {
     "what": "the K-split linears' st.async exchange in 16-byte sends, thread-major (895af82f, v4.diff): new against "
             "base (2f599e2d: a float a send) and a0 (DSV4_LIN_ASYNC=0); test_ops_cuda four ways, the logits against "
             "base, memcheck on k_wg8; the linears alone (bench_kernels --linear-only, reference us a call by "
-            "round); decode " + DECODE_OVL_WHAT,
+            "round); " + DECODE_OVL_WHAT,
     "machine": machine("v4"), "ops": ops("v4"), "bits": call_lines(D, "v4", "bits.txt"), "memcheck": memchecks("v4"),
     "copy_gb_s": copy, "linears_reference_us": lin, "decode_ms": call_rounds(D, "v4")}
 if os.path.exists(os.path.join(D, "snap", "machine.txt")):
     lin, copy = lin_rounds(os.path.join(D, "snap"))
     s = {"what": "the tree (the 16-byte sends up to 16-token tiles) against s57's build 0fd1e38b in one call: "
                  "test_ops_cuda three ways, memcheck on k_wg8 at 64 tokens; the linears alone at 32 / 64 tokens "
-                 "against main's 2f599e2d; the experts alone and the attention (new); decode " + DECODE_OVL_WHAT +
+                 "against main's 2f599e2d; the experts alone and the attention (new); " + DECODE_OVL_WHAT +
                  "; dsv4 serve on 8 Flash layers driven by dsv4 bench (64-token prompts, 32 out)",
          "machine": machine("snap"), "ops": ops("snap"), "memcheck": memchecks("snap"), "copy_gb_s": copy,
          "linears_reference_us": lin, "decode_ms": call_rounds(D, "snap"),
@@ -89,4 +91,35 @@ if os.path.exists(os.path.join(D, "bits", "machine.txt")):
                    "bits": call_lines(D, "bits", "bits.txt"),
                    "tests": {t: [ln.strip() for ln in gzip.open(os.path.join(D, "bits", t + ".txt.gz"), "rt")
                                  if re.match(r"\[  (PASSED|FAILED)", ln)] for t in ("test_golden", "test_gpu_vs_cpu")}}
+
+
+def wo_a_start(path):
+    """A node trace's wo_a launches (the k_mma_fp8s / k_mma_fp8 after a k_mma_pack of 8 groups): medians of its start
+    less its pack's start and less k_attn_one's end, and of its duration, in us."""
+    ev = []
+    for r in csv.DictReader(gzip.open(path, "rt")):
+        if r["graph_id"] != "0":
+            m = re.match(r"_Z(\d+)", r["name"])
+            n = r["name"][len(m.group(0)):len(m.group(0)) + int(m.group(1))] if m else r["name"]
+            ev.append((int(r["start_ns"]) / 1e3, int(r["end_ns"]) / 1e3, n, r["grid"], r["stream"]))
+    ev.sort()
+    pk, at, dur = [], [], []
+    for i, (s0, e0, n, _, st) in enumerate(ev):
+        if n in ("k_mma_fp8s", "k_mma_fp8"):
+            p = [x for x in ev[max(0, i - 12):i] if x[2] == "k_mma_pack" and x[4] == st and "x8x" in x[3]]
+            a = [x for x in ev[max(0, i - 12):i] if x[2] == "k_attn_one"]
+            if p and a:
+                pk.append(s0 - p[-1][0]), at.append(s0 - a[-1][1]), dur.append(e0 - s0)
+    med = statistics.median
+    return {"launches": len(pk), "start_after_pack_start_us": round(med(pk), 1),
+            "start_after_attention_end_us": round(med(at), 1), "duration_us": round(med(dur), 1)}
+
+
+if os.path.exists(os.path.join(D, "wot", "machine.txt")):
+    out["wot"] = {"what": "node traces of the 64-step decode at batch 1 (scripts/gpu_ktrace.sh): when wo_a's kernel "
+                          "starts, for the tree, DSV4_MMA_GPW=32 (half its grid) and DSV4_MMA_STREAM=0 (k_mma_fp8); "
+                          + DECODE_OVL_WHAT + ", the tree against DSV4_MMA_GPW=32",
+                  "machine": machine("wot"),
+                  "wo_a": {t: wo_a_start(os.path.join(D, "wot", f"kt-{t}.csv.gz")) for t in ("b1", "g32-b1", "s0-b1")},
+                  "decode_ms": call_rounds(D, "wot")}
 print(__import__("json").dumps(out, indent=1, ensure_ascii=False))
