@@ -8,7 +8,9 @@
  *
  * The chain, on one stream, each launch with programmatic stream serialization:
  *   A  the attention's stand-in: 64 blocks of 512 threads, 96 KB of shared memory each, in clusters of CL (1: no
- *      cluster), busy for 10 us after triggering its dependents at its start (k_attn_one triggers early);
+ *      cluster), busy for 10 us after triggering its dependents at its start (k_attn_one triggers early); or one
+ *      such block (k_rmsnorm's and k_route's one-block shape: wq_b's k_wg8 starts under k_rmsnorm, the experts'
+ *      k_moe16 not under k_route);
  *   B  the pack's stand-in: 256 blocks of 256 threads; triggers at its start, then griddepcontrol.wait;
  *   C  the linear's stand-in: 1,024 one-warp blocks with 34 KB of shared memory each (k_mma_fp8s's shape); its
  *      first block's start is recorded, then griddepcontrol.wait.
@@ -103,9 +105,9 @@ static void launch(void (*k)(Args...), int grid, int block, size_t smem, cudaStr
 static const size_t A_SMEM = 96 << 10, C_SMEM = 34 << 10;
 
 /* the chain A -> [fork] -> B -> C on s0 (the fork's kernel on s1, joined back after C) */
-static void chain(cudaStream_t s0, cudaStream_t s1, cudaEvent_t fork, cudaEvent_t join, int cl, bool fk)
+static void chain(cudaStream_t s0, cudaStream_t s1, cudaEvent_t fork, cudaEvent_t join, int ga, int cl, bool fk)
 {
-    launch(k_a, 64, 512, A_SMEM, s0, cl, 10000u);
+    launch(k_a, ga, 512, A_SMEM, s0, cl, 10000u);
     if (fk) {
         CKE(cudaEventRecord(fork, s0));
         CKE(cudaStreamWaitEvent(s1, fork, 0));
@@ -138,15 +140,17 @@ int main(void)
     cudaEvent_t fork, join;
     CKE(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     CKE(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    printf("%-6s %-8s %-5s %14s %16s %16s\n", "mode", "A", "fork", "B - A start", "C - A end", "C - B start");
+    printf("%-6s %-12s %-5s %14s %16s %16s\n", "mode", "A (blocks)", "fork", "B - A start", "C - A end", "C - B start");
     for (int graph = 0; graph < 2; graph++)
-        for (int cl : {1, 2, 8})
+        for (int ai = 0; ai < 4; ai++)
             for (int fk = 0; fk < 2; fk++) {
+                static const int acfg[4][2] = {{1, 1}, {64, 1}, {64, 2}, {64, 8}}; /* A's blocks, cluster */
+                const int ga = acfg[ai][0], cl = acfg[ai][1];
                 cudaGraphExec_t ge = nullptr;
                 if (graph) {
                     cudaGraph_t g;
                     CKE(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
-                    chain(s0, s1, fork, join, cl, fk);
+                    chain(s0, s1, fork, join, ga, cl, fk);
                     CKE(cudaStreamEndCapture(s0, &g));
                     CKE(cudaGraphInstantiate(&ge, g, 0));
                     CKE(cudaGraphDestroy(g));
@@ -158,7 +162,7 @@ int main(void)
                     if (graph)
                         CKE(cudaGraphLaunch(ge, s0));
                     else
-                        chain(s0, s1, fork, join, cl, fk);
+                        chain(s0, s1, fork, join, ga, cl, fk);
                     CKE(cudaStreamSynchronize(s0));
                     unsigned long long t[4];
                     CKE(cudaMemcpyFromSymbol(t, t_rec, sizeof t));
@@ -168,12 +172,12 @@ int main(void)
                     cb.push_back((double)((long long)t[3] - (long long)t[2]) / 1e3);
                 }
                 if (ge) CKE(cudaGraphExecDestroy(ge));
-                char an[16];
+                char an[24];
                 if (cl > 1)
-                    snprintf(an, sizeof an, "cl %d", cl);
+                    snprintf(an, sizeof an, "%d, cl %d", ga, cl);
                 else
-                    snprintf(an, sizeof an, "no cl");
-                printf("%-6s %-8s %-5s %11.2f us %13.2f us %13.2f us\n", graph ? "graph" : "stream", an,
+                    snprintf(an, sizeof an, "%d, no cl", ga);
+                printf("%-6s %-12s %-5s %11.2f us %13.2f us %13.2f us\n", graph ? "graph" : "stream", an,
                        fk ? "yes" : "no", med(ba), med(ca), med(cb));
             }
     return 0;
