@@ -14,7 +14,8 @@
  *   B  the pack's stand-in: 256 blocks of 256 threads; triggers at its start, then griddepcontrol.wait;
  *   C  the linear's stand-in: 1,024 one-warp blocks with 34 KB of shared memory each (k_mma_fp8s's shape); its
  *      first block's start is recorded, then griddepcontrol.wait.
- * Variants: A's cluster (none, 2, 8); FORK: after A an event recorded on the stream and waited on by a second
+ * Variants: A's cluster (none, 2, 8); Z: a busy kernel before A, so that A too is launched early and waits (the
+ * router's case) or none; FORK: after A an event recorded on the stream and waited on by a second
  * stream that runs a small kernel under PDL, as forward.c's kv_store fork (joined at the end), or none; the three
  * launches issued on streams, or captured once into a CUDA graph and replayed (decode's form).
  * Printed per variant, medians of 50 repeats from %globaltimer: B's first start after A's first start, C's first
@@ -53,10 +54,21 @@ __global__ void k_a(unsigned busy_ns)
     asm volatile("griddepcontrol.wait;" ::: "memory");
     volatile unsigned char *v = a_smem;
     unsigned x = 0;
-    while (gtime() - t0 < busy_ns) x += v[threadIdx.x];
+    const unsigned long long t1 = gtime(); /* busy from the wait on (with Z, A waits for it first) */
+    while (gtime() - t1 < busy_ns) x += v[threadIdx.x];
     if (x == 0xffffffffu) v[0] = 1; /* (keeps the loop) */
     __syncthreads();
     if (threadIdx.x == 0) atomicMax(&t_rec[1], gtime());
+}
+
+/* Z: a kernel before A (A then launched early too, waiting on Z: k_route's case, launched under the gate) */
+__global__ void k_z(unsigned busy_ns)
+{
+    const unsigned long long t0 = gtime();
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    while (gtime() - t0 < busy_ns) {
+    }
 }
 
 __global__ void k_b(void)
@@ -105,8 +117,9 @@ static void launch(void (*k)(Args...), int grid, int block, size_t smem, cudaStr
 static const size_t A_SMEM = 96 << 10, C_SMEM = 34 << 10;
 
 /* the chain A -> [fork] -> B -> C on s0 (the fork's kernel on s1, joined back after C) */
-static void chain(cudaStream_t s0, cudaStream_t s1, cudaEvent_t fork, cudaEvent_t join, int ga, int cl, bool fk)
+static void chain(cudaStream_t s0, cudaStream_t s1, cudaEvent_t fork, cudaEvent_t join, int ga, int cl, bool fk, bool z)
 {
+    if (z) launch(k_z, 64, 256, 0, s0, 1, 8000u);
     launch(k_a, ga, 512, A_SMEM, s0, cl, 10000u);
     if (fk) {
         CKE(cudaEventRecord(fork, s0));
@@ -140,17 +153,19 @@ int main(void)
     cudaEvent_t fork, join;
     CKE(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
     CKE(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    printf("%-6s %-12s %-5s %14s %16s %16s\n", "mode", "A (blocks)", "fork", "B - A start", "C - A end", "C - B start");
+    printf("%-6s %-12s %-5s %-6s %14s %16s %16s\n", "mode", "A (blocks)", "fork", "Z", "B - A start", "C - A end",
+           "C - B start");
     for (int graph = 0; graph < 2; graph++)
         for (int ai = 0; ai < 4; ai++)
-            for (int fk = 0; fk < 2; fk++) {
+            for (int fz = 0; fz < 4; fz++) {
+                const bool fk = fz & 1, z = fz >> 1;
                 static const int acfg[4][2] = {{1, 1}, {64, 1}, {64, 2}, {64, 8}}; /* A's blocks, cluster */
                 const int ga = acfg[ai][0], cl = acfg[ai][1];
                 cudaGraphExec_t ge = nullptr;
                 if (graph) {
                     cudaGraph_t g;
                     CKE(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
-                    chain(s0, s1, fork, join, ga, cl, fk);
+                    chain(s0, s1, fork, join, ga, cl, fk, z);
                     CKE(cudaStreamEndCapture(s0, &g));
                     CKE(cudaGraphInstantiate(&ge, g, 0));
                     CKE(cudaGraphDestroy(g));
@@ -162,7 +177,7 @@ int main(void)
                     if (graph)
                         CKE(cudaGraphLaunch(ge, s0));
                     else
-                        chain(s0, s1, fork, join, ga, cl, fk);
+                        chain(s0, s1, fork, join, ga, cl, fk, z);
                     CKE(cudaStreamSynchronize(s0));
                     unsigned long long t[4];
                     CKE(cudaMemcpyFromSymbol(t, t_rec, sizeof t));
@@ -177,8 +192,8 @@ int main(void)
                     snprintf(an, sizeof an, "%d, cl %d", ga, cl);
                 else
                     snprintf(an, sizeof an, "%d, no cl", ga);
-                printf("%-6s %-12s %-5s %11.2f us %13.2f us %13.2f us\n", graph ? "graph" : "stream", an,
-                       fk ? "yes" : "no", med(ba), med(ca), med(cb));
+                printf("%-6s %-12s %-5s %-6s %11.2f us %13.2f us %13.2f us\n", graph ? "graph" : "stream", an,
+                       fk ? "yes" : "no", z ? "before" : "none", med(ba), med(ca), med(cb));
             }
     return 0;
 }
