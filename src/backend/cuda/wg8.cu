@@ -158,7 +158,9 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, unsigne
  * the thread's output j of the tile's 128 R, the slots are the blocks' rings red (free), store(th, j, sum) stores
  * thread th's output j where this block owns it (k_wg8, wg_store). Up to 16-token tiles (R <= 8) a thread's R sums
  * go 16 bytes a send (thread-major); wider tiles keep a float a send, so that the owners' stores of consecutive
- * outputs stay consecutive threads' (thread-major, a 64-token wo_b went 6 % slower, s75 v4/). */
+ * outputs stay consecutive threads' (thread-major, a 64-token wo_b went 6 % slower, s75 v4/). The mbarrier is
+ * initialised at the end (s74: at the kernel's start, with the slots after the weight scales, wo_b alone at 16
+ * tokens was 25 % slower). */
 template <int R, class Store>
 __device__ __forceinline__ void wg_push(const float *v, float *red, int qb, int Q, Store store)
 {
@@ -167,6 +169,22 @@ __device__ __forceinline__ void wg_push(const float *v, float *red, int qb, int 
     cl_push_parts<128 * R, 128, WG_MAXP, TM>(
         (uint32_t)__cvta_generic_to_shared(&pbar), red, qb, Q, [&](int j) { return v[j]; },
         [&](int f, float s) { TM ? store(f / R, f % R, s) : store(f & 127, f >> 7, s); });
+}
+
+/* A tile's Q parts, one a block of a cluster (Q > 1), added in part order and the block's share stored
+ * (store(th, j, sum): thread th's output j, the tile's 128 R): by st.async (wg_push), or with sa false
+ * (DSV4_LIN_ASYNC=0) through red and the cluster's barriers (cluster_sum_parts). The same sums either way. red:
+ * the block's ring, free (k_wg8, wg_store). */
+template <int R, class Store>
+__device__ __forceinline__ void wg_sum_parts(const float *v, float *red, int qb, int Q, bool sa, Store store)
+{
+    if (sa) {
+        wg_push<R>(v, red, qb, Q, store);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < R; j++) red[j * 128 + threadIdx.x] = v[j];
+    cluster_sum_parts<WG_MAXP, 128>(red, 128 * R, qb, Q, [&](int f, float s) { store(f & 127, f >> 7, s); });
 }
 
 /* One block: 64 rows (tile blockIdx.y of the jobs), N tokens (tile blockIdx.x),
@@ -326,18 +344,7 @@ __global__ void __launch_bounds__(128)
     /* one part a block, the P parts a cluster: each block's sums to its shared memory (the ring's, free now:
      * every copy was waited for), then each block adds a P-th of the tile's outputs over the parts in part
      * order, from the blocks' shared memory, and stores them (the bits of part 0 adding everything) */
-    float *red = (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn)));
-    if (push) { /* (the parts' sums by st.async, cl_push_*: no cluster barrier with a release, whose SASS is a
-                 * MEMBAR.ALL.GPU) each sum to its output's owner, into the owner's ring, free in every block once
-                 * each has reached the cluster barrier; then the owned outputs over the parts in part order (the
-                 * same sums as below). s74: with the slots after the weight scales and the mbarrier initialised
-                 * at the start instead, wo_b alone at 16 tokens was 25 % slower. */
-        wg_push<R>(tot, red, qb, Q, store);
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < R; j++) red[j * 128 + tid] = tot[j];
-    cluster_sum_parts<WG_MAXP, 128>(red, 128 * R, qb, P, [&](int f, float v) { store(f & 127, f >> 7, v); });
+    wg_sum_parts<R>(tot, (float *)(wg_dyn + (sbase - (uint32_t)__cvta_generic_to_shared(wg_dyn))), qb, Q, push, store);
 }
 
 /* The path on unless DSV4_WG8=0 (mma.cu's F16 kernels then take reference
@@ -844,23 +851,7 @@ __device__ __forceinline__ void wg_store(const float *ps, int Q, int qb, int64_t
         for (int j = 0; j < R; j++) store(tid, j, ps[j]);
         return;
     }
-    constexpr int F = 128 * R;
-    if (sa) { /* every block's ring free once each has reached the cluster barrier */
-        wg_push<R>(ps, red, qb, Q, store);
-        return;
-    }
-#pragma unroll
-    for (int j = 0; j < R; j++) red[j * 128 + tid] = ps[j];
-    cg::cluster_group cl = cg::this_cluster();
-    cl.sync();
-    const int f0 = F * qb / Q, f1 = F * (qb + 1) / Q;
-    for (int f = f0 + tid; f < f1; f += 128) {
-        float sum = *cl.map_shared_rank(red + f, 0);
-        for (int q = 1; q < Q; q++) sum += *cl.map_shared_rank(red + f, q);
-        store(f & 127, f >> 7, sum);
-        red[f] = sum; /* (cluster_reads_done: red[f] of this block is read by this thread alone, above) */
-    }
-    cluster_reads_done(); /* every block's shared memory stays until the others have read it */
+    wg_sum_parts<R>(ps, red, qb, Q, sa, store);
 }
 
 /* Block: 64 rows (tile blockIdx.y) of row group blockIdx.z / Q, 64 tokens (tile blockIdx.x), the chains of
