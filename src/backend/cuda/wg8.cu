@@ -166,9 +166,15 @@ __device__ __forceinline__ void wg_push(const float *v, float *red, int qb, int 
 {
     __shared__ __align__(8) uint64_t pbar;
     constexpr bool TM = R <= 8;
-    cl_push_parts<128 * R, 128, WG_MAXP, TM>(
-        (uint32_t)__cvta_generic_to_shared(&pbar), red, qb, Q, [&](int j) { return v[j]; },
-        [&](int f, float s) { TM ? store(f / R, f % R, s) : store(f & 127, f >> 7, s); });
+    /* output f of the tile's 128 R, in the exchange's order: thread-major, or j-major (R > 8) */
+    auto put = [&](int f, float s) {
+        if constexpr (TM)
+            store(f / R, f % R, s);
+        else
+            store(f & 127, f >> 7, s);
+    };
+    cl_push_parts<128 * R, 128, WG_MAXP, TM>((uint32_t)__cvta_generic_to_shared(&pbar), red, qb, Q,
+                                             [&](int j) { return v[j]; }, put);
 }
 
 /* A tile's Q parts, one a block of a cluster (Q > 1), added in part order and the block's share stored
