@@ -399,3 +399,39 @@ def attn_call(d, name, what, machine):
             "decode_ms": call_rounds(d, name), "attn_ab": call_lines(d, name, "attn-ab.txt"),
             "bits": call_lines(d, name, "bits.txt")}
 
+
+
+def trace_events(path):
+    """A node trace's (bench/ktrace.c CSV) graph kernels: (start us, end us, name, grid, stream), by start."""
+    ev = []
+    for r in csv.DictReader(gzip.open(path, "rt")):
+        if r["graph_id"] != "0":
+            m = re.match(r"_Z(\d+)", r["name"])
+            n = r["name"][len(m.group(0)):len(m.group(0)) + int(m.group(1))] if m else r["name"]
+            ev.append((int(r["start_ns"]) / 1e3, int(r["end_ns"]) / 1e3, n, r["grid"], r["stream"]))
+    ev.sort()
+    return ev
+
+
+def wo_a_start(path):
+    """A node trace's wo_a launches (the k_mma_fp8s / k_mma_fp8 within 12 kernels after a k_attn_one): medians of its
+    start less its pack's start (k_mma_pack of 8 groups on its stream, where there is one) and less the attention's
+    end, of its duration, of the attention's, and of the attention's start to wo_a's end, in us."""
+    ev = trace_events(path)
+    pk, at, dur, ad, span = [], [], [], [], []
+    for i, (s0, e0, n, _, st) in enumerate(ev):
+        if n in ("k_mma_fp8s", "k_mma_fp8"):
+            p = [x for x in ev[max(0, i - 12):i] if x[2] == "k_mma_pack" and x[4] == st and "x8x" in x[3]]
+            a = [x for x in ev[max(0, i - 12):i] if x[2] == "k_attn_one"]
+            if a:
+                if p:
+                    pk.append(s0 - p[-1][0])
+                at.append(s0 - a[-1][1]), dur.append(e0 - s0)
+                ad.append(a[-1][1] - a[-1][0]), span.append(e0 - a[-1][0])
+    med = statistics.median
+    out = {"launches": len(at)}
+    if pk:
+        out["start_after_pack_start_us"] = round(med(pk), 1)
+    out.update({"start_after_attention_end_us": round(med(at), 1), "duration_us": round(med(dur), 1),
+                "attention_us": round(med(ad), 2), "attention_start_to_wo_a_end_us": round(med(span), 2)})
+    return out

@@ -4,17 +4,15 @@ dropped; the packs' hop bounded again; the K-split linears' exchange in 16-byte 
 in one call) as one JSON:
     python3 bench/results/2026-12-06-s75/summary.py > bench/results/mixed-2026-12-06-s75.json
 Standard library only."""
-import csv
 import glob
 import gzip
 import os
 import re
-import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
 from summary_lib import (DECODE_OVL_WHAT, attn, call_lines, call_rounds, experts_ref, lin_rounds,  # noqa: E402
-                         serve, suite)
+                         serve, suite, wo_a_start)
 
 
 def machine(call):
@@ -92,27 +90,6 @@ if os.path.exists(os.path.join(D, "bits", "machine.txt")):
                    "tests": {t: [ln.strip() for ln in gzip.open(os.path.join(D, "bits", t + ".txt.gz"), "rt")
                                  if re.match(r"\[  (PASSED|FAILED)", ln)] for t in ("test_golden", "test_gpu_vs_cpu")}}
 
-
-def wo_a_start(path):
-    """A node trace's wo_a launches (the k_mma_fp8s / k_mma_fp8 after a k_mma_pack of 8 groups): medians of its start
-    less its pack's start and less k_attn_one's end, and of its duration, in us."""
-    ev = []
-    for r in csv.DictReader(gzip.open(path, "rt")):
-        if r["graph_id"] != "0":
-            m = re.match(r"_Z(\d+)", r["name"])
-            n = r["name"][len(m.group(0)):len(m.group(0)) + int(m.group(1))] if m else r["name"]
-            ev.append((int(r["start_ns"]) / 1e3, int(r["end_ns"]) / 1e3, n, r["grid"], r["stream"]))
-    ev.sort()
-    pk, at, dur = [], [], []
-    for i, (s0, e0, n, _, st) in enumerate(ev):
-        if n in ("k_mma_fp8s", "k_mma_fp8"):
-            p = [x for x in ev[max(0, i - 12):i] if x[2] == "k_mma_pack" and x[4] == st and "x8x" in x[3]]
-            a = [x for x in ev[max(0, i - 12):i] if x[2] == "k_attn_one"]
-            if p and a:
-                pk.append(s0 - p[-1][0]), at.append(s0 - a[-1][1]), dur.append(e0 - s0)
-    med = statistics.median
-    return {"launches": len(pk), "start_after_pack_start_us": round(med(pk), 1),
-            "start_after_attention_end_us": round(med(at), 1), "duration_us": round(med(dur), 1)}
 
 
 if os.path.exists(os.path.join(D, "wot", "machine.txt")):
