@@ -21,6 +21,8 @@
  * Printed per variant, medians of 50 repeats from %globaltimer: B's first start after A's first start, C's first
  * start against A's last end (negative: C began while A ran) and against B's first start. If C starts with B only
  * where A has no cluster, or only without the fork, that is the cause s75 is after.
+ * Result (s76, an H100, bench/results/2026-12-06-s75/pdl/pdl.txt): C started 0.2-1.0 us after A's end in every
+ * variant - PDL starts a kernel early only behind the kernel launched just before it.
  */
 #include <algorithm>
 #include <cstdint>
