@@ -400,7 +400,6 @@ def attn_call(d, name, what, machine):
             "bits": call_lines(d, name, "bits.txt")}
 
 
-
 def trace_events(path):
     """A node trace's (bench/ktrace.c CSV) graph kernels: (start us, end us, name, grid, stream), by start."""
     ev = []
