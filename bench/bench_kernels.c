@@ -548,6 +548,65 @@ int main(int argc, char **argv)
         free(sc);
     }
 
+    /* wo_a as the model runs it: its 8 output groups in one launch (linear_groups) on unquantised activations
+     * (no_act_quant) in reference numerics, cold (copies rotated past the 50 MB L2, as the rows above) and warm (one
+     * copy again and again: most of its 33.5 MB stays in L2). Whether its kernel waits on DRAM or on itself. */
+    if (ns && be->linear_groups) {
+        const int G = 8, R = 1024, C = 4096, H = 64 * 512;
+        const shape s = {"wo_a (8 groups)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, G * R, C};
+        const size_t wb = weight_bytes(&s), hb = (size_t)s.rows * s.cols, nsc = (size_t)s.rows * (s.cols / 32 + 1);
+        int nc = (int)(200e6 / (double)wb) + 1;
+        if (nc > 16) nc = 16;
+        uint8_t *host = malloc(hb), *sc = malloc(nsc);
+        float *hxo = malloc((size_t)64 * H * sizeof(float));
+        float *xo = be->alloc(be, (size_t)64 * H * sizeof(float));
+        dsv4_w w[16];
+        int made = 0;
+        if (host && sc && hxo && xo) {
+            fill_bytes(host, hb, true);
+            for (size_t i = 0; i < nsc; i++) sc[i] = (uint8_t)(120 + rnd() % 4);
+            for (size_t i = 0; i < (size_t)64 * H; i++) hxo[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
+            be->upload(be, xo, hxo, (size_t)64 * H * sizeof(float));
+            while (made < nc && !make_weight(be, &s, &w[made], host, sc)) w[made++].no_act_quant = true;
+        }
+        if (made == nc) {
+            printf("\n%-20s %6s %10s %10s %8s %8s %10s %8s\n", "wo_a, all groups", "batch", "MB", "cold us", "GB/s",
+                   "of copy", "warm us", "GB/s");
+            be->act_quant = true;
+            for (int bi = 0; bi < nb; bi++) {
+                const int B = batches[bi];
+                if (B > 64) continue;
+                double us[2];
+                for (int k = 0; k < 2; k++) { /* k 0: rotated copies (cold), 1: the first again and again (warm) */
+                    const int n = k ? 1 : nc;
+                    for (int c = 0; c < n; c++)
+                        be->linear_groups(be, &w[c], G, xo, H, (size_t)C, B, y, G * R, (size_t)R);
+                    sync(be, y);
+                    const double t = now_s();
+                    for (int r = 0; r < reps; r++)
+                        be->linear_groups(be, &w[r % n], G, xo, H, (size_t)C, B, y, G * R, (size_t)R);
+                    sync(be, y);
+                    us[k] = (now_s() - t) / reps * 1e6;
+                }
+                const double cg = (double)wb / (us[0] * 1e-6) / 1e9, wg = (double)wb / (us[1] * 1e-6) / 1e9;
+                printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %8.0f\n", s.name, B, wb / 1e6, us[0], cg,
+                       100 * cg / copy_gbs, us[1], wg);
+                if (jf)
+                    fprintf(jf,
+                            ",\n  {\"kind\": \"linear_groups\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, "
+                            "\"cold_us\": %.3f, \"cold_of_copy\": %.3f, \"warm_us\": %.3f}",
+                            s.name, B, wb, us[0], cg / copy_gbs, us[1]);
+            }
+            be->act_quant = false;
+        }
+        for (int c = 0; c < made; c++) {
+            be->free(be, w[c].dev);
+            if (w[c].dev_scale) be->free(be, w[c].dev_scale);
+        }
+        if (xo) be->free(be, xo);
+        free(host), free(sc), free(hxo);
+    }
+
     if (linear_only) goto done;
     if (attn_only) goto attention;
     if (sample_only) {
