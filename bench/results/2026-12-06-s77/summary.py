@@ -55,4 +55,25 @@ out = {"session": "s77, 2026-12-06", "l2p": {
     "decode_ms": call_rounds(D, "l2p"), "decode_ms_means": means(call_rounds(D, "l2p")),
     "verdict": "batch 1: attn even (1.559-1.564 against 1.563-1.565 ms), hc2 +0.2 %, hc / all +3.2 %, pf3 +4.4 %; "
                "batch 16 even: not landed"}}
+
+
+def groups_table(path):
+    """bench_kernels' "wo_a, all groups" rows: batch -> [cold us, warm us]."""
+    return {int(m.group(1)): [float(m.group(2)), float(m.group(3))] for m in
+            (re.match(r"wo_a \(8 groups\)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+\d+\s+\d+%\s+([\d.]+)", ln)
+             for ln in open(path)) if m}
+
+
+woa = os.path.join(D, "woa")
+out["woa"] = {
+    "what": "bench_kernels --linear-only --batch 1,16 (main's ab8e186a), two rounds: wo_a as the model runs it (8 groups "
+            "in one linear_groups launch, unquantised activations, reference numerics), cold (copies rotated past the "
+            "50 MB L2) and warm (one copy again and again), us a call; the copy rate and the other linears in the "
+            "same runs",
+    "machine": machine(woa),
+    "copy_gb_s": [float(re.search(r"copy (\d+) GB/s", open(os.path.join(woa, f"lin-new-{i}.txt")).read()).group(1))
+                  for i in (1, 2)],
+    "wo_a_groups_us": {f"round {i}": groups_table(os.path.join(woa, f"lin-new-{i}.txt")) for i in (1, 2)},
+    "verdict": "batch 1: 18.7-18.8 us cold (59 % of copy), 16.4-16.5 warm (2.0 TB/s from L2): the kernel, not DRAM, "
+               "bounds wo_a at one token"}
 print(__import__("json").dumps(out, indent=1, ensure_ascii=False))
