@@ -85,6 +85,18 @@ def means(rounds):
     return {c: {v: r["from_third_mean"] for v, r in vs.items()} for c, vs in rounds.items()}
 
 
+def machine(d):
+    """A call's GPU as its machine.txt names it (nvidia-smi's CSV line under its header)."""
+    lines = [ln.strip() for ln in open(os.path.join(d, "machine.txt")) if ln.strip()]
+    return lines[1] if lines[0].startswith("name,") else lines[0]
+
+
+def verdicts(d, names):
+    """The gtest-style verdict lines ([  PASSED  ] / [  FAILED  ]) of a call's gzipped test outputs d/name."""
+    return {n: [ln.strip() for ln in gzip.open(os.path.join(d, n), "rt") if re.match(r"\[  (PASSED|FAILED)", ln)]
+            for n in names if os.path.exists(os.path.join(d, n))}
+
+
 def call_lines(d, call, name):
     """A call's file d/call/name as stripped lines (none if it is missing)."""
     p = os.path.join(d, call, name)

@@ -4,25 +4,14 @@ fork ruled out, PDL found one level deep, wo_a's pack moved into the attention's
 s75-prepared calls run this session (records in ../2026-12-06-s75/kvl/ and pdl/), as one JSON:
     python3 bench/results/2026-12-06-s76/summary.py > bench/results/mixed-2026-12-06-s76.json
 Standard library only."""
-import gzip
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds, wo_a_start  # noqa: E402
+from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds, machine, verdicts, wo_a_start  # noqa: E402
 
 S75 = os.path.join(os.path.dirname(D), "2026-12-06-s75")
-
-
-def machine(d):
-    lines = [ln.strip() for ln in open(os.path.join(d, "machine.txt")) if ln.strip()]
-    return lines[1] if lines[0].startswith("name,") else lines[0]
-
-
-def verdicts(d, names):
-    return {n: [ln.strip() for ln in gzip.open(os.path.join(d, n), "rt") if re.match(r"\[  (PASSED|FAILED)", ln)]
-            for n in names if os.path.exists(os.path.join(d, n))}
 
 
 def pdl_table(path):

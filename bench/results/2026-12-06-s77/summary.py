@@ -3,23 +3,12 @@
 into L2 by those kernels, measured, not landed) as one JSON:
     python3 bench/results/2026-12-06-s77/summary.py > bench/results/mixed-2026-12-06-s77.json
 Standard library only."""
-import gzip
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(D := os.path.dirname(os.path.abspath(__file__))))
-from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds, means, wo_a_start  # noqa: E402
-
-
-def machine(d):
-    lines = [ln.strip() for ln in open(os.path.join(d, "machine.txt")) if ln.strip()]
-    return lines[1] if lines[0].startswith("name,") else lines[0]
-
-
-def verdicts(d, names):
-    return {n: [ln.strip() for ln in gzip.open(os.path.join(d, n), "rt") if re.match(r"\[  (PASSED|FAILED)", ln)]
-            for n in names if os.path.exists(os.path.join(d, n))}
+from summary_lib import DECODE_OVL_WHAT, call_lines, call_rounds, machine, means, verdicts, wo_a_start  # noqa: E402,E501
 
 
 def per_kernel(path):
