@@ -114,6 +114,56 @@ static size_t weight_bytes(const shape *s)
     }
 }
 
+/* Copies of one shape's weight, enough to hold more than the 50 MB L2 between them (the timings rotate over
+ * them: every call reads DRAM), from one set of random host bytes. */
+typedef struct {
+    dsv4_w w[16];
+    int n;
+    uint8_t *host, *sc;
+} copies;
+
+static void copies_free(dsv4_backend *be, copies *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        be->free(be, c->w[i].dev);
+        if (c->w[i].dev_scale) be->free(be, c->w[i].dev_scale);
+    }
+    free(c->host), free(c->sc);
+    c->n = 0, c->host = c->sc = NULL;
+}
+
+/* 0, or -1 with nothing held (a weight that failed to load said why) */
+static int copies_make(dsv4_backend *be, const shape *s, copies *c)
+{
+    const size_t wb = weight_bytes(s), hb = (size_t)s->rows * s->cols * 4,
+                 nsc = (size_t)s->rows * (s->cols / 32 + 1) + 64;
+    int nc = (int)(200e6 / (double)wb) + 1;
+    if (nc > 16) nc = 16;
+    c->n = 0, c->host = malloc(hb), c->sc = malloc(nsc);
+    if (!c->host || !c->sc) {
+        copies_free(be, c);
+        return -1;
+    }
+    fill_bytes(c->host, hb, s->fmt == DSV4_WF_FP8);
+    for (size_t i = 0; i < nsc; i++) c->sc[i] = (uint8_t)(120 + rnd() % 4);
+    if (s->fmt == DSV4_WF_FLOAT) /* finite floats: small values */
+        for (size_t i = 0; i < hb; i += dsv4_dtype_size(s->dtype)) {
+            if (s->dtype == DSV4_DT_F32) {
+                float v = (float)((int)(rnd() % 2001) - 1000) * 1e-5f;
+                memcpy(c->host + i, &v, 4);
+            } else {
+                c->host[i] = 0;
+                c->host[i + 1] = (uint8_t)(0x3a + (rnd() & 1)) | (rnd() & 0x80);
+            }
+        }
+    for (; c->n < nc; c->n++)
+        if (make_weight(be, s, &c->w[c->n], c->host, c->sc)) { /* copies 0 .. n - 1 loaded */
+            copies_free(be, c);
+            return -1;
+        }
+    return 0;
+}
+
 static void sync(dsv4_backend *be, void *dev)
 {
     float x;
@@ -140,6 +190,19 @@ static double linear_us(dsv4_backend *be, const shape *s, const dsv4_w *w, int n
     sync(be, y);
     const double t = now_s();
     for (int r = 0; r < reps; r++) be->linear(be, &w[r % nc], x, (int)s->cols, B, y, (int)s->rows);
+    sync(be, y);
+    return (now_s() - t) / reps * 1e6;
+}
+
+/* linear_us for a launch of G row groups (linear_groups, as the model runs wo_a): x's group g at column g xg
+ * (leading dimension ldx), y's at g yg (ldy) */
+static double groups_us(dsv4_backend *be, const dsv4_w *w, int nc, int G, const float *x, int ldx, size_t xg, int B,
+                        float *y, int ldy, size_t yg, int reps)
+{
+    for (int c = 0; c < nc; c++) be->linear_groups(be, &w[c], G, x, ldx, xg, B, y, ldy, yg);
+    sync(be, y);
+    const double t = now_s();
+    for (int r = 0; r < reps; r++) be->linear_groups(be, &w[r % nc], G, x, ldx, xg, B, y, ldy, yg);
     sync(be, y);
     return (now_s() - t) / reps * 1e6;
 }
@@ -468,26 +531,10 @@ int main(int argc, char **argv)
     for (int si = 0; si < ns; si++) {
         const shape *s = &shapes[si];
         const size_t wb = weight_bytes(s);
-        /* rotate over copies holding more than the 50 MB L2 */
-        int nc = (int)(200e6 / (double)wb) + 1;
-        if (nc > 16) nc = 16;
-        size_t hb = (size_t)s->rows * s->cols * 4;
-        uint8_t *host = malloc(hb), *sc = malloc((size_t)s->rows * (s->cols / 32 + 1) + 64);
-        fill_bytes(host, hb, s->fmt == DSV4_WF_FP8);
-        for (size_t i = 0; i < (size_t)s->rows * (s->cols / 32 + 1) + 64; i++) sc[i] = (uint8_t)(120 + rnd() % 4);
-        if (s->fmt == DSV4_WF_FLOAT) /* finite floats: small values */
-            for (size_t i = 0; i < hb; i += dsv4_dtype_size(s->dtype)) {
-                if (s->dtype == DSV4_DT_F32) {
-                    float v = (float)((int)(rnd() % 2001) - 1000) * 1e-5f;
-                    memcpy(host + i, &v, 4);
-                } else {
-                    host[i] = 0;
-                    host[i + 1] = (uint8_t)(0x3a + (rnd() & 1)) | (rnd() & 0x80);
-                }
-            }
-        dsv4_w w[16];
-        for (int c = 0; c < nc; c++)
-            if (make_weight(be, s, &w[c], host, sc)) return 1;
+        copies cw;
+        if (copies_make(be, s, &cw)) return 1;
+        const dsv4_w *w = cw.w;
+        const int nc = cw.n;
         for (int bi = 0; bi < nb; bi++) {
             const int B = batches[bi];
             if (B > 64 && s->rows > 32768) continue;
@@ -540,12 +587,7 @@ int main(int argc, char **argv)
                         s->name, B, wb, us, gbs, gbs / copy_gbs, ref_us, ref_gbs / copy_gbs, f16_us, wg_err,
                         flop / ref_us * 1e-6, lt_us, lt_err);
         }
-        for (int c = 0; c < nc; c++) {
-            be->free(be, w[c].dev);
-            if (w[c].dev_scale) be->free(be, w[c].dev_scale);
-        }
-        free(host);
-        free(sc);
+        copies_free(be, &cw);
     }
 
     /* wo_a as the model runs it: its 8 output groups in one launch (linear_groups) on unquantised activations
@@ -554,57 +596,37 @@ int main(int argc, char **argv)
     if (ns && be->linear_groups) {
         const int G = 8, R = 1024, C = 4096, H = 64 * 512;
         const shape s = {"wo_a (8 groups)", DSV4_WF_FP8, DSV4_DT_F8_E4M3, G * R, C};
-        const size_t wb = weight_bytes(&s), hb = (size_t)s.rows * s.cols, nsc = (size_t)s.rows * (s.cols / 32 + 1);
-        int nc = (int)(200e6 / (double)wb) + 1;
-        if (nc > 16) nc = 16;
-        uint8_t *host = malloc(hb), *sc = malloc(nsc);
+        const size_t wb = weight_bytes(&s);
         float *hxo = malloc((size_t)64 * H * sizeof(float));
         float *xo = be->alloc(be, (size_t)64 * H * sizeof(float));
-        dsv4_w w[16];
-        int made = 0;
-        if (host && sc && hxo && xo) {
-            fill_bytes(host, hb, true);
-            for (size_t i = 0; i < nsc; i++) sc[i] = (uint8_t)(120 + rnd() % 4);
+        copies cw;
+        if (hxo && xo && !copies_make(be, &s, &cw)) {
             for (size_t i = 0; i < (size_t)64 * H; i++) hxo[i] = (float)((int64_t)(rnd() % 2001) - 1000) / 1000.0f;
             be->upload(be, xo, hxo, (size_t)64 * H * sizeof(float));
-            while (made < nc && !make_weight(be, &s, &w[made], host, sc)) w[made++].no_act_quant = true;
-        }
-        if (made == nc) {
+            for (int c = 0; c < cw.n; c++) cw.w[c].no_act_quant = true; /* wo_a's: BF16 activations */
             printf("\n%-20s %6s %10s %10s %8s %8s %10s %8s\n", "wo_a, all groups", "batch", "MB", "cold us", "GB/s",
                    "of copy", "warm us", "GB/s");
             be->act_quant = true;
             for (int bi = 0; bi < nb; bi++) {
                 const int B = batches[bi];
                 if (B > 64) continue;
-                double us[2];
-                for (int k = 0; k < 2; k++) { /* k 0: rotated copies (cold), 1: the first again and again (warm) */
-                    const int n = k ? 1 : nc;
-                    for (int c = 0; c < n; c++)
-                        be->linear_groups(be, &w[c], G, xo, H, (size_t)C, B, y, G * R, (size_t)R);
-                    sync(be, y);
-                    const double t = now_s();
-                    for (int r = 0; r < reps; r++)
-                        be->linear_groups(be, &w[r % n], G, xo, H, (size_t)C, B, y, G * R, (size_t)R);
-                    sync(be, y);
-                    us[k] = (now_s() - t) / reps * 1e6;
-                }
-                const double cg = (double)wb / (us[0] * 1e-6) / 1e9, wg = (double)wb / (us[1] * 1e-6) / 1e9;
-                printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %8.0f\n", s.name, B, wb / 1e6, us[0], cg,
-                       100 * cg / copy_gbs, us[1], wg);
+                /* the copies in turn (cold), then the first again and again (warm) */
+                const double cold = groups_us(be, cw.w, cw.n, G, xo, H, (size_t)C, B, y, G * R, (size_t)R, reps),
+                             warm = groups_us(be, cw.w, 1, G, xo, H, (size_t)C, B, y, G * R, (size_t)R, reps);
+                const double cg = (double)wb / (cold * 1e-6) / 1e9, wg = (double)wb / (warm * 1e-6) / 1e9;
+                printf("%-20s %6d %10.2f %10.2f %8.0f %7.0f%% %10.2f %8.0f\n", s.name, B, wb / 1e6, cold, cg,
+                       100 * cg / copy_gbs, warm, wg);
                 if (jf)
                     fprintf(jf,
                             ",\n  {\"kind\": \"linear_groups\", \"name\": \"%s\", \"batch\": %d, \"bytes\": %zu, "
                             "\"cold_us\": %.3f, \"cold_of_copy\": %.3f, \"warm_us\": %.3f}",
-                            s.name, B, wb, us[0], cg / copy_gbs, us[1]);
+                            s.name, B, wb, cold, cg / copy_gbs, warm);
             }
             be->act_quant = false;
-        }
-        for (int c = 0; c < made; c++) {
-            be->free(be, w[c].dev);
-            if (w[c].dev_scale) be->free(be, w[c].dev_scale);
+            copies_free(be, &cw);
         }
         if (xo) be->free(be, xo);
-        free(host), free(sc), free(hxo);
+        free(hxo);
     }
 
     if (linear_only) goto done;
